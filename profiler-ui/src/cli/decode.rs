@@ -1,0 +1,334 @@
+//! `wavescope decode BLOB --arch A --format canonical|summary|text`.
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use serde_json::{json, Value};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use traces::sqtt::{
+    self, canonical, AnalyzeOptions, BlobAnalysis, DecodeOptions, Decoder, Framing, Kind, Role,
+};
+use traces::GfxTarget;
+
+#[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// One line per packet: `<nibble_offset> <time> <Class> <field>=<int> ...`.
+    Canonical,
+    /// JSON: packet counts, waves, markers, userdata writes, warnings.
+    Summary,
+    /// Aligned and readable, for people.
+    Text,
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
+pub enum FramingArg {
+    /// As tinygrad's reference decoder (May 2026) frames the stream (default).
+    Reference,
+    /// As the hardware evidence says (64-bit TS_DELTA_S8_W3 on gfx11, decode the tail).
+    Hardware,
+}
+
+#[derive(Args)]
+pub struct DecodeArgs {
+    /// A raw per-SE SQTT blob (e.g. kern0_se1.sqtt).
+    pub blob: PathBuf,
+    /// The GPU target the blob was captured on (gfx1100, gfx1200, gfx950, ...). The blob's own
+    /// layout header decides how it is read; a mismatch is reported.
+    #[arg(long)]
+    pub arch: Option<String>,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// The SE number for the summary (default: from a `_se<N>` in the file name).
+    #[arg(long)]
+    pub se: Option<u32>,
+    #[arg(long, value_enum, default_value = "reference")]
+    pub framing: FramingArg,
+    /// Cycles TS_DELTA_SHORT adds to its field (4 as AMD's decoder; tinygrad before May 2026: 8).
+    #[arg(long, default_value_t = 4)]
+    pub short_delta_offset: u8,
+    /// Text format: also print NOP packets.
+    #[arg(long)]
+    pub all: bool,
+}
+
+/// A memory-mapped (or, for empty files, empty) input blob.
+pub struct BlobFile {
+    map: Option<memmap2::Mmap>,
+}
+
+impl BlobFile {
+    pub fn open(path: &Path) -> Result<Self> {
+        let file =
+            std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        let len = file.metadata().with_context(|| format!("cannot stat {}", path.display()))?.len();
+        if len == 0 {
+            return Ok(BlobFile { map: None });
+        }
+        // SAFETY: the map is read-only and private to this process; wavescope never writes the
+        // input, and a file truncated under us by another process is the one failure mmap
+        // readers accept (as every mmap-based tool does).
+        let map = unsafe { memmap2::Mmap::map(&file) }
+            .with_context(|| format!("cannot map {}", path.display()))?;
+        #[cfg(unix)]
+        let _ = map.advise(memmap2::Advice::Sequential);
+        Ok(BlobFile { map: Some(map) })
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        self.map.as_deref().unwrap_or(&[])
+    }
+}
+
+fn se_from_name(path: &Path) -> Option<u32> {
+    let name = path.file_stem()?.to_str()?;
+    let i = name.rfind("se")?;
+    let digits: String = name[i + 2..].chars().take_while(|c| c.is_ascii_digit()).collect();
+    digits.parse().ok()
+}
+
+/// Run a writer to stdout; a closed pipe (`| head`) is not an error.
+pub fn with_stdout(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    match f(&mut out).and_then(|_| out.flush()) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("writing output"),
+    }
+}
+
+pub fn run(a: DecodeArgs) -> Result<()> {
+    let target: Option<GfxTarget> = match &a.arch {
+        Some(s) => Some(s.parse()?),
+        None => None,
+    };
+    let file = BlobFile::open(&a.blob)?;
+    let blob = file.bytes();
+    let opts = DecodeOptions {
+        framing: match a.framing {
+            FramingArg::Reference => Framing::Reference,
+            FramingArg::Hardware => Framing::Hardware,
+        },
+        short_delta_offset: a.short_delta_offset,
+    };
+    let name = a.blob.display().to_string();
+    sqtt::waves::check_header(blob).with_context(|| format!("{name}: cannot decode"))?;
+    match a.format {
+        Format::Canonical => {
+            // Warnings (wrong target, truncation) still go to stderr.
+            let analysis = analyze(blob, target, opts, false)?;
+            report_warnings(&name, &analysis);
+            with_stdout(|out| canonical::write_blob(out, blob, opts).map(|_| ()))
+        }
+        Format::Summary => {
+            let analysis = analyze(blob, target, opts, false)?;
+            report_warnings(&name, &analysis);
+            let se = a.se.or_else(|| se_from_name(&a.blob));
+            let v = summary_json(&analysis, se, blob, opts);
+            with_stdout(|out| {
+                serde_json::to_writer_pretty(&mut *out, &v)?;
+                writeln!(out)
+            })
+        }
+        Format::Text => {
+            let analysis = analyze(blob, target, opts, true)?;
+            report_warnings(&name, &analysis);
+            with_stdout(|out| write_text(out, &name, blob, opts, &analysis, a.all))
+        }
+    }
+}
+
+fn analyze(
+    blob: &[u8],
+    target: Option<GfxTarget>,
+    decode: DecodeOptions,
+    keep_tokens: bool,
+) -> Result<BlobAnalysis> {
+    let opts = AnalyzeOptions { decode, keep_tokens, ..AnalyzeOptions::default() };
+    Ok(sqtt::analyze_with(blob, target, opts)?)
+}
+
+fn report_warnings(name: &str, a: &BlobAnalysis) {
+    for w in &a.warnings {
+        eprintln!("wavescope: warning: {name}: nibble offset {}: {}", w.offset, w.message);
+    }
+}
+
+/// The summary JSON: the reference's per-blob fields, plus what wavescope adds.
+pub fn summary_json(a: &BlobAnalysis, se: Option<u32>, blob: &[u8], opts: DecodeOptions) -> Value {
+    let waves: Vec<Value> = a
+        .waves
+        .iter()
+        .map(|w| {
+            let mut v = serde_json::to_value(w).unwrap_or(Value::Null);
+            if let Value::Object(m) = &mut v {
+                m.insert("se".into(), json!(se));
+            }
+            v
+        })
+        .collect();
+    let markers: Vec<Value> = a.markers.iter().map(|m| json!([m.time, m.realtime])).collect();
+    let userdata: Vec<Value> = a
+        .userdata_writes
+        .iter()
+        .map(|u| json!({"time": u.time, "reg": u.reg_name(), "value": u.value}))
+        .collect();
+    json!({
+        "se": se,
+        "layout": a.layout.map(|l| l.name()),
+        "layout_header": a.layout_header,
+        "packet_total": a.packet_total,
+        "packet_counts": a.packet_counts,
+        "decoded_nibbles": a.decoded_nibbles,
+        "blob_nibbles": a.blob_nibbles,
+        "first_time": a.first_time,
+        "last_time": a.last_time,
+        "instruction_packets": a.instruction_packets,
+        "instruction_breakdown": a.instruction_breakdown,
+        "inst_ops": a.inst_ops,
+        "wave_starts": a.wave_starts,
+        "wave_ends": a.wave_ends,
+        "wave_count": a.waves.len(),
+        "wave_anomalies": a.wave_anomalies,
+        "waves": waves,
+        "markers": {
+            "count": a.markers.len(),
+            "all": markers,
+            "shader_clock_hz_estimate": a.shader_clock_hz_estimate(),
+        },
+        "userdata_writes": userdata,
+        "stream_sha256": canonical::stream_sha256(blob, opts),
+        "warnings": a.warnings,
+    })
+}
+
+fn write_text(
+    out: &mut dyn Write,
+    name: &str,
+    blob: &[u8],
+    opts: DecodeOptions,
+    a: &BlobAnalysis,
+    all: bool,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "{name}: {} bytes, layout {}, {} packets, {} waves, {} instruction tokens, {} markers",
+        blob.len(),
+        a.layout.map_or("?", |l| l.name()),
+        a.packet_total,
+        a.waves.len(),
+        a.instruction_packets,
+        a.markers.len()
+    )?;
+    if let Some(clock) = a.shader_clock_hz_estimate() {
+        writeln!(out, "shader clock ≈ {:.3} GHz (first to last marker)", clock / 1e9)?;
+    }
+    writeln!(out)?;
+    writeln!(out, "{:>9} {:>12} {:>6}  {:<24} details", "nibble", "time", "Δt", "packet")?;
+    // Wave numbers by the nibble offset of their start/end packet.
+    let mut wave_at = std::collections::HashMap::new();
+    for (i, w) in a.waves.iter().enumerate() {
+        wave_at.insert(w.start_offset, i);
+        wave_at.insert(w.end_offset, i);
+    }
+    let mut token_at = std::collections::HashMap::new();
+    for t in &a.tokens {
+        token_at.entry(t.offset).or_insert(t.wave);
+    }
+    let mut prev = 0i64;
+    let layout = std::cell::Cell::new(sqtt::Layout::Rdna3);
+    for p in Decoder::new(blob, opts) {
+        let dt = p.time - prev;
+        prev = p.time;
+        if p.ty.kind == Kind::Nop && !all {
+            continue;
+        }
+        let mut details = String::new();
+        match p.ty.kind {
+            Kind::LayoutHeader => {
+                let l = p.get(Role::Layout).unwrap_or(0);
+                layout.set(match l {
+                    3 => sqtt::Layout::Rdna3,
+                    4 => sqtt::Layout::Rdna4,
+                    _ => sqtt::Layout::Cdna,
+                });
+                details = format!("layout {l}");
+            }
+            Kind::WaveStart | Kind::WaveEnd => {
+                let id = wave_at.get(&p.offset).map_or("W?".to_string(), |i| format!("W{i}"));
+                let w = wave_at.get(&p.offset).and_then(|i| a.waves.get(*i));
+                match w {
+                    Some(w) => {
+                        details = format!("{id} cu {} simd {} slot {}", w.cu, w.simd, w.wave);
+                        if p.ty.kind == Kind::WaveEnd {
+                            details +=
+                                &format!("  ran {} cycles, {} insts", w.end - w.start, w.insts);
+                        }
+                    }
+                    None => details = format!("{id} (unpaired)"),
+                }
+            }
+            Kind::Inst | Kind::ValuInst | Kind::Immediate | Kind::ImmediateMask => {
+                let slot = p.get(Role::Wave);
+                if let Some(op) = p.get(Role::Op) {
+                    details = format!("{:<18}", sqtt::op_name(layout.get(), op as u32).to_string());
+                }
+                if let Some(mask) = p.get(Role::Mask) {
+                    details = format!("mask {mask:#06x}");
+                } else if let Some(s) = slot {
+                    details += &format!(" slot {s}");
+                }
+                if let Some(w) = token_at.get(&p.offset) {
+                    details += &format!("  W{w}");
+                }
+            }
+            Kind::DeltaOrMarker if p.is_marker() => {
+                let rt = p.get(Role::Delta).unwrap_or(0);
+                details = format!("realtime {rt} ({:.2} µs)", rt as f64 / 100.0);
+            }
+            Kind::Reg => {
+                let addr = p.get(Role::RegAddr).unwrap_or(0);
+                let data = p.get(Role::RegData).unwrap_or(0);
+                let sh = p.get(Role::RegHi).is_some_and(|h| h & 0x80 != 0);
+                details = if sh {
+                    format!("SH reg 0x2e00+{addr:#x} = {data:#010x}")
+                } else {
+                    format!("reg {addr:#06x} = {data:#010x}")
+                };
+                if addr == 0xC342 || addr == 0xC343 {
+                    details += " (RGP marker)";
+                }
+            }
+            _ => {
+                for (k, v) in p.fields() {
+                    if k != "delta" {
+                        details += &format!("{k}={v} ");
+                    }
+                }
+            }
+        }
+        writeln!(out, "{:>9} {:>12} {:>+6}  {:<24} {}", p.offset, p.time, dt, p.ty.name, details)?;
+    }
+    if !a.waves.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{:>5} {:>4} {:>4} {:>4} {:>12} {:>12} {:>9} {:>6}",
+            "wave", "cu", "simd", "slot", "start", "end", "cycles", "insts"
+        )?;
+        for (i, w) in a.waves.iter().enumerate() {
+            writeln!(
+                out,
+                "{:>5} {:>4} {:>4} {:>4} {:>12} {:>12} {:>9} {:>6}",
+                format!("W{i}"),
+                w.cu,
+                w.simd,
+                w.wave,
+                w.start,
+                w.end,
+                w.end - w.start,
+                w.insts
+            )?;
+        }
+    }
+    Ok(())
+}

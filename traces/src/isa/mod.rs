@@ -1,0 +1,1 @@
+//! AMD GPU instruction decoding and disassembly (filled in by the `isa` issue).

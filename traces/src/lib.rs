@@ -1,0 +1,9 @@
+//! `traces`: everything wavescope knows about profile data, with no device and no screen.
+//!
+//! - [`sqtt`]: the SQ thread-trace decoder (gfx11 / gfx12 / gfx950), wave reconstruction and
+//!   absolute time from the realtime markers.
+//! - [`isa`]: AMD machine-code decoding and disassembly (RDNA3, RDNA4, CDNA3/gfx950) and code objects.
+//! - [`model`] and the file formats: tinygrad pickles, wavescope's `.wst`, `.rgp`, Perfetto JSON.
+
+pub mod isa;
+pub mod sqtt;

@@ -1,0 +1,25 @@
+//! SQTT (SQ thread trace): decoding the per-shader-engine streams the hardware writes.
+//!
+//! - [`packets`]: every packet layout of the three families (RDNA3 layout 3, RDNA4 layout 4,
+//!   CDNA/gfx9), in one place.
+//! - [`decoder`]: the streaming decoder over a byte slice (or an mmap'd file), no allocation per
+//!   packet, time accumulation and layout detection.
+//! - [`waves`]: waves, instruction tokens, markers and RGP userdata writes of one blob.
+//! - [`time`]: absolute GPU time from the realtime markers.
+//! - [`canonical`]: the one-line-per-packet form shared with the reference decode.
+
+pub mod canonical;
+pub mod decoder;
+pub mod inst_op;
+pub mod packets;
+pub mod time;
+pub mod waves;
+
+pub use decoder::{decode, Cut, DecodeOptions, Decoder, Framing, Packet, Tail};
+pub use inst_op::{op_name, OpName};
+pub use packets::{Kind, Layout, PacketType, Role};
+pub use time::TimeMap;
+pub use waves::{
+    analyze, analyze_with, AnalyzeOptions, BlobAnalysis, DecodeError, InstToken, Marker,
+    TokenKind, UserdataWrite, Wave, Warning,
+};

@@ -1,0 +1,165 @@
+//! Absolute time: the realtime markers carry the 100 MHz GPU timestamp counter (the clock the
+//! command processor's RELEASE_MEM timestamps use), so every packet time in shader cycles can
+//! be placed on the GPU timeline by interpolating between the markers around it.
+//!
+//! RDNA3 markers carry the counter's low 36 bits (it wraps every ~687 s), RDNA4 markers 52 bits.
+//! CDNA streams have no such marker.
+
+use super::packets::Layout;
+use super::waves::Marker;
+
+/// GPU timestamp ticks per second (the 100 MHz "REFCLK" counter).
+pub const TICKS_PER_SECOND: f64 = 100e6;
+
+/// Maps shader-cycle times of one blob to 100 MHz GPU ticks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimeMap {
+    /// (cycles, ticks) at each marker, strictly increasing in both.
+    points: Vec<(i64, f64)>,
+    /// Ticks per cycle used before the first and after the last marker when there is only one.
+    fallback_slope: Option<f64>,
+}
+
+impl TimeMap {
+    /// Build the map from a blob's markers.
+    ///
+    /// `reference_ticks` is any 100 MHz timestamp taken near the capture (a kernel's start, for
+    /// instance); it picks the right wrap of RDNA3's 36-bit values. Without it the low bits are
+    /// taken as they are.
+    pub fn from_markers(
+        markers: &[Marker],
+        layout: Layout,
+        reference_ticks: Option<u64>,
+    ) -> Option<TimeMap> {
+        let bits = match layout {
+            Layout::Rdna3 => 36,
+            Layout::Rdna4 => 52,
+            Layout::Cdna => return None,
+        };
+        let modulus = 1u64 << bits;
+        let first = markers.first()?;
+        let mut full = unwrap_near(first.realtime & (modulus - 1), bits, reference_ticks);
+        let mut prev_rt = first.realtime & (modulus - 1);
+        let mut points: Vec<(i64, f64)> = vec![(first.time, full as f64)];
+        for m in &markers[1..] {
+            let rt = m.realtime & (modulus - 1);
+            full = full.wrapping_add(rt.wrapping_sub(prev_rt) & (modulus - 1));
+            prev_rt = rt;
+            let last = points.last().copied().unwrap_or((i64::MIN, f64::MIN));
+            // Keep the map strictly increasing: markers in the same cycle add nothing.
+            if m.time > last.0 && full as f64 > last.1 {
+                points.push((m.time, full as f64));
+            }
+        }
+        Some(TimeMap { points, fallback_slope: None })
+    }
+
+    /// Use this shader clock (Hz) outside the markers when the map has a single marker.
+    pub fn with_fallback_clock(mut self, shader_hz: f64) -> Self {
+        if shader_hz > 0.0 {
+            self.fallback_slope = Some(TICKS_PER_SECOND / shader_hz);
+        }
+        self
+    }
+
+    pub fn markers(&self) -> usize {
+        self.points.len()
+    }
+
+    /// The shader clock (Hz) averaged over the whole map, if it spans two markers.
+    pub fn mean_clock_hz(&self) -> Option<f64> {
+        let (a, b) = (self.points.first()?, self.points.last()?);
+        if b.0 <= a.0 {
+            return None;
+        }
+        Some((b.0 - a.0) as f64 / (b.1 - a.1) * TICKS_PER_SECOND)
+    }
+
+    /// 100 MHz ticks at a time in shader cycles: linear between the markers around it, and
+    /// with the nearest interval's rate outside them.
+    pub fn ticks(&self, cycles: i64) -> Option<f64> {
+        let pts = &self.points;
+        match pts.len() {
+            0 => None,
+            1 => {
+                let (c, t) = pts[0];
+                let slope = self.fallback_slope?;
+                Some(t + (cycles - c) as f64 * slope)
+            }
+            n => {
+                // Index of the interval [i, i+1] to use.
+                let i = match pts.binary_search_by(|p| p.0.cmp(&cycles)) {
+                    Ok(i) => return Some(pts[i].1),
+                    Err(0) => 0,
+                    Err(i) if i >= n => n - 2,
+                    Err(i) => i - 1,
+                };
+                let (c0, t0) = pts[i];
+                let (c1, t1) = pts[i + 1];
+                Some(t0 + (cycles - c0) as f64 * (t1 - t0) / (c1 - c0) as f64)
+            }
+        }
+    }
+
+    /// Microseconds on the GPU clock (ticks / 100).
+    pub fn us(&self, cycles: i64) -> Option<f64> {
+        self.ticks(cycles).map(|t| t / 100.0)
+    }
+}
+
+/// The full counter value whose low `bits` are `low`, closest to `reference`.
+fn unwrap_near(low: u64, bits: u32, reference: Option<u64>) -> u64 {
+    let Some(r) = reference else { return low };
+    if bits >= 64 {
+        return low;
+    }
+    let modulus = 1u64 << bits;
+    let base = r & !(modulus - 1);
+    let candidates = [base.wrapping_sub(modulus), base, base.wrapping_add(modulus)];
+    candidates
+        .iter()
+        .map(|b| b.wrapping_add(low))
+        .min_by_key(|v| v.abs_diff(r))
+        .unwrap_or(low)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(time: i64, realtime: u64) -> Marker {
+        Marker { time, realtime }
+    }
+
+    #[test]
+    fn interpolates_and_extrapolates() {
+        let map = TimeMap::from_markers(&[m(0, 100), m(1000, 200)], Layout::Rdna4, None).unwrap();
+        assert_eq!(map.ticks(500), Some(150.0));
+        assert_eq!(map.ticks(2000), Some(300.0));
+        assert_eq!(map.ticks(-1000), Some(0.0));
+        assert_eq!(map.mean_clock_hz(), Some(1e9));
+    }
+
+    #[test]
+    fn unwraps_rdna3_low_bits() {
+        let modulus = 1u64 << 36;
+        let reference = 5 * modulus + 10;
+        // The counter passes a wrap between the two markers.
+        let map = TimeMap::from_markers(
+            &[m(0, modulus - 50), m(100, 50)],
+            Layout::Rdna3,
+            Some(reference),
+        )
+        .unwrap();
+        assert_eq!(map.ticks(0), Some((5 * modulus - 50) as f64));
+        assert_eq!(map.ticks(100), Some((5 * modulus + 50) as f64));
+    }
+
+    #[test]
+    fn single_marker_needs_a_clock() {
+        let map = TimeMap::from_markers(&[m(100, 1000)], Layout::Rdna4, None).unwrap();
+        assert_eq!(map.ticks(200), None);
+        let map = map.with_fallback_clock(1e9);
+        assert_eq!(map.ticks(200), Some(1010.0));
+    }
+}

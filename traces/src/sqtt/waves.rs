@@ -1,0 +1,562 @@
+//! Wave reconstruction and per-blob analysis: WAVESTART/WAVEEND pairing, instruction tokens
+//! attributed to their wave, realtime markers, RGP userdata register writes, packet statistics.
+
+use super::decoder::{DecodeOptions, Decoder, Packet};
+use super::inst_op::{op_name, OpName};
+use super::packets::{Kind, Layout, Role};
+use crate::target::{Family, GfxTarget};
+use std::collections::{BTreeMap, HashMap};
+
+/// `SQ_THREAD_TRACE_USERDATA_2` / `_3`: where the runtime writes RGP marker dwords.
+pub const USERDATA_2: u32 = 0xC342;
+pub const USERDATA_3: u32 = 0xC343;
+
+/// One wave, from WAVESTART to WAVEEND, on one SE.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Wave {
+    /// RDNA: `wgp | sa << 3` (layout 3) or `wgp | sa << 4` (layout 4); CDNA: the CU number.
+    pub cu: u16,
+    pub simd: u8,
+    /// Wave slot.
+    pub wave: u8,
+    /// CDNA shader array (`sh`); None on RDNA, where it is part of `cu`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sa: Option<u8>,
+    /// RDNA: the WAVESTART `id7` field (dispatch-wide wave index as far as is known).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id7: Option<u32>,
+    /// CDNA: the WAVESTART `count` field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<u32>,
+    /// Times of the WAVESTART and WAVEEND packets (shader cycles from the blob's start).
+    pub start: i64,
+    pub end: i64,
+    /// Instruction tokens attributed to this wave (only waves on the traced SIMD have any).
+    pub insts: u32,
+    /// Nibble offsets of the WAVESTART and WAVEEND packets.
+    #[serde(skip)]
+    pub start_offset: u64,
+    #[serde(skip)]
+    pub end_offset: u64,
+}
+
+/// A realtime marker: the accumulated time of the packet and the 100 MHz GPU counter it carries
+/// (low 36 bits on RDNA3, 52 bits on RDNA4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Marker {
+    pub time: i64,
+    pub realtime: u64,
+}
+
+/// A write to SQ_THREAD_TRACE_USERDATA_2/3 seen in the stream: one RGP marker dword.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct UserdataWrite {
+    pub time: i64,
+    pub reg: u32,
+    pub value: u32,
+}
+
+impl UserdataWrite {
+    pub fn reg_name(&self) -> &'static str {
+        if self.reg == USERDATA_2 {
+            "USERDATA_2"
+        } else {
+            "USERDATA_3"
+        }
+    }
+}
+
+/// What kind of instruction token a wave received.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum TokenKind {
+    /// INST / INST_RDNA4 / CDNA_INST with its op.
+    Inst,
+    ValuInst,
+    Immediate,
+    /// One set bit of an IMMEDIATE_MASK packet.
+    ImmediateMask,
+}
+
+/// One instruction token attributed to a wave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InstToken {
+    pub time: i64,
+    /// Index into [`BlobAnalysis::waves`].
+    pub wave: u32,
+    pub kind: TokenKind,
+    /// The op of INST tokens.
+    pub op: Option<OpName>,
+    /// Nibble offset of the packet.
+    pub offset: u64,
+}
+
+/// Something odd in a blob, with the nibble offset where it was seen.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Warning {
+    pub offset: u64,
+    pub message: String,
+}
+
+/// The LAYOUT_HEADER fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct LayoutHeader {
+    pub layout: u32,
+    pub simd: u32,
+    pub group: u32,
+    pub sel_a: u32,
+    pub sel_b: u32,
+    pub flag4: u32,
+}
+
+/// Everything wavescope reads out of one SE blob.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct BlobAnalysis {
+    pub layout: Option<Layout>,
+    pub layout_header: Option<LayoutHeader>,
+    pub packet_total: u64,
+    pub packet_counts: BTreeMap<&'static str, u64>,
+    pub decoded_nibbles: u64,
+    pub blob_nibbles: u64,
+    pub first_time: Option<i64>,
+    pub last_time: Option<i64>,
+    /// INST (not OTHER_) + VALUINST + IMMEDIATE + set bits of IMMEDIATE_MASK + CDNA_INST.
+    pub instruction_packets: u64,
+    pub instruction_breakdown: BTreeMap<&'static str, u64>,
+    pub inst_ops: BTreeMap<String, u64>,
+    pub wave_starts: u64,
+    pub wave_ends: u64,
+    /// Completed waves, in the order their WAVESTART was seen.
+    pub waves: Vec<Wave>,
+    pub wave_anomalies: BTreeMap<&'static str, u64>,
+    pub markers: Vec<Marker>,
+    pub userdata_writes: Vec<UserdataWrite>,
+    /// CDNA absolute timestamps (count, first, last) when present.
+    pub cdna_timestamps: Vec<u64>,
+    /// Packets (other than padding) after the point where the reference framing stops reading.
+    pub tail_packets: u32,
+    /// The packet cut off by the end of the blob (offset, type), if any.
+    pub cut_packet: Option<(u64, &'static str)>,
+    #[serde(skip)]
+    pub tokens: Vec<InstToken>,
+    pub warnings: Vec<Warning>,
+}
+
+/// Analysis settings.
+#[derive(Debug, Clone, Copy)]
+pub struct AnalyzeOptions {
+    pub decode: DecodeOptions,
+    /// Keep every instruction token (for instruction views); counting needs none of them.
+    pub keep_tokens: bool,
+    /// The traced SIMD on the traced unit (`SQTT_SIMD_SEL`); the reference assumes 0.
+    pub traced_simd: u8,
+    /// At most this many warnings are kept (the rest are counted).
+    pub max_warnings: usize,
+}
+
+impl Default for AnalyzeOptions {
+    fn default() -> Self {
+        AnalyzeOptions {
+            decode: DecodeOptions::default(),
+            keep_tokens: true,
+            traced_simd: 0,
+            max_warnings: 64,
+        }
+    }
+}
+
+/// A blob that cannot be decoded at all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    #[error("SQTT blob is empty")]
+    Empty,
+    #[error(
+        "not an SQTT stream: the first packet at nibble offset 0 is {found} (byte {byte:#04x}), \
+         not a LAYOUT_HEADER"
+    )]
+    NoLayoutHeader { found: &'static str, byte: u8 },
+    #[error("SQTT blob of {len} bytes is too short for a layout header (8 bytes)")]
+    TooShort { len: usize },
+}
+
+fn expected_layout(target: GfxTarget) -> Option<Layout> {
+    match target.family()? {
+        Family::Rdna3 => Some(Layout::Rdna3),
+        Family::Rdna4 => Some(Layout::Rdna4),
+        Family::Cdna => Some(Layout::Cdna),
+    }
+}
+
+/// Decode and analyse one SE blob.
+///
+/// `target`, when given, is checked against the blob's layout header; a mismatch is a warning
+/// (the header decides how the stream is read).
+pub fn analyze(blob: &[u8], target: Option<GfxTarget>) -> Result<BlobAnalysis, DecodeError> {
+    analyze_with(blob, target, AnalyzeOptions::default())
+}
+
+/// Check that a blob starts like an SQTT stream.
+pub fn check_header(blob: &[u8]) -> Result<(), DecodeError> {
+    if blob.is_empty() {
+        return Err(DecodeError::Empty);
+    }
+    if blob.len() < 8 {
+        return Err(DecodeError::TooShort { len: blob.len() });
+    }
+    let ty = super::packets::RDNA3_TABLE.lookup(blob[0]);
+    if ty.kind != Kind::LayoutHeader {
+        return Err(DecodeError::NoLayoutHeader { found: ty.name, byte: blob[0] });
+    }
+    Ok(())
+}
+
+/// [`analyze`] with explicit options.
+pub fn analyze_with(
+    blob: &[u8],
+    target: Option<GfxTarget>,
+    opts: AnalyzeOptions,
+) -> Result<BlobAnalysis, DecodeError> {
+    check_header(blob)?;
+    let mut a = Analyzer::new(opts);
+    let mut dec = Decoder::new(blob, opts.decode);
+    for p in dec.by_ref() {
+        a.packet(&p);
+    }
+    let mut out = a.finish();
+    out.decoded_nibbles = dec.consumed_nibbles();
+    out.blob_nibbles = dec.blob_nibbles();
+    out.layout = Some(dec.layout());
+    if let (Some(t), Some(layout)) = (target, out.layout) {
+        if let Some(exp) = expected_layout(t) {
+            if exp != layout {
+                out.warn(
+                    0,
+                    format!(
+                        "the blob's layout header says {} but the target is {t} ({}): decoded as {}",
+                        layout.name(),
+                        exp.name(),
+                        layout.name()
+                    ),
+                    opts.max_warnings,
+                );
+            }
+        }
+    }
+    let tail = dec.tail();
+    if let Some(at) = dec.desync_at() {
+        out.warn(
+            at,
+            "a packet longer than 16 nibbles starts on a byte boundary here: the reference \
+             framing skips a byte after it (tinygrad's window quirk), so what follows is misread; \
+             decode with hardware framing to read it correctly"
+                .into(),
+            opts.max_warnings,
+        );
+    }
+    // The hardware writes the buffer in 32-byte units (gfx9 blobs carry an extra 8-byte
+    // header), so a last packet cut at such a boundary is normal; any other length means the
+    // blob itself was cut short.
+    let aligned = blob.len() % 32 == 0 || (blob.len() >= 8 && (blob.len() - 8) % 32 == 0);
+    if let Some(cut) = tail.cut {
+        if !aligned {
+            out.warn(
+                cut.offset,
+                format!(
+                    "{} needs {} nibbles but only {} remain, and the blob length ({} bytes) is \
+                     not a whole number of 32-byte trace-buffer units: the blob is truncated",
+                    cut.name,
+                    cut.needed,
+                    cut.available,
+                    blob.len()
+                ),
+                opts.max_warnings,
+            );
+        }
+    }
+    out.cut_packet = tail.cut.map(|c| (c.offset, c.name));
+    out.tail_packets = tail.packets;
+    Ok(out)
+}
+
+impl BlobAnalysis {
+    fn warn(&mut self, offset: u64, message: String, max: usize) {
+        if self.warnings.len() < max {
+            self.warnings.push(Warning { offset, message });
+        }
+    }
+
+    /// Shader clock estimate from the first and last marker (Hz), like tinygrad's viz.
+    pub fn shader_clock_hz_estimate(&self) -> Option<f64> {
+        let (a, b) = (self.markers.first()?, self.markers.last()?);
+        let ticks = b.realtime.checked_sub(a.realtime)?;
+        if ticks == 0 {
+            return None;
+        }
+        Some((b.time - a.time) as f64 * 1e9 / (ticks as f64 * 10.0))
+    }
+}
+
+/// Incremental analysis, one packet at a time.
+pub struct Analyzer {
+    opts: AnalyzeOptions,
+    out: BlobAnalysis,
+    /// Live waves: key -> index in `out.waves` (waves are pushed at WAVESTART).
+    live: HashMap<u32, usize>,
+    /// Whether each wave in `out.waves` has seen its WAVEEND.
+    ended: Vec<bool>,
+    layout: Layout,
+    first_packet: bool,
+    unknown_op_warned: bool,
+}
+
+fn key(sa: u8, cu: u16, simd: u8, wave: u8) -> u32 {
+    (sa as u32) << 28 | (cu as u32) << 12 | (simd as u32) << 8 | wave as u32
+}
+
+impl Analyzer {
+    pub fn new(opts: AnalyzeOptions) -> Self {
+        Analyzer {
+            opts,
+            out: BlobAnalysis::default(),
+            live: HashMap::new(),
+            ended: Vec::new(),
+            layout: Layout::Rdna3,
+            first_packet: true,
+            unknown_op_warned: false,
+        }
+    }
+
+    fn warn(&mut self, offset: u64, message: String) {
+        let max = self.opts.max_warnings;
+        self.out.warn(offset, message, max);
+    }
+
+    /// The (sa, cu, simd, wave) of a wave packet.
+    fn wave_id(&self, p: &Packet) -> (u8, u16, u8, u8) {
+        let simd = p.get(Role::Simd).unwrap_or(0) as u8;
+        let wave = p.get(Role::Wave).unwrap_or(0) as u8;
+        match self.layout {
+            Layout::Cdna => {
+                let sh = p.get(Role::Sa).unwrap_or(0) as u8;
+                let cu = p.get(Role::Cu).unwrap_or(0) as u16;
+                (sh, cu, simd, wave)
+            }
+            Layout::Rdna3 | Layout::Rdna4 => {
+                let wgp = p.get(Role::Wgp).unwrap_or(0) as u16;
+                let sa = p.get(Role::Sa).unwrap_or(0) as u16;
+                // The SA bit sits just above the WGP field: bit 3 with 3-bit WGPs, bit 4 with
+                // layout 4's 4-bit WGPs.
+                let shift = p.ty.field(Role::Wgp).map_or(3, |f| f.width());
+                (0, wgp | sa << shift, simd, wave)
+            }
+        }
+    }
+
+    /// Attribute an instruction token to the live wave in `slot` on the traced unit.
+    fn token(&mut self, p: &Packet, simd: u8, slot: u8, kind: TokenKind, op: Option<OpName>) {
+        let k = key(0, 0, simd, slot);
+        match self.live.get(&k) {
+            Some(&i) => {
+                if let Some(w) = self.out.waves.get_mut(i) {
+                    w.insts += 1;
+                }
+                if self.opts.keep_tokens {
+                    self.out.tokens.push(InstToken {
+                        time: p.time,
+                        wave: i as u32,
+                        kind,
+                        op,
+                        offset: p.offset,
+                    });
+                }
+            }
+            None => {
+                *self.out.wave_anomalies.entry("token_without_live_wave").or_default() += 1;
+            }
+        }
+    }
+
+    pub fn packet(&mut self, p: &Packet) {
+        let o = &mut self.out;
+        o.packet_total += 1;
+        *o.packet_counts.entry(p.ty.name).or_default() += 1;
+        if o.first_time.is_none() {
+            o.first_time = Some(p.time);
+        }
+        o.last_time = Some(p.time);
+        let first = std::mem::replace(&mut self.first_packet, false);
+        match p.ty.kind {
+            Kind::LayoutHeader => {
+                let g = |n: &str| p.ty.field_named(n).map_or(0, |f| f.get(p.raw) as u32);
+                let h = LayoutHeader {
+                    layout: g("layout"),
+                    simd: g("simd"),
+                    group: g("group"),
+                    sel_a: g("sel_a"),
+                    sel_b: g("sel_b"),
+                    flag4: g("flag4"),
+                };
+                self.layout = match h.layout {
+                    3 => self.layout,
+                    4 => Layout::Rdna4,
+                    _ => Layout::Cdna,
+                };
+                if first {
+                    o.layout_header = Some(h);
+                } else {
+                    self.warn(p.offset, "a second LAYOUT_HEADER in the stream".into());
+                }
+            }
+            Kind::WaveStart => {
+                o.wave_starts += 1;
+                let (sa, cu, simd, wave) = self.wave_id(p);
+                let k = key(sa, cu, simd, wave);
+                let w = Wave {
+                    cu,
+                    simd,
+                    wave,
+                    sa: (self.layout == Layout::Cdna).then_some(sa),
+                    id7: p.get(Role::WaveIndex).map(|v| v as u32),
+                    count: p.ty.field_named("count").map(|f| f.get(p.raw) as u32),
+                    start: p.time,
+                    end: p.time,
+                    insts: 0,
+                    start_offset: p.offset,
+                    end_offset: p.offset,
+                };
+                self.out.waves.push(w);
+                self.ended.push(false);
+                if self.live.insert(k, self.out.waves.len() - 1).is_some() {
+                    *self.out.wave_anomalies.entry("start_while_live").or_default() += 1;
+                    self.warn(
+                        p.offset,
+                        format!("WAVESTART for cu {cu} simd {simd} wave {wave} while it is live"),
+                    );
+                }
+            }
+            Kind::WaveEnd => {
+                o.wave_ends += 1;
+                let (sa, cu, simd, wave) = self.wave_id(p);
+                match self.live.remove(&key(sa, cu, simd, wave)) {
+                    Some(i) => {
+                        if let Some(w) = self.out.waves.get_mut(i) {
+                            w.end = p.time;
+                            w.end_offset = p.offset;
+                        }
+                        if let Some(e) = self.ended.get_mut(i) {
+                            *e = true;
+                        }
+                    }
+                    None => {
+                        *self.out.wave_anomalies.entry("end_without_start").or_default() += 1;
+                    }
+                }
+            }
+            Kind::Inst => {
+                let op = p.get(Role::Op).unwrap_or(0) as u32;
+                let name = op_name(self.layout, op);
+                *o.inst_ops.entry(name.to_string()).or_default() += 1;
+                if !name.is_known() && !self.unknown_op_warned {
+                    self.unknown_op_warned = true;
+                    self.warn(p.offset, format!("instruction token with unknown op {op:#x}"));
+                }
+                if self.layout == Layout::Cdna {
+                    *self.out.instruction_breakdown.entry("cdna_inst").or_default() += 1;
+                    self.out.instruction_packets += 1;
+                    let simd = p.get(Role::Simd).unwrap_or(0) as u8;
+                    let slot = p.get(Role::Wave).unwrap_or(0) as u8;
+                    self.token(p, simd, slot, TokenKind::Inst, Some(name));
+                } else if name.is_other_simd() {
+                    *self.out.instruction_breakdown.entry("inst_other_simd").or_default() += 1;
+                } else {
+                    *self.out.instruction_breakdown.entry("inst").or_default() += 1;
+                    self.out.instruction_packets += 1;
+                    let slot = p.get(Role::Wave).unwrap_or(0) as u8;
+                    let simd = self.opts.traced_simd;
+                    self.token(p, simd, slot, TokenKind::Inst, Some(name));
+                }
+            }
+            Kind::ValuInst | Kind::Immediate => {
+                let (label, kind) = if p.ty.kind == Kind::ValuInst {
+                    ("valuinst", TokenKind::ValuInst)
+                } else {
+                    ("immediate", TokenKind::Immediate)
+                };
+                *o.instruction_breakdown.entry(label).or_default() += 1;
+                o.instruction_packets += 1;
+                let slot = p.get(Role::Wave).unwrap_or(0) as u8;
+                let simd = self.opts.traced_simd;
+                self.token(p, simd, slot, kind, None);
+            }
+            Kind::ImmediateMask => {
+                let mask = p.get(Role::Mask).unwrap_or(0);
+                *o.instruction_breakdown.entry("immediate_mask_packets").or_default() += 1;
+                *o.instruction_breakdown.entry("immediate_mask_bits").or_default() +=
+                    mask.count_ones() as u64;
+                o.instruction_packets += mask.count_ones() as u64;
+                let simd = self.opts.traced_simd;
+                for slot in 0..16u8 {
+                    if mask & (1 << slot) != 0 {
+                        self.token(p, simd, slot, TokenKind::ImmediateMask, None);
+                    }
+                }
+            }
+            Kind::DeltaOrMarker => {
+                if p.is_marker() {
+                    let realtime = p.get(Role::Delta).unwrap_or(0);
+                    o.markers.push(Marker { time: p.time, realtime });
+                }
+            }
+            Kind::Reg => {
+                let addr = p.get(Role::RegAddr).unwrap_or(0) as u32;
+                // RDNA: hi_byte bit 7 marks an SH-register offset, not an absolute address.
+                let absolute = p.get(Role::RegHi).is_none_or(|h| h & 0x80 == 0);
+                if absolute && (addr == USERDATA_2 || addr == USERDATA_3) {
+                    let value = p.get(Role::RegData).unwrap_or(0) as u32;
+                    o.userdata_writes.push(UserdataWrite { time: p.time, reg: addr, value });
+                }
+            }
+            Kind::CdnaTimestamp => {
+                if (p.raw >> 4) & 0xfff == 0 {
+                    o.cdna_timestamps.push(p.raw >> 16);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Close the analysis: drop waves that never ended (counted as anomalies).
+    pub fn finish(mut self) -> BlobAnalysis {
+        let unended = self.ended.iter().filter(|e| !**e).count() as u64;
+        if unended > 0 {
+            *self.out.wave_anomalies.entry("start_without_end").or_default() += unended;
+            if let Some((i, _)) = self.ended.iter().enumerate().find(|(_, e)| !**e) {
+                let off = self.out.waves[i].start_offset;
+                self.warn(
+                    off,
+                    format!(
+                        "{unended} waves started but never ended (trace stopped or buffer full?)"
+                    ),
+                );
+            }
+            // Renumber tokens onto the kept waves.
+            let mut new_index = Vec::with_capacity(self.ended.len());
+            let mut n = 0u32;
+            for e in &self.ended {
+                new_index.push(if *e { Some(n) } else { None });
+                if *e {
+                    n += 1;
+                }
+            }
+            self.out.tokens.retain_mut(|t| match new_index.get(t.wave as usize).copied().flatten() {
+                Some(i) => {
+                    t.wave = i;
+                    true
+                }
+                None => false,
+            });
+            let mut it = self.ended.iter();
+            self.out.waves.retain(|_| *it.next().unwrap_or(&false));
+        }
+        self.out
+    }
+}
