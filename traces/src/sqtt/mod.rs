@@ -18,7 +18,7 @@ pub mod waves;
 pub use decoder::{decode, Cut, DecodeOptions, Decoder, Framing, Packet, Tail};
 pub use inst_op::{op_name, OpName};
 pub use packets::{Kind, Layout, PacketType, Role};
-pub use time::TimeMap;
+pub use time::{dispatch_time_maps, TimeMap};
 pub use waves::{
     analyze, analyze_with, AnalyzeOptions, BlobAnalysis, DecodeError, InstToken, Marker,
     TokenKind, UserdataWrite, Wave, Warning,

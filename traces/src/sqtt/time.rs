@@ -107,6 +107,74 @@ impl TimeMap {
     }
 }
 
+/// Time maps for the SE blobs of one dispatch.
+///
+/// SEs with markers get their own map. An SE whose stream has no marker (RDNA4 writes few,
+/// clustered around the dispatch) borrows the map of one that has, shifted by the offset
+/// between the two streams' RGP userdata register writes: the command processor broadcasts
+/// those writes to every SE at the same moment, so they tie the SE clocks together. An SE with
+/// a single marker uses the mean clock of the others around it.
+pub fn dispatch_time_maps(
+    blobs: &[&super::waves::BlobAnalysis],
+    reference_ticks: Option<u64>,
+) -> Vec<Option<TimeMap>> {
+    let mut maps: Vec<Option<TimeMap>> = blobs
+        .iter()
+        .map(|a| TimeMap::from_markers(&a.markers, a.layout?, reference_ticks))
+        .collect();
+    let clocks: Vec<f64> = maps.iter().flatten().filter_map(|m| m.mean_clock_hz()).collect();
+    let mean_clock = (!clocks.is_empty()).then(|| clocks.iter().sum::<f64>() / clocks.len() as f64);
+    for m in maps.iter_mut().flatten() {
+        if m.markers() == 1 {
+            if let Some(c) = mean_clock {
+                *m = m.clone().with_fallback_clock(c);
+            }
+        }
+    }
+    let donor = maps
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| m.as_ref().filter(|m| m.markers() >= 2).map(|_| i))
+        .max_by_key(|&i| maps[i].as_ref().map_or(0, |m| m.markers()));
+    if let Some(d) = donor {
+        for i in 0..maps.len() {
+            if maps[i].is_some() {
+                continue;
+            }
+            if let Some(shift) = userdata_offset(blobs[d], blobs[i]) {
+                maps[i] = maps[d].as_ref().map(|m| m.shifted(shift));
+            }
+        }
+    }
+    maps
+}
+
+/// Cycles to add to `other`'s times to express them on `base`'s counter, from the RGP userdata
+/// writes both streams saw (the same values, in the same order): the median difference.
+fn userdata_offset(base: &super::waves::BlobAnalysis, other: &super::waves::BlobAnalysis) -> Option<i64> {
+    let a = &base.userdata_writes;
+    let b = &other.userdata_writes;
+    if a.is_empty() || a.len() != b.len() {
+        return None;
+    }
+    if a.iter().zip(b).any(|(x, y)| x.value != y.value || x.reg != y.reg) {
+        return None;
+    }
+    let mut d: Vec<i64> = a.iter().zip(b).map(|(x, y)| x.time - y.time).collect();
+    d.sort_unstable();
+    Some(d[d.len() / 2])
+}
+
+impl TimeMap {
+    /// The same map for a stream whose cycle counter is `shift` cycles behind this one's.
+    pub fn shifted(&self, shift: i64) -> TimeMap {
+        TimeMap {
+            points: self.points.iter().map(|&(c, t)| (c - shift, t)).collect(),
+            fallback_slope: self.fallback_slope,
+        }
+    }
+}
+
 /// The full counter value whose low `bits` are `low`, closest to `reference`.
 fn unwrap_near(low: u64, bits: u32, reference: Option<u64>) -> u64 {
     let Some(r) = reference else { return low };

@@ -1,0 +1,72 @@
+//! Absolute time: every traced wave, placed on the 100 MHz GPU clock through the realtime
+//! markers, must fall inside its kernel's execution range (the command processor's timestamps
+//! around the dispatch, `amd_kernel_ranges` in the reference) give or take 1 µs.
+
+use serde_json::Value;
+use std::path::Path;
+use traces::sqtt::{self, dispatch_time_maps, Layout};
+
+#[test]
+fn waves_fall_inside_their_kernel_range() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces");
+    assert!(root.is_dir(), "shared captures missing at {}", root.display());
+    let mut worst_us = f64::NEG_INFINITY;
+    let mut worst_at = String::new();
+    let mut placed = 0usize;
+    let mut unplaceable = Vec::new();
+    let mut cases: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .flat_map(|a| std::fs::read_dir(a.path()).unwrap().flatten().map(|c| c.path()))
+        .collect();
+    cases.sort();
+    for dir in cases {
+        let r: Value =
+            serde_json::from_slice(&std::fs::read(dir.join("reference.json")).unwrap()).unwrap();
+        let Some(range) = r["amd_kernel_ranges"].as_array().and_then(|a| a.first()) else {
+            continue;
+        };
+        let st: f64 = range["st_us"].as_str().unwrap().parse().unwrap();
+        let en: f64 = range["en_us"].as_str().unwrap().parse().unwrap();
+        let events = r["sqtt_events"].as_array().unwrap();
+        let blobs: Vec<Vec<u8>> = events
+            .iter()
+            .map(|e| std::fs::read(dir.join(format!("kern{}_se{}.sqtt", e["kern"], e["se"]))).unwrap())
+            .collect();
+        let analyses: Vec<_> = blobs.iter().map(|b| sqtt::analyze(b, None).unwrap()).collect();
+        let refs: Vec<_> = analyses.iter().collect();
+        let maps = dispatch_time_maps(&refs, Some((st * 100.0).round() as u64));
+        for ((ev, a), map) in events.iter().zip(&analyses).zip(&maps) {
+            if a.waves.is_empty() {
+                continue;
+            }
+            let ctx = format!("{} se {}", dir.display(), ev["se"]);
+            let Some(map) = map else {
+                assert_eq!(a.layout, Some(Layout::Cdna), "{ctx}: an RDNA blob could not be placed");
+                unplaceable.push(ctx);
+                continue;
+            };
+            for w in &a.waves {
+                for t in [w.start, w.end] {
+                    let us = map.us(t).unwrap();
+                    // How far outside [st, en] the wave lies (negative: inside).
+                    let excursion = (st - us).max(us - en);
+                    if excursion > worst_us {
+                        worst_us = excursion;
+                        worst_at = format!("{ctx} wave cu{} simd{} slot{}", w.cu, w.simd, w.wave);
+                    }
+                    assert!(
+                        excursion <= 1.0,
+                        "{ctx}: wave at {us:.3} µs, kernel {st:.2}..{en:.2} µs"
+                    );
+                }
+                placed += 1;
+            }
+        }
+    }
+    println!(
+        "placed {placed} waves; largest excursion outside the kernel range: {worst_us:+.3} µs \
+         ({worst_at}); not placeable (no realtime markers in CDNA streams): {unplaceable:?}"
+    );
+    assert!(placed > 2000, "only {placed} waves placed");
+}
