@@ -7,3 +7,13 @@
 
 pub mod isa;
 pub mod sqtt;
+pub mod target;
+pub mod model;
+pub mod open;
+pub mod perfetto;
+pub mod pickle;
+pub mod rgp;
+pub mod tinygrad;
+pub mod wst;
+
+pub use target::{Family, GfxTarget};

@@ -1,7 +1,9 @@
 //! The streaming packet decoder: a 64-bit window over the nibble stream, one table lookup per
 //! packet, no allocation per packet.
 
-use super::packets::{Layout, PacketType, Table, TimeRule, CDNA_TABLE, RDNA3_TABLE, RDNA4_TABLE};
+use super::packets::{
+    Info, Layout, PacketType, Rule, Table, TimeRule, CDNA_TABLE, RDNA3_TABLE, RDNA4_TABLE,
+};
 
 /// How packets are framed where the reference decoder and the hardware evidence part ways.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -49,6 +51,9 @@ pub struct Packet {
     pub ty: &'static PacketType,
     /// The size this packet was framed with, in nibbles.
     pub nibbles: u8,
+    /// Index of `ty` in its family's table, and the family.
+    pub index: u8,
+    pub layout: Layout,
 }
 
 impl Packet {
@@ -92,35 +97,62 @@ fn is_marker(ty: &PacketType, raw: u64) -> bool {
     rt == 1 && pl == 0
 }
 
-/// Iterator over the packets of one SE blob.
-///
-/// It keeps the same window state as the reference decoder (a 64-bit register refilled by the
-/// previous packet's size) so that framing quirks are reproduced exactly in
-/// [`Framing::Reference`]; in [`Framing::Hardware`] the window is simply re-read at each
-/// packet's true position.
-#[derive(Clone)]
-pub struct Decoder<'a> {
-    data: &'a [u8],
-    opts: DecodeOptions,
-    table: &'static Table,
-    /// The 64-bit window: the next 16 nibbles of the stream as the decoder sees it.
+/// The reference decoder's own window state, used after its window quirk has fired (see
+/// [`Framing::Reference`]); until then the fast reader gives identical results.
+#[derive(Clone, Copy, Debug)]
+struct Emulation {
+    /// The 64-bit window: the next 16 nibbles of the stream as that decoder sees it.
     reg: u64,
     /// Next byte to read, and whether its low nibble was already read.
     pos: usize,
     nib_off: usize,
     /// Nibbles to shift in before the next packet (the previous packet's size).
     nib_count: usize,
+}
+
+/// Where the decoder is.
+#[derive(Clone, Copy, Debug)]
+enum Mode {
+    /// Reading packets at `pos`.
+    Stream,
+    /// Reference framing after its window quirk fired: the window is emulated exactly.
+    Emulated(Emulation),
+    Done,
+}
+
+/// Iterator over the packets of one SE blob.
+///
+/// The fast path reads each packet's first 64 bits with one 16-byte load at its nibble
+/// position and gets its type, size and time rule from a 256-entry table indexed by its first
+/// byte; time is computed without branching on the type. Everything rare (the last 16 bytes of
+/// the blob, layout headers, CDNA timestamps, packets longer than 16 nibbles) goes through the
+/// general path. In [`Framing::Reference`] the one place where the reference decoder's window
+/// misbehaves (a packet longer than 16 nibbles on a byte boundary) hands over to an exact
+/// emulation of that window.
+#[derive(Clone)]
+pub struct Decoder<'a> {
+    data: &'a [u8],
+    opts: DecodeOptions,
+    table: &'static Table,
+    mode: Mode,
+    /// Physical nibble position of the next packet, and the blob's length in nibbles.
+    pos: u64,
+    total: u64,
     time: i64,
     ts_offset: Option<i64>,
-    /// Logical offset of the next packet (sum of the sizes so far).
+    /// Logical offset of the next packet (sum of the sizes so far; equals `pos` until the
+    /// reference quirk fires).
     offset: u64,
-    /// Hardware framing: the physical nibble position of the next packet.
-    hw_pos: u64,
     /// Reference framing: the logical offset at which the window quirk skipped a byte.
     desync_at: Option<u64>,
     /// Hardware framing: a packet at this offset did not fit in the blob.
     cut: Option<Cut>,
-    done: bool,
+    /// NOPs of the current run still to emit (fast path); `pos` points at the first of them.
+    pending_nops: u8,
+    /// Whether [`Decoder::next_run`] may take its fast path (see `fast_allowed`).
+    fast: bool,
+    /// Whether a zero nibble is a one-nibble NOP (RDNA tables; on CDNA it starts a MISC packet).
+    nops_are_zero: bool,
 }
 
 /// A packet cut off by the end of the blob.
@@ -147,17 +179,17 @@ impl<'a> Decoder<'a> {
             data,
             opts,
             table: &RDNA3_TABLE,
-            reg: 0,
+            mode: Mode::Stream,
             pos: 0,
-            nib_off: 0,
-            nib_count: 16,
+            total: data.len() as u64 * 2,
             time: 0,
             ts_offset: None,
             offset: 0,
-            hw_pos: 0,
             desync_at: None,
             cut: None,
-            done: false,
+            pending_nops: 0,
+            fast: opts.short_delta_offset == super::packets::DEFAULT_SHORT_OFFSET,
+            nops_are_zero: true,
         }
     }
 
@@ -168,11 +200,14 @@ impl<'a> Decoder<'a> {
 
     /// Nibbles consumed so far (the logical offset just past the last packet).
     pub fn consumed_nibbles(&self) -> u64 {
-        self.offset
+        match self.mode {
+            Mode::Emulated(_) => self.offset,
+            _ => self.pos,
+        }
     }
 
     pub fn blob_nibbles(&self) -> u64 {
-        self.data.len() as u64 * 2
+        self.total
     }
 
     /// Reference framing: where the decoder's window skipped a byte after a packet longer than
@@ -189,13 +224,11 @@ impl<'a> Decoder<'a> {
             if self.desync_at.is_some() {
                 return tail;
             }
-            let mut rest = Decoder {
-                opts: DecodeOptions { framing: Framing::Hardware, ..self.opts },
-                hw_pos: self.offset,
-                done: false,
-                cut: None,
-                ..self.clone()
-            };
+            let mut rest = self.clone();
+            rest.opts.framing = Framing::Hardware;
+            rest.mode = Mode::Stream;
+            rest.cut = None;
+            rest.fast = rest.fast_allowed();
             for p in rest.by_ref() {
                 if p.ty.kind != super::packets::Kind::Nop {
                     tail.packets += 1;
@@ -208,24 +241,22 @@ impl<'a> Decoder<'a> {
         tail
     }
 
-    /// Read `n` (<= 8) little-endian bytes at `at`, zero past the end of the data.
+    /// Eight little-endian bytes at `at`, zero past the end of the data.
     #[inline(always)]
-    fn read_le(&self, at: usize, n: usize) -> u64 {
-        if let Some(b) = self.data.get(at..at + 8) {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(b);
-            let v = u64::from_le_bytes(a);
-            if n >= 8 {
+    fn load8(&self, at: usize) -> u64 {
+        match self.data.get(at..at + 8) {
+            Some(b) => {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(b);
+                u64::from_le_bytes(a)
+            }
+            None => {
+                let mut v = 0u64;
+                for i in 0..8 {
+                    v |= (*self.data.get(at + i).unwrap_or(&0) as u64) << (i * 8);
+                }
                 v
-            } else {
-                v & ((1u64 << (n * 8)) - 1)
             }
-        } else {
-            let mut v = 0u64;
-            for i in 0..n {
-                v |= (*self.data.get(at + i).unwrap_or(&0) as u64) << (i * 8);
-            }
-            v
         }
     }
 
@@ -234,48 +265,10 @@ impl<'a> Decoder<'a> {
         *self.data.get(at).unwrap_or(&0) as u64
     }
 
-    /// Shift the previous packet's nibbles into the window, exactly as the reference decoder
-    /// does. Returns false when the window would run past the end of the blob.
-    #[inline(always)]
-    fn refill_reference(&mut self) -> bool {
-        let n = self.data.len();
-        if self.pos + ((self.nib_count + self.nib_off + 1) >> 1) > n {
-            return false;
-        }
-        let need = self.nib_count - self.nib_off;
-        if self.nib_off != 0 {
-            self.reg = (self.reg >> 4) | ((self.byte(self.pos) >> 4) << 60);
-            self.pos += 1;
-        }
-        let byte_count = need >> 1;
-        if byte_count != 0 {
-            // The reference reads at most 8 bytes but advances by `byte_count`: for a packet
-            // longer than 16 nibbles starting on a byte boundary this skips a byte.
-            let read = byte_count.min(8);
-            if byte_count > 8 && self.desync_at.is_none() {
-                self.desync_at = Some(self.offset);
-            }
-            let chunk = self.read_le(self.pos, read);
-            self.reg = if read == 8 {
-                chunk
-            } else {
-                (self.reg >> (read * 8)) | (chunk << (64 - read * 8))
-            };
-            self.pos += byte_count;
-        }
-        self.nib_off = need & 1;
-        if self.nib_off != 0 {
-            self.reg = (self.reg >> 4) | ((self.byte(self.pos) & 0xf) << 60);
-        }
-        true
-    }
-
-    /// Hardware framing: the window is the 16 nibbles at the packet's true position, zero past
-    /// the end of the data.
-    #[inline(always)]
+    /// The 16 nibbles at a nibble position, zero past the end of the data.
     fn window_at(&self, nibble: u64) -> u64 {
         let byte = (nibble / 2) as usize;
-        let lo = self.read_le(byte, 8);
+        let lo = self.load8(byte);
         if nibble & 1 == 0 {
             lo
         } else {
@@ -283,46 +276,20 @@ impl<'a> Decoder<'a> {
         }
     }
 
-    #[inline(always)]
-    fn size_of(&self, ty: &PacketType) -> u8 {
-        if ty.id == 7 && self.opts.framing == Framing::Hardware && self.table.layout == Layout::Rdna3
-        {
-            super::packets::TS_DELTA_S8_W3_NIBBLES_64
-        } else {
-            ty.nibbles
-        }
-    }
-
-    /// Apply a packet's time rule; returns the time after its delta.
-    #[inline(always)]
-    fn advance_time(&mut self, ty: &PacketType, raw: u64) -> i64 {
-        let delta = match ty.delta {
-            Some(f) => f.get(raw) as i64,
-            None => 0,
+    /// A packet's delta under every rule but the CDNA timestamp (no state change).
+    #[inline]
+    fn delta(&self, info: Info, raw: u64) -> i64 {
+        let field = (raw >> info.delta_lo) & info.delta_mask;
+        let delta = match info.rule {
+            Rule::Marker if (raw >> info.rt_bit) & 1 == 1 && (raw >> info.pl_bit) & 1 == 0 => 0,
+            Rule::Short => field + self.opts.short_delta_offset as u64,
+            _ => field,
         };
-        let delta = match ty.time {
-            TimeRule::Plain => delta,
-            TimeRule::DeltaOrMarker => {
-                if is_marker(ty, raw) {
-                    0
-                } else {
-                    delta
-                }
-            }
-            TimeRule::Short => delta + self.opts.short_delta_offset as i64,
-            TimeRule::Times4 => delta * 4,
-            TimeRule::CdnaTimestamp => {
-                self.cdna_timestamp(raw);
-                0
-            }
-        };
-        self.time = self.time.wrapping_add(delta);
-        self.time
+        delta as i64
     }
 
     /// CDNA_TIMESTAMP: when bits [15:4] are zero the packet carries an absolute 48-bit counter;
     /// the first one fixes the offset, later ones replace the time (reference rule, §3.1).
-    #[inline]
     fn cdna_timestamp(&mut self, raw: u64) {
         if (raw >> 4) & 0xfff == 0 {
             let abs = (raw >> 16) as i64;
@@ -335,91 +302,238 @@ impl<'a> Decoder<'a> {
 
     /// A LAYOUT_HEADER switches tables: 4 -> RDNA4, 3 -> keep, anything else -> CDNA with the
     /// same 64 bits decoded again by the CDNA table.
-    #[inline]
-    fn on_layout_header(&mut self, raw: u64) -> &'static PacketType {
+    fn on_layout_header(&mut self, raw: u64) -> Info {
         let layout = (raw >> 7) & 0x3f;
         if layout == 4 {
             self.table = &RDNA4_TABLE;
         } else if layout != 3 {
             self.table = &CDNA_TABLE;
-            let ty = self.table.lookup(raw as u8);
-            if ty.time == TimeRule::CdnaTimestamp && (raw >> 4) & 0xfff == 0 {
+            let info = self.table.info[raw as u8 as usize];
+            if info.rule == Rule::CdnaTimestamp && (raw >> 4) & 0xfff == 0 {
                 self.ts_offset = Some(((raw >> 16) as i64).wrapping_sub(self.time));
             }
-            return ty;
+            return info;
         }
-        self.table.lookup(raw as u8)
+        self.table.info[raw as u8 as usize]
+    }
+
+    /// Every rule, for the general path: time, layout switch and the framed size.
+    fn classify(&mut self, raw: u64) -> (Info, i64, u8) {
+        let mut info = self.table.info[raw as u8 as usize];
+        if info.rule == Rule::CdnaTimestamp {
+            self.cdna_timestamp(raw);
+        }
+        self.time = self.time.wrapping_add(self.delta(info, raw));
+        let time = self.time;
+        if info.rule == Rule::LayoutHeader {
+            info = self.on_layout_header(raw);
+            self.nops_are_zero = self.table.layout != Layout::Cdna;
+        }
+        let mut size = info.nibbles;
+        if size > 16 && self.opts.framing == Framing::Hardware && self.table.layout == Layout::Rdna3
+        {
+            size = super::packets::TS_DELTA_S8_W3_NIBBLES_64;
+        }
+        (info, time, size)
     }
 
     #[inline(always)]
-    fn next_reference(&mut self) -> Option<Packet> {
-        if !self.refill_reference() {
+    fn packet(&self, info: Info, offset: u64, time: i64, raw: u64, size: u8) -> Packet {
+        Packet {
+            offset,
+            time,
+            raw,
+            ty: info.ty,
+            nibbles: size,
+            index: info.index,
+            layout: self.table.layout,
+        }
+    }
+
+    /// The next packet and how many times it repeats: NOP padding comes as one packet with a
+    /// count (offsets `offset..offset + count`), everything else with a count of 1. This is the
+    /// fastest way through a stream for consumers that do not need each NOP on its own.
+    ///
+    /// The fast path covers ordinary packets away from the end of the blob: one 16-byte load at
+    /// the packet's nibble position, a 256-entry table indexed by its first byte, and the time
+    /// as `((raw >> lo) & mask) + add`. A run of zero nibbles (RDNA NOP padding, about half of
+    /// all packets in real streams) is one step, however long. Everything rare goes through
+    /// the general path.
+    #[inline(always)]
+    pub fn next_run(&mut self) -> Option<(Packet, u32)> {
+        if self.fast {
+            let pos = self.pos;
+            let at = (pos >> 1) as usize;
+            if let Some(bytes) = self.data.get(at..at + 16) {
+                let mut b = [0u8; 16];
+                b.copy_from_slice(bytes);
+                let raw = (u128::from_le_bytes(b) >> ((pos as u32 & 1) << 2)) as u64;
+                let info = self.table.info[raw as u8 as usize];
+                if info.special == 0 {
+                    let nop_run = (raw & 0xf == 0) & self.nops_are_zero;
+                    // Zero nibbles from the bottom: 1..=16.
+                    let run = ((raw | 1 << 63).trailing_zeros() / 4).max(1) + (raw == 0) as u32;
+                    let size = if nop_run { run } else { info.nibbles as u32 };
+                    let count = if nop_run { run } else { 1 };
+                    let mut delta = ((raw >> info.delta_lo) & info.delta_mask) + info.add as u64;
+                    if info.check != 0 {
+                        if info.check == 2 {
+                            self.cdna_timestamp(raw);
+                        } else if (raw >> info.rt_bit) & 1 == 1 && (raw >> info.pl_bit) & 1 == 0 {
+                            // A realtime marker carries the clock, not a delta.
+                            delta = 0;
+                        }
+                    }
+                    self.time = self.time.wrapping_add(delta as i64);
+                    self.pos = pos + size as u64;
+                    return Some((self.packet(info, pos, self.time, raw, info.nibbles), count));
+                }
+            }
+        }
+        self.next_run_slow()
+    }
+
+    #[cold]
+    fn next_run_slow(&mut self) -> Option<(Packet, u32)> {
+        if self.pending_nops > 0 {
+            let n = std::mem::take(&mut self.pending_nops) as u32;
+            let offset = self.pos;
+            self.pos += n as u64;
+            self.fast = self.fast_allowed();
+            return Some((self.packet(self.table.info[0], offset, self.time, 0, 1), n));
+        }
+        let p = match self.mode {
+            Mode::Stream => self.next_general(),
+            Mode::Emulated(e) => self.next_emulated(e),
+            Mode::Done => return None,
+        };
+        self.fast = self.fast_allowed();
+        match p {
+            Some(p) => Some((p, 1)),
+            None => {
+                self.mode = Mode::Done;
+                self.fast = false;
+                None
+            }
+        }
+    }
+
+    /// Whether the fast path may run: reading at `pos`, no NOPs pending, and the default
+    /// TS_DELTA_SHORT offset that the tables carry.
+    fn fast_allowed(&self) -> bool {
+        matches!(self.mode, Mode::Stream)
+            && self.pending_nops == 0
+            && self.opts.short_delta_offset == super::packets::DEFAULT_SHORT_OFFSET
+    }
+
+    /// Everything else, at `pos`.
+    #[cold]
+    fn next_general(&mut self) -> Option<Packet> {
+        let p = self.pos;
+        let fits = match self.opts.framing {
+            // The reference decodes a packet only while a whole 16-nibble window fits.
+            Framing::Reference => p + 16 <= self.total,
+            Framing::Hardware => p < self.total,
+        };
+        if !fits {
             return None;
         }
-        let raw = self.reg;
-        let mut ty = self.table.lookup(raw as u8);
-        let time = self.advance_time(ty, raw);
-        if ty.kind == super::packets::Kind::LayoutHeader {
-            ty = self.on_layout_header(raw);
+        let raw = self.window_at(p);
+        let saved = (self.time, self.ts_offset, self.table);
+        let (info, time, size) = self.classify(raw);
+        if self.opts.framing == Framing::Hardware && p + size as u64 > self.total {
+            // Cut off by the end of the blob: stop before it.
+            self.cut = Some(Cut {
+                offset: p,
+                name: self.table.types[info.index as usize].name,
+                needed: size,
+                available: self.total - p,
+            });
+            (self.time, self.ts_offset, self.table) = saved;
+            return None;
         }
-        let size = self.size_of(ty);
-        self.nib_count = size as usize;
+        let offset = p;
+        self.offset = p + size as u64;
+        self.pos += size as u64;
+        if size > 16 && self.opts.framing == Framing::Reference && p % 2 == 0 {
+            // The reference window reads 8 bytes but advances 9 here: emulate it from now on.
+            self.desync_at = Some(offset);
+            let end = p + 16;
+            self.mode = Mode::Emulated(Emulation {
+                reg: raw,
+                pos: (end / 2) as usize,
+                nib_off: (end & 1) as usize,
+                nib_count: size as usize,
+            });
+        }
+        Some(self.packet(info, offset, time, raw, size))
+    }
+
+    /// The reference decoder's window refill, after its quirk fired. Returns the window, or None
+    /// when it would run past the end of the blob.
+    fn refill_emulated(&self, e: &mut Emulation) -> Option<u64> {
+        let n = self.data.len();
+        if e.pos + ((e.nib_count + e.nib_off + 1) >> 1) > n {
+            return None;
+        }
+        let need = e.nib_count - e.nib_off;
+        if e.nib_off != 0 {
+            e.reg = (e.reg >> 4) | ((self.byte(e.pos) >> 4) << 60);
+            e.pos += 1;
+        }
+        let byte_count = need >> 1;
+        if byte_count != 0 {
+            // It reads at most 8 bytes but advances by `byte_count`.
+            let read = byte_count.min(8);
+            let chunk = self.load8(e.pos);
+            e.reg = if read == 8 {
+                chunk
+            } else {
+                (e.reg >> (read * 8)) | ((chunk & ((1u64 << (read * 8)) - 1)) << (64 - read * 8))
+            };
+            e.pos += byte_count;
+        }
+        e.nib_off = need & 1;
+        if e.nib_off != 0 {
+            e.reg = (e.reg >> 4) | ((self.byte(e.pos) & 0xf) << 60);
+        }
+        Some(e.reg)
+    }
+
+    #[cold]
+    fn next_emulated(&mut self, mut e: Emulation) -> Option<Packet> {
+        let raw = self.refill_emulated(&mut e)?;
+        let (info, time, size) = self.classify(raw);
+        e.nib_count = size as usize;
+        self.mode = Mode::Emulated(e);
         let offset = self.offset;
         self.offset += size as u64;
-        Some(Packet { offset, time, raw, ty, nibbles: size })
-    }
-
-    #[inline(always)]
-    fn next_hardware(&mut self) -> Option<Packet> {
-        let total = self.blob_nibbles();
-        if self.hw_pos >= total {
-            return None;
-        }
-        let raw = self.window_at(self.hw_pos);
-        let mut ty = self.table.lookup(raw as u8);
-        // The type, and so the size, may change with the layout header: frame with the final one.
-        let saved = (self.time, self.ts_offset);
-        let time = self.advance_time(ty, raw);
-        if ty.kind == super::packets::Kind::LayoutHeader {
-            ty = self.on_layout_header(raw);
-        }
-        let size = self.size_of(ty);
-        if self.hw_pos + size as u64 > total {
-            // A packet cut off by the end of the blob: stop before it, leaving the state as it
-            // was so `consumed_nibbles` points at it.
-            self.time = saved.0;
-            self.ts_offset = saved.1;
-            self.cut = Some(Cut {
-                offset: self.hw_pos,
-                name: ty.name,
-                needed: size,
-                available: total - self.hw_pos,
-            });
-            return None;
-        }
-        let offset = self.hw_pos;
-        self.hw_pos += size as u64;
-        self.offset = self.hw_pos;
-        Some(Packet { offset, time, raw, ty, nibbles: size })
+        Some(self.packet(info, offset, time, raw, size))
     }
 }
 
 impl Iterator for Decoder<'_> {
     type Item = Packet;
 
-    #[inline]
+    #[inline(always)]
     fn next(&mut self) -> Option<Packet> {
-        if self.done {
-            return None;
+        if self.pending_nops > 0 {
+            self.pending_nops -= 1;
+            let offset = self.pos;
+            self.pos += 1;
+            if self.pending_nops == 0 {
+                self.fast = self.fast_allowed();
+            }
+            return Some(self.packet(self.table.info[0], offset, self.time, 0, 1));
         }
-        let p = match self.opts.framing {
-            Framing::Reference => self.next_reference(),
-            Framing::Hardware => self.next_hardware(),
-        };
-        if p.is_none() {
-            self.done = true;
+        let (p, count) = self.next_run()?;
+        if count > 1 {
+            // Hand out the rest of the run one NOP at a time.
+            self.pending_nops = (count - 1) as u8;
+            self.pos = p.offset + 1;
+            self.fast = false;
         }
-        p
+        Some(p)
     }
 }
 

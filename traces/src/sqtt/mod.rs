@@ -10,8 +10,10 @@
 
 pub mod canonical;
 pub mod decoder;
+pub mod encode;
 pub mod inst_op;
 pub mod packets;
+pub mod synth;
 pub mod time;
 pub mod waves;
 

@@ -538,13 +538,113 @@ pub static CDNA: [PacketType; 17] = [
 /// every byte, and the reference's fallback key 16 is LAYOUT_HEADER there).
 const FALLBACK_ID: u8 = 16;
 
-/// A byte -> type index dispatch table for one family.
+/// How the decoder's hot loop treats a packet's time (a compact [`TimeRule`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    Plain,
+    Marker,
+    Short,
+    Times4,
+    CdnaTimestamp,
+    LayoutHeader,
+}
+
+/// Everything the decoder needs about the packet a first byte selects, laid out so the hot loop
+/// computes the time as `((raw >> delta_lo) & delta_mask) + add` without branching on the type.
+#[derive(Debug, Clone, Copy)]
+pub struct Info {
+    pub ty: &'static PacketType,
+    /// Mask of the delta field in place after shifting by `delta_lo` (0: no delta). CDNA_MISC
+    /// counts units of 4 cycles: its field is shifted down two bits less and masked two bits
+    /// higher, which multiplies it by 4.
+    pub delta_mask: u64,
+    pub delta_lo: u8,
+    /// Added to the delta: TS_DELTA_SHORT's offset at its default of 4 (the fast path is not
+    /// used with another offset).
+    pub add: u8,
+    /// Index of `ty` in the table's `types`.
+    pub index: u8,
+    pub nibbles: u8,
+    /// TS_DELTA_OR_MARK: bit positions of `rt` and `pl`.
+    pub rt_bit: u8,
+    pub pl_bit: u8,
+    pub rule: Rule,
+    /// Non-zero when the decoder's fast path must hand the packet to its general path: a
+    /// layout header or a packet longer than 16 nibbles.
+    pub special: u8,
+    /// Non-zero for the two rules the fast path checks inline: a possible realtime marker (1)
+    /// and a CDNA timestamp (2).
+    pub check: u8,
+}
+
+/// TS_DELTA_SHORT's offset baked into the tables' fast path.
+pub const DEFAULT_SHORT_OFFSET: u8 = 4;
+
+const fn info_of(index: usize, ty: &'static PacketType) -> Info {
+    let rule = match ty.time {
+        TimeRule::Plain => {
+            if matches!(ty.kind, Kind::LayoutHeader) {
+                Rule::LayoutHeader
+            } else {
+                Rule::Plain
+            }
+        }
+        TimeRule::DeltaOrMarker => Rule::Marker,
+        TimeRule::Short => Rule::Short,
+        TimeRule::Times4 => Rule::Times4,
+        TimeRule::CdnaTimestamp => Rule::CdnaTimestamp,
+    };
+    let (delta_lo, delta_mask) = match ty.delta {
+        Some(f) => {
+            let mask = (1u64 << (f.hi - f.lo + 1)) - 1;
+            if matches!(rule, Rule::Times4) {
+                (f.lo - 2, mask << 2)
+            } else {
+                (f.lo, mask)
+            }
+        }
+        None => (0, 0),
+    };
+    let (mut rt_bit, mut pl_bit) = (0u8, 0u8);
+    let mut i = 0;
+    while i < ty.fields.len() {
+        match ty.fields[i].role {
+            Role::Rt => rt_bit = ty.fields[i].lo,
+            Role::Pl => pl_bit = ty.fields[i].lo,
+            _ => {}
+        }
+        i += 1;
+    }
+    let special = matches!(rule, Rule::LayoutHeader) || ty.nibbles > 16;
+    Info {
+        ty,
+        delta_mask,
+        delta_lo,
+        add: if matches!(rule, Rule::Short) { DEFAULT_SHORT_OFFSET } else { 0 },
+        index: index as u8,
+        nibbles: ty.nibbles,
+        rt_bit,
+        pl_bit,
+        rule,
+        special: special as u8,
+        check: match rule {
+            Rule::Marker => 1,
+            Rule::CdnaTimestamp => 2,
+            _ => 0,
+        },
+    }
+}
+
+/// A byte -> type dispatch table for one family.
 pub struct Table {
     pub layout: Layout,
     pub types: &'static [PacketType],
     /// Index into `types` for each value of a packet's first byte.
     pub by_byte: [u8; 256],
+    /// Decode information for each value of a packet's first byte.
+    pub info: [Info; 256],
 }
+
 
 /// Build the dispatch table as the reference decoder does: among the types whose pattern
 /// matches a byte, the one with the most pattern bits wins; ties go to the earlier key, except
@@ -584,7 +684,14 @@ const fn build(layout: Layout, types: &'static [PacketType]) -> Table {
         by_byte[b] = if best < 0 { fallback as u8 } else { best as u8 };
         b += 1;
     }
-    Table { layout, types, by_byte }
+    let mut info = [info_of(0, &types[0]); 256];
+    let mut b = 0usize;
+    while b < 256 {
+        let i = by_byte[b] as usize;
+        info[b] = info_of(i, &types[i]);
+        b += 1;
+    }
+    Table { layout, types, by_byte, info }
 }
 
 pub static RDNA3_TABLE: Table = build(Layout::Rdna3, &RDNA3);

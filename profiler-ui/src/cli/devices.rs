@@ -1,0 +1,28 @@
+//! `wavescope devices`: KFD nodes, driverless PCI candidates and ASM2464 USB bridges.
+
+use std::sync::Arc;
+
+use anyhow::{anyhow, Result};
+use clap::Args;
+use runtime::emu::{EmuArch, EmuConfig, EmuPlatform};
+use runtime::platform::{host::HostPlatform, Platform};
+
+#[derive(Args, Debug)]
+pub struct DevicesArgs {
+    /// List an emulated machine instead of this one (gfx1100, gfx1201, gfx950).
+    #[arg(long, value_name = "ARCH")]
+    pub emulated: Option<String>,
+}
+
+pub fn run(a: DevicesArgs) -> Result<()> {
+    let p: Arc<dyn Platform> = match &a.emulated {
+        Some(s) => {
+            let arch = EmuArch::parse(s)
+                .ok_or_else(|| anyhow!("unknown emulated arch {s:?} (gfx1100, gfx1201, gfx950)"))?;
+            Arc::new(EmuPlatform::new(EmuConfig::new(arch)))
+        }
+        None => Arc::new(HostPlatform::new()),
+    };
+    print!("{}", runtime::list::list_devices(p.as_ref()).render());
+    Ok(())
+}

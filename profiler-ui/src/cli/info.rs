@@ -1,0 +1,78 @@
+//! `wavescope info FILE [--json]`: what a trace file (profile.pkl, .wst, .rgp) holds.
+
+use anyhow::Result;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct InfoArgs {
+    /// A tinygrad profile.pkl, a .wst or an .rgp file.
+    pub file: PathBuf,
+    /// Print the full description as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(a: InfoArgs) -> Result<()> {
+    let info = traces::open::info_path(&a.file)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&info)?);
+        return Ok(());
+    }
+    println!("{} ({})", info.path, info.format);
+    for d in &info.devices {
+        let target = d.target.as_deref().unwrap_or("-");
+        let kind = if d.declared { "device" } else { "track" };
+        println!(
+            "  {kind} {:<14} target {target:<8} clock offset {} us",
+            d.name, d.clock_offset_us
+        );
+    }
+    for p in &info.programs {
+        let base = p.base.map_or("-".to_string(), |b| format!("0x{b:x}"));
+        println!(
+            "  program {:<20} tag {:?} base {base} {} bytes",
+            p.name, p.tag, p.bytes
+        );
+    }
+    for k in &info.kernels {
+        println!(
+            "  kernel  {:<20} on {} kern {:?} exec {:?} start {} us end {} us",
+            k.name,
+            k.device,
+            k.kern,
+            k.exec_tag,
+            k.start_us,
+            k.end_us.as_deref().unwrap_or("-")
+        );
+    }
+    let total: usize = info.sqtt.iter().map(|s| s.bytes).sum();
+    println!("  sqtt    {} streams, {total} bytes", info.sqtt.len());
+    for s in &info.sqtt {
+        println!(
+            "    kern {} se {:>2} itrace {:<5} {:>10} bytes sha256 {}",
+            s.kern,
+            s.se,
+            s.itrace,
+            s.bytes,
+            &s.sha256[..16]
+        );
+    }
+    if let Some(c) = &info.source_event_counts {
+        let list: Vec<String> = c.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        println!("  source events: {}", list.join(", "));
+    }
+    if let Some(chunks) = &info.chunks {
+        println!("  chunks:");
+        for c in chunks {
+            println!(
+                "    @{:<10} {:<26} idx {:<3} v{}.{} {} bytes",
+                c.offset, c.type_name, c.index, c.version_major, c.version_minor, c.size
+            );
+        }
+    }
+    for w in &info.warnings {
+        println!("  warning: {w}");
+    }
+    Ok(())
+}

@@ -1,0 +1,8 @@
+//! One module per subcommand.
+
+pub mod convert;
+pub mod decode;
+pub mod disasm;
+pub mod export;
+pub mod info;
+pub mod devices;

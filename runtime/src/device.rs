@@ -1,0 +1,823 @@
+//! The device: queues, timeline signal, allocator with SDMA copies, programs and dispatch,
+//! scratch, SQTT capture and profiling — the library API a user calls.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::emu::{EmuArch, EmuConfig, EmuPlatform};
+use crate::error::{Error, Result};
+use crate::kfd::KfdIface;
+use crate::platform::{
+    host::HostPlatform, AllocKind, DeviceProps, GpuBuffer, GpuIface, Platform, QueueBuffers,
+    QueueKind,
+};
+use crate::profile::{ProfileEvent, Recorder};
+use crate::program::{self, CodeObject};
+use crate::queue::{ComputeCmds, CopyCmds, GfxContext, Launch, Ring, SqttMarker};
+use crate::signal::{Signal, SignalPool, SIGNAL_PAGE};
+use crate::sqtt::{self, SqttSetup};
+
+/// Knobs of a device; `Default` follows tinygrad's defaults (scaled where tests need it).
+#[derive(Debug, Clone)]
+pub struct DeviceOptions {
+    /// Signal wait timeout before a hang is reported (tinygrad: 30 s).
+    pub wait_timeout: Duration,
+    /// Ring sizes in bytes (power of two).
+    pub compute_ring_size: u64,
+    pub sdma_ring_size: u64,
+    pub kernargs_size: u64,
+    /// Staging buffers for host<->device copies.
+    pub staging_chunk: u64,
+    pub staging_count: usize,
+    /// Record kernel/copy ranges (timestamps around each submission).
+    pub profile: bool,
+    /// Capture SQTT around each kernel launch.
+    pub sqtt: bool,
+    /// Per-SE SQTT buffer size.
+    pub sqtt_buffer_size: u64,
+    /// SEs with instruction tracing (bit per SE).
+    pub sqtt_itrace_se_mask: u32,
+}
+
+impl Default for DeviceOptions {
+    fn default() -> Self {
+        let sqtt_mb = std::env::var("WAVESCOPE_SQTT_BUFFER_MB")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok());
+        DeviceOptions {
+            wait_timeout: Duration::from_secs(30),
+            compute_ring_size: 16 << 20,
+            sdma_ring_size: 16 << 20,
+            kernargs_size: 16 << 20,
+            staging_chunk: 2 << 20,
+            staging_count: 4,
+            profile: true,
+            sqtt: false,
+            sqtt_buffer_size: sqtt_mb
+                .map(|m| m << 20)
+                .unwrap_or(sqtt::DEFAULT_BUFFER_SIZE),
+            sqtt_itrace_se_mask: 0b11,
+        }
+    }
+}
+
+/// A program loaded on the device.
+#[derive(Debug, Clone)]
+pub struct Program {
+    pub name: String,
+    pub code: CodeObject,
+    pub lib: GpuBuffer,
+    pub prog_addr: u64,
+    pub rsrc1: u32,
+    pub rsrc2: u32,
+    /// First 8 bytes of a hash of the ELF (RGP pipeline hash).
+    pub hash: u64,
+    pub kern: i64,
+}
+
+struct Pending {
+    name: String,
+    st: Signal,
+    en: Signal,
+    copy: bool,
+    kern: i64,
+    exec_tag: i64,
+}
+
+struct SqttState {
+    setup: SqttSetup,
+    bufs: Vec<GpuBuffer>,
+    wptrs: GpuBuffer,
+}
+
+pub struct Device {
+    iface: Box<dyn GpuIface>,
+    pub props: DeviceProps,
+    pub opts: DeviceOptions,
+    ctx: Arc<GfxContext>,
+    compute: Ring,
+    sdma: Ring,
+    keep: Vec<GpuBuffer>,
+    timeline: Signal,
+    /// The value the next submission signals.
+    timeline_value: u64,
+    pool: SignalPool,
+    kernargs: GpuBuffer,
+    kernargs_off: u64,
+    scratch: GpuBuffer,
+    tmpring_size: u32,
+    staging: Vec<GpuBuffer>,
+    cmds: ComputeCmds,
+    copy_cmds: CopyCmds,
+    pending: Vec<Pending>,
+    pub recorder: Recorder,
+    sqtt: Option<SqttState>,
+    cmd_id: u32,
+    exec_tag: i64,
+    next_kern: i64,
+    epoch: Instant,
+}
+
+fn round_up(v: u64, a: u64) -> u64 {
+    v.div_ceil(a) * a
+}
+
+/// FNV-1a 64: a stable pipeline hash for the RGP bind marker (tinygrad uses md5[:8]; any stable
+/// 64-bit hash identifies the pipeline).
+fn hash64(b: &[u8]) -> u64 {
+    b.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &x| {
+        (h ^ u64::from(x)).wrapping_mul(0x0000_0100_0000_01B3)
+    })
+}
+
+impl Device {
+    /// Opens GPU `index` through the real KFD.
+    pub fn open_kfd(index: usize, opts: DeviceOptions) -> Result<Self> {
+        let p: Arc<dyn Platform> = Arc::new(HostPlatform::new());
+        Device::new(Box::new(KfdIface::open(p, index)?), opts)
+    }
+
+    /// Opens an emulated GPU through the same KFD code path.
+    pub fn open_emulated(arch: EmuArch, opts: DeviceOptions) -> Result<(Self, EmuPlatform)> {
+        let emu = EmuPlatform::new(EmuConfig::new(arch));
+        let p: Arc<dyn Platform> = Arc::new(emu.clone());
+        Ok((Device::new(Box::new(KfdIface::open(p, 0)?), opts)?, emu))
+    }
+
+    pub fn new(mut iface: Box<dyn GpuIface>, opts: DeviceOptions) -> Result<Self> {
+        let props = iface.props().clone();
+        let target = props.target();
+        if target.family().is_none() {
+            return Err(Error::Unsupported(format!(
+                "{target} (supported: gfx94x/gfx950, gfx11, gfx12)"
+            )));
+        }
+        let num_xcc = props.num_xcc.max(1);
+        let mut ctx = GfxContext::new(iface.ip_versions(), iface.ip_bases(), num_xcc)?;
+        let mut keep = Vec::new();
+
+        // Signals first: the timeline and (multi-XCC) the barrier counters live there.
+        let mut pool = SignalPool::default();
+        let page = iface.alloc(SIGNAL_PAGE, AllocKind::UNCACHED)?;
+        pool.add_page(page.cpu()?.clone());
+        keep.push(page);
+        let timeline = pool
+            .pop()
+            .ok_or_else(|| Error::Invalid("empty signal page".into()))?;
+        timeline.set(0)?;
+        if num_xcc > 1 {
+            let (a, b) = (pool.pop(), pool.pop());
+            if let (Some(a), Some(b)) = (a, b) {
+                a.set(0)?;
+                b.set(0)?;
+                ctx.xcc_sync = Some((a.value_addr(), b.value_addr()));
+            }
+        }
+        let ctx = Arc::new(ctx);
+
+        // Compute queue: one per XCC sharing the ring.
+        let ring = iface.alloc(opts.compute_ring_size, AllocKind::GTT_CPU)?;
+        let gart = iface.alloc(0x1000, AllocKind::GTT_CPU)?;
+        let eop = iface.alloc(0x1000, AllocKind::VRAM)?;
+        let cu = u64::from(props.num_cu() / num_xcc);
+        let waves = u64::from(props.max_waves_per_simd * props.simd_per_cu);
+        let vgpr = if matches!(props.gfx_target_version, 110000 | 110100 | 120000 | 120001) {
+            0x60000
+        } else {
+            0x40000
+        };
+        let wg_data = cu * (vgpr + 0x4000 + 0x10000 + 0x1000);
+        let ctl_stack = round_up(12 * cu * waves + 48, 0x1000);
+        let debug_mem = round_up(cu * waves * 32, 64);
+        let ctx_save = wg_data + ctl_stack;
+        let cwsr = iface.alloc(
+            round_up((ctx_save + debug_mem) * u64::from(num_xcc), 0x1000),
+            AllocKind::VRAM,
+        )?;
+        let mut desc = None;
+        for x in 0..num_xcc {
+            let d = iface.create_queue(
+                QueueKind::Compute,
+                QueueBuffers {
+                    ring: &ring,
+                    gart: &gart,
+                    eop: Some(&eop),
+                    cwsr: Some(&cwsr),
+                    ctl_stack_size: ctl_stack as u32,
+                    ctx_save_restore_size: ctx_save as u32,
+                },
+                x,
+            )?;
+            match &mut desc {
+                None => desc = Some(d),
+                Some(all) => {
+                    let all: &mut crate::platform::QueueDesc = all;
+                    all.read_ptrs.extend(d.read_ptrs);
+                    all.doorbells.extend(d.doorbells);
+                }
+            }
+        }
+        let compute = Ring::new(desc.ok_or_else(|| Error::Invalid("no XCC".into()))?, false);
+        keep.extend([ring, gart, eop, cwsr]);
+
+        let sring = iface.alloc(opts.sdma_ring_size, AllocKind::GTT_CPU)?;
+        let sgart = iface.alloc(0x1000, AllocKind::GTT_CPU)?;
+        let sdesc = iface.create_queue(
+            QueueKind::Sdma,
+            QueueBuffers {
+                ring: &sring,
+                gart: &sgart,
+                eop: None,
+                cwsr: None,
+                ctl_stack_size: 0,
+                ctx_save_restore_size: 0,
+            },
+            0,
+        )?;
+        let sdma = Ring::new(sdesc, true);
+        keep.extend([sring, sgart]);
+
+        let kernargs = iface.alloc(opts.kernargs_size, AllocKind::VRAM_CPU)?;
+
+        // Scratch: (max_cu_id+1) * slots * round_up(waves * 128 B/lane * wave size, 256) per XCC.
+        let lanes = if props.gfx_target_version >= 100000 {
+            32
+        } else {
+            64
+        };
+        let wave_len = round_up(lanes * 128, 256);
+        let per_xcc = cu * u64::from(props.max_slots_scratch_cu) * wave_len;
+        let scratch = iface.alloc(per_xcc * u64::from(num_xcc), AllocKind::VRAM)?;
+        let num_se = u64::from(props.num_se().max(1));
+        let waves_field = (per_xcc / (wave_len * num_se)).min(0xFFF) as u32;
+        let tmpring_size = ((wave_len / 256) as u32) << 12 | waves_field;
+
+        let mut staging = Vec::new();
+        for _ in 0..opts.staging_count.max(1) {
+            staging.push(iface.alloc(opts.staging_chunk, AllocKind::HOST)?);
+        }
+
+        let mut dev = Device {
+            cmds: ComputeCmds::new(ctx.clone()),
+            copy_cmds: CopyCmds::new(),
+            iface,
+            props,
+            opts,
+            ctx,
+            compute,
+            sdma,
+            keep,
+            timeline,
+            timeline_value: 1,
+            pool,
+            kernargs,
+            kernargs_off: 0,
+            scratch,
+            tmpring_size,
+            staging,
+            pending: Vec::new(),
+            recorder: Recorder::default(),
+            sqtt: None,
+            cmd_id: 0,
+            exec_tag: 0,
+            next_kern: 0,
+            epoch: Instant::now(),
+        };
+        if dev.ctx.num_xcc > 1 {
+            dev.cmds.clear();
+            dev.cmds.xcc_config()?;
+            dev.submit_compute()?;
+        }
+        dev.calibrate()?;
+        if dev.opts.sqtt {
+            dev.setup_sqtt()?;
+        }
+        Ok(dev)
+    }
+
+    pub fn iface(&mut self) -> &mut dyn GpuIface {
+        self.iface.as_mut()
+    }
+
+    pub fn context(&self) -> &Arc<GfxContext> {
+        &self.ctx
+    }
+
+    pub fn tmpring_size(&self) -> u32 {
+        self.tmpring_size
+    }
+
+    fn host_us(&self) -> f64 {
+        self.epoch.elapsed().as_secs_f64() * 1e6
+    }
+
+    fn new_signal(&mut self) -> Result<Signal> {
+        if let Some(s) = self.pool.pop() {
+            return Ok(s);
+        }
+        let page = self.iface.alloc(SIGNAL_PAGE, AllocKind::UNCACHED)?;
+        self.pool.add_page(page.cpu()?.clone());
+        self.keep.push(page);
+        self.pool
+            .pop()
+            .ok_or_else(|| Error::Invalid("empty signal page".into()))
+    }
+
+    fn next_timeline(&mut self) -> u32 {
+        let v = self.timeline_value;
+        self.timeline_value += 1;
+        v as u32
+    }
+
+    fn submit_compute(&mut self) -> Result<()> {
+        let Device {
+            compute,
+            cmds,
+            iface,
+            ..
+        } = self;
+        compute.submit_pm4(&cmds.q, &mut || iface.sleep(1))
+    }
+
+    fn submit_copy(&mut self) -> Result<()> {
+        let Device {
+            sdma,
+            copy_cmds,
+            iface,
+            ..
+        } = self;
+        sdma.submit_sdma(copy_cmds, &mut || iface.sleep(1))
+    }
+
+    /// Waits for everything submitted so far, then files the profile ranges.
+    pub fn synchronize(&mut self) -> Result<()> {
+        let target = self.timeline_value - 1;
+        self.timeline
+            .wait(target, self.opts.wait_timeout, self.iface.as_mut())?;
+        for p in std::mem::take(&mut self.pending) {
+            let (s, e) = (p.st.timestamp()?, p.en.timestamp()?);
+            self.recorder.events.push(if p.copy {
+                ProfileEvent::Copy {
+                    name: p.name,
+                    gpu_start: s,
+                    gpu_end: e,
+                }
+            } else {
+                ProfileEvent::Kernel {
+                    name: p.name,
+                    kern: p.kern,
+                    exec_tag: p.exec_tag,
+                    gpu_start: s,
+                    gpu_end: e,
+                }
+            });
+            self.pool.push(p.st);
+            self.pool.push(p.en);
+        }
+        Ok(())
+    }
+
+    /// GPU→host clock offsets: median of a few "timestamp + signal + CPU wait" rounds per queue.
+    fn calibrate(&mut self) -> Result<()> {
+        let sig = self.new_signal()?;
+        let mut comp = Vec::new();
+        let mut copy = Vec::new();
+        for i in 0..6 {
+            let is_copy = i % 2 == 1;
+            let before = self.host_us();
+            let v = self.next_timeline();
+            if is_copy {
+                self.copy_cmds.clear();
+                self.copy_cmds.wait(self.timeline.value_addr(), v - 1);
+                self.copy_cmds.timestamp(sig.timestamp_addr());
+                self.copy_cmds
+                    .signal(self.timeline.value_addr(), v, self.iface.event_mailbox());
+                self.submit_copy()?;
+            } else {
+                self.cmds.clear();
+                self.cmds.wait(self.timeline.value_addr(), v - 1);
+                self.cmds.timestamp(sig.timestamp_addr());
+                self.cmds
+                    .signal(self.timeline.value_addr(), v, self.iface.event_mailbox());
+                self.submit_compute()?;
+            }
+            self.synchronize()?;
+            let after = self.host_us();
+            let gpu = sig.timestamp_us()?;
+            if is_copy { &mut copy } else { &mut comp }.push((before + after) / 2.0 - gpu);
+        }
+        let med = |v: &mut Vec<f64>| {
+            v.sort_by(|a, b| a.total_cmp(b));
+            v.get(v.len() / 2).copied().unwrap_or(0.0)
+        };
+        self.recorder.compute_offset_us = med(&mut comp);
+        self.recorder.copy_offset_us = med(&mut copy);
+        self.pool.push(sig);
+        Ok(())
+    }
+
+    // ---- memory ----
+
+    pub fn alloc(&mut self, size: u64, kind: AllocKind) -> Result<GpuBuffer> {
+        let b = self.iface.alloc(size, kind)?;
+        let host_us = self.host_us();
+        self.recorder.events.push(ProfileEvent::Alloc {
+            kind: kind.label(),
+            size: b.size,
+            va: b.va,
+            host_us,
+        });
+        Ok(b)
+    }
+
+    pub fn free(&mut self, buf: GpuBuffer) -> Result<()> {
+        self.synchronize()?;
+        let host_us = self.host_us();
+        self.recorder.events.push(ProfileEvent::Free {
+            va: buf.va,
+            host_us,
+        });
+        self.iface.free(buf)
+    }
+
+    fn copy_submit(&mut self, dst: u64, src: u64, n: u64, name: &str) -> Result<()> {
+        let v = self.next_timeline();
+        let prof = if self.opts.profile {
+            Some((self.new_signal()?, self.new_signal()?))
+        } else {
+            None
+        };
+        self.copy_cmds.clear();
+        self.copy_cmds.wait(self.timeline.value_addr(), v - 1);
+        if let Some((st, _)) = &prof {
+            self.copy_cmds.timestamp(st.timestamp_addr());
+        }
+        self.copy_cmds.copy(dst, src, n);
+        if let Some((_, en)) = &prof {
+            self.copy_cmds.timestamp(en.timestamp_addr());
+        }
+        self.copy_cmds
+            .signal(self.timeline.value_addr(), v, self.iface.event_mailbox());
+        self.submit_copy()?;
+        if let Some((st, en)) = prof {
+            self.pending.push(Pending {
+                name: name.into(),
+                st,
+                en,
+                copy: true,
+                kern: -1,
+                exec_tag: -1,
+            });
+        }
+        Ok(())
+    }
+
+    /// Host → device through the staging buffers and the SDMA queue.
+    pub fn copyin(&mut self, dst: &GpuBuffer, data: &[u8]) -> Result<()> {
+        if data.len() as u64 > dst.size {
+            return Err(Error::Invalid(format!(
+                "copyin of {} bytes into a {}-byte buffer",
+                data.len(),
+                dst.size
+            )));
+        }
+        let chunk = self.opts.staging_chunk as usize;
+        for (i, part) in data.chunks(chunk).enumerate() {
+            let slot = i % self.staging.len();
+            if i >= self.staging.len() {
+                // The slot is reused: wait until its previous copy finished.
+                self.synchronize()?;
+            }
+            let st = self
+                .staging
+                .get(slot)
+                .cloned()
+                .ok_or_else(|| Error::Invalid("no staging buffer".into()))?;
+            st.cpu()?.write_bytes(0, part)?;
+            let name = format!("CPU -> {:#x}", dst.va);
+            self.copy_submit(dst.va + (i * chunk) as u64, st.va, part.len() as u64, &name)?;
+        }
+        Ok(())
+    }
+
+    /// Device → host.
+    pub fn copyout(&mut self, src: &GpuBuffer, out: &mut [u8]) -> Result<()> {
+        if out.len() as u64 > src.size {
+            return Err(Error::Invalid(format!(
+                "copyout of {} bytes from a {}-byte buffer",
+                out.len(),
+                src.size
+            )));
+        }
+        self.synchronize()?;
+        let chunk = self.opts.staging_chunk as usize;
+        for (i, part) in out.chunks_mut(chunk).enumerate() {
+            let st = self
+                .staging
+                .first()
+                .cloned()
+                .ok_or_else(|| Error::Invalid("no staging buffer".into()))?;
+            let name = format!("{:#x} -> CPU", src.va);
+            self.copy_submit(st.va, src.va + (i * chunk) as u64, part.len() as u64, &name)?;
+            self.synchronize()?;
+            st.cpu()?.read_bytes(0, part)?;
+        }
+        Ok(())
+    }
+
+    /// Device → device copy on the SDMA queue.
+    pub fn copy(&mut self, dst: &GpuBuffer, src: &GpuBuffer, n: u64) -> Result<()> {
+        if n > dst.size || n > src.size {
+            return Err(Error::Invalid("copy larger than a buffer".into()));
+        }
+        self.copy_submit(dst.va, src.va, n, "copy")
+    }
+
+    // ---- programs ----
+
+    pub fn load_program(&mut self, elf: &[u8]) -> Result<Program> {
+        let code = program::parse_code_object(elf)?;
+        let size = round_up(code.image.len() as u64, 0x1000);
+        let lib = self.alloc(size, AllocKind::VRAM)?;
+        self.copyin(&lib, &code.image)?;
+        self.synchronize()?;
+        let (rsrc1, rsrc2) =
+            program::launch_rsrc(&code.kernel, self.ctx.gfx_major, self.props.lds_size_in_kb)?;
+        let kern = self.next_kern;
+        self.next_kern += 1;
+        self.recorder.events.push(ProfileEvent::Program {
+            name: code.kernel.name.clone(),
+            elf: elf.to_vec(),
+            base: lib.va,
+            tag: kern,
+        });
+        Ok(Program {
+            name: code.kernel.name.clone(),
+            prog_addr: lib.va + code.kernel.entry_offset,
+            rsrc1,
+            rsrc2,
+            hash: hash64(elf),
+            kern,
+            code,
+            lib,
+        })
+    }
+
+    fn alloc_kernargs(&mut self, size: u64) -> Result<u64> {
+        let size = round_up(size.max(16), 16);
+        if size > self.kernargs.size {
+            return Err(Error::Invalid(format!(
+                "{size} bytes of kernargs exceed the kernarg buffer"
+            )));
+        }
+        if self.kernargs_off + size > self.kernargs.size {
+            self.kernargs_off = 0;
+        }
+        let off = self.kernargs_off;
+        self.kernargs_off += size;
+        Ok(off)
+    }
+
+    /// Builds the PM4 stream of one launch into the reusable command buffer (no submission).
+    pub fn build_launch(
+        &mut self,
+        prg: &Program,
+        buffers: &[&GpuBuffer],
+        values: &[u32],
+        global: [u32; 3],
+        local: [u32; 3],
+    ) -> Result<()> {
+        let k = &prg.code.kernel;
+        let dp_extra = if k.enable_dispatch_ptr() { 64 } else { 0 };
+        let args_len =
+            u64::from(k.kernarg_size).max(buffers.len() as u64 * 8 + values.len() as u64 * 4);
+        let off = self.alloc_kernargs(args_len + dp_extra)?;
+        let kva = self.kernargs.va + off;
+        let mut args = [0u8; 256];
+        let mut n = 0usize;
+        for b in buffers {
+            if let Some(d) = args.get_mut(n..n + 8) {
+                d.copy_from_slice(&b.va.to_le_bytes());
+            }
+            n += 8;
+        }
+        for v in values {
+            if let Some(d) = args.get_mut(n..n + 4) {
+                d.copy_from_slice(&v.to_le_bytes());
+            }
+            n += 4;
+        }
+        if n > args.len() {
+            let big = program::build_kernargs(
+                n,
+                &buffers.iter().map(|b| b.va).collect::<Vec<_>>(),
+                values,
+            );
+            self.kernargs.cpu()?.write_bytes(off, &big)?;
+        } else if n > 0 {
+            self.kernargs
+                .cpu()?
+                .write_bytes(off, args.get(..n).unwrap_or(&[]))?;
+        }
+        let dispatch_ptr = if k.enable_dispatch_ptr() {
+            Some(kva + args_len)
+        } else {
+            None
+        };
+        let private_segment = if k.enable_private_segment_sgpr() {
+            let s = self.scratch.va;
+            Some([
+                s as u32,
+                ((s >> 32) as u32) | (1 << 31),
+                0xFFFF_FFFF,
+                0x20C1_4000,
+            ])
+        } else {
+            None
+        };
+        let launch = Launch {
+            prog_addr: prg.prog_addr,
+            rsrc1: prg.rsrc1,
+            rsrc2: prg.rsrc2,
+            rsrc3: k.rsrc3,
+            kernarg_va: kva,
+            dispatch_ptr,
+            private_segment,
+            wave32: k.wave32(),
+            global,
+            local,
+            tmpring_size: self.tmpring_size,
+            scratch_va: self.scratch.va,
+            scratch_per_xcc: self.scratch.size / u64::from(self.ctx.num_xcc),
+        };
+        let marker = if self.sqtt.is_some() {
+            let m = SqttMarker {
+                pso_hash: prg.hash,
+                cmd_id: self.cmd_id,
+            };
+            self.cmd_id += 1;
+            Some(m)
+        } else {
+            None
+        };
+        let v = self.next_timeline();
+        let tl = self.timeline.value_addr();
+        let prof = if self.opts.profile {
+            Some((self.new_signal()?, self.new_signal()?))
+        } else {
+            None
+        };
+        let mailbox = self.iface.event_mailbox();
+        let c = &mut self.cmds;
+        c.clear();
+        c.wait(tl, v - 1);
+        c.memory_barrier();
+        if let Some((st, _)) = &prof {
+            c.timestamp(st.timestamp_addr());
+        }
+        c.exec(&launch, marker)?;
+        if let Some((_, en)) = &prof {
+            c.timestamp(en.timestamp_addr());
+        }
+        c.signal(tl, v, mailbox);
+        if let Some((st, en)) = prof {
+            self.exec_tag += 1;
+            self.pending.push(Pending {
+                name: prg.name.clone(),
+                st,
+                en,
+                copy: false,
+                kern: prg.kern,
+                exec_tag: self.exec_tag,
+            });
+        }
+        Ok(())
+    }
+
+    /// The dwords of the last built command buffer.
+    pub fn built_commands(&self) -> &[u32] {
+        &self.cmds.q
+    }
+
+    /// Launches `prg` with buffer arguments then u32 values. With SQTT enabled the launch is
+    /// wrapped in a capture whose per-SE blobs land in the profile.
+    pub fn launch(
+        &mut self,
+        prg: &Program,
+        buffers: &[&GpuBuffer],
+        values: &[u32],
+        global: [u32; 3],
+        local: [u32; 3],
+    ) -> Result<()> {
+        if self.sqtt.is_some() {
+            self.sqtt_begin()?;
+        }
+        self.build_launch(prg, buffers, values, global, local)?;
+        self.submit_compute()?;
+        if self.sqtt.is_some() {
+            self.sqtt_end(prg.kern)?;
+        }
+        Ok(())
+    }
+
+    // ---- SQTT ----
+
+    fn setup_sqtt(&mut self) -> Result<()> {
+        sqtt::start(
+            &mut ComputeCmds::new(self.ctx.clone()),
+            &SqttSetup {
+                gfx_major: self.ctx.gfx_major,
+                buffers: vec![],
+                itrace_se_mask: 0,
+                wptrs_va: 0,
+            },
+        )?;
+        let n = self.props.num_se().max(1);
+        let size = round_up(self.opts.sqtt_buffer_size.max(0x1000), 0x1000);
+        let mut bufs = Vec::new();
+        for _ in 0..n {
+            bufs.push(self.iface.alloc(size, AllocKind::VRAM_CPU)?);
+        }
+        let wptrs = self.iface.alloc(0x1000, AllocKind::UNCACHED)?;
+        self.sqtt = Some(SqttState {
+            setup: SqttSetup {
+                gfx_major: self.ctx.gfx_major,
+                buffers: bufs.iter().map(|b| (b.va, b.size)).collect(),
+                itrace_se_mask: self.opts.sqtt_itrace_se_mask,
+                wptrs_va: wptrs.va,
+            },
+            bufs,
+            wptrs,
+        });
+        Ok(())
+    }
+
+    fn sqtt_begin(&mut self) -> Result<()> {
+        let Some(s) = &self.sqtt else { return Ok(()) };
+        let setup = s.setup.clone();
+        let v = self.next_timeline();
+        let tl = self.timeline.value_addr();
+        let mailbox = self.iface.event_mailbox();
+        self.cmds.clear();
+        self.cmds.wait(tl, v - 1);
+        sqtt::start(&mut self.cmds, &setup)?;
+        self.cmds.signal(tl, v, mailbox);
+        self.submit_compute()
+    }
+
+    fn sqtt_end(&mut self, kern: i64) -> Result<()> {
+        let Some(s) = &self.sqtt else { return Ok(()) };
+        let setup = s.setup.clone();
+        let v = self.next_timeline();
+        let tl = self.timeline.value_addr();
+        let mailbox = self.iface.event_mailbox();
+        self.cmds.clear();
+        self.cmds.wait(tl, v - 1);
+        sqtt::stop(&mut self.cmds, &setup)?;
+        self.cmds.signal(tl, v, mailbox);
+        self.submit_compute()?;
+        self.synchronize()?;
+        let Some(s) = &self.sqtt else { return Ok(()) };
+        let wmem = s.wptrs.cpu()?.clone();
+        let mut blobs = Vec::new();
+        for (se, buf) in s.bufs.iter().enumerate() {
+            let w = wmem.read32(4 * se as u64)?;
+            let n = sqtt::bytes_written(setup.gfx_major, w, buf.va).min(buf.size);
+            if n + 32 >= buf.size {
+                self.recorder
+                    .warnings
+                    .push(sqtt::full_warning(se as u32, buf.size));
+            }
+            let mut blob = vec![0u8; n as usize];
+            buf.cpu()?.read_bytes(0, &mut blob)?;
+            blobs.push((se as u32, blob));
+        }
+        for (se, blob) in blobs {
+            self.recorder.events.push(ProfileEvent::Sqtt {
+                kern,
+                exec_tag: self.exec_tag,
+                se,
+                itrace: (setup.itrace_se_mask >> se) & 1 == 1,
+                blob,
+            });
+        }
+        Ok(())
+    }
+
+    /// Warnings collected so far (e.g. a full SQTT buffer).
+    pub fn warnings(&self) -> &[String] {
+        &self.recorder.warnings
+    }
+
+    // ---- profile ----
+
+    pub fn profile(&mut self) -> Result<traces::model::Profile> {
+        self.synchronize()?;
+        Ok(self.recorder.to_profile(&self.props))
+    }
+
+    pub fn save_trace(&mut self, path: &std::path::Path) -> Result<()> {
+        self.synchronize()?;
+        self.recorder.save(&self.props, path)
+    }
+}

@@ -1,0 +1,104 @@
+//! The hand-off from the emulated command processor to the shader engines (the `emulator`
+//! issue): a DISPATCH_DIRECT becomes a [`DispatchInfo`] read from the register file, and SQTT
+//! start/finish events are forwarded so the engines can produce trace data.
+
+use super::mem::Memory;
+use super::regfile::RegFile;
+
+/// Everything a dispatch needs, as the CP read it from the COMPUTE_* registers.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DispatchInfo {
+    /// Byte address of the first instruction (`(PGM_HI:PGM_LO) << 8`).
+    pub pgm_addr: u64,
+    pub rsrc1: u32,
+    pub rsrc2: u32,
+    pub rsrc3: u32,
+    /// COMPUTE_USER_DATA_0.. (count = RSRC2.USER_SGPR_COUNT).
+    pub user_data: Vec<u32>,
+    /// Work-groups per dimension.
+    pub grid: [u32; 3],
+    /// Threads per work-group (NUM_THREAD_X/Y/Z).
+    pub local: [u32; 3],
+    pub scratch_base: u64,
+    pub tmpring_size: u32,
+    /// LDS bytes (RSRC2.LDS_SIZE × 512).
+    pub lds_bytes: u32,
+    pub wave32: bool,
+    pub initiator: u32,
+    /// Which XCC executes this copy of the dispatch (multi-XCC parts run one per XCC).
+    pub xcc_id: u32,
+    pub num_xcc: u32,
+    /// Thread trace was enabled (COMPUTE_THREAD_TRACE_ENABLE) when the dispatch started.
+    pub sqtt: bool,
+}
+
+impl DispatchInfo {
+    pub fn user_sgpr_count(rsrc2: u32) -> u32 {
+        (rsrc2 >> 1) & 0x1F
+    }
+}
+
+/// How long a dispatch took, in ticks of the 100 MHz GPU clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DispatchResult {
+    pub ticks: u64,
+}
+
+/// A fault raised while executing a kernel (bad address, illegal instruction...).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("shader fault at VA {va:#x}: {reason}")]
+pub struct DeviceFault {
+    pub va: u64,
+    pub reason: String,
+}
+
+/// The shader engines behind the emulated CP.
+pub trait ShaderEngines: Send {
+    fn dispatch(
+        &mut self,
+        regs: &RegFile,
+        mem: &mut Memory,
+        d: &DispatchInfo,
+    ) -> Result<DispatchResult, DeviceFault>;
+    /// Thread trace started (the CP saw COMPUTE_THREAD_TRACE_ENABLE = 1).
+    fn sqtt_start(&mut self, _num_se: u32) {}
+    /// THREAD_TRACE_FINISH: the bytes SE `se` wrote into its buffer since the start.
+    fn sqtt_finish(&mut self, _se: u32) -> Vec<u8> {
+        Vec::new()
+    }
+}
+
+/// **No shader execution yet.** Records nothing beyond what the CP logs, runs no kernel code and
+/// writes no memory: a dispatch "completes" after a fixed 1000-tick (10 µs) duration so that
+/// queues, signals and timestamps can be exercised. Kernel results are never produced.
+#[derive(Debug, Default)]
+pub struct NullShaderEngines;
+
+impl ShaderEngines for NullShaderEngines {
+    fn dispatch(
+        &mut self,
+        _regs: &RegFile,
+        _mem: &mut Memory,
+        _d: &DispatchInfo,
+    ) -> Result<DispatchResult, DeviceFault> {
+        Ok(DispatchResult { ticks: 1000 })
+    }
+}
+
+/// Test helper: every dispatch faults at the program address (drives the device-hang path).
+#[derive(Debug, Default)]
+pub struct FaultingShaderEngines;
+
+impl ShaderEngines for FaultingShaderEngines {
+    fn dispatch(
+        &mut self,
+        _regs: &RegFile,
+        _mem: &mut Memory,
+        d: &DispatchInfo,
+    ) -> Result<DispatchResult, DeviceFault> {
+        Err(DeviceFault {
+            va: d.pgm_addr,
+            reason: "injected fault (FaultingShaderEngines)".into(),
+        })
+    }
+}

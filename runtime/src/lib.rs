@@ -1,0 +1,31 @@
+//! `runtime`: wavescope's GPU runtime. Knows devices, knows no screen.
+//!
+//! Layering (lowest first), after `runtime-architecture.md` and `mockgpu.md` §4:
+//! - [`platform`]: the OS seam ([`platform::Platform`]: open/ioctl/mmap/sysfs) and the
+//!   [`platform::Mmio`] view every ring, doorbell, register window and CPU view of GPU memory
+//!   goes through, plus the [`platform::GpuIface`] contract that KFD (and later PCI/USB) implement.
+//! - [`kfd`]: the KFD interface (`/dev/kfd` ioctls, sysfs topology and IP discovery).
+//! - [`regs`], [`pm4`], [`sdma`]: register tables and packet layouts (shared by builders and the
+//!   emulated engines).
+//! - [`signal`], [`queue`], [`device`], [`program`], [`sqtt`], [`profile`]: the device runtime.
+//! - [`emu`]: the emulated GPU behind the same [`platform::Platform`] trait (fake `/dev/kfd` +
+//!   sysfs, PM4 and SDMA engines, memory, register file); shader execution is handed to a
+//!   [`emu::ShaderEngines`] implementation.
+
+pub mod device;
+pub mod emu;
+pub mod error;
+pub mod kfd;
+pub mod list;
+pub mod platform;
+pub mod pm4;
+pub mod profile;
+pub mod program;
+pub mod queue;
+pub mod regs;
+pub mod sdma;
+pub mod signal;
+pub mod sqtt;
+
+pub use device::{Device, DeviceOptions};
+pub use error::Error;

@@ -1,0 +1,737 @@
+//! Command builders (PM4 compute, SDMA copy) and ring submission. Builders are plain dword
+//! vectors built from the packet layouts of [`crate::pm4`] / [`crate::sdma`]; [`Ring`] copies them
+//! into a hardware ring and rings the doorbell.
+
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::platform::{IpBases, IpVersions, QueueDesc};
+use crate::pm4::{
+    self, acq_gcr, data_sel, event, func, int_sel, rel_gcr, AcquireMem, CopyData, Packet,
+    ReleaseMem, WaitRegMem,
+};
+use crate::regs::{self, IpRegs, Reg};
+use crate::sdma::{self, SdmaPacket};
+
+/// Per-device constants the compute builder needs: resolved register addresses and the
+/// generation-specific packet choices.
+#[derive(Debug, Clone)]
+pub struct GfxContext {
+    pub gfx_major: u32,
+    pub num_xcc: u32,
+    pub gc: IpRegs,
+    pub hdp_flush_req: u32,
+    pub hdp_flush_done: u32,
+    pub pgm_lo: u32,
+    pub rsrc1: u32,
+    pub rsrc3: u32,
+    pub tmpring: u32,
+    pub scratch_base_lo: Option<u32>,
+    pub restart_x: u32,
+    pub static_se0: u32,
+    pub static_se2: u32,
+    pub static_se4: Option<u32>,
+    pub user_data_0: u32,
+    pub resource_limits: u32,
+    pub start_x: u32,
+    pub tg_chunk_size: Option<u32>,
+    pub current_logic_xcc_id: Option<u32>,
+    pub sqtt_userdata_2: u32,
+    /// Two 16-byte signal slots used by the multi-XCC barrier.
+    pub xcc_sync: Option<(u64, u64)>,
+}
+
+impl GfxContext {
+    pub fn new(ip: IpVersions, bases: &IpBases, num_xcc: u32) -> Result<Self> {
+        let table = regs::gc_table(ip.gc).ok_or_else(|| {
+            Error::Unsupported(format!(
+                "GC IP {}.{}.{} has no register table",
+                ip.gc.0, ip.gc.1, ip.gc.2
+            ))
+        })?;
+        let gc = IpRegs::new(table, bases.gc.clone());
+        let nbio_t = regs::nbio_table(ip.nbio).ok_or_else(|| {
+            Error::Unsupported(format!(
+                "NBIO IP {}.{}.{} has no register table",
+                ip.nbio.0, ip.nbio.1, ip.nbio.2
+            ))
+        })?;
+        let nbio = IpRegs::new(nbio_t, bases.nbio.clone());
+        let (req, done) = regs::hdp_flush_names(ip.nbio);
+        let a = |n: &str| gc.get(n).map(|r| r.addr);
+        Ok(GfxContext {
+            gfx_major: ip.gc.0,
+            num_xcc: num_xcc.max(1),
+            hdp_flush_req: nbio.get(req)?.addr,
+            hdp_flush_done: nbio.get(done)?.addr,
+            pgm_lo: a("COMPUTE_PGM_LO")?,
+            rsrc1: a("COMPUTE_PGM_RSRC1")?,
+            rsrc3: a("COMPUTE_PGM_RSRC3")?,
+            tmpring: a("COMPUTE_TMPRING_SIZE")?,
+            scratch_base_lo: a("COMPUTE_DISPATCH_SCRATCH_BASE_LO").ok(),
+            restart_x: a("COMPUTE_RESTART_X")?,
+            static_se0: a("COMPUTE_STATIC_THREAD_MGMT_SE0")?,
+            static_se2: a("COMPUTE_STATIC_THREAD_MGMT_SE2")?,
+            static_se4: if ip.gc.0 >= 11 {
+                a("COMPUTE_STATIC_THREAD_MGMT_SE4").ok()
+            } else {
+                None
+            },
+            user_data_0: a("COMPUTE_USER_DATA_0")?,
+            resource_limits: a("COMPUTE_RESOURCE_LIMITS")?,
+            start_x: a("COMPUTE_START_X")?,
+            tg_chunk_size: a("COMPUTE_TG_CHUNK_SIZE").ok(),
+            current_logic_xcc_id: a("COMPUTE_CURRENT_LOGIC_XCC_ID").ok(),
+            sqtt_userdata_2: a("SQ_THREAD_TRACE_USERDATA_2")?,
+            gc,
+            xcc_sync: None,
+        })
+    }
+
+    pub fn reg(&self, name: &str) -> Result<Reg> {
+        self.gc.get(name)
+    }
+}
+
+/// The register addresses `exec` writes, copied out of the context.
+#[derive(Clone, Copy)]
+struct ExecRegs {
+    gfx_major: u32,
+    num_xcc: u32,
+    pgm_lo: u32,
+    rsrc1: u32,
+    rsrc3: u32,
+    tmpring: u32,
+    scratch_base_lo: Option<u32>,
+    restart_x: u32,
+    static_se0: u32,
+    static_se2: u32,
+    static_se4: Option<u32>,
+    user_data_0: u32,
+    resource_limits: u32,
+    start_x: u32,
+}
+
+impl From<&GfxContext> for ExecRegs {
+    fn from(c: &GfxContext) -> Self {
+        ExecRegs {
+            gfx_major: c.gfx_major,
+            num_xcc: c.num_xcc,
+            pgm_lo: c.pgm_lo,
+            rsrc1: c.rsrc1,
+            rsrc3: c.rsrc3,
+            tmpring: c.tmpring,
+            scratch_base_lo: c.scratch_base_lo,
+            restart_x: c.restart_x,
+            static_se0: c.static_se0,
+            static_se2: c.static_se2,
+            static_se4: c.static_se4,
+            user_data_0: c.user_data_0,
+            resource_limits: c.resource_limits,
+            start_x: c.start_x,
+        }
+    }
+}
+
+/// Everything `exec` needs about the kernel and launch.
+#[derive(Debug, Clone, Copy)]
+pub struct Launch {
+    pub prog_addr: u64,
+    pub rsrc1: u32,
+    pub rsrc2: u32,
+    pub rsrc3: u32,
+    pub kernarg_va: u64,
+    /// Dispatch-packet pointer (when the kernel asks for it).
+    pub dispatch_ptr: Option<u64>,
+    /// Scratch buffer resource words when the kernel uses private-segment SGPRs.
+    pub private_segment: Option<[u32; 4]>,
+    pub wave32: bool,
+    pub global: [u32; 3],
+    pub local: [u32; 3],
+    pub tmpring_size: u32,
+    /// Scratch base per XCC is `scratch_va + xcc * scratch_per_xcc`.
+    pub scratch_va: u64,
+    pub scratch_per_xcc: u64,
+}
+
+/// SQTT per-dispatch markers (RGP userdata): pipeline hash and command id.
+#[derive(Debug, Clone, Copy)]
+pub struct SqttMarker {
+    pub pso_hash: u64,
+    pub cmd_id: u32,
+}
+
+/// Builds a PM4 command stream for a compute queue.
+pub struct ComputeCmds {
+    pub ctx: Arc<GfxContext>,
+    pub q: Vec<u32>,
+}
+
+fn lo(v: u64) -> u32 {
+    v as u32
+}
+fn hi(v: u64) -> u32 {
+    (v >> 32) as u32
+}
+
+impl ComputeCmds {
+    pub fn new(ctx: Arc<GfxContext>) -> Self {
+        ComputeCmds {
+            ctx,
+            q: Vec::with_capacity(256),
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.q.clear();
+    }
+
+    fn pkt(&mut self, p: Packet<'_>) {
+        p.encode(&mut self.q);
+    }
+
+    /// SET_SH_REG or SET_UCONFIG_REG, chosen by the register's window.
+    pub fn wreg(&mut self, addr: u32, values: &[u32]) -> Result<()> {
+        let (uconfig, base) = if (pm4::SH_REG_BASE..pm4::SH_REG_END).contains(&addr) {
+            (false, pm4::SH_REG_BASE)
+        } else if (pm4::UCONFIG_REG_BASE..pm4::UCONFIG_REG_END).contains(&addr) {
+            (true, pm4::UCONFIG_REG_BASE)
+        } else {
+            return Err(Error::Unsupported(format!(
+                "register {addr:#x} is outside the SH and UCONFIG windows"
+            )));
+        };
+        self.pkt(Packet::SetReg {
+            uconfig,
+            offset: addr - base,
+            values,
+        });
+        Ok(())
+    }
+
+    /// `wreg` of a named register with named fields.
+    pub fn wreg_fields(&mut self, name: &str, fields: &[(&str, u32)]) -> Result<()> {
+        let r = self.ctx.reg(name)?;
+        let v = r.encode(fields)?;
+        self.wreg(r.addr, &[v])
+    }
+
+    fn pred_exec_begin(&mut self, xcc_mask: u32) -> Option<usize> {
+        if self.ctx.num_xcc > 1 {
+            self.pkt(Packet::PredExec {
+                xcc_mask,
+                dwords: 0,
+            });
+            Some(self.q.len())
+        } else {
+            None
+        }
+    }
+    fn pred_exec_end(&mut self, start: Option<usize>) {
+        if let Some(s) = start {
+            let n = (self.q.len() - s) as u32;
+            if let Some(w) = self.q.get_mut(s - 1) {
+                *w |= n & 0xFF_FFFF;
+            }
+        }
+    }
+
+    pub fn wait_reg_mem_mem(
+        &mut self,
+        addr: u64,
+        function: u32,
+        reference: u32,
+        mask: u32,
+        interval: u32,
+    ) {
+        self.pkt(Packet::WaitRegMem(WaitRegMem {
+            function,
+            mem_space: true,
+            operation: 0,
+            engine: 0,
+            addr,
+            reference,
+            mask,
+            poll_interval: interval,
+        }));
+    }
+
+    /// Register-space wait: `(reg & mask) <function> reference`.
+    pub fn wait_reg(&mut self, reg: u32, function: u32, reference: u32, mask: u32) {
+        self.pkt(Packet::WaitRegMem(WaitRegMem {
+            function,
+            mem_space: false,
+            operation: 0,
+            engine: 0,
+            addr: u64::from(reg),
+            reference,
+            mask,
+            poll_interval: 4,
+        }));
+    }
+
+    /// Waits until the 32-bit value at `signal_va` is >= `value`.
+    pub fn wait(&mut self, signal_va: u64, value: u32) {
+        self.wait_reg_mem_mem(signal_va, func::GE, value, 0xFFFF_FFFF, 4);
+        self.xcc_barrier();
+    }
+
+    pub fn acquire_mem(&mut self, gcr: u32) {
+        if self.ctx.gfx_major >= 10 {
+            self.pkt(Packet::AcquireMem(AcquireMem {
+                coher_cntl: 0,
+                coher_size: u64::MAX,
+                coher_base: 0,
+                poll_interval: 0,
+                gcr_cntl: Some(gcr),
+            }));
+        } else {
+            // gfx9: CP_COHER_CNTL bits (SH_ICACHE 29, SH_KCACHE 27, TC 23, TCL1 22, TC_WB 18).
+            let cntl = if gcr == acq_gcr::ALL {
+                0x28C4_0000
+            } else {
+                0x0840_0000
+            };
+            self.pkt(Packet::AcquireMem(AcquireMem {
+                coher_cntl: cntl,
+                coher_size: u64::MAX,
+                coher_base: 0,
+                poll_interval: 0xA,
+                gcr_cntl: None,
+            }));
+        }
+    }
+
+    /// HDP flush (write-then-wait on the NBIO flush registers) + full cache acquire.
+    pub fn memory_barrier(&mut self) {
+        self.pkt(Packet::WaitRegMem(WaitRegMem {
+            function: func::GE,
+            mem_space: false,
+            operation: 1,
+            engine: 0,
+            addr: u64::from(self.ctx.hdp_flush_req) | (u64::from(self.ctx.hdp_flush_done) << 32),
+            reference: 0xFFFF_FFFF,
+            mask: 0xFFFF_FFFF,
+            poll_interval: 4,
+        }));
+        self.acquire_mem(acq_gcr::ALL);
+    }
+
+    fn release_mem(
+        &mut self,
+        addr: u64,
+        data: u64,
+        dsel: u32,
+        isel: u32,
+        ctxid: u32,
+        cache_flush: bool,
+    ) {
+        let gcr = match (cache_flush, self.ctx.gfx_major >= 10) {
+            (false, _) => 0,
+            (true, true) => {
+                rel_gcr::GLV_INV
+                    | rel_gcr::GL1_INV
+                    | rel_gcr::GL2_INV
+                    | rel_gcr::GLM_WB
+                    | rel_gcr::GLM_INV
+                    | rel_gcr::GL2_WB
+                    | rel_gcr::SEQ
+            }
+            // gfx9: EOP_TC_WB_ACTION_EN (15) | EOP_TC_NC_ACTION_EN (19).
+            (true, false) => (1 << 15) | (1 << 19),
+        };
+        self.pkt(Packet::ReleaseMem(ReleaseMem {
+            event_type: event::CACHE_FLUSH_AND_INV_TS_EVENT,
+            event_index: 5,
+            gcr,
+            cache_policy: 0,
+            execute: false,
+            dst_sel: 0,
+            int_sel: isel,
+            data_sel: dsel,
+            addr,
+            data,
+            int_ctxid: if self.ctx.gfx_major >= 10 { ctxid } else { 0 },
+        }));
+    }
+
+    /// Writes the GPU clock (100 MHz ticks) to `ts_va` (a signal's timestamp slot).
+    pub fn timestamp(&mut self, ts_va: u64) {
+        let p = self.pred_exec_begin(1);
+        self.release_mem(ts_va, 0, data_sel::GPU_CLOCK, int_sel::NONE, 0, false);
+        self.pred_exec_end(p);
+    }
+
+    /// Writes `value` to `signal_va` at end of pipe; with `mailbox` (KFD event page slot, event
+    /// id) a second release wakes a CPU sleeping in WAIT_EVENTS.
+    pub fn signal(&mut self, signal_va: u64, value: u32, mailbox: Option<(u64, u32)>) {
+        let p = self.pred_exec_begin(1);
+        self.release_mem(
+            signal_va,
+            u64::from(value),
+            data_sel::VALUE_32,
+            int_sel::IRQ_AFTER_WRITE_CONFIRM,
+            0,
+            true,
+        );
+        if let Some((va, id)) = mailbox {
+            self.release_mem(
+                va,
+                u64::from(id),
+                data_sel::VALUE_32,
+                int_sel::IRQ_AFTER_WRITE_CONFIRM,
+                id,
+                false,
+            );
+        }
+        self.pred_exec_end(p);
+    }
+
+    /// Multi-XCC rendezvous: each XCC adds 1 to two counters and waits until each is 0 mod 8.
+    pub fn xcc_barrier(&mut self) {
+        let (Some((a, b)), true) = (self.ctx.xcc_sync, self.ctx.num_xcc > 1) else {
+            return;
+        };
+        let mask = self.ctx.num_xcc.next_power_of_two() - 1;
+        for va in [a, b] {
+            self.pkt(Packet::AtomicMem {
+                atomic: crate::emu::cp::TC_OP_ATOMIC_ADD_RTN_32,
+                addr: va,
+                src: 1,
+                cmp: 0,
+                loop_interval: 0x10,
+            });
+            self.wait_reg_mem_mem(va, func::EQ, 0, mask, 0x80);
+        }
+    }
+
+    /// Per-XCC setup for multi-XCC parts (work-group chunking and logical XCC ids).
+    pub fn xcc_config(&mut self) -> Result<()> {
+        if self.ctx.num_xcc <= 1 {
+            return Ok(());
+        }
+        if let Some(r) = self.ctx.tg_chunk_size {
+            self.wreg(r, &[1])?;
+        }
+        if let Some(r) = self.ctx.current_logic_xcc_id {
+            for x in 0..self.ctx.num_xcc {
+                let p = self.pred_exec_begin(1 << x);
+                self.wreg(r, &[x])?;
+                self.pred_exec_end(p);
+            }
+        }
+        Ok(())
+    }
+
+    /// RGP userdata markers before a dispatch (pipeline bind, then event with thread dims).
+    pub fn sqtt_markers(&mut self, m: SqttMarker, global: [u32; 3]) -> Result<()> {
+        let reg = self.ctx.sqtt_userdata_2;
+        // Pipeline bind: identifier BIND_PIPELINE (0xC) | bind_point compute (bit 7), then the hash.
+        let bind = [0xC | (1 << 7), lo(m.pso_hash), hi(m.pso_hash)];
+        // Event: identifier EVENT (0) | has_thread_dims (bit 31); cb_id etc. 0; cmd_id; then x,y,z.
+        let ev = [1u32 << 31, 0, m.cmd_id, global[0], global[1], global[2]];
+        for chunk in bind.chunks(2).chain(ev.chunks(2)) {
+            self.wreg(reg, chunk)?;
+        }
+        Ok(())
+    }
+
+    /// The dispatch itself (runtime-architecture.md §3 step 2.4).
+    pub fn exec(&mut self, l: &Launch, marker: Option<SqttMarker>) -> Result<()> {
+        // Copy the register addresses out (no Arc refcount traffic in the hot path).
+        let c = ExecRegs::from(&*self.ctx);
+        self.acquire_mem(acq_gcr::NO_GLI_GL2);
+        let mut user = [0u32; 8];
+        let mut n = 0;
+        if let Some(ps) = l.private_segment {
+            user[..4].copy_from_slice(&ps);
+            n = 4;
+        }
+        if let Some(dp) = l.dispatch_ptr {
+            user[n] = lo(dp);
+            user[n + 1] = hi(dp);
+            n += 2;
+        }
+        user[n] = lo(l.kernarg_va);
+        user[n + 1] = hi(l.kernarg_va);
+        n += 2;
+        if let Some(m) = marker {
+            self.sqtt_markers(m, l.global)?;
+        }
+        let pgm = l.prog_addr >> 8;
+        self.wreg(c.pgm_lo, &[lo(pgm), hi(pgm)])?;
+        self.wreg(c.rsrc1, &[l.rsrc1, l.rsrc2])?;
+        self.wreg(c.rsrc3, &[l.rsrc3])?;
+        self.wreg(c.tmpring, &[l.tmpring_size])?;
+        if let Some(sb) = c.scratch_base_lo {
+            for x in 0..c.num_xcc {
+                let p = self.pred_exec_begin(1 << x);
+                let base = (l.scratch_va + l.scratch_per_xcc * u64::from(x)) >> 8;
+                self.wreg(sb, &[lo(base), hi(base)])?;
+                self.pred_exec_end(p);
+            }
+        }
+        self.wreg(c.restart_x, &[0, 0, 0])?;
+        self.wreg(c.static_se0, &[u32::MAX, u32::MAX])?;
+        self.wreg(c.static_se2, &[u32::MAX, u32::MAX])?;
+        if let Some(se4) = c.static_se4 {
+            self.wreg(se4, &[u32::MAX; 4])?;
+        }
+        self.wreg(c.user_data_0, user.get(..n).unwrap_or(&[]))?;
+        self.wreg(c.resource_limits, &[0])?;
+        self.wreg(
+            c.start_x,
+            &[0, 0, 0, l.local[0], l.local[1], l.local[2], 0, 0],
+        )?;
+        let mut initiator = pm4::initiator::COMPUTE_SHADER_EN | pm4::initiator::FORCE_START_AT_000;
+        if c.gfx_major >= 10 && l.wave32 {
+            initiator |= pm4::initiator::CS_W32_EN;
+        }
+        self.pkt(Packet::DispatchDirect {
+            dim: l.global,
+            initiator,
+        });
+        if marker.is_some() {
+            self.pkt(Packet::EventWrite {
+                event_type: event::THREAD_TRACE_MARKER,
+                event_index: 0,
+            });
+        }
+        self.pkt(Packet::EventWrite {
+            event_type: event::CS_PARTIAL_FLUSH,
+            event_index: 4,
+        });
+        if c.num_xcc > 1 {
+            self.release_mem(0, 0, data_sel::NONE, int_sel::NONE, 0, true);
+            self.acquire_mem(acq_gcr::ALL & !1);
+            self.xcc_barrier();
+        }
+        Ok(())
+    }
+
+    /// Copies a register's value to memory (SQTT write-pointer readout).
+    pub fn copy_reg_to_mem(&mut self, reg: u32, dst: u64) {
+        self.pkt(Packet::CopyData(CopyData {
+            src_sel: CopyData::SRC_REG_PERF,
+            dst_sel: CopyData::DST_MEM,
+            count_sel: false,
+            wr_confirm: true,
+            src: u64::from(reg),
+            dst,
+        }));
+    }
+
+    pub fn event_write(&mut self, event_type: u32, event_index: u32) {
+        self.pkt(Packet::EventWrite {
+            event_type,
+            event_index,
+        });
+    }
+
+    pub fn indirect_buffer(&mut self, va: u64, size_dw: u32) {
+        self.pkt(Packet::IndirectBuffer {
+            addr: va,
+            size_dw,
+            valid: true,
+        });
+    }
+}
+
+/// Builds an SDMA command stream, remembering packet sizes so submission never splits one.
+#[derive(Default)]
+pub struct CopyCmds {
+    pub q: Vec<u32>,
+    /// Dword length of each packet, in order.
+    pub sizes: Vec<usize>,
+}
+
+impl CopyCmds {
+    pub fn new() -> Self {
+        CopyCmds {
+            q: Vec::with_capacity(64),
+            sizes: Vec::with_capacity(16),
+        }
+    }
+    pub fn clear(&mut self) {
+        self.q.clear();
+        self.sizes.clear();
+    }
+    fn pkt(&mut self, p: SdmaPacket) {
+        let s = self.q.len();
+        p.encode(&mut self.q);
+        self.sizes.push(self.q.len() - s);
+    }
+    pub fn copy(&mut self, dst: u64, src: u64, size: u64) {
+        let mut done = 0;
+        while done < size {
+            let n = (size - done).min(sdma::MAX_COPY_SIZE);
+            self.pkt(SdmaPacket::CopyLinear {
+                bytes: n as u32,
+                src: src + done,
+                dst: dst + done,
+            });
+            done += n;
+        }
+    }
+    pub fn signal(&mut self, signal_va: u64, value: u32, mailbox: Option<(u64, u32)>) {
+        self.pkt(SdmaPacket::Fence {
+            mtype: 3,
+            addr: signal_va,
+            data: value,
+        });
+        if let Some((va, id)) = mailbox {
+            self.pkt(SdmaPacket::Fence {
+                mtype: 3,
+                addr: va,
+                data: id,
+            });
+            self.pkt(SdmaPacket::Trap { int_context: id });
+        }
+    }
+    pub fn wait(&mut self, signal_va: u64, value: u32) {
+        self.pkt(SdmaPacket::PollRegmem {
+            hdp_flush: false,
+            function: func::GE,
+            mem_poll: true,
+            addr: signal_va,
+            reference: value,
+            mask: 0xFFFF_FFFF,
+            interval: 4,
+            retry: 0xFFF,
+        });
+    }
+    pub fn timestamp(&mut self, ts_va: u64) {
+        self.pkt(SdmaPacket::Timestamp { addr: ts_va });
+    }
+}
+
+/// A hardware ring as the runtime drives it.
+pub struct Ring {
+    pub desc: QueueDesc,
+    /// Ring size in dwords.
+    pub ring_dw: u64,
+    /// PM4: dwords; SDMA: bytes. Never reset (64-bit).
+    pub put_value: u64,
+    pub sdma: bool,
+}
+
+impl Ring {
+    pub fn new(desc: QueueDesc, sdma: bool) -> Self {
+        let ring_dw = desc.ring.size() / 4;
+        Ring {
+            desc,
+            ring_dw,
+            put_value: 0,
+            sdma,
+        }
+    }
+
+    /// Smallest read pointer over the XCCs, in the ring's unit.
+    pub fn read_ptr(&self) -> Result<u64> {
+        let mut m = u64::MAX;
+        for r in &self.desc.read_ptrs {
+            m = m.min(r.read()?);
+        }
+        Ok(if m == u64::MAX { 0 } else { m })
+    }
+
+    fn ring_doorbell(&self) -> Result<()> {
+        for w in &self.desc.write_ptrs {
+            w.write(self.put_value)?;
+        }
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        for d in &self.desc.doorbells {
+            d.write(self.put_value)?;
+        }
+        Ok(())
+    }
+
+    /// Free space in dwords, given the device's read pointer.
+    fn free_dw(&self, rptr_dw: u64) -> u64 {
+        self.ring_dw
+            .saturating_sub(self.put_value_dw().saturating_sub(rptr_dw))
+    }
+
+    fn put_value_dw(&self) -> u64 {
+        if self.sdma {
+            self.put_value / 4
+        } else {
+            self.put_value
+        }
+    }
+
+    fn rptr_dw(&self) -> Result<u64> {
+        let r = self.read_ptr()?;
+        Ok(if self.sdma { r / 4 } else { r })
+    }
+
+    /// Waits (polling the read pointer, calling `idle` between polls) until `n` dwords fit.
+    fn reserve(&self, n: u64, idle: &mut dyn FnMut() -> Result<()>) -> Result<()> {
+        if n > self.ring_dw {
+            return Err(Error::Invalid(format!(
+                "submission of {n} dwords exceeds the ring ({} dwords)",
+                self.ring_dw
+            )));
+        }
+        let start = std::time::Instant::now();
+        while self.free_dw(self.rptr_dw()?) < n {
+            if start.elapsed() > std::time::Duration::from_secs(30) {
+                return Err(Error::DeviceHang(crate::error::FaultReport {
+                    context: "ring full: the device stopped consuming the queue for 30 s".into(),
+                    ..Default::default()
+                }));
+            }
+            idle()?;
+        }
+        Ok(())
+    }
+
+    /// Submits a PM4 stream (wrapping at the ring end).
+    pub fn submit_pm4(
+        &mut self,
+        words: &[u32],
+        idle: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
+        self.reserve(words.len() as u64, idle)?;
+        let pos = self.put_value % self.ring_dw;
+        let first = (self.ring_dw - pos).min(words.len() as u64) as usize;
+        let ring = &self.desc.ring;
+        ring.write_dwords(pos * 4, words.get(..first).unwrap_or(&[]))?;
+        if first < words.len() {
+            ring.write_dwords(0, words.get(first..).unwrap_or(&[]))?;
+        }
+        self.put_value += words.len() as u64;
+        self.ring_doorbell()
+    }
+
+    /// Submits SDMA packets; a packet that would straddle the ring end is preceded by NOP
+    /// padding up to the end (SDMA counters are bytes).
+    pub fn submit_sdma(
+        &mut self,
+        cmds: &CopyCmds,
+        idle: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
+        let mut off = 0usize;
+        for &sz in &cmds.sizes {
+            let pos = (self.put_value / 4) % self.ring_dw;
+            let mut need = sz as u64;
+            let tail = self.ring_dw - pos;
+            if sz as u64 > tail {
+                need += tail;
+            }
+            self.reserve(need, idle)?;
+            if sz as u64 > tail {
+                let zeros = vec![0u32; tail as usize];
+                self.desc.ring.write_dwords(pos * 4, &zeros)?;
+                self.put_value += tail * 4;
+            }
+            let pos = (self.put_value / 4) % self.ring_dw;
+            self.desc
+                .ring
+                .write_dwords(pos * 4, cmds.q.get(off..off + sz).unwrap_or(&[]))?;
+            self.put_value += sz as u64 * 4;
+            off += sz;
+        }
+        self.ring_doorbell()
+    }
+}

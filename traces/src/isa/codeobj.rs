@@ -1,0 +1,678 @@
+//! AMDGPU code objects (HSA ELF64): target, `.text`, kernels with their descriptors and metadata.
+//!
+//! `goblin` parses ordinary objects; minimal hand-written ELFs (tinygrad's asm kernels) that goblin
+//! rejects are read by a small panic-free fallback reader of the section and symbol tables.
+
+use crate::target::GfxTarget;
+
+const EM_AMDGPU: u16 = 224;
+const NT_AMDGPU_METADATA: u32 = 32;
+const SHT_SYMTAB: u32 = 2;
+const SHT_NOTE: u32 = 7;
+const SHT_DYNSYM: u32 = 11;
+const STT_FUNC: u8 = 2;
+const STT_OBJECT: u8 = 1;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CodeObjectError {
+    #[error("not an ELF file")]
+    NotElf,
+    #[error("not a 64-bit little-endian ELF")]
+    NotElf64,
+    #[error("ELF machine {0} is not AMDGPU (224)")]
+    NotAmdgpu(u16),
+    #[error("unknown AMDGPU e_flags machine 0x{0:x}")]
+    UnknownMachine(u32),
+    #[error("truncated ELF: {what} at offset 0x{offset:x} needs {need} bytes, file has {len}")]
+    Truncated {
+        what: &'static str,
+        offset: u64,
+        need: u64,
+        len: usize,
+    },
+    #[error("no .text section")]
+    NoText,
+    #[error("kernel descriptor {name} at vaddr 0x{vaddr:x} lies outside the file's sections")]
+    DescriptorOutside { name: String, vaddr: u64 },
+    #[error("kernel {name}: entry 0x{entry:x} lies outside .text")]
+    EntryOutside { name: String, entry: u64 },
+    #[error("bad AMDGPU metadata note: {0}")]
+    Metadata(String),
+}
+
+/// The 64-byte kernel descriptor (`NAME.kd`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct KernelDescriptor {
+    pub group_segment_fixed_size: u32,
+    pub private_segment_fixed_size: u32,
+    pub kernarg_size: u32,
+    pub kernel_code_entry_byte_offset: i64,
+    pub compute_pgm_rsrc3: u32,
+    pub compute_pgm_rsrc1: u32,
+    pub compute_pgm_rsrc2: u32,
+    pub kernel_code_properties: u16,
+    pub kernarg_preload: u16,
+}
+
+impl KernelDescriptor {
+    pub const SIZE: usize = 64;
+
+    pub fn parse(b: &[u8]) -> Option<KernelDescriptor> {
+        let u32_at = |o: usize| {
+            b.get(o..o + 4)
+                .map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+        };
+        let u16_at = |o: usize| b.get(o..o + 2).map(|s| u16::from_le_bytes([s[0], s[1]]));
+        let lo = u32_at(16)? as u64;
+        let hi = u32_at(20)? as u64;
+        Some(KernelDescriptor {
+            group_segment_fixed_size: u32_at(0)?,
+            private_segment_fixed_size: u32_at(4)?,
+            kernarg_size: u32_at(8)?,
+            kernel_code_entry_byte_offset: (lo | (hi << 32)) as i64,
+            compute_pgm_rsrc3: u32_at(44)?,
+            compute_pgm_rsrc1: u32_at(48)?,
+            compute_pgm_rsrc2: u32_at(52)?,
+            kernel_code_properties: u16_at(56)?,
+            kernarg_preload: u16_at(58)?,
+        })
+    }
+
+    /// RSRC2.USER_SGPR_COUNT.
+    pub fn user_sgpr_count(&self) -> u32 {
+        (self.compute_pgm_rsrc2 >> 1) & 0x1F
+    }
+
+    /// KERNEL_CODE_PROPERTIES.ENABLE_WAVEFRONT_SIZE32.
+    pub fn wave32(&self) -> bool {
+        self.kernel_code_properties & (1 << 10) != 0
+    }
+
+    /// RSRC2.LDS_SIZE in bytes (granule 512 on gfx11+; informative only).
+    pub fn granulated_vgprs(&self) -> u32 {
+        self.compute_pgm_rsrc1 & 0x3F
+    }
+}
+
+/// One kernel argument from the metadata note.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct KernelArg {
+    pub name: Option<String>,
+    pub offset: u64,
+    pub size: u64,
+    pub value_kind: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kernel {
+    pub name: String,
+    /// Virtual address of the first instruction.
+    pub entry: u64,
+    /// Code size from the symbol (0 if unknown).
+    pub size: u64,
+    /// Virtual address of the descriptor.
+    pub descriptor_addr: u64,
+    pub descriptor: KernelDescriptor,
+    pub args: Vec<KernelArg>,
+    /// Metadata values (when a note is present).
+    pub kernarg_segment_size: Option<u64>,
+    pub wavefront_size: Option<u64>,
+    pub sgpr_count: Option<u64>,
+    pub vgpr_count: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct CodeObject {
+    pub target: GfxTarget,
+    pub text_addr: u64,
+    pub text: Vec<u8>,
+    pub kernels: Vec<Kernel>,
+}
+
+#[derive(Debug, Clone)]
+struct Section {
+    name: String,
+    typ: u32,
+    addr: u64,
+    offset: u64,
+    size: u64,
+    link: u32,
+}
+
+#[derive(Debug, Clone)]
+struct Sym {
+    name: String,
+    value: u64,
+    size: u64,
+    typ: u8,
+}
+
+/// e_flags machine number to target (LLVM's EF_AMDGPU_MACH_* values).
+pub fn target_from_e_flags(flags: u32) -> Result<GfxTarget, CodeObjectError> {
+    let t = |a, b, c| GfxTarget::new(a, b, c);
+    Ok(match flags & 0xFF {
+        0x2c => t(9, 0, 8),
+        0x2f => t(9, 0, 10),
+        0x3f => t(9, 0, 10),
+        0x40 => t(9, 4, 0),
+        0x4b => t(9, 4, 1),
+        0x4c => t(9, 4, 2),
+        0x4f => t(9, 5, 0),
+        0x41 => t(11, 0, 0),
+        0x46 => t(11, 0, 1),
+        0x47 => t(11, 0, 2),
+        0x44 => t(11, 0, 3),
+        0x43 => t(11, 5, 0),
+        0x4a => t(11, 5, 1),
+        0x55 => t(11, 5, 2),
+        0x58 => t(11, 5, 3),
+        0x48 => t(12, 0, 0),
+        0x4e => t(12, 0, 1),
+        m => return Err(CodeObjectError::UnknownMachine(m)),
+    })
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn slice(&self, what: &'static str, off: u64, n: u64) -> Result<&'a [u8], CodeObjectError> {
+        let err = || CodeObjectError::Truncated {
+            what,
+            offset: off,
+            need: n,
+            len: self.b.len(),
+        };
+        let s = usize::try_from(off).map_err(|_| err())?;
+        let e = s
+            .checked_add(usize::try_from(n).map_err(|_| err())?)
+            .ok_or_else(err)?;
+        self.b.get(s..e).ok_or_else(err)
+    }
+    fn u16(&self, what: &'static str, off: u64) -> Result<u16, CodeObjectError> {
+        let s = self.slice(what, off, 2)?;
+        Ok(u16::from_le_bytes([s[0], s[1]]))
+    }
+    fn u32(&self, what: &'static str, off: u64) -> Result<u32, CodeObjectError> {
+        let s = self.slice(what, off, 4)?;
+        Ok(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+    }
+    fn u64(&self, what: &'static str, off: u64) -> Result<u64, CodeObjectError> {
+        let s = self.slice(what, off, 8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(s);
+        Ok(u64::from_le_bytes(a))
+    }
+    fn cstr(&self, off: u64) -> String {
+        let Some(rest) = usize::try_from(off).ok().and_then(|o| self.b.get(o..)) else {
+            return String::new();
+        };
+        let end = rest.iter().position(|&c| c == 0).unwrap_or(rest.len());
+        String::from_utf8_lossy(&rest[..end]).into_owned()
+    }
+}
+
+/// Sections and symbols with goblin; None when goblin rejects the file.
+fn with_goblin(bytes: &[u8]) -> Option<(Vec<Section>, Vec<Sym>)> {
+    let elf = goblin::elf::Elf::parse(bytes).ok()?;
+    let secs = elf
+        .section_headers
+        .iter()
+        .map(|s| Section {
+            name: elf.shdr_strtab.get_at(s.sh_name).unwrap_or("").to_string(),
+            typ: s.sh_type,
+            addr: s.sh_addr,
+            offset: s.sh_offset,
+            size: s.sh_size,
+            link: s.sh_link,
+        })
+        .collect();
+    let mut syms = Vec::new();
+    for s in elf.syms.iter() {
+        syms.push(Sym {
+            name: elf.strtab.get_at(s.st_name).unwrap_or("").to_string(),
+            value: s.st_value,
+            size: s.st_size,
+            typ: s.st_type(),
+        });
+    }
+    for s in elf.dynsyms.iter() {
+        syms.push(Sym {
+            name: elf.dynstrtab.get_at(s.st_name).unwrap_or("").to_string(),
+            value: s.st_value,
+            size: s.st_size,
+            typ: s.st_type(),
+        });
+    }
+    Some((secs, syms))
+}
+
+/// Hand reader of section headers and symbol tables.
+fn by_hand(r: &Reader) -> Result<(Vec<Section>, Vec<Sym>), CodeObjectError> {
+    let shoff = r.u64("e_shoff", 0x28)?;
+    let shentsize = u64::from(r.u16("e_shentsize", 0x3A)?);
+    let shnum = u64::from(r.u16("e_shnum", 0x3C)?);
+    let shstrndx = u64::from(r.u16("e_shstrndx", 0x3E)?);
+    if shentsize < 64 && shnum > 0 {
+        return Err(CodeObjectError::Truncated {
+            what: "section header entry",
+            offset: 0x3A,
+            need: 64,
+            len: 0,
+        });
+    }
+    let mut raw = Vec::new();
+    for k in 0..shnum.min(4096) {
+        let o = shoff
+            .checked_add(k * shentsize)
+            .ok_or(CodeObjectError::NotElf64)?;
+        raw.push((
+            r.u32("sh_name", o)?,
+            r.u32("sh_type", o + 4)?,
+            r.u64("sh_addr", o + 16)?,
+            r.u64("sh_offset", o + 24)?,
+            r.u64("sh_size", o + 32)?,
+            r.u32("sh_link", o + 40)?,
+        ));
+    }
+    let strtab_off = raw.get(shstrndx as usize).map(|s| s.3);
+    let secs: Vec<Section> = raw
+        .iter()
+        .map(|&(n, typ, addr, offset, size, link)| Section {
+            name: strtab_off
+                .map(|b| r.cstr(b + u64::from(n)))
+                .unwrap_or_default(),
+            typ,
+            addr,
+            offset,
+            size,
+            link,
+        })
+        .collect();
+    let mut syms = Vec::new();
+    for s in secs
+        .iter()
+        .filter(|s| s.typ == SHT_SYMTAB || s.typ == SHT_DYNSYM)
+    {
+        let str_off = secs.get(s.link as usize).map(|t| t.offset).unwrap_or(0);
+        let data = r.slice("symbol table", s.offset, s.size)?;
+        for e in data.chunks_exact(24) {
+            let name = u32::from_le_bytes([e[0], e[1], e[2], e[3]]);
+            let mut v = [0u8; 8];
+            v.copy_from_slice(&e[8..16]);
+            let mut sz = [0u8; 8];
+            sz.copy_from_slice(&e[16..24]);
+            syms.push(Sym {
+                name: r.cstr(str_off + u64::from(name)),
+                value: u64::from_le_bytes(v),
+                size: u64::from_le_bytes(sz),
+                typ: e[4] & 0xF,
+            });
+        }
+    }
+    Ok((secs, syms))
+}
+
+impl CodeObject {
+    pub fn parse(bytes: &[u8]) -> Result<CodeObject, CodeObjectError> {
+        let r = Reader { b: bytes };
+        if bytes.get(..4) != Some(b"\x7fELF") {
+            return Err(CodeObjectError::NotElf);
+        }
+        if bytes.get(4) != Some(&2) || bytes.get(5) != Some(&1) {
+            return Err(CodeObjectError::NotElf64);
+        }
+        let machine = r.u16("e_machine", 0x12)?;
+        if machine != EM_AMDGPU {
+            return Err(CodeObjectError::NotAmdgpu(machine));
+        }
+        let target = target_from_e_flags(r.u32("e_flags", 0x30)?)?;
+        let (secs, syms) = match with_goblin(bytes) {
+            Some(x) => x,
+            None => by_hand(&r)?,
+        };
+        let text = secs
+            .iter()
+            .find(|s| s.name == ".text")
+            .ok_or(CodeObjectError::NoText)?;
+        let text_bytes = r.slice(".text", text.offset, text.size)?.to_vec();
+        let text_addr = text.addr;
+
+        let mut meta: Vec<(String, MetaKernel)> = Vec::new();
+        for s in secs.iter().filter(|s| s.typ == SHT_NOTE) {
+            let data = r.slice("note section", s.offset, s.size)?;
+            meta.extend(parse_notes(data)?);
+        }
+
+        let mut kernels = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
+        for kd in syms
+            .iter()
+            .filter(|s| s.typ == STT_OBJECT && s.name.ends_with(".kd"))
+        {
+            let name = kd.name.trim_end_matches(".kd").to_string();
+            if !seen.insert(name.clone()) {
+                continue;
+            }
+            let outside = || CodeObjectError::DescriptorOutside {
+                name: name.clone(),
+                vaddr: kd.value,
+            };
+            let sec = secs
+                .iter()
+                .find(|s| {
+                    s.addr <= kd.value
+                        && kd.value.saturating_add(64) <= s.addr.saturating_add(s.size)
+                        && s.addr != 0
+                })
+                .ok_or_else(outside)?;
+            let off = sec.offset + (kd.value - sec.addr);
+            let raw = r
+                .slice("kernel descriptor", off, 64)
+                .map_err(|_| outside())?;
+            let descriptor = KernelDescriptor::parse(raw).ok_or_else(outside)?;
+            let entry = kd
+                .value
+                .wrapping_add(descriptor.kernel_code_entry_byte_offset as u64);
+            if entry < text_addr || entry >= text_addr.saturating_add(text.size) {
+                return Err(CodeObjectError::EntryOutside { name, entry });
+            }
+            let size = syms
+                .iter()
+                .find(|s| s.typ == STT_FUNC && s.name == name)
+                .map(|s| s.size)
+                .unwrap_or(0);
+            let m = meta
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, m)| m.clone())
+                .unwrap_or_default();
+            kernels.push(Kernel {
+                name,
+                entry,
+                size,
+                descriptor_addr: kd.value,
+                descriptor,
+                args: m.args,
+                kernarg_segment_size: m.kernarg_segment_size,
+                wavefront_size: m.wavefront_size,
+                sgpr_count: m.sgpr_count,
+                vgpr_count: m.vgpr_count,
+            });
+        }
+        // Objects without `.kd` symbols (some hand-written ELFs): a descriptor at the start of .rodata.
+        if kernels.is_empty() {
+            if let Some(ro) = secs.iter().find(|s| s.name == ".rodata" && s.size >= 64) {
+                if let Some(d) = r
+                    .slice(".rodata", ro.offset, 64)
+                    .ok()
+                    .and_then(KernelDescriptor::parse)
+                {
+                    let entry = ro.addr.wrapping_add(d.kernel_code_entry_byte_offset as u64);
+                    if entry >= text_addr && entry < text_addr.saturating_add(text.size) {
+                        let name = syms
+                            .iter()
+                            .find(|s| s.typ == STT_FUNC && s.value == entry)
+                            .map(|s| s.name.clone())
+                            .unwrap_or_else(|| "kernel".to_string());
+                        kernels.push(Kernel {
+                            name,
+                            entry,
+                            size: 0,
+                            descriptor_addr: ro.addr,
+                            descriptor: d,
+                            args: Vec::new(),
+                            kernarg_segment_size: None,
+                            wavefront_size: None,
+                            sgpr_count: None,
+                            vgpr_count: None,
+                        });
+                    }
+                }
+            }
+        }
+        kernels.sort_by_key(|k| k.entry);
+        Ok(CodeObject {
+            target,
+            text_addr,
+            text: text_bytes,
+            kernels,
+        })
+    }
+
+    /// The code bytes of `k`, up to the next kernel or the end of `.text`.
+    pub fn kernel_code(&self, k: &Kernel) -> &[u8] {
+        let start = (k.entry - self.text_addr) as usize;
+        let end = if k.size > 0 {
+            start.saturating_add(k.size as usize)
+        } else {
+            self.kernels
+                .iter()
+                .map(|o| o.entry)
+                .filter(|&e| e > k.entry)
+                .min()
+                .map(|e| (e - self.text_addr) as usize)
+                .unwrap_or(self.text.len())
+        };
+        self.text
+            .get(start..end.min(self.text.len()))
+            .unwrap_or(&[])
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct MetaKernel {
+    args: Vec<KernelArg>,
+    kernarg_segment_size: Option<u64>,
+    wavefront_size: Option<u64>,
+    sgpr_count: Option<u64>,
+    vgpr_count: Option<u64>,
+}
+
+fn parse_notes(data: &[u8]) -> Result<Vec<(String, MetaKernel)>, CodeObjectError> {
+    let mut out = Vec::new();
+    let mut pos = 0usize;
+    let rd = |o: usize| {
+        data.get(o..o + 4)
+            .map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+    };
+    while let (Some(namesz), Some(descsz), Some(typ)) = (rd(pos), rd(pos + 4), rd(pos + 8)) {
+        let name_end = pos + 12 + namesz as usize;
+        let desc_start = pos + 12 + (namesz as usize).div_ceil(4) * 4;
+        let desc_end = desc_start
+            .checked_add(descsz as usize)
+            .ok_or(CodeObjectError::Metadata("note size".into()))?;
+        let name = data
+            .get(pos + 12..name_end)
+            .ok_or(CodeObjectError::Metadata("truncated note name".into()))?;
+        let desc = data
+            .get(desc_start..desc_end)
+            .ok_or(CodeObjectError::Metadata("truncated note".into()))?;
+        if typ == NT_AMDGPU_METADATA && name.starts_with(b"AMDGPU") {
+            let (v, _) = msgpack::parse(desc, 0).map_err(CodeObjectError::Metadata)?;
+            out.extend(kernels_from_meta(&v));
+        }
+        pos = desc_start + (descsz as usize).div_ceil(4) * 4;
+    }
+    Ok(out)
+}
+
+fn kernels_from_meta(v: &msgpack::Value) -> Vec<(String, MetaKernel)> {
+    let mut out = Vec::new();
+    let Some(ks) = v.get("amdhsa.kernels").and_then(|k| k.array()) else {
+        return out;
+    };
+    for k in ks {
+        let Some(name) = k.get(".name").and_then(|n| n.str()) else {
+            continue;
+        };
+        let mut m = MetaKernel {
+            kernarg_segment_size: k.get(".kernarg_segment_size").and_then(|x| x.uint()),
+            wavefront_size: k.get(".wavefront_size").and_then(|x| x.uint()),
+            sgpr_count: k.get(".sgpr_count").and_then(|x| x.uint()),
+            vgpr_count: k.get(".vgpr_count").and_then(|x| x.uint()),
+            ..Default::default()
+        };
+        for a in k.get(".args").and_then(|a| a.array()).unwrap_or(&[]) {
+            m.args.push(KernelArg {
+                name: a.get(".name").and_then(|x| x.str()).map(str::to_string),
+                offset: a.get(".offset").and_then(|x| x.uint()).unwrap_or(0),
+                size: a.get(".size").and_then(|x| x.uint()).unwrap_or(0),
+                value_kind: a
+                    .get(".value_kind")
+                    .and_then(|x| x.str())
+                    .unwrap_or("")
+                    .to_string(),
+            });
+        }
+        out.push((name.to_string(), m));
+    }
+    out
+}
+
+/// Minimal panic-free MessagePack reader (the subset AMDGPU metadata uses).
+mod msgpack {
+    #[derive(Debug, Clone)]
+    #[allow(dead_code)] // scalar payloads are kept for completeness of the reader
+    pub enum Value {
+        Nil,
+        Bool(bool),
+        Int(i64),
+        UInt(u64),
+        Float(f64),
+        Str(String),
+        Bin,
+        Array(Vec<Value>),
+        Map(Vec<(Value, Value)>),
+    }
+
+    impl Value {
+        pub fn get(&self, key: &str) -> Option<&Value> {
+            match self {
+                Value::Map(m) => m
+                    .iter()
+                    .find(|(k, _)| matches!(k, Value::Str(s) if s == key))
+                    .map(|(_, v)| v),
+                _ => None,
+            }
+        }
+        pub fn array(&self) -> Option<&[Value]> {
+            match self {
+                Value::Array(a) => Some(a),
+                _ => None,
+            }
+        }
+        pub fn str(&self) -> Option<&str> {
+            match self {
+                Value::Str(s) => Some(s),
+                _ => None,
+            }
+        }
+        pub fn uint(&self) -> Option<u64> {
+            match *self {
+                Value::UInt(u) => Some(u),
+                Value::Int(i) if i >= 0 => Some(i as u64),
+                _ => None,
+            }
+        }
+    }
+
+    fn take(b: &[u8], p: usize, n: usize) -> Result<&[u8], String> {
+        p.checked_add(n)
+            .and_then(|e| b.get(p..e))
+            .ok_or_else(|| format!("msgpack truncated at offset {p}"))
+    }
+    fn be(b: &[u8], p: usize, n: usize) -> Result<u64, String> {
+        Ok(take(b, p, n)?
+            .iter()
+            .fold(0u64, |a, &x| (a << 8) | u64::from(x)))
+    }
+
+    pub fn parse(b: &[u8], p: usize) -> Result<(Value, usize), String> {
+        parse_depth(b, p, 0)
+    }
+
+    fn parse_depth(b: &[u8], p: usize, depth: u32) -> Result<(Value, usize), String> {
+        if depth > 64 {
+            return Err("msgpack nested too deeply".into());
+        }
+        let t = *b
+            .get(p)
+            .ok_or_else(|| format!("msgpack truncated at offset {p}"))?;
+        let p = p + 1;
+        let str_at = |p: usize, n: usize| -> Result<(Value, usize), String> {
+            let s = take(b, p, n)?;
+            Ok((Value::Str(String::from_utf8_lossy(s).into_owned()), p + n))
+        };
+        let arr = |mut p: usize, n: usize| -> Result<(Value, usize), String> {
+            let mut v = Vec::new();
+            for _ in 0..n {
+                let (x, q) = parse_depth(b, p, depth + 1)?;
+                v.push(x);
+                p = q;
+            }
+            Ok((Value::Array(v), p))
+        };
+        let map = |mut p: usize, n: usize| -> Result<(Value, usize), String> {
+            let mut v = Vec::new();
+            for _ in 0..n {
+                let (k, q) = parse_depth(b, p, depth + 1)?;
+                let (x, q) = parse_depth(b, q, depth + 1)?;
+                v.push((k, x));
+                p = q;
+            }
+            Ok((Value::Map(v), p))
+        };
+        match t {
+            0x00..=0x7f => Ok((Value::UInt(u64::from(t)), p)),
+            0x80..=0x8f => map(p, (t & 0xF) as usize),
+            0x90..=0x9f => arr(p, (t & 0xF) as usize),
+            0xa0..=0xbf => str_at(p, (t & 0x1F) as usize),
+            0xc0 => Ok((Value::Nil, p)),
+            0xc2 => Ok((Value::Bool(false), p)),
+            0xc3 => Ok((Value::Bool(true), p)),
+            0xc4..=0xc6 => {
+                let w = 1 << (t - 0xc4);
+                let n = be(b, p, w)? as usize;
+                take(b, p + w, n)?;
+                Ok((Value::Bin, p + w + n))
+            }
+            0xca => Ok((
+                Value::Float(f64::from(f32::from_bits(be(b, p, 4)? as u32))),
+                p + 4,
+            )),
+            0xcb => Ok((Value::Float(f64::from_bits(be(b, p, 8)?)), p + 8)),
+            0xcc..=0xcf => {
+                let w = 1 << (t - 0xcc);
+                Ok((Value::UInt(be(b, p, w)?), p + w))
+            }
+            0xd0..=0xd3 => {
+                let w = 1 << (t - 0xd0);
+                let raw = be(b, p, w)?;
+                let sh = 64 - 8 * w as u32;
+                Ok((Value::Int(((raw << sh) as i64) >> sh), p + w))
+            }
+            0xd9..=0xdb => {
+                let w = 1 << (t - 0xd9);
+                let n = be(b, p, w)? as usize;
+                str_at(p + w, n)
+            }
+            0xdc | 0xdd => {
+                let w = if t == 0xdc { 2 } else { 4 };
+                let n = be(b, p, w)? as usize;
+                arr(p + w, n)
+            }
+            0xde | 0xdf => {
+                let w = if t == 0xde { 2 } else { 4 };
+                let n = be(b, p, w)? as usize;
+                map(p + w, n)
+            }
+            0xe0..=0xff => Ok((Value::Int(i64::from(t as i8)), p)),
+            _ => Err(format!(
+                "unsupported msgpack type 0x{t:02x} at offset {}",
+                p - 1
+            )),
+        }
+    }
+}

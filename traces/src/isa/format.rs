@@ -1,0 +1,1150 @@
+//! Operand extraction and LLVM-syntax printing shared by the decoders.
+
+use std::fmt::Write;
+
+use super::table::{CType, Field, ImmFmt, OpInfo, Opnd, RegKind};
+use super::{Encoding, Instruction, Operand, SpecialReg};
+
+fn bits(w: u32, lo: u32, n: u32) -> u32 {
+    (w >> lo) & ((1u32 << n) - 1)
+}
+
+/// Raw value of `f` (register fields as register numbers; SMEM/MUBUF bases as SGPR numbers).
+pub(super) fn field(i: &Instruction, f: Field, y: bool) -> u32 {
+    let [w0, w1, ..] = i.words;
+    use Encoding as E;
+    use Field as F;
+    match (i.encoding, f) {
+        (E::Sop1 | E::Sop2 | E::Sopk, F::Sdst) => bits(w0, 16, 7),
+        (E::Sop1 | E::Sop2 | E::Sopc, F::Ssrc0) => bits(w0, 0, 8),
+        (E::Sop2 | E::Sopc, F::Ssrc1) => bits(w0, 8, 8),
+        (E::Smem, F::Sdata) => bits(w0, 6, 7),
+        (E::Smem, F::Sbase) => bits(w0, 0, 6) * 2,
+        (E::Smem, F::Soffset) => bits(w1, 25, 7),
+        (E::Vop1 | E::Vop2, F::Vdst) => bits(w0, 17, 8),
+        (E::Vop1 | E::Vop2 | E::Vopc, F::Src0) => bits(w0, 0, 9),
+        (E::Vop2 | E::Vopc, F::Vsrc1) => bits(w0, 9, 8),
+        (E::Vop3 | E::Vop3p | E::Vinterp | E::Ldsdir, F::Vdst) => bits(w0, 0, 8),
+        (E::Vop3, F::Sdst) => bits(w0, 8, 7),
+        (E::Vop3 | E::Vop3p | E::Vinterp, F::Src0) => bits(w1, 0, 9),
+        (E::Vop3 | E::Vop3p | E::Vinterp, F::Src1) => bits(w1, 9, 9),
+        (E::Vop3 | E::Vop3p | E::Vinterp, F::Src2) => bits(w1, 18, 9),
+        (E::Vopd, F::Src0) if !y => bits(w0, 0, 9),
+        (E::Vopd, F::Vsrc1) if !y => bits(w0, 9, 8),
+        (E::Vopd, F::Vdst) if !y => bits(w1, 24, 8),
+        (E::Vopd, F::Src0) => bits(w1, 0, 9),
+        (E::Vopd, F::Vsrc1) => bits(w1, 9, 8),
+        (E::Vopd, F::Vdst) => (bits(w1, 17, 7) << 1) | ((bits(w1, 24, 8) & 1) ^ 1),
+        (E::Ds | E::Flat | E::Global | E::Scratch, F::Vdst) => bits(w1, 24, 8),
+        (E::Ds | E::Flat | E::Global | E::Scratch, F::Addr) => bits(w1, 0, 8),
+        (E::Ds, F::Data0) => bits(w1, 8, 8),
+        (E::Ds, F::Data1) => bits(w1, 16, 8),
+        (E::Flat | E::Global | E::Scratch, F::Data) => bits(w1, 8, 8),
+        (E::Flat | E::Global | E::Scratch, F::Saddr) => bits(w1, 16, 7),
+        (E::Mubuf | E::Mtbuf | E::Mimg, F::Vdata) => bits(w1, 8, 8),
+        (E::Mubuf | E::Mtbuf | E::Mimg, F::Vaddr) => bits(w1, 0, 8),
+        (E::Mubuf | E::Mtbuf | E::Mimg, F::Srsrc) => bits(w1, 16, 5) * 4,
+        (E::Mubuf | E::Mtbuf, F::Soffset) => bits(w1, 24, 8),
+        (E::Mimg, F::Ssamp) => bits(w1, 26, 5) * 4,
+        _ => 0,
+    }
+}
+
+/// A typed operand plus what printing needs.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Op {
+    pub op: Operand,
+    pub ctype: CType,
+    pub neg: bool,
+    pub abs: bool,
+    pub imm_fmt: Option<ImmFmt>,
+}
+
+impl Op {
+    fn new(op: Operand) -> Op {
+        Op {
+            op,
+            ctype: CType::C32,
+            neg: false,
+            abs: false,
+            imm_fmt: None,
+        }
+    }
+}
+
+/// Operand list with fixed capacity, so printing allocates nothing.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Ops {
+    buf: [Op; 12],
+    len: usize,
+}
+
+impl Ops {
+    fn new() -> Ops {
+        Ops {
+            buf: [Op::new(Operand::Off); 12],
+            len: 0,
+        }
+    }
+    fn push(&mut self, o: Op) {
+        if let Some(slot) = self.buf.get_mut(self.len) {
+            *slot = o;
+            self.len += 1;
+        }
+    }
+    fn insert_front(&mut self, o: Op) {
+        if self.len < self.buf.len() {
+            self.buf.copy_within(0..self.len, 1);
+            self.buf[0] = o;
+            self.len += 1;
+        }
+    }
+    pub fn as_slice(&self) -> &[Op] {
+        &self.buf[..self.len]
+    }
+}
+
+/// Decode an 8/9-bit scalar/source operand value.
+fn src_operand(v: u32, n: u8, literal: u32) -> Operand {
+    use SpecialReg as R;
+    match v {
+        0..=105 => Operand::Sgpr {
+            first: v as u16,
+            count: n,
+        },
+        106 if n >= 2 => Operand::Special(R::Vcc),
+        106 => Operand::Special(R::VccLo),
+        107 => Operand::Special(R::VccHi),
+        108..=123 => Operand::Ttmp {
+            first: (v - 108) as u16,
+            count: n,
+        },
+        124 => Operand::Special(R::Null),
+        125 => Operand::Special(R::M0),
+        126 if n >= 2 => Operand::Special(R::Exec),
+        126 => Operand::Special(R::ExecLo),
+        127 => Operand::Special(R::ExecHi),
+        128..=192 => Operand::InlineInt(v as i32 - 128),
+        193..=208 => Operand::InlineInt(192 - v as i32),
+        235 => Operand::Special(R::SharedBase),
+        236 => Operand::Special(R::SharedLimit),
+        237 => Operand::Special(R::PrivateBase),
+        238 => Operand::Special(R::PrivateLimit),
+        239 => Operand::Special(R::PopsExitingWaveId),
+        240 => Operand::InlineFloat(0.5),
+        241 => Operand::InlineFloat(-0.5),
+        242 => Operand::InlineFloat(1.0),
+        243 => Operand::InlineFloat(-1.0),
+        244 => Operand::InlineFloat(2.0),
+        245 => Operand::InlineFloat(-2.0),
+        246 => Operand::InlineFloat(4.0),
+        247 => Operand::InlineFloat(-4.0),
+        248 => Operand::InlineFloat(0.15915494309189535),
+        251 => Operand::Special(R::Vccz),
+        252 => Operand::Special(R::Execz),
+        253 => Operand::Special(R::Scc),
+        254 => Operand::Special(R::LdsDirect),
+        255 => Operand::Literal(literal),
+        256..=511 => Operand::Vgpr {
+            first: (v - 256) as u16,
+            count: n,
+            hi: None,
+        },
+        _ => Operand::Text("<invalid>"),
+    }
+}
+
+pub(super) fn literal(i: &Instruction) -> Option<u32> {
+    let base = match i.encoding {
+        Encoding::Vop3 | Encoding::Vop3p | Encoding::Vopd | Encoding::Vinterp => 8,
+        _ => 4,
+    };
+    if i.len() > base {
+        i.words.get(base / 4).copied()
+    } else {
+        None
+    }
+}
+
+fn is_e32_true16(e: Encoding) -> bool {
+    matches!(e, Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc)
+}
+
+fn op_index(f: Field) -> Option<u32> {
+    match f {
+        Field::Src0 => Some(0),
+        Field::Src1 => Some(1),
+        Field::Src2 => Some(2),
+        _ => None,
+    }
+}
+
+fn vop3_mods(i: &Instruction) -> bool {
+    matches!(i.encoding, Encoding::Vop3 | Encoding::Vinterp) && !is_sd(i.info)
+}
+
+fn is_sd(info: &OpInfo) -> bool {
+    info.ops
+        .iter()
+        .any(|o| matches!(o, Opnd::Reg(Field::Sdst, ..)))
+}
+
+fn half_op(info: &OpInfo, i: &Instruction, y: bool, out: &mut Ops) {
+    let lit = literal(i).unwrap_or(0);
+    let [w0, w1, ..] = i.words;
+    for o in info.ops {
+        let op = match *o {
+            Opnd::Fixed(s) => Op::new(fixed_operand(i, s)),
+            Opnd::Lit => Op::new(Operand::Literal(lit)),
+            Opnd::Imm(fmt) => {
+                // SOP1 (s_sendmsg_rtn) keeps its immediate in the 8-bit ssrc0 field.
+                let v = if i.encoding == Encoding::Sop1 {
+                    w0 & 0xFF
+                } else {
+                    w0 & 0xFFFF
+                };
+                let mut op = Op::new(Operand::Imm(i64::from(v)));
+                op.imm_fmt = Some(fmt);
+                op
+            }
+            Opnd::Reg(f, n, kind, half) => {
+                let v = field(i, f, y);
+                let mut op = Op::new(match kind {
+                    RegKind::S => src_operand(v, n, lit),
+                    RegKind::V => Operand::Vgpr {
+                        first: v as u16,
+                        count: n,
+                        hi: None,
+                    },
+                    RegKind::A => Operand::Agpr {
+                        first: v as u16,
+                        count: n,
+                    },
+                });
+                if half {
+                    set_half(&mut op, i, f, v);
+                }
+                op = fix_mem_reg(i, f, op);
+                if i.dpp == 1 && f == Field::Vsrc1 {
+                    op.neg = bits(i.words[1], 22, 1) != 0;
+                    op.abs = bits(i.words[1], 23, 1) != 0;
+                }
+                op
+            }
+            Opnd::Src(f, n, half, ct) => {
+                let v = field(i, f, y);
+                let mut op = Op::new(src_operand(v, n, lit));
+                op.ctype = ct;
+                if half {
+                    set_half(&mut op, i, f, v);
+                }
+                if let (true, Some(k)) = (vop3_mods(i), op_index(f)) {
+                    // VINTERP has neg bits only (its [10:8] hold wait_exp).
+                    op.abs = i.encoding == Encoding::Vop3 && bits(w0, 8 + k, 1) != 0;
+                    op.neg = bits(w1, 29 + k, 1) != 0;
+                }
+                if i.dpp != 0 && f == Field::Src0 {
+                    // The real src0 is the low byte of the DPP dword.
+                    let r = bits(i.words[1], 0, 8);
+                    op.op = Operand::Vgpr {
+                        first: if half { (r & 0x7F) as u16 } else { r as u16 },
+                        count: n,
+                        hi: half.then_some(r & 0x80 != 0),
+                    };
+                    if i.dpp == 1 {
+                        op.neg = bits(i.words[1], 20, 1) != 0;
+                        op.abs = bits(i.words[1], 21, 1) != 0;
+                    }
+                }
+                op
+            }
+        };
+        out.push(op);
+    }
+}
+
+fn set_half(op: &mut Op, i: &Instruction, f: Field, v: u32) {
+    if let Operand::Vgpr { first, count, .. } = op.op {
+        let (reg, hi) = if is_e32_true16(i.encoding) || i.encoding == Encoding::Vopd {
+            let r = if matches!(f, Field::Src0) { v - 256 } else { v };
+            ((r & 0x7F) as u16, r & 0x80 != 0)
+        } else {
+            let sel = match f {
+                Field::Src0 => 11,
+                Field::Src1 => 12,
+                Field::Src2 => 13,
+                _ => 14,
+            };
+            (first, bits(i.words[0], sel, 1) != 0)
+        };
+        op.op = Operand::Vgpr {
+            first: reg,
+            count,
+            hi: Some(hi),
+        };
+    }
+}
+
+/// Memory-instruction address operands whose shape depends on other fields.
+fn fix_mem_reg(i: &Instruction, f: Field, op: Op) -> Op {
+    let w1 = i.words[1];
+    match (i.encoding, f) {
+        (Encoding::Global, Field::Saddr) => {
+            let s = bits(w1, 16, 7);
+            if s == 124 || s == 125 {
+                return Op::new(Operand::Off);
+            }
+            Op::new(src_operand(s, 2, 0))
+        }
+        (Encoding::Global, Field::Addr) => {
+            let s = bits(w1, 16, 7);
+            let n = if s == 124 || s == 125 { 2 } else { 1 };
+            Op::new(Operand::Vgpr {
+                first: bits(w1, 0, 8) as u16,
+                count: n,
+                hi: None,
+            })
+        }
+        (Encoding::Scratch, Field::Saddr) => {
+            let s = bits(w1, 16, 7);
+            if s == 124 || s == 125 {
+                return Op::new(Operand::Off);
+            }
+            Op::new(src_operand(s, 1, 0))
+        }
+        (Encoding::Scratch, Field::Addr) => {
+            if bits(w1, 23, 1) == 0 {
+                return Op::new(Operand::Off);
+            }
+            op
+        }
+        (Encoding::Mubuf | Encoding::Mtbuf, Field::Vaddr) => {
+            let idxen = bits(w1, 23, 1);
+            let offen = bits(w1, 22, 1);
+            match idxen + offen {
+                0 => Op::new(Operand::Off),
+                n => Op::new(Operand::Vgpr {
+                    first: bits(w1, 0, 8) as u16,
+                    count: n as u8,
+                    hi: None,
+                }),
+            }
+        }
+        (Encoding::Mubuf | Encoding::Mtbuf, Field::Soffset) => {
+            Op::new(src_operand(bits(w1, 24, 8), 1, 0))
+        }
+        _ => op,
+    }
+}
+
+fn fixed_operand(i: &Instruction, s: &'static str) -> Operand {
+    match s {
+        "attr0.x" => Operand::Attr {
+            index: bits(i.words[0], 10, 6) as u8,
+            chan: bits(i.words[0], 8, 2) as u8,
+        },
+        "vcc_lo" => Operand::Special(SpecialReg::VccLo),
+        "vcc" => Operand::Special(SpecialReg::Vcc),
+        "exec_lo" => Operand::Special(SpecialReg::ExecLo),
+        "exec" => Operand::Special(SpecialReg::Exec),
+        "off" => Operand::Off,
+        "null" => Operand::Special(SpecialReg::Null),
+        "m0" => Operand::Special(SpecialReg::M0),
+        "scc" => Operand::Special(SpecialReg::Scc),
+        _ => Operand::Text(s),
+    }
+}
+
+/// Typed operands of `i` (X half then Y half for VOPD).
+pub(super) fn operands(i: &Instruction) -> Ops {
+    let mut v = Ops::new();
+    operands_into(i, &mut v);
+    v
+}
+
+/// Fill `v` (empty) with the typed operands of `i`, avoiding a large by-value return.
+fn operands_into(i: &Instruction, v: &mut Ops) {
+    half_op(i.info, i, false, v);
+    if let Some(y) = i.info_y {
+        half_op(y, i, true, v);
+    }
+    atomic_return(i, v);
+    if i.encoding == Encoding::Mimg {
+        mimg_shape(i, v);
+    }
+}
+
+/// gfx11 atomics with GLC set return the old value: LLVM prints an extra vdst first.
+fn atomic_return(i: &Instruction, v: &mut Ops) {
+    if !matches!(
+        i.encoding,
+        Encoding::Flat | Encoding::Global | Encoding::Scratch
+    ) || bits(i.words[0], 14, 1) == 0
+    {
+        return;
+    }
+    let name = i.info.name;
+    if !name.contains("atomic") {
+        return;
+    }
+    let w0 = i.words[0];
+    match i.encoding {
+        Encoding::Flat | Encoding::Global | Encoding::Scratch if bits(w0, 14, 1) != 0 => {
+            let data = v.as_slice().iter().find_map(|o| match o.op {
+                Operand::Vgpr { count, .. } => Some(count),
+                _ => None,
+            });
+            let mut n = v.as_slice().get(1).and_then(|o| match o.op {
+                Operand::Vgpr { count, .. } => Some(count),
+                _ => None,
+            });
+            if n.is_none() {
+                n = data;
+            }
+            let mut n = n.unwrap_or(1);
+            if name.contains("cmpswap") {
+                n /= 2;
+            }
+            let dst = bits(i.words[1], 24, 8) as u16;
+            v.insert_front(Op::new(Operand::Vgpr {
+                first: dst,
+                count: n.max(1),
+                hi: None,
+            }));
+        }
+        _ => {}
+    }
+}
+
+/// Append `n` in decimal (cheaper than `write!`, which dominates disassembly time).
+pub(super) fn push_dec(out: &mut String, n: u32) {
+    let mut buf = [0u8; 10];
+    let mut k = buf.len();
+    let mut n = n;
+    loop {
+        k -= 1;
+        buf[k] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &c in &buf[k..] {
+        out.push(c as char);
+    }
+}
+
+/// Append `0x` and `n` in lower-case hex.
+pub(super) fn push_hex(out: &mut String, n: u32) {
+    const D: &[u8; 16] = b"0123456789abcdef";
+    out.push_str("0x");
+    let digits = ((32 - n.leading_zeros()).max(1)).div_ceil(4);
+    for k in (0..digits).rev() {
+        out.push(D[((n >> (4 * k)) & 0xF) as usize] as char);
+    }
+}
+
+fn push_int(out: &mut String, n: i32) {
+    if n < 0 {
+        out.push('-');
+    }
+    push_dec(out, n.unsigned_abs());
+}
+
+fn write_reg(out: &mut String, prefix: &str, first: u16, count: u8) {
+    out.push_str(prefix);
+    if count <= 1 {
+        push_dec(out, u32::from(first));
+    } else {
+        out.push('[');
+        push_dec(out, u32::from(first));
+        out.push(':');
+        push_dec(out, u32::from(first) + u32::from(count) - 1);
+        out.push(']');
+    }
+}
+
+fn write_operand(out: &mut String, i: &Instruction, o: &Op) {
+    if o.neg {
+        out.push('-');
+    }
+    if o.abs {
+        out.push('|');
+    }
+    match o.op {
+        Operand::Sgpr { first, count } => write_reg(out, "s", first, count),
+        Operand::Vgpr { first, count, hi } => {
+            write_reg(out, "v", first, count);
+            match hi {
+                Some(true) => out.push_str(".h"),
+                Some(false) => out.push_str(".l"),
+                None => {}
+            }
+        }
+        Operand::Agpr { first, count } => write_reg(out, "a", first, count),
+        Operand::Ttmp { first, count } => write_reg(out, "ttmp", first, count),
+        Operand::Special(r) => out.push_str(special_name(r)),
+        Operand::InlineInt(n) => push_int(out, n),
+        Operand::InlineFloat(f) => out.push_str(float_text(f, o.ctype)),
+        Operand::Literal(l) => {
+            let l = match o.ctype {
+                CType::C16F | CType::C16I => l & 0xFFFF,
+                _ => l,
+            };
+            push_hex(out, l);
+        }
+        Operand::Imm(v) => write_imm(out, i, v as u16, o.imm_fmt.unwrap_or(ImmFmt::Dec)),
+        Operand::Off => out.push_str("off"),
+        Operand::Text(s) => out.push_str(s),
+        Operand::Attr { index, chan } => {
+            out.push_str("attr");
+            push_dec(out, u32::from(index));
+            out.push('.');
+            out.push(['x', 'y', 'z', 'w'][usize::from(chan & 3)]);
+        }
+    }
+    if o.abs {
+        out.push('|');
+    }
+}
+
+const INLINE_F: [f64; 8] = [0.5, -0.5, 1.0, -1.0, 2.0, -2.0, 4.0, -4.0];
+const INLINE_F_TEXT: [&str; 8] = ["0.5", "-0.5", "1.0", "-1.0", "2.0", "-2.0", "4.0", "-4.0"];
+const INLINE_F16_BITS: [&str; 8] = ["0x3800", "0xb800", "0x3c00", "0xbc00", "0x4000", "0xc000", "0x4400", "0xc400"];
+
+fn float_text(f: f64, ct: CType) -> &'static str {
+    let k = INLINE_F.iter().position(|&x| x == f);
+    match (k, ct) {
+        (Some(k), CType::C16I) => INLINE_F16_BITS[k],
+        (Some(k), _) => INLINE_F_TEXT[k],
+        (None, CType::C16I) => "0x3118",
+        (None, CType::C64) => "0.15915494309189532",
+        (None, _) => "0.15915494",
+    }
+}
+
+fn special_name(r: SpecialReg) -> &'static str {
+    use SpecialReg as R;
+    match r {
+        R::VccLo => "vcc_lo",
+        R::VccHi => "vcc_hi",
+        R::Vcc => "vcc",
+        R::Null => "null",
+        R::M0 => "m0",
+        R::ExecLo => "exec_lo",
+        R::ExecHi => "exec_hi",
+        R::Exec => "exec",
+        R::Scc => "src_scc",
+        R::Vccz => "src_vccz",
+        R::Execz => "src_execz",
+        R::SharedBase => "src_shared_base",
+        R::SharedLimit => "src_shared_limit",
+        R::PrivateBase => "src_private_base",
+        R::PrivateLimit => "src_private_limit",
+        R::PopsExitingWaveId => "src_pops_exiting_wave_id",
+        R::LdsDirect => "src_lds_direct",
+    }
+}
+
+const DEP: [&str; 12] = [
+    "NO_DEP",
+    "VALU_DEP_1",
+    "VALU_DEP_2",
+    "VALU_DEP_3",
+    "VALU_DEP_4",
+    "TRANS32_DEP_1",
+    "TRANS32_DEP_2",
+    "TRANS32_DEP_3",
+    "FMA_ACCUM_CYCLE_1",
+    "SALU_CYCLE_1",
+    "SALU_CYCLE_2",
+    "SALU_CYCLE_3",
+];
+const SKIP: [&str; 7] = [
+    "SAME", "NEXT", "SKIP_1", "SKIP_2", "SKIP_3", "SKIP_4", "SKIP_5",
+];
+
+/// `s_waitcnt_depctr` / `s_wait_alu` fields: name, bit offset, width (LLVM's order).
+const DEPCTR: [(&str, u32, u32); 7] = [
+    ("depctr_hold_cnt", 7, 1),
+    ("depctr_sa_sdst", 0, 1),
+    ("depctr_va_vdst", 12, 4),
+    ("depctr_va_sdst", 9, 3),
+    ("depctr_va_ssrc", 8, 1),
+    ("depctr_va_vcc", 1, 1),
+    ("depctr_vm_vsrc", 2, 3),
+];
+
+fn write_depctr(out: &mut String, v: u16) {
+    let v = u32::from(v);
+    // Bits 5 and 6 belong to no field: such values only print as hex.
+    if v & 0x60 != 0 {
+        push_hex(out, v);
+        return;
+    }
+    let non_default = DEPCTR
+        .iter()
+        .any(|&(_, lo, n)| bits(v, lo, n) != (1 << n) - 1);
+    let mut first = true;
+    for &(name, lo, n) in &DEPCTR {
+        let f = bits(v, lo, n);
+        if non_default && f == (1 << n) - 1 {
+            continue;
+        }
+        if !first {
+            out.push(' ');
+        }
+        first = false;
+        out.push_str(name);
+        out.push('(');
+        push_dec(out, f);
+        out.push(')');
+    }
+}
+
+fn msg_name(id: u32, rtn: bool) -> Option<&'static str> {
+    Some(match (id, rtn) {
+        (1, _) => "MSG_INTERRUPT",
+        (2, false) => "MSG_HS_TESSFACTOR",
+        (3, false) => "MSG_DEALLOC_VGPRS",
+        (0x80, true) => "MSG_RTN_GET_DOORBELL",
+        (0x81, true) => "MSG_RTN_GET_DDID",
+        (0x82, true) => "MSG_RTN_GET_TMA",
+        (0x83, true) => "MSG_RTN_GET_REALTIME",
+        (0x84, true) => "MSG_RTN_SAVE_WAVE",
+        (0x85, true) => "MSG_RTN_GET_TBA",
+        (0x86, true) => "MSG_RTN_GET_TBA_TO_PC",
+        _ => return None,
+    })
+}
+
+fn write_imm(out: &mut String, i: &Instruction, v: u16, fmt: ImmFmt) {
+    let name = i.info.name;
+    match name {
+        "s_waitcnt" => {
+            let vm = (v >> 10) & 0x3F;
+            let exp = v & 7;
+            let lgkm = (v >> 4) & 0x3F;
+            let all = vm == 0x3F && exp == 7 && lgkm == 0x3F;
+            let mut sep = "";
+            for (label, val, show) in [
+                ("vmcnt(", vm, vm != 0x3F || all),
+                ("expcnt(", exp, exp != 7 || all),
+                ("lgkmcnt(", lgkm, lgkm != 0x3F || all),
+            ] {
+                if show {
+                    out.push_str(sep);
+                    out.push_str(label);
+                    push_dec(out, u32::from(val));
+                    out.push(')');
+                    sep = " ";
+                }
+            }
+        }
+        "s_waitcnt_depctr" | "s_wait_alu" => write_depctr(out, v),
+        "s_delay_alu" => {
+            let id0 = (v & 0xF) as usize;
+            let skip = ((v >> 4) & 7) as usize;
+            let id1 = ((v >> 7) & 0xF) as usize;
+            if v >> 11 != 0 || id0 >= DEP.len() || id1 >= DEP.len() || skip >= SKIP.len() {
+                push_hex(out, u32::from(v));
+                return;
+            }
+            let mut sep = "";
+            for (label, text, show) in [
+                ("instid0(", DEP[id0], id0 != 0),
+                ("instskip(", SKIP[skip], skip != 0),
+                ("instid1(", DEP[id1], id1 != 0),
+            ] {
+                if show {
+                    out.push_str(sep);
+                    out.push_str(label);
+                    out.push_str(text);
+                    out.push(')');
+                    sep = " | ";
+                }
+            }
+            if sep.is_empty() {
+                out.push('0');
+            }
+        }
+        "s_sendmsg" | "s_sendmsghalt" | "s_sendmsg_rtn_b32" | "s_sendmsg_rtn_b64" => {
+            let rtn = name.starts_with("s_sendmsg_rtn");
+            let id = u32::from(v & 0xFF);
+            match msg_name(id, rtn) {
+                Some(m) if v >> 8 == 0 => {
+                    out.push_str("sendmsg(");
+                    out.push_str(m);
+                    out.push(')');
+                }
+                // s_sendmsg_rtn has no operation/stream fields.
+                _ if rtn => {
+                    let _ = write!(out, "sendmsg({id}, 0, 0)");
+                }
+                _ => {
+                    let _ = write!(out, "sendmsg({}, {}, {})", id, (v >> 4) & 7, (v >> 8) & 3);
+                }
+            }
+        }
+        "s_getreg_b32" | "s_setreg_b32" | "s_setreg_imm32_b32" => {
+            let id = v & 0x3F;
+            let off = (v >> 6) & 0x1F;
+            let size = ((v >> 11) & 0x1F) + 1;
+            let _ = write!(out, "hwreg({id}, {off}, {size})");
+        }
+        _ => match fmt {
+            ImmFmt::Dec => push_dec(out, u32::from(v)),
+            _ => push_hex(out, u32::from(v)),
+        },
+    }
+}
+
+/// Modifiers printed after the operands.
+fn write_mods(out: &mut String, i: &Instruction) {
+    let [w0, w1, ..] = i.words;
+    let name = i.info.name;
+    match i.encoding {
+        Encoding::Smem => {}
+        Encoding::Vop3 => {
+            // 16-bit ops show op_sel both as .h suffixes and as an explicit list (srcs then dst).
+            let op_sel = bits(w0, 11, 4);
+            let has_half = i
+                .info
+                .ops
+                .iter()
+                .any(|o| matches!(o, Opnd::Src(_, _, true, _) | Opnd::Reg(_, _, _, true)));
+            if op_sel != 0 && !is_sd(i.info) && has_half {
+                let nsrc = i
+                    .info
+                    .ops
+                    .iter()
+                    .filter(|o| matches!(o, Opnd::Src(..)))
+                    .count() as u32;
+                let mut l: Vec<String> =
+                    (0..nsrc).map(|k| ((op_sel >> k) & 1).to_string()).collect();
+                l.push(((op_sel >> 3) & 1).to_string());
+                let _ = write!(out, " op_sel:[{}]", l.join(","));
+            }
+            if bits(w0, 15, 1) != 0 {
+                out.push_str(" clamp");
+            }
+            match bits(w1, 27, 2) {
+                1 => out.push_str(" mul:2"),
+                2 => out.push_str(" mul:4"),
+                3 => out.push_str(" div:2"),
+                _ => {}
+            }
+        }
+        Encoding::Vop3p => {
+            let nsrc = i
+                .info
+                .ops
+                .iter()
+                .filter(|o| matches!(o, Opnd::Src(..)))
+                .count() as u32;
+            let op_sel = bits(w0, 11, 3);
+            let op_sel_hi = bits(w1, 27, 2) | (bits(w0, 14, 1) << 2);
+            let neg_lo = bits(w1, 29, 3);
+            let neg_hi = bits(w0, 8, 3);
+            let mask = (1u32 << nsrc) - 1;
+            let list = |v: u32| -> String {
+                (0..nsrc)
+                    .map(|k| ((v >> k) & 1).to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            let mix = name.starts_with("v_fma_mix");
+            if op_sel & mask != 0 {
+                let _ = write!(out, " op_sel:[{}]", list(op_sel));
+            }
+            let hi_default = if mix { 0 } else { mask };
+            if op_sel_hi & mask != hi_default {
+                let _ = write!(out, " op_sel_hi:[{}]", list(op_sel_hi));
+            }
+            if neg_lo & mask != 0 {
+                let _ = write!(out, " neg_lo:[{}]", list(neg_lo));
+            }
+            if neg_hi & mask != 0 {
+                let _ = write!(out, " neg_hi:[{}]", list(neg_hi));
+            }
+            if bits(w0, 15, 1) != 0 {
+                out.push_str(" clamp");
+            }
+        }
+        Encoding::Ds => {
+            let o0 = bits(w0, 0, 8);
+            let o1 = bits(w0, 8, 8);
+            if name.contains("2addr") {
+                if o0 != 0 {
+                    let _ = write!(out, " offset0:{o0}");
+                }
+                if o1 != 0 {
+                    let _ = write!(out, " offset1:{o1}");
+                }
+            } else if name == "ds_swizzle_b32" {
+                write_swizzle(out, o0 | (o1 << 8));
+            } else if o0 | (o1 << 8) != 0 {
+                let _ = write!(out, " offset:{}", o0 | (o1 << 8));
+            }
+            if bits(w0, 17, 1) != 0 {
+                out.push_str(" gds");
+            }
+        }
+        Encoding::Flat | Encoding::Global | Encoding::Scratch => {
+            let off = bits(w0, 0, 13);
+            let off = if i.encoding == Encoding::Flat {
+                off & 0xFFF
+            } else {
+                ((off << 19) as i32 >> 19) as u32
+            };
+            if off != 0 {
+                let _ = write!(out, " offset:{}", off as i32);
+            }
+            cpol(out, bits(w0, 14, 1), bits(w0, 15, 1), bits(w0, 13, 1));
+        }
+        Encoding::Mubuf | Encoding::Mtbuf => {
+            if i.encoding == Encoding::Mtbuf {
+                let f = super::gfx11::mtbuf_format(bits(w0, 19, 7));
+                if !f.is_empty() {
+                    out.push(' ');
+                    out.push_str(f);
+                }
+            }
+            let idxen = bits(w1, 23, 1) != 0;
+            let offen = bits(w1, 22, 1) != 0;
+            if idxen {
+                out.push_str(" idxen");
+            }
+            if offen {
+                out.push_str(" offen");
+            }
+            let off = bits(w0, 0, 12);
+            if off != 0 {
+                let _ = write!(out, " offset:{off}");
+            }
+            cpol(out, bits(w0, 14, 1), bits(w0, 12, 1), bits(w0, 13, 1));
+            if bits(w1, 21, 1) != 0 {
+                out.push_str(" tfe");
+            }
+        }
+        Encoding::Mimg => write_mimg_mods(out, i),
+        Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc if i.dpp != 0 => write_dpp(out, i),
+        Encoding::Vinterp => {
+            if bits(w0, 15, 1) != 0 {
+                out.push_str(" clamp");
+            }
+            let _ = write!(out, " wait_exp:{}", bits(w0, 8, 3));
+        }
+        Encoding::Ldsdir => {
+            let _ = write!(out, " wait_vdst:{}", bits(w0, 16, 4));
+        }
+        _ => {}
+    }
+}
+
+/// `offset:swizzle(...)` of ds_swizzle_b32 (LLVM's symbolic forms, else decimal).
+fn write_swizzle(out: &mut String, v: u32) {
+    if v == 0 {
+        return;
+    }
+    out.push_str(" offset:");
+    if v & 0xFF00 == 0x8000 {
+        let _ = write!(
+            out,
+            "swizzle(QUAD_PERM,{},{},{},{})",
+            v & 3,
+            (v >> 2) & 3,
+            (v >> 4) & 3,
+            (v >> 6) & 3
+        );
+    } else if v & 0x8000 == 0 {
+        let and = v & 0x1F;
+        let or = (v >> 5) & 0x1F;
+        let xor = (v >> 10) & 0x1F;
+        if and == 0x1F && or == 0 && xor.count_ones() == 1 {
+            let _ = write!(out, "swizzle(SWAP,{xor})");
+        } else if and == 0x1F && or == 0 && xor > 0 && (xor + 1).is_power_of_two() {
+            let _ = write!(out, "swizzle(REVERSE,{})", xor + 1);
+        } else {
+            let group = 0x1F - and + 1;
+            if group > 1 && group.is_power_of_two() && or < group && xor == 0 {
+                let _ = write!(out, "swizzle(BROADCAST,{group},{or})");
+            } else {
+                let p0 = or ^ xor;
+                let p1 = (and | or) ^ xor;
+                out.push_str("swizzle(BITMASK_PERM,\"");
+                for b in (0..5).rev() {
+                    let (a, c) = ((p0 >> b) & 1, (p1 >> b) & 1);
+                    out.push(match (a, c) {
+                        (0, 0) => '0',
+                        (1, 1) => '1',
+                        (0, _) => 'p',
+                        _ => 'i',
+                    });
+                }
+                out.push_str("\")");
+            }
+        }
+    } else if v & 0xE000 == 0xE000 {
+        let _ = write!(out, "swizzle(FFT,{})", v & 0x1F);
+    } else if v & 0xE000 == 0xC000 {
+        let _ = write!(out, "swizzle(ROTATE,{},{})", (v >> 10) & 1, (v >> 5) & 0x1F);
+    } else {
+        push_dec(out, v);
+    }
+}
+
+/// DPP controls after the operands of a VOP1/VOP2/VOPC `_dpp` instruction.
+fn write_dpp(out: &mut String, i: &Instruction) {
+    let w1 = i.words[1];
+    if i.dpp == 2 {
+        out.push_str(" dpp8:[");
+        for k in 0..8 {
+            if k > 0 {
+                out.push(',');
+            }
+            push_dec(out, bits(w1, 8 + 3 * k, 3));
+        }
+        out.push(']');
+        if bits(i.words[0], 0, 9) == 0xEA {
+            out.push_str(" fi:1");
+        }
+        return;
+    }
+    let ctrl = bits(w1, 8, 9);
+    out.push(' ');
+    match ctrl {
+        0..=0xFF => {
+            let _ = write!(
+                out,
+                "quad_perm:[{},{},{},{}]",
+                ctrl & 3,
+                (ctrl >> 2) & 3,
+                (ctrl >> 4) & 3,
+                (ctrl >> 6) & 3
+            );
+        }
+        0x101..=0x10F => {
+            let _ = write!(out, "row_shl:{}", ctrl & 0xF);
+        }
+        0x111..=0x11F => {
+            let _ = write!(out, "row_shr:{}", ctrl & 0xF);
+        }
+        0x121..=0x12F => {
+            let _ = write!(out, "row_ror:{}", ctrl & 0xF);
+        }
+        0x140 => out.push_str("row_mirror"),
+        0x141 => out.push_str("row_half_mirror"),
+        0x150..=0x15F => {
+            let _ = write!(out, "row_share:{}", ctrl & 0xF);
+        }
+        0x160..=0x16F => {
+            let _ = write!(out, "row_xmask:{}", ctrl & 0xF);
+        }
+        0x130 => out.push_str("/* wave_shl is not supported starting from GFX10 */"),
+        0x134 => out.push_str("/* wave_rol is not supported starting from GFX10 */"),
+        0x138 => out.push_str("/* wave_shr is not supported starting from GFX10 */"),
+        0x13C => out.push_str("/* wave_ror is not supported starting from GFX10 */"),
+        0x142 | 0x143 => out.push_str("/* row_bcast is not supported starting from GFX10 */"),
+        _ => out.push_str("/* Invalid dpp_ctrl value */"),
+    }
+    let _ = write!(
+        out,
+        " row_mask:0x{:x} bank_mask:0x{:x}",
+        bits(w1, 28, 4),
+        bits(w1, 24, 4)
+    );
+    if bits(w1, 19, 1) != 0 {
+        out.push_str(" bound_ctrl:1");
+    }
+    if bits(w1, 18, 1) != 0 {
+        out.push_str(" fi:1");
+    }
+}
+
+const DIM: [&str; 8] = [
+    "1D",
+    "2D",
+    "3D",
+    "CUBE",
+    "1D_ARRAY",
+    "2D_ARRAY",
+    "2D_MSAA",
+    "2D_MSAA_ARRAY",
+];
+
+/// MIMG data/address register counts from dmask, d16, tfe, dim and a16.
+fn mimg_shape(i: &Instruction, v: &mut Ops) {
+    let [w0, w1, ..] = i.words;
+    let Some(shape) = super::gfx11::mimg_shape(i.opcode) else {
+        return;
+    };
+    let dmask = bits(w0, 8, 4).count_ones().max(1) as usize;
+    let mut nd = u32::from(shape.data.get(dmask - 1).copied().unwrap_or(1));
+    if bits(w0, 17, 1) != 0 {
+        nd = nd.div_ceil(2);
+    }
+    nd += bits(w1, 21, 1);
+    let na = shape
+        .addr
+        .get((bits(w0, 16, 1) * 8 + bits(w0, 2, 3)) as usize)
+        .copied()
+        .unwrap_or(1);
+    let n = v.len;
+    // vdata is printed first, vaddr second.
+    for (k, count) in [(0, nd.max(1) as u8), (1, na.max(1))] {
+        if let Some(o) = v.buf[..n].get_mut(k) {
+            if let Operand::Vgpr { first, hi, .. } = o.op {
+                o.op = Operand::Vgpr { first, count, hi };
+            }
+        }
+    }
+}
+
+/// `[v4, v8, v9]`: MIMG non-sequential address registers (first from vaddr, rest from the
+/// extra dwords, one byte each).
+fn write_nsa(out: &mut String, i: &Instruction, count: u8) {
+    out.push('[');
+    for k in 0..u32::from(count) {
+        if k > 0 {
+            out.push_str(", ");
+        }
+        let r = if k == 0 {
+            bits(i.words[1], 0, 8)
+        } else {
+            let w = i.words.get(2 + (k as usize - 1) / 4).copied().unwrap_or(0);
+            bits(w, 8 * ((k - 1) % 4), 8)
+        };
+        out.push('v');
+        push_dec(out, r);
+    }
+    out.push(']');
+}
+
+fn write_mimg_mods(out: &mut String, i: &Instruction) {
+    let [w0, w1, ..] = i.words;
+    let dmask = bits(w0, 8, 4);
+    if dmask != 0 {
+        let _ = write!(out, " dmask:0x{dmask:x}");
+    }
+    if super::gfx11::mimg_shape(i.opcode).is_some_and(|s| s.dim) {
+        out.push_str(" dim:SQ_RSRC_IMG_");
+        out.push_str(DIM[bits(w0, 2, 3) as usize]);
+    }
+    for (bit, word, text) in [
+        (7, w0, " unorm"),
+        (14, w0, " glc"),
+        (12, w0, " slc"),
+        (13, w0, " dlc"),
+        (15, w0, " r128"),
+        (16, w0, " a16"),
+        (21, w1, " tfe"),
+        (22, w1, " lwe"),
+        (17, w0, " d16"),
+    ] {
+        if bits(word, bit, 1) != 0 {
+            out.push_str(text);
+        }
+    }
+}
+
+fn cpol(out: &mut String, glc: u32, slc: u32, dlc: u32) {
+    if glc != 0 {
+        out.push_str(" glc");
+    }
+    if slc != 0 {
+        out.push_str(" slc");
+    }
+    if dlc != 0 {
+        out.push_str(" dlc");
+    }
+}
+
+/// SMEM operand list: `sdata, sbase, (soffset | offset | null) [offset:N]`.
+fn write_smem(out: &mut String, i: &Instruction, ops: &[Op]) {
+    let [w0, w1, ..] = i.words;
+    let soff = bits(w1, 25, 7);
+    let off = bits(w1, 0, 21);
+    let mut first = true;
+    for o in ops {
+        let is_soff =
+            matches!(o.op, Operand::Sgpr { .. } | Operand::Special(_)) && o.imm_fmt.is_none();
+        let _ = is_soff;
+        if !first {
+            out.push_str(", ");
+        }
+        first = false;
+        write_operand(out, i, o);
+    }
+    let _ = w0;
+    // The last template operand is soffset; LLVM folds a null soffset into the offset.
+    if soff == 124 {
+        if let Some(pos) = out.rfind(", null") {
+            if off != 0 {
+                out.truncate(pos);
+                let _ = write!(out, ", 0x{off:x}");
+            }
+        }
+    } else if off != 0 {
+        let _ = write!(out, " offset:0x{off:x}");
+    }
+    if bits(w0, 14, 1) != 0 {
+        out.push_str(" glc");
+    }
+    if bits(w0, 13, 1) != 0 {
+        out.push_str(" dlc");
+    }
+}
+
+fn write_half(out: &mut String, i: &Instruction, info: &OpInfo, ops: &[Op]) {
+    if i.dpp != 0 {
+        // v_mov_b32_e32 -> v_mov_b32_dpp; VOPC DPP drops the suffix.
+        let base = info.name.strip_suffix("_e32").unwrap_or(info.name);
+        out.push_str(base);
+        if i.encoding != Encoding::Vopc {
+            out.push_str("_dpp");
+        }
+    } else {
+        out.push_str(info.name);
+    }
+    if i.encoding == Encoding::Smem {
+        if !ops.is_empty() {
+            out.push(' ');
+            write_smem(out, i, ops);
+        }
+        return;
+    }
+    for (k, o) in ops.iter().enumerate() {
+        // s_endpgm's optional immediate is only printed when non-zero.
+        if matches!(o.op, Operand::Imm(0)) && info.name == "s_endpgm" {
+            continue;
+        }
+        out.push_str(if k == 0 { " " } else { ", " });
+        if k == 1 && i.encoding == Encoding::Mimg && i.words[0] & 3 != 0 {
+            if let Operand::Vgpr { count, .. } = o.op {
+                write_nsa(out, i, count);
+                continue;
+            }
+        }
+        write_operand(out, i, o);
+    }
+}
+
+pub(super) fn write_text(i: &Instruction, out: &mut String) {
+    if i.encoding == Encoding::Exp {
+        super::gfx11::write_exp(i, out);
+        return;
+    }
+    let mut ops = Ops::new();
+    operands_into(i, &mut ops);
+    let ops = ops.as_slice();
+    if let Some(y) = i.info_y {
+        let nx = i.info.ops.len().min(ops.len());
+        write_half(out, i, i.info, &ops[..nx]);
+        out.push_str(" :: ");
+        write_half(out, i, y, &ops[nx..]);
+        return;
+    }
+    write_half(out, i, i.info, ops);
+    write_mods(out, i);
+}

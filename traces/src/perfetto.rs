@@ -1,0 +1,237 @@
+//! Perfetto / Chrome trace-event JSON export.
+//!
+//! One process per device (queue devices such as `AMD:SDMA:0` become threads of their base
+//! device's process), a thread per queue for ranges, a `kernels` thread per GPU device, and
+//! one thread per (SE, CU, SIMD) with a slice per wave reconstructed by the SQTT decoder.
+//! Times are microseconds relative to the earliest event (`otherData.time_base_us`), so
+//! doubles keep sub-nanosecond resolution.
+
+use std::collections::BTreeMap;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::model::{PointKind, Profile, Time};
+use crate::sqtt::{self, TimeMap};
+
+#[derive(Debug, Clone)]
+pub struct PerfettoOptions {
+    /// Decode SQTT and emit per-wave slices.
+    pub waves: bool,
+}
+
+impl Default for PerfettoOptions {
+    fn default() -> Self {
+        PerfettoOptions { waves: true }
+    }
+}
+
+/// What an export wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PerfettoStats {
+    pub range_slices: usize,
+    pub kernel_slices: usize,
+    pub wave_slices: usize,
+    pub instants: usize,
+    /// SQTT blobs that could not be decoded (index into `Profile::sqtt`, message).
+    pub decode_errors: Vec<(usize, String)>,
+    /// Blobs whose waves were placed by an assumed shader clock (no realtime markers).
+    pub approximate_placement: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PerfettoError {
+    #[error("I/O error: {0}")]
+    Io(#[from] io::Error),
+    #[error("JSON error: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+const TID_KERNELS: u64 = 1_000_000;
+const TID_WAVES: u64 = 2_000_000;
+
+struct Writer<W: Write> {
+    w: W,
+    first: bool,
+}
+
+impl<W: Write> Writer<W> {
+    fn event(&mut self, v: &Value) -> Result<(), PerfettoError> {
+        if !self.first {
+            self.w.write_all(b",\n")?;
+        }
+        self.first = false;
+        serde_json::to_writer(&mut self.w, v)?;
+        Ok(())
+    }
+}
+
+/// Writes the trace-event JSON of `p` into `w`.
+pub fn write_json<W: Write>(
+    p: &Profile,
+    opts: &PerfettoOptions,
+    w: W,
+) -> Result<PerfettoStats, PerfettoError> {
+    let mut stats = PerfettoStats::default();
+    let base = earliest(p);
+    let rel = |t: Time| (t.0 - base.0) as f64 / Time::PS_PER_US as f64;
+
+    // pid: index of the base device + 1; tid: index of the (queue) device + 1.
+    let pid_of = |d: u32| -> u64 {
+        let dev = &p.devices[d as usize];
+        p.find_device(dev.process, dev.base_name()).unwrap_or(d) as u64 + 1
+    };
+    let mut out = Writer { w, first: true };
+    out.w.write_all(b"{\"traceEvents\":[\n")?;
+    for (i, d) in p.devices.iter().enumerate() {
+        let pid = pid_of(i as u32);
+        if pid == i as u64 + 1 {
+            let label = match d.target() {
+                Some(t) => format!("{} ({t})", d.name),
+                None => d.name.clone(),
+            };
+            out.event(&json!({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": label}}))?;
+        }
+        out.event(&json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": i + 1, "args": {"name": d.name}}))?;
+    }
+
+    for r in &p.ranges {
+        let Some(dev) = p.devices.get(r.device as usize) else {
+            continue;
+        };
+        let _ = dev;
+        let dur = r.end.map_or(0.0, |e| {
+            ((e.0 - r.start.0).max(0)) as f64 / Time::PS_PER_US as f64
+        });
+        out.event(&json!({"ph": "X", "cat": "range", "name": r.name, "pid": pid_of(r.device), "tid": r.device as u64 + 1, "ts": rel(r.start), "dur": dur}))?;
+        stats.range_slices += 1;
+    }
+    for pt in &p.points {
+        let name = match &pt.kind {
+            PointKind::Exec => "exec",
+            PointKind::Alloc => "alloc",
+            PointKind::Free => "free",
+            PointKind::Marker => "marker",
+            PointKind::Other(s) => s.as_str(),
+        };
+        out.event(&json!({"ph": "i", "s": "t", "cat": "point", "name": name, "pid": pid_of(pt.device), "tid": pt.device as u64 + 1, "ts": rel(pt.ts)}))?;
+        stats.instants += 1;
+    }
+
+    let mut named_kernel_threads: Vec<u64> = Vec::new();
+    for k in &p.kernels {
+        let pid = pid_of(k.device);
+        if !named_kernel_threads.contains(&pid) {
+            named_kernel_threads.push(pid);
+            out.event(&json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": TID_KERNELS, "args": {"name": "kernels"}}))?;
+        }
+        let dur = k.end.map_or(0.0, |e| {
+            ((e.0 - k.start.0).max(0)) as f64 / Time::PS_PER_US as f64
+        });
+        out.event(&json!({"ph": "X", "cat": "kernel", "name": k.name, "pid": pid, "tid": TID_KERNELS, "ts": rel(k.start), "dur": dur,
+            "args": {"kern": k.kern, "exec_tag": k.exec_tag, "gpu_start": k.gpu_start.map(|v| v.to_string()), "gpu_end": k.gpu_end.map(|v| v.to_string())}}))?;
+        stats.kernel_slices += 1;
+    }
+
+    if opts.waves {
+        let mut wave_tids: BTreeMap<(u64, u32, u16, u8), u64> = BTreeMap::new();
+        for (si, s) in p.sqtt.iter().enumerate() {
+            let target = p.props_device(s.device).and_then(|d| d.target());
+            let analysis = match sqtt::analyze(p.blob(s.blob), target) {
+                Ok(a) => a,
+                Err(e) => {
+                    stats.decode_errors.push((si, e.to_string()));
+                    continue;
+                }
+            };
+            let dev = &p.devices[s.device as usize];
+            let pid = pid_of(s.device);
+            let kernel = p.kernels.iter().find(|k| {
+                k.kern == Some(s.kern) && k.exec_tag == s.exec_tag && pid_of(k.device) == pid
+            });
+            let reference = kernel
+                .and_then(|k| k.gpu_start)
+                .and_then(|t| u64::try_from(t).ok());
+            let shader_hz = target
+                .and_then(|t| crate::rgp::asic_facts_for_version(t.target_version()))
+                .map_or(2.0e9, |f| f.shader_clock_hz as f64);
+            let map = analysis
+                .layout
+                .and_then(|l| TimeMap::from_markers(&analysis.markers, l, reference))
+                .map(|m| m.with_fallback_clock(shader_hz));
+            // Common-clock µs of a cycle time: via the markers (GPU ticks + the device's
+            // clock offset), else relative to the kernel's start at the nominal clock.
+            let offset = p
+                .props_device(s.device)
+                .map_or(dev.clock_offset, |d| d.clock_offset);
+            let first = analysis.first_time.unwrap_or(0);
+            let anchor = kernel.map_or(base, |k| k.start);
+            let mut approx = false;
+            let place = |cycles: i64, approx: &mut bool| -> f64 {
+                if let Some(us) = map.as_ref().and_then(|m| m.us(cycles)) {
+                    return us + offset.0 as f64 / Time::PS_PER_US as f64
+                        - base.0 as f64 / Time::PS_PER_US as f64;
+                }
+                *approx = true;
+                rel(anchor) + (cycles - first) as f64 / shader_hz * 1e6
+            };
+            for wv in &analysis.waves {
+                let key = (pid, s.se, wv.cu, wv.simd);
+                let next = TID_WAVES + wave_tids.len() as u64;
+                let tid = match wave_tids.get(&key) {
+                    Some(&t) => t,
+                    None => {
+                        wave_tids.insert(key, next);
+                        out.event(&json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": next, "args": {"name": format!("SE{} CU{} SIMD{}", s.se, wv.cu, wv.simd)}}))?;
+                        out.event(&json!({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": next, "args": {"sort_index": next}}))?;
+                        next
+                    }
+                };
+                let ts = place(wv.start, &mut approx);
+                let te = place(wv.end.max(wv.start), &mut approx);
+                out.event(&json!({"ph": "X", "cat": "wave", "name": format!("wave {}", wv.wave), "pid": pid, "tid": tid, "ts": ts, "dur": (te - ts).max(0.0),
+                    "args": {"se": s.se, "cu": wv.cu, "simd": wv.simd, "slot": wv.wave, "insts": wv.insts, "kern": s.kern, "start_cycle": wv.start, "end_cycle": wv.end}}))?;
+                stats.wave_slices += 1;
+            }
+            if approx {
+                stats.approximate_placement += 1;
+            }
+        }
+    }
+
+    write!(out.w, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{{\"generator\":\"wavescope\",\"time_base_us\":\"{base}\"}}}}\n")?;
+    out.w.flush()?;
+    Ok(stats)
+}
+
+/// The earliest time in the profile (the JSON's time zero).
+fn earliest(p: &Profile) -> Time {
+    p.ranges
+        .iter()
+        .map(|r| r.start)
+        .chain(p.points.iter().map(|x| x.ts))
+        .chain(p.kernels.iter().map(|k| k.start))
+        .min()
+        .unwrap_or_default()
+}
+
+/// Writes the JSON to `path` atomically.
+pub fn export_file(
+    p: &Profile,
+    opts: &PerfettoOptions,
+    path: &Path,
+) -> Result<PerfettoStats, PerfettoError> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let tmp = tempfile::Builder::new()
+        .prefix(".perfetto-")
+        .suffix(".tmp")
+        .tempfile_in(&dir)?;
+    let stats = write_json(p, opts, BufWriter::with_capacity(1 << 20, tmp.as_file()))?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| PerfettoError::Io(e.error))?;
+    Ok(stats)
+}

@@ -1,0 +1,340 @@
+//! `.rgp` import: wavescope's own files, tinygrad rgptool's and Mesa RADV's layout.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::layout::*;
+use super::*;
+use crate::model::*;
+
+/// Lists the chunks of an `.rgp` held in memory.
+pub fn list_chunks(data: &[u8]) -> Result<Vec<ChunkInfo>, RgpError> {
+    walk(data)
+}
+
+fn field<T>(v: Option<T>, c: &ChunkInfo, what: &str) -> Result<T, RgpError> {
+    v.ok_or_else(|| RgpError::Truncated {
+        what: format!("{} field {what}", c.type_name),
+        offset: c.offset,
+        needed: 0,
+        have: c.size,
+    })
+}
+
+/// Reads an `.rgp` into the model. SQTT payloads and code objects stay slices of `store`.
+pub fn import(store: Arc<BlobStore>, source_name: &str) -> Result<Profile, RgpError> {
+    let data = store.bytes();
+    let chunks = walk(data)?;
+    let mut p = Profile::default();
+    p.source.format = "rgp".into();
+    p.processes.push(Process {
+        name: "rgp".into(),
+        pid: None,
+        source: source_name.into(),
+        clock_offset: Time(0),
+    });
+    let dev = p.device_index(0, "AMD");
+    p.devices[dev as usize].declared = true;
+    for c in &chunks {
+        *p.source
+            .event_counts
+            .entry(c.type_name.clone())
+            .or_default() += 1;
+    }
+
+    let mut itrace_mode = 0u32;
+    let mut se_mask = 0u32;
+    let mut descs: BTreeMap<u8, u32> = BTreeMap::new();
+    // (se, blob) in file order.
+    let mut datas: Vec<(u32, BlobId)> = Vec::new();
+    let mut last_desc_se: Option<u32> = None;
+    let mut elfs: Vec<BlobId> = Vec::new();
+    let mut loads: Vec<(u64, u64)> = Vec::new();
+    let mut queue_events: Vec<(u64, u64, u64)> = Vec::new();
+    let mut calib: Option<(u64, u64)> = None;
+
+    for c in &chunks {
+        let s = c.offset as usize;
+        let b = &data[s..s + c.size as usize];
+        match c.chunk_type() {
+            ChunkType::AsicInfo => {
+                p.devices[dev as usize].props = asic_props(b, c)?;
+            }
+            ChunkType::ApiInfo => {
+                itrace_mode = field(
+                    rd_u32(b, api_info::INSTRUCTION_TRACE_MODE),
+                    c,
+                    "instruction_trace_mode",
+                )?;
+                se_mask = field(rd_u32(b, api_info::SE_MASK), c, "shader_engine_filter")?;
+            }
+            ChunkType::SqttDesc => {
+                let se = field(
+                    rd_u32(b, sqtt_desc::SHADER_ENGINE_INDEX),
+                    c,
+                    "shader_engine_index",
+                )?;
+                descs.insert(c.index, se);
+                last_desc_se = Some(se);
+            }
+            ChunkType::SqttData => {
+                let off = field(rd_u32(b, sqtt_data::OFFSET), c, "offset")? as u64;
+                let len = field(rd_u32(b, sqtt_data::DATA_SIZE), c, "size")? as u64;
+                // The payload must lie inside this chunk (Mesa and rgptool put it right after the fixed part).
+                let chunk_end = c.offset + c.size;
+                if off < c.offset + sqtt_data::SIZE as u64 || off + len > chunk_end {
+                    return Err(RgpError::BadChunk {
+                        offset: c.offset,
+                        why: format!(
+                            "SQTT_DATA payload {off}+{len} outside its chunk ({}..{chunk_end})",
+                            c.offset
+                        ),
+                    });
+                }
+                let se = descs
+                    .get(&c.index)
+                    .copied()
+                    .or(last_desc_se)
+                    .unwrap_or(c.index as u32);
+                let blob = Blob::slice_of(&store, off as usize..(off + len) as usize).ok_or_else(
+                    || RgpError::BadChunk {
+                        offset: c.offset,
+                        why: "payload outside the file".into(),
+                    },
+                )?;
+                datas.push((se, p.add_blob(blob)));
+            }
+            ChunkType::CodeObjectDatabase => {
+                let count = field(rd_u32(b, record_table::RECORD_COUNT), c, "record_count")?;
+                let mut r = record_table::SIZE;
+                for i in 0..count {
+                    let size = rd_u32(b, r).ok_or_else(|| RgpError::Truncated {
+                        what: format!("code object record {i}"),
+                        offset: c.offset + r as u64,
+                        needed: 4,
+                        have: c.size.saturating_sub(r as u64),
+                    })? as usize;
+                    let start = r + 4;
+                    let end = start
+                        .checked_add(size)
+                        .filter(|&e| e <= b.len())
+                        .ok_or_else(|| RgpError::Truncated {
+                            what: format!("code object record {i}"),
+                            offset: c.offset + r as u64,
+                            needed: size as u64,
+                            have: (b.len() - start) as u64,
+                        })?;
+                    let mut elf = &b[start..end];
+                    // Records are padded; trim to the ELF's real extent when it says so.
+                    if let Some(n) = elf_extent(elf) {
+                        elf = &elf[..n.min(elf.len())];
+                    }
+                    let abs = s + start;
+                    let blob = Blob::slice_of(&store, abs..abs + elf.len()).ok_or_else(|| {
+                        RgpError::BadChunk {
+                            offset: c.offset,
+                            why: "record outside the file".into(),
+                        }
+                    })?;
+                    elfs.push(p.add_blob(blob));
+                    // rgptool's records are not always 4-aligned (its padding bug); follow the size.
+                    r = end;
+                }
+            }
+            ChunkType::CodeObjectLoaderEvents => {
+                let rs = field(
+                    rd_u32(b, record_table::SIZE_OR_RECORD_SIZE),
+                    c,
+                    "record_size",
+                )? as usize;
+                let count =
+                    field(rd_u32(b, record_table::RECORD_COUNT), c, "record_count")? as usize;
+                if rs < loader_record::SIZE {
+                    return Err(RgpError::BadChunk {
+                        offset: c.offset,
+                        why: format!("loader record size {rs} < 40"),
+                    });
+                }
+                for i in 0..count {
+                    let r = record_table::SIZE + i * rs;
+                    let base = field(
+                        rd_u64(b, r + loader_record::BASE_ADDRESS),
+                        c,
+                        "loader record",
+                    )?;
+                    let hash = field(rd_u64(b, r + loader_record::HASH), c, "loader record")?;
+                    let kind = field(rd_u32(b, r + loader_record::EVENT_TYPE), c, "loader record")?;
+                    if kind == 0 {
+                        loads.push((base, hash));
+                    }
+                }
+            }
+            ChunkType::QueueEventTimings => {
+                use queue_timings::*;
+                let qn = field(rd_u32(b, QUEUE_INFO_SIZE), c, "queue_info_table_size")? as usize;
+                let en =
+                    field(rd_u32(b, EVENT_COUNT), c, "queue_event_table_record_count")? as usize;
+                for i in 0..en {
+                    let r = SIZE + qn + i * EVENT_RECORD;
+                    let ty = field(rd_u32(b, r + EV_TYPE), c, "queue event")?;
+                    if ty == 0 {
+                        let cpu = field(rd_u64(b, r + EV_CPU_TS), c, "queue event")?;
+                        let g0 = field(rd_u64(b, r + EV_GPU_TS0), c, "queue event")?;
+                        let g1 = field(rd_u64(b, r + EV_GPU_TS1), c, "queue event")?;
+                        queue_events.push((cpu, g0, g1));
+                    }
+                }
+            }
+            ChunkType::ClockCalibration if calib.is_none() => {
+                let cpu = field(rd_u64(b, clock_calibration::CPU_TS), c, "cpu_timestamp")?;
+                let gpu = field(rd_u64(b, clock_calibration::GPU_TS), c, "gpu_timestamp")?;
+                calib = Some((cpu, gpu));
+            }
+            _ => {}
+        }
+    }
+
+    if let Some((cpu_ns, gpu)) = calib {
+        p.devices[dev as usize].clock_offset = Time(cpu_ns as i128 * 1000 - gpu as i128 * 10_000);
+    }
+    let offset = p.devices[dev as usize].clock_offset;
+
+    // Programs: one per code object, base from the loader event with the same hash.
+    for (i, &elf) in elfs.iter().enumerate() {
+        let h = code_object_hash(p.blob(elf));
+        let base = loads
+            .iter()
+            .find(|(_, lh)| *lh == h)
+            .map(|(b, _)| *b)
+            .or_else(|| (loads.len() == elfs.len()).then(|| loads[i].0));
+        let name = kernel_name(p.blob(elf)).unwrap_or_else(|| format!("code_object_{i}"));
+        p.programs.push(Program {
+            device: dev,
+            name,
+            elf: Some(elf),
+            base,
+            tag: Some(i as i64),
+            profile_key: None,
+        });
+    }
+
+    // Traces: a new kernel run starts whenever the SE index does not increase.
+    let mut run = 0i64;
+    let mut prev: Option<u32> = None;
+    let single_program = (p.programs.len() == 1).then_some(0i64);
+    for (se, blob) in datas {
+        if prev.is_some_and(|q| se <= q) {
+            run += 1;
+        }
+        prev = Some(se);
+        let itrace = itrace_mode != 0 && (se_mask == 0 || (se < 32 && se_mask >> se & 1 == 1));
+        p.sqtt.push(SqttTrace {
+            device: dev,
+            kern: single_program.unwrap_or(run),
+            exec_tag: Some(run),
+            se,
+            itrace,
+            blob,
+        });
+    }
+
+    for (i, (cpu_ns, g0, g1)) in queue_events.into_iter().enumerate() {
+        let start = Time(g0 as i128 * 10_000 + offset.0);
+        let end = Time(g1 as i128 * 10_000 + offset.0);
+        let _ = cpu_ns;
+        let name = p
+            .programs
+            .get(i)
+            .or(p.programs.first())
+            .map(|pr| pr.name.clone())
+            .unwrap_or_default();
+        p.kernels.push(KernelExec {
+            device: dev,
+            name,
+            kern: single_program.or(Some(i as i64)),
+            exec_tag: Some(i as i64),
+            start,
+            end: Some(end),
+            gpu_start: Some(g0 as i128),
+            gpu_end: Some(g1 as i128),
+            range: None,
+        });
+    }
+    Ok(p)
+}
+
+/// Device props from ASIC_INFO, named as KFD/tinygrad name them.
+fn asic_props(b: &[u8], c: &ChunkInfo) -> Result<BTreeMap<String, i64>, RgpError> {
+    use asic_info::*;
+    let g = |off: usize, what: &str| field(rd_u32(b, off), c, what);
+    let device_id = g(DEVICE_ID, "device_id")?;
+    let gfxip = g(GFXIP_LEVEL, "gfxip_level")?;
+    let ses = g(SHADER_ENGINES, "shader_engines")? as i64;
+    let cu_per_se = g(CU_PER_SE, "compute_unit_per_shader_engine")? as i64;
+    let simd_per_cu = g(SIMD_PER_CU, "simd_per_compute_unit")? as i64;
+    let waves = g(WAVES_PER_SIMD, "wavefronts_per_simd")? as i64;
+    let lds = g(LDS_SIZE, "lds_size")? as i64;
+    let facts = asic_facts_for_device_id(device_id).filter(|f| f.gfxip_level == gfxip);
+    let name_bytes = b.get(GPU_NAME..GPU_NAME + GPU_NAME_LEN).unwrap_or(&[]);
+    let name =
+        String::from_utf8_lossy(name_bytes.split(|&x| x == 0).next().unwrap_or(&[])).into_owned();
+    let target_version = match facts {
+        Some(f) => f.target_version as i64,
+        None => match name.parse::<crate::GfxTarget>() {
+            Ok(t) => t.target_version() as i64,
+            Err(_) => {
+                let (maj, min) = version_for_gfxip_level(gfxip);
+                (maj * 10000 + min * 100) as i64
+            }
+        },
+    };
+    // SAs per SE and CUs per SA from the CU masks of SE 0.
+    let mut sa_per_se = 0i64;
+    let mut cu_per_sa = 0i64;
+    for sa in 0..CU_MASK_SAS {
+        let m = field(rd_u16(b, CU_MASK + sa * 2), c, "cu_mask")?;
+        if m != 0 {
+            sa_per_se += 1;
+            cu_per_sa = cu_per_sa.max(m.count_ones() as i64);
+        }
+    }
+    let mut props = BTreeMap::new();
+    props.insert("gfx_target_version".to_string(), target_version);
+    props.insert("simd_per_cu".to_string(), simd_per_cu);
+    props.insert("max_waves_per_simd".to_string(), waves);
+    props.insert("lds_size_in_kb".to_string(), lds / 1024);
+    props.insert("simd_count".to_string(), ses * cu_per_se * simd_per_cu);
+    if sa_per_se > 0 {
+        props.insert("simd_arrays_per_engine".to_string(), sa_per_se);
+        props.insert("array_count".to_string(), ses * sa_per_se);
+        props.insert("cu_per_simd_array".to_string(), cu_per_sa);
+    }
+    if let Some(f) = facts {
+        props.insert("num_xcc".to_string(), f.num_xcc);
+        props.insert("max_slots_scratch_cu".to_string(), f.max_slots_scratch_cu);
+    }
+    Ok(props)
+}
+
+/// Size of an ELF64 image from its section header table (end of the last structure).
+fn elf_extent(b: &[u8]) -> Option<usize> {
+    if b.get(..4)? != b"\x7fELF" || *b.get(4)? != 2 {
+        return None;
+    }
+    let shoff = rd_u64(b, 0x28)? as usize;
+    let shentsize = rd_u16(b, 0x3A)? as usize;
+    let shnum = rd_u16(b, 0x3C)? as usize;
+    let end = shoff.checked_add(shentsize.checked_mul(shnum)?)?;
+    (end <= b.len()).then_some(end.max(0x40))
+}
+
+/// The kernel name of an AMDGPU ELF: the symbol `NAME.kd` (kernel descriptor).
+fn kernel_name(b: &[u8]) -> Option<String> {
+    let elf = goblin::elf::Elf::parse(b).ok()?;
+    elf.syms.iter().find_map(|s| {
+        elf.strtab
+            .get_at(s.st_name)
+            .and_then(|n| n.strip_suffix(".kd"))
+            .map(str::to_string)
+    })
+}
