@@ -18,6 +18,9 @@ pub enum Format {
     Summary,
     /// Aligned and readable, for people.
     Text,
+    /// The instruction trace of each itraced wave: time, PC, token and disassembly
+    /// (needs `--program`).
+    Insts,
 }
 
 #[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
@@ -49,6 +52,9 @@ pub struct DecodeArgs {
     /// Text format: also print NOP packets.
     #[arg(long)]
     pub all: bool,
+    /// The traced kernel's code object, to map instruction tokens to PCs (`--format insts`).
+    #[arg(long)]
+    pub program: Option<PathBuf>,
 }
 
 /// A memory-mapped (or, for empty files, empty) input blob.
@@ -128,6 +134,20 @@ pub fn run(a: DecodeArgs) -> Result<()> {
                 serde_json::to_writer_pretty(&mut *out, &v)?;
                 writeln!(out)
             })
+        }
+        Format::Insts => {
+            let path = a.program.as_ref().context("--format insts needs --program FILE.elf")?;
+            let elf = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+            let code = traces::isa::CodeObject::parse(&elf)
+                .with_context(|| format!("{}: not a usable code object", path.display()))?;
+            let analysis = analyze(blob, target, opts, false)?;
+            report_warnings(&name, &analysis);
+            let map = sqtt::map::map_insts(blob, &code, Some(&analysis), opts);
+            with_stdout(|out| write_insts(out, &analysis, &map))?;
+            if let Some(e) = map.error {
+                anyhow::bail!("{name}: instruction mapping stopped at {e}");
+            }
+            Ok(())
         }
         Format::Text => {
             let analysis = analyze(blob, target, opts, true)?;
@@ -329,6 +349,56 @@ fn write_text(
                 w.insts
             )?;
         }
+    }
+    Ok(())
+}
+
+/// Per traced wave: its instructions with issue time, the gap to the previous one, PC, token
+/// and disassembly.
+fn write_insts(
+    out: &mut dyn Write,
+    a: &BlobAnalysis,
+    map: &sqtt::map::InstMap,
+) -> io::Result<()> {
+    let mut by_wave: std::collections::BTreeMap<Option<u32>, Vec<&sqtt::map::MappedInst>> =
+        std::collections::BTreeMap::new();
+    for i in &map.insts {
+        by_wave.entry(i.wave).or_default().push(i);
+    }
+    for (wave, insts) in by_wave {
+        match wave.and_then(|w| a.waves.get(w as usize).map(|x| (w, x))) {
+            Some((w, x)) => writeln!(
+                out,
+                "wave W{w}: cu {} simd {} slot {}, cycles {}..{} ({} instructions)",
+                x.cu,
+                x.simd,
+                x.wave,
+                x.start,
+                x.end,
+                insts.len()
+            )?,
+            None => writeln!(out, "wave (unknown):")?,
+        }
+        writeln!(out, "{:>12} {:>6}  {:>8}  {:<15} instruction", "time", "gap", "pc", "token")?;
+        let mut prev: Option<i64> = None;
+        for i in insts {
+            let gap = prev.map_or(String::new(), |p| format!("{:+}", i.time - p));
+            prev = Some(i.time);
+            let token = match &i.op {
+                Some(op) => format!("{}:{op}", i.token),
+                None => i.token.to_string(),
+            };
+            writeln!(
+                out,
+                "{:>12} {:>6}  {:>#8x}  {:<15} {}",
+                i.time,
+                gap,
+                i.pc,
+                token,
+                i.inst.text()
+            )?;
+        }
+        writeln!(out)?;
     }
     Ok(())
 }

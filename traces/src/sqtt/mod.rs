@@ -12,6 +12,7 @@ pub mod canonical;
 pub mod decoder;
 pub mod encode;
 pub mod inst_op;
+pub mod map;
 pub mod packets;
 pub mod synth;
 pub mod time;
