@@ -1,7 +1,8 @@
 //! Decoding speed on given blobs, for side-by-side comparisons (see `bench/sqtt_vs_tinygrad.py`).
 //!
 //! `cargo run --release -p traces --example sqtt_speed -- [--repeat N] [--synthetic MIB]
-//! [--per-packet] BLOB...` (`--per-packet`: the one-packet-at-a-time iterator instead of runs)
+//! [--per-packet|--analyze] BLOB...` (`--per-packet`: the one-packet-at-a-time iterator instead
+//! of runs; `--analyze`: the whole per-blob analysis: waves, tokens, markers, statistics)
 //! prints one JSON line: bytes decoded, packets, wall seconds and CPU seconds of this thread
 //! (CPU time is what to compare on a busy machine).
 
@@ -25,10 +26,12 @@ fn main() {
     let mut synthetic_mib = 0usize;
     let mut files = Vec::new();
     let mut per_packet = false;
+    let mut analyze = false;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--repeat" => repeat = args.next().and_then(|v| v.parse().ok()).unwrap_or(1),
             "--per-packet" => per_packet = true,
+            "--analyze" => analyze = true,
             "--synthetic" => synthetic_mib = args.next().and_then(|v| v.parse().ok()).unwrap_or(0),
             _ => files.push(a),
         }
@@ -47,16 +50,25 @@ fn main() {
     for _ in 0..repeat {
         for b in &inputs {
             let mut d = Decoder::new(std::hint::black_box(b), opts);
-            if per_packet {
+            if analyze {
+                let a = traces::sqtt::analyze_with(
+                    b,
+                    None,
+                    traces::sqtt::AnalyzeOptions { keep_tokens: false, ..Default::default() },
+                )
+                .expect("not an SQTT blob");
+                packets += a.packet_total;
+                checksum = checksum.wrapping_add(a.waves.len() as i64);
+            } else if per_packet {
                 for p in d {
                     packets += 1;
                     checksum = checksum.wrapping_add(p.time);
                 }
             } else {
-                while let Some((p, n)) = d.next_run() {
+                d.for_each_run(|p, n| {
                     packets += n as u64;
                     checksum = checksum.wrapping_add(p.time);
-                }
+                });
             }
             bytes += b.len() as u64;
         }

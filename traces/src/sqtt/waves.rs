@@ -218,9 +218,7 @@ pub fn analyze_with(
     check_header(blob)?;
     let mut a = Analyzer::new(opts);
     let mut dec = Decoder::new(blob, opts.decode);
-    for p in dec.by_ref() {
-        a.packet(&p);
-    }
+    dec.for_each_run(|p, n| a.packet_run(p, n));
     let mut out = a.finish();
     out.decoded_nibbles = dec.consumed_nibbles();
     out.blob_nibbles = dec.blob_nibbles();
@@ -255,22 +253,27 @@ pub fn analyze_with(
     // The hardware writes the buffer in 32-byte units (gfx9 blobs carry an extra 8-byte
     // header), so a last packet cut at such a boundary is normal; any other length means the
     // blob itself was cut short.
-    let aligned = blob.len() % 32 == 0 || (blob.len() >= 8 && (blob.len() - 8) % 32 == 0);
-    if let Some(cut) = tail.cut {
-        if !aligned {
-            out.warn(
+    let aligned = match out.layout {
+        Some(Layout::Cdna) => blob.len() >= 8 && (blob.len() - 8) % 32 == 0,
+        _ => blob.len() % 32 == 0,
+    };
+    if !aligned {
+        let (offset, detail) = match tail.cut {
+            Some(cut) => (
                 cut.offset,
-                format!(
-                    "{} needs {} nibbles but only {} remain, and the blob length ({} bytes) is \
-                     not a whole number of 32-byte trace-buffer units: the blob is truncated",
-                    cut.name,
-                    cut.needed,
-                    cut.available,
-                    blob.len()
-                ),
-                opts.max_warnings,
-            );
-        }
+                format!("; its last packet ({}) needs {} nibbles, {} remain", cut.name, cut.needed, cut.available),
+            ),
+            None => (out.blob_nibbles, String::new()),
+        };
+        out.warn(
+            offset,
+            format!(
+                "the blob length ({} bytes) is not a whole number of 32-byte trace-buffer \
+                 units: the blob is truncated{detail}",
+                blob.len()
+            ),
+            opts.max_warnings,
+        );
     }
     out.cut_packet = tail.cut.map(|c| (c.offset, c.name));
     out.tail_packets = tail.packets;
@@ -306,6 +309,11 @@ pub struct Analyzer {
     layout: Layout,
     first_packet: bool,
     unknown_op_warned: bool,
+    /// Packets by layout and type index, and INST ops by layout and value (named at the end).
+    counts: [[u64; 32]; 3],
+    op_counts: [[u64; 256]; 3],
+    packets: u64,
+    last_time: i64,
 }
 
 fn key(sa: u8, cu: u16, simd: u8, wave: u8) -> u32 {
@@ -322,6 +330,10 @@ impl Analyzer {
             layout: Layout::Rdna3,
             first_packet: true,
             unknown_op_warned: false,
+            counts: [[0; 32]; 3],
+            op_counts: [[0; 256]; 3],
+            packets: 0,
+            last_time: 0,
         }
     }
 
@@ -375,14 +387,35 @@ impl Analyzer {
         }
     }
 
+    /// Account for one packet.
     pub fn packet(&mut self, p: &Packet) {
-        let o = &mut self.out;
-        o.packet_total += 1;
-        *o.packet_counts.entry(p.ty.name).or_default() += 1;
-        if o.first_time.is_none() {
-            o.first_time = Some(p.time);
+        self.packet_run(p, 1)
+    }
+
+    /// Account for a packet repeated `n` times (NOP runs from [`Decoder::for_each_run`]).
+    #[inline]
+    pub fn packet_run(&mut self, p: &Packet, n: u32) {
+        let l = p.layout as usize;
+        if let Some(c) = self.counts.get_mut(l).and_then(|c| c.get_mut(p.index as usize)) {
+            *c += n as u64;
         }
-        o.last_time = Some(p.time);
+        self.packets += n as u64;
+        if self.first_packet {
+            self.out.first_time = Some(p.time);
+        }
+        self.last_time = p.time;
+        if matches!(
+            p.ty.kind,
+            Kind::Nop | Kind::TimeDelta | Kind::WaveState | Kind::Event | Kind::AluExec | Kind::VmemExec
+        ) && !self.first_packet
+        {
+            return;
+        }
+        self.detail(p);
+    }
+
+    fn detail(&mut self, p: &Packet) {
+        let o = &mut self.out;
         let first = std::mem::replace(&mut self.first_packet, false);
         match p.ty.kind {
             Kind::LayoutHeader => {
@@ -454,7 +487,9 @@ impl Analyzer {
             Kind::Inst => {
                 let op = p.get(Role::Op).unwrap_or(0) as u32;
                 let name = op_name(self.layout, op);
-                *o.inst_ops.entry(name.to_string()).or_default() += 1;
+                if let Some(c) = self.op_counts.get_mut(self.layout as usize).and_then(|c| c.get_mut(op as usize)) {
+                    *c += 1;
+                }
                 if !name.is_known() && !self.unknown_op_warned {
                     self.unknown_op_warned = true;
                     self.warn(p.offset, format!("instruction token with unknown op {op:#x}"));
@@ -526,6 +561,27 @@ impl Analyzer {
 
     /// Close the analysis: drop waves that never ended (counted as anomalies).
     pub fn finish(mut self) -> BlobAnalysis {
+        self.out.packet_total = self.packets;
+        if self.packets > 0 {
+            self.out.last_time = Some(self.last_time);
+        }
+        for (layout, counts) in [Layout::Rdna3, Layout::Rdna4, Layout::Cdna].iter().zip(&self.counts) {
+            let types = super::packets::Table::for_layout(*layout).types;
+            for (i, &c) in counts.iter().enumerate() {
+                if c > 0 {
+                    if let Some(t) = types.get(i) {
+                        *self.out.packet_counts.entry(t.name).or_default() += c;
+                    }
+                }
+            }
+        }
+        for (layout, ops) in [Layout::Rdna3, Layout::Rdna4, Layout::Cdna].iter().zip(&self.op_counts) {
+            for (op, &c) in ops.iter().enumerate() {
+                if c > 0 {
+                    *self.out.inst_ops.entry(op_name(*layout, op as u32).to_string()).or_default() += c;
+                }
+            }
+        }
         let unended = self.ended.iter().filter(|e| !**e).count() as u64;
         if unended > 0 {
             *self.out.wave_anomalies.entry("start_without_end").or_default() += unended;
