@@ -57,34 +57,6 @@ pub struct DecodeArgs {
     pub program: Option<PathBuf>,
 }
 
-/// A memory-mapped (or, for empty files, empty) input blob.
-pub struct BlobFile {
-    map: Option<memmap2::Mmap>,
-}
-
-impl BlobFile {
-    pub fn open(path: &Path) -> Result<Self> {
-        let file =
-            std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-        let len = file.metadata().with_context(|| format!("cannot stat {}", path.display()))?.len();
-        if len == 0 {
-            return Ok(BlobFile { map: None });
-        }
-        // SAFETY: the map is read-only and private to this process; wavescope never writes the
-        // input, and a file truncated under us by another process is the one failure mmap
-        // readers accept (as every mmap-based tool does).
-        let map = unsafe { memmap2::Mmap::map(&file) }
-            .with_context(|| format!("cannot map {}", path.display()))?;
-        #[cfg(unix)]
-        let _ = map.advise(memmap2::Advice::Sequential);
-        Ok(BlobFile { map: Some(map) })
-    }
-
-    pub fn bytes(&self) -> &[u8] {
-        self.map.as_deref().unwrap_or(&[])
-    }
-}
-
 fn se_from_name(path: &Path) -> Option<u32> {
     let name = path.file_stem()?.to_str()?;
     let i = name.rfind("se")?;
@@ -107,7 +79,7 @@ pub fn run(a: DecodeArgs) -> Result<()> {
         Some(s) => Some(s.parse()?),
         None => None,
     };
-    let file = BlobFile::open(&a.blob)?;
+    let file = sqtt::file::SqttFile::open(&a.blob)?;
     let blob = file.bytes();
     let opts = DecodeOptions {
         framing: match a.framing {

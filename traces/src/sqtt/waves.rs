@@ -215,10 +215,28 @@ pub fn analyze_with(
     target: Option<GfxTarget>,
     opts: AnalyzeOptions,
 ) -> Result<BlobAnalysis, DecodeError> {
+    analyze_with_progress(blob, target, opts, &mut |_| {})
+}
+
+/// [`analyze_with`], calling `progress` with the number of bytes decoded so far every few
+/// thousand packets (to release memory-mapped pages, or drive a progress bar).
+pub fn analyze_with_progress(
+    blob: &[u8],
+    target: Option<GfxTarget>,
+    opts: AnalyzeOptions,
+    progress: &mut dyn FnMut(usize),
+) -> Result<BlobAnalysis, DecodeError> {
     check_header(blob)?;
     let mut a = Analyzer::new(opts);
     let mut dec = Decoder::new(blob, opts.decode);
-    dec.for_each_run(|p, n| a.packet_run(p, n));
+    let mut countdown = 0u32;
+    dec.for_each_run(|p, n| {
+        a.packet_run(p, n);
+        countdown = countdown.wrapping_sub(1);
+        if countdown & 0xffff == 0 {
+            progress((p.offset / 2) as usize);
+        }
+    });
     let mut out = a.finish();
     out.decoded_nibbles = dec.consumed_nibbles();
     out.blob_nibbles = dec.blob_nibbles();

@@ -1,0 +1,86 @@
+//! SQTT blobs on disk: memory-mapped, decoded in place, with the pages already decoded handed
+//! back to the kernel so that a multi-GiB capture does not stay resident.
+
+use super::waves::{analyze_with_progress, AnalyzeOptions, BlobAnalysis, DecodeError};
+use crate::target::GfxTarget;
+use std::path::{Path, PathBuf};
+
+/// Why a blob file could not be read or decoded.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {source}")]
+    Decode { path: PathBuf, source: DecodeError },
+}
+
+/// A memory-mapped SQTT blob.
+pub struct SqttFile {
+    path: PathBuf,
+    map: Option<memmap2::Mmap>,
+}
+
+/// Release decoded pages every this many bytes.
+const RELEASE_EVERY: usize = 64 << 20;
+
+impl SqttFile {
+    pub fn open(path: &Path) -> Result<Self, FileError> {
+        let io = |source| FileError::Io { path: path.to_path_buf(), source };
+        let file = std::fs::File::open(path).map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        let map = if len == 0 {
+            None
+        } else {
+            // SAFETY: a read-only private mapping that wavescope never writes through; the one
+            // hazard, another process truncating the file while it is mapped, is accepted as
+            // for every mmap-based reader.
+            let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+            #[cfg(unix)]
+            let _ = map.advise(memmap2::Advice::Sequential);
+            Some(map)
+        };
+        Ok(SqttFile { path: path.to_path_buf(), map })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        self.map.as_deref().unwrap_or(&[])
+    }
+
+    /// Let the kernel drop the pages of `bytes[..end]` (they are re-read from the file if
+    /// touched again).
+    pub fn release_before(&self, end: usize) {
+        #[cfg(unix)]
+        if let Some(map) = &self.map {
+            let end = end.min(map.len()) & !4095;
+            if end > 0 {
+                // SAFETY: DONTNEED on a private, never-written file mapping only drops clean
+                // pages; later reads fault them back in from the file with the same contents.
+                let _ = unsafe {
+                    map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, end)
+                };
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = end;
+    }
+
+    /// Analyse the blob, releasing its pages behind the decoder.
+    pub fn analyze(
+        &self,
+        target: Option<GfxTarget>,
+        opts: AnalyzeOptions,
+    ) -> Result<BlobAnalysis, FileError> {
+        let mut next = RELEASE_EVERY;
+        analyze_with_progress(self.bytes(), target, opts, &mut |consumed| {
+            if consumed >= next {
+                self.release_before(consumed);
+                next = consumed + RELEASE_EVERY;
+            }
+        })
+        .map_err(|source| FileError::Decode { path: self.path.clone(), source })
+    }
+}
