@@ -13,7 +13,9 @@ use traces::sqtt::{self, synth, AnalyzeOptions, DecodeOptions, Decoder};
 const STREAM_BYTES: usize = 256 << 20;
 
 fn blobs(arch: &str) -> Vec<Vec<u8>> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces").join(arch);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/traces")
+        .join(arch);
     let mut out = Vec::new();
     let mut cases: Vec<_> = std::fs::read_dir(&root)
         .unwrap_or_else(|e| panic!("{}: {e} (the shared captures are needed)", root.display()))
@@ -22,7 +24,11 @@ fn blobs(arch: &str) -> Vec<Vec<u8>> {
         .collect();
     cases.sort();
     for c in cases {
-        let mut files: Vec<_> = std::fs::read_dir(&c).unwrap().flatten().map(|e| e.path()).collect();
+        let mut files: Vec<_> = std::fs::read_dir(&c)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
         files.sort();
         for f in files {
             if f.extension().is_some_and(|e| e == "sqtt") {
@@ -53,8 +59,13 @@ fn bench(c: &mut Criterion) {
             })
         });
         g.bench_function("analyze", |b| {
-            let opts = AnalyzeOptions { keep_tokens: false, ..AnalyzeOptions::default() };
-            b.iter(|| black_box(sqtt::analyze_with(black_box(&stream), None, opts).unwrap()).packet_total)
+            let opts = AnalyzeOptions {
+                keep_tokens: false,
+                ..AnalyzeOptions::default()
+            };
+            b.iter(|| {
+                black_box(sqtt::analyze_with(black_box(&stream), None, opts).unwrap()).packet_total
+            })
         });
         g.finish();
     }

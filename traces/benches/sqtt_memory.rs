@@ -49,7 +49,11 @@ fn main() {
     drop(blobs);
     let size = std::fs::metadata(&path).unwrap().len();
     let base = vm_hwm_bytes();
-    println!("file: {:.2} GiB; peak RSS before decoding: {:.1} MiB", size as f64 / (1u64 << 30) as f64, base as f64 / 1048576.0);
+    println!(
+        "file: {:.2} GiB; peak RSS before decoding: {:.1} MiB",
+        size as f64 / (1u64 << 30) as f64,
+        base as f64 / 1048576.0
+    );
 
     let file = sqtt::file::SqttFile::open(&path).unwrap();
     let mut packets = 0u64;
@@ -66,7 +70,10 @@ fn main() {
 
     let file = sqtt::file::SqttFile::open(&path).unwrap();
     let t = std::time::Instant::now();
-    let opts = AnalyzeOptions { keep_tokens: false, ..AnalyzeOptions::default() };
+    let opts = AnalyzeOptions {
+        keep_tokens: false,
+        ..AnalyzeOptions::default()
+    };
     let a = file.analyze(None, opts).unwrap();
     let analyze_s = t.elapsed().as_secs_f64();
     let after = vm_hwm_bytes();

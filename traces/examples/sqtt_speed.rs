@@ -36,8 +36,10 @@ fn main() {
             _ => files.push(a),
         }
     }
-    let blobs: Vec<Vec<u8>> =
-        files.iter().map(|f| std::fs::read(f).unwrap_or_else(|e| panic!("{f}: {e}"))).collect();
+    let blobs: Vec<Vec<u8>> = files
+        .iter()
+        .map(|f| std::fs::read(f).unwrap_or_else(|e| panic!("{f}: {e}")))
+        .collect();
     let inputs: Vec<Vec<u8>> = if synthetic_mib > 0 {
         let refs: Vec<&[u8]> = blobs.iter().map(|b| b.as_slice()).collect();
         vec![synth::stream(&synth::period(&refs), synthetic_mib << 20)]
@@ -54,7 +56,10 @@ fn main() {
                 let a = traces::sqtt::analyze_with(
                     b,
                     None,
-                    traces::sqtt::AnalyzeOptions { keep_tokens: false, ..Default::default() },
+                    traces::sqtt::AnalyzeOptions {
+                        keep_tokens: false,
+                        ..Default::default()
+                    },
                 )
                 .expect("not an SQTT blob");
                 packets += a.packet_total;

@@ -29,7 +29,11 @@ impl GfxTarget {
     pub const GFX950: GfxTarget = GfxTarget::new(9, 5, 0);
 
     pub const fn new(major: u32, minor: u32, stepping: u32) -> Self {
-        GfxTarget { major, minor, stepping }
+        GfxTarget {
+            major,
+            minor,
+            stepping,
+        }
     }
 
     /// From KFD's `gfx_target_version` property (`110000` = gfx1100, `90500` = gfx950).
@@ -90,9 +94,18 @@ mod tests {
     fn parses_llvm_names() {
         assert_eq!("gfx1100".parse::<GfxTarget>().unwrap(), GfxTarget::GFX1100);
         assert_eq!("gfx950".parse::<GfxTarget>().unwrap(), GfxTarget::GFX950);
-        assert_eq!("gfx90a".parse::<GfxTarget>().unwrap(), GfxTarget::new(9, 0, 10));
-        assert_eq!("gfx1151".parse::<GfxTarget>().unwrap().to_string(), "gfx1151");
-        assert_eq!(GfxTarget::from_target_version(120001).to_string(), "gfx1201");
+        assert_eq!(
+            "gfx90a".parse::<GfxTarget>().unwrap(),
+            GfxTarget::new(9, 0, 10)
+        );
+        assert_eq!(
+            "gfx1151".parse::<GfxTarget>().unwrap().to_string(),
+            "gfx1151"
+        );
+        assert_eq!(
+            GfxTarget::from_target_version(120001).to_string(),
+            "gfx1201"
+        );
         assert!("gfx".parse::<GfxTarget>().is_err());
         assert!("sm_90".parse::<GfxTarget>().is_err());
         assert_eq!(GfxTarget::GFX950.family(), Some(Family::Cdna));

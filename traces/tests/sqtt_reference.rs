@@ -20,11 +20,18 @@ fn shared_traces() -> PathBuf {
 fn cases() -> Vec<(PathBuf, Value)> {
     let mut out = Vec::new();
     let root = shared_traces();
-    let mut archs: Vec<_> = std::fs::read_dir(&root).unwrap().flatten().map(|e| e.path()).collect();
+    let mut archs: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
     archs.sort();
     for arch in archs {
-        let mut dirs: Vec<_> =
-            std::fs::read_dir(&arch).unwrap().flatten().map(|e| e.path()).collect();
+        let mut dirs: Vec<_> = std::fs::read_dir(&arch)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
         dirs.sort();
         for dir in dirs {
             let r = dir.join("reference.json");
@@ -34,7 +41,11 @@ fn cases() -> Vec<(PathBuf, Value)> {
             }
         }
     }
-    assert!(out.len() >= 8, "expected the shared captures, found {}", out.len());
+    assert!(
+        out.len() >= 8,
+        "expected the shared captures, found {}",
+        out.len()
+    );
     out
 }
 
@@ -45,7 +56,11 @@ fn hex(b: &[u8]) -> String {
 fn blob_of(dir: &Path, ev: &Value) -> Vec<u8> {
     let name = format!("kern{}_se{}.sqtt", ev["kern"], ev["se"]);
     let blob = std::fs::read(dir.join(&name)).unwrap();
-    assert_eq!(hex(&Sha256::digest(&blob)), ev["blob_sha256"].as_str().unwrap(), "{name}");
+    assert_eq!(
+        hex(&Sha256::digest(&blob)),
+        ev["blob_sha256"].as_str().unwrap(),
+        "{name}"
+    );
     blob
 }
 
@@ -90,28 +105,58 @@ fn summary_equals_reference_for_every_blob() {
                 "{ctx}: unexpected warnings on a real capture: {:?}",
                 a.warnings
             );
-            assert_eq!(a.packet_total, want["packet_total"].as_u64().unwrap(), "{ctx}");
+            assert_eq!(
+                a.packet_total,
+                want["packet_total"].as_u64().unwrap(),
+                "{ctx}"
+            );
             let counts: std::collections::BTreeMap<String, u64> =
                 serde_json::from_value(want["packet_counts"].clone()).unwrap();
-            let got: std::collections::BTreeMap<String, u64> =
-                a.packet_counts.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+            let got: std::collections::BTreeMap<String, u64> = a
+                .packet_counts
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect();
             assert_eq!(got, counts, "{ctx}");
-            assert_eq!(a.decoded_nibbles, want["decoded_nibbles"].as_u64().unwrap(), "{ctx}");
-            assert_eq!(a.blob_nibbles, want["blob_nibbles"].as_u64().unwrap(), "{ctx}");
+            assert_eq!(
+                a.decoded_nibbles,
+                want["decoded_nibbles"].as_u64().unwrap(),
+                "{ctx}"
+            );
+            assert_eq!(
+                a.blob_nibbles,
+                want["blob_nibbles"].as_u64().unwrap(),
+                "{ctx}"
+            );
             assert_eq!(a.first_time, Some(as_i64(&want["first_time"])), "{ctx}");
             assert_eq!(a.last_time, Some(as_i64(&want["last_time"])), "{ctx}");
-            assert_eq!(a.instruction_packets, want["instruction_packets"].as_u64().unwrap(), "{ctx}");
+            assert_eq!(
+                a.instruction_packets,
+                want["instruction_packets"].as_u64().unwrap(),
+                "{ctx}"
+            );
             let ops: std::collections::BTreeMap<String, u64> =
                 serde_json::from_value(want["inst_ops"].clone()).unwrap();
             assert_eq!(a.inst_ops, ops, "{ctx}");
             let breakdown: std::collections::BTreeMap<String, u64> =
                 serde_json::from_value(want["instruction_breakdown"].clone()).unwrap();
-            let got: std::collections::BTreeMap<String, u64> =
-                a.instruction_breakdown.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+            let got: std::collections::BTreeMap<String, u64> = a
+                .instruction_breakdown
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect();
             assert_eq!(got, breakdown, "{ctx}");
-            assert_eq!(a.wave_starts, want["wave_starts"].as_u64().unwrap(), "{ctx}");
+            assert_eq!(
+                a.wave_starts,
+                want["wave_starts"].as_u64().unwrap(),
+                "{ctx}"
+            );
             assert_eq!(a.wave_ends, want["wave_ends"].as_u64().unwrap(), "{ctx}");
-            assert_eq!(a.waves.len() as u64, want["wave_count"].as_u64().unwrap(), "{ctx}");
+            assert_eq!(
+                a.waves.len() as u64,
+                want["wave_count"].as_u64().unwrap(),
+                "{ctx}"
+            );
             assert!(want["wave_anomalies"].as_object().unwrap().is_empty());
             assert!(a.wave_anomalies.is_empty(), "{ctx}: {:?}", a.wave_anomalies);
             // Waves: same fields, in WAVESTART order like the reference.
@@ -134,7 +179,14 @@ fn summary_equals_reference_for_every_blob() {
                 .waves
                 .iter()
                 .map(|w| {
-                    (w.start, w.end, w.cu as u64, w.simd as u64, w.wave as u64, w.insts as u64)
+                    (
+                        w.start,
+                        w.end,
+                        w.cu as u64,
+                        w.simd as u64,
+                        w.wave as u64,
+                        w.insts as u64,
+                    )
                 })
                 .collect();
             assert_eq!(got_waves, want_waves, "{ctx}");
@@ -219,9 +271,17 @@ fn short_delta_offset_matches_the_encoder() {
     let offset = DecodeOptions::default().short_delta_offset as u64;
     assert_eq!(offset, 4);
     // 3-bit delta fields (REG, INST, WAVEEND...) hold 0..=7: the smallest short gap is 8.
-    assert_eq!(min_field.get(&7).map(|f| f + offset), Some(8), "{min_field:?}");
+    assert_eq!(
+        min_field.get(&7).map(|f| f + offset),
+        Some(8),
+        "{min_field:?}"
+    );
     // 2-bit fields (WAVESTART, ALUEXEC...) hold 0..=3: the smallest short gap is 4.
-    assert_eq!(min_field.get(&3).map(|f| f + offset), Some(4), "{min_field:?}");
+    assert_eq!(
+        min_field.get(&3).map(|f| f + offset),
+        Some(4),
+        "{min_field:?}"
+    );
 }
 
 /// Every packet type's size follows the reference rule and no type is longer than 18 nibbles.

@@ -28,7 +28,11 @@ fn reference_decode(data: &[u8]) -> Vec<(u64, i64, &'static str, u64)> {
             for i in 0..read {
                 chunk |= (*data.get(pos + i).unwrap_or(&0) as u64) << (8 * i);
             }
-            reg = if read == 8 { chunk } else { (reg >> (read * 8)) | (chunk << (64 - read * 8)) };
+            reg = if read == 8 {
+                chunk
+            } else {
+                (reg >> (read * 8)) | (chunk << (64 - read * 8))
+            };
             pos += byte_count;
         }
         nib_off = need & 1;
@@ -81,7 +85,9 @@ fn reference_decode(data: &[u8]) -> Vec<(u64, i64, &'static str, u64)> {
 }
 
 fn ours(data: &[u8]) -> Vec<(u64, i64, &'static str, u64)> {
-    Decoder::new(data, DecodeOptions::default()).map(|p| (p.offset, p.time, p.ty.name, p.raw)).collect()
+    Decoder::new(data, DecodeOptions::default())
+        .map(|p| (p.offset, p.time, p.ty.name, p.raw))
+        .collect()
 }
 
 /// Compare, ignoring `raw` for NOPs (the fast path reports only the NOP's own nibble).
@@ -155,8 +161,14 @@ fn truncated_real_blobs_decode_partially_with_a_warning() {
             a.warnings
         );
     }
-    assert!(matches!(sqtt::analyze(&blob[..5], None), Err(sqtt::DecodeError::TooShort { .. })));
-    assert!(matches!(sqtt::analyze(&[], None), Err(sqtt::DecodeError::Empty)));
+    assert!(matches!(
+        sqtt::analyze(&blob[..5], None),
+        Err(sqtt::DecodeError::TooShort { .. })
+    ));
+    assert!(matches!(
+        sqtt::analyze(&[], None),
+        Err(sqtt::DecodeError::Empty)
+    ));
     // Random bytes that do not start with a layout header are refused.
     assert!(matches!(
         sqtt::analyze(&[0x02; 64], None),
@@ -170,5 +182,11 @@ fn wrong_architecture_is_reported() {
         .join("../../shared/traces/gfx1200/plus_run_0/kern0_se1.sqtt");
     let blob = std::fs::read(&path).unwrap();
     let a = sqtt::analyze(&blob, Some("gfx1100".parse().unwrap())).unwrap();
-    assert!(a.warnings.iter().any(|w| w.offset == 0 && w.message.contains("rdna4")), "{:?}", a.warnings);
+    assert!(
+        a.warnings
+            .iter()
+            .any(|w| w.offset == 0 && w.message.contains("rdna4")),
+        "{:?}",
+        a.warnings
+    );
 }

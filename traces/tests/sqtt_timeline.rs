@@ -9,7 +9,11 @@ use traces::sqtt::{self, dispatch_time_maps, Layout};
 #[test]
 fn waves_fall_inside_their_kernel_range() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces");
-    assert!(root.is_dir(), "shared captures missing at {}", root.display());
+    assert!(
+        root.is_dir(),
+        "shared captures missing at {}",
+        root.display()
+    );
     let mut worst_us = f64::NEG_INFINITY;
     let mut worst_at = String::new();
     let mut placed = 0usize;
@@ -17,7 +21,12 @@ fn waves_fall_inside_their_kernel_range() {
     let mut cases: Vec<_> = std::fs::read_dir(&root)
         .unwrap()
         .flatten()
-        .flat_map(|a| std::fs::read_dir(a.path()).unwrap().flatten().map(|c| c.path()))
+        .flat_map(|a| {
+            std::fs::read_dir(a.path())
+                .unwrap()
+                .flatten()
+                .map(|c| c.path())
+        })
         .collect();
     cases.sort();
     for dir in cases {
@@ -31,9 +40,14 @@ fn waves_fall_inside_their_kernel_range() {
         let events = r["sqtt_events"].as_array().unwrap();
         let blobs: Vec<Vec<u8>> = events
             .iter()
-            .map(|e| std::fs::read(dir.join(format!("kern{}_se{}.sqtt", e["kern"], e["se"]))).unwrap())
+            .map(|e| {
+                std::fs::read(dir.join(format!("kern{}_se{}.sqtt", e["kern"], e["se"]))).unwrap()
+            })
             .collect();
-        let analyses: Vec<_> = blobs.iter().map(|b| sqtt::analyze(b, None).unwrap()).collect();
+        let analyses: Vec<_> = blobs
+            .iter()
+            .map(|b| sqtt::analyze(b, None).unwrap())
+            .collect();
         let refs: Vec<_> = analyses.iter().collect();
         let maps = dispatch_time_maps(&refs, Some((st * 100.0).round() as u64));
         for ((ev, a), map) in events.iter().zip(&analyses).zip(&maps) {
@@ -42,7 +56,11 @@ fn waves_fall_inside_their_kernel_range() {
             }
             let ctx = format!("{} se {}", dir.display(), ev["se"]);
             let Some(map) = map else {
-                assert_eq!(a.layout, Some(Layout::Cdna), "{ctx}: an RDNA blob could not be placed");
+                assert_eq!(
+                    a.layout,
+                    Some(Layout::Cdna),
+                    "{ctx}: an RDNA blob could not be placed"
+                );
                 unplaceable.push(ctx);
                 continue;
             };

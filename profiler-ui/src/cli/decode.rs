@@ -60,7 +60,10 @@ pub struct DecodeArgs {
 fn se_from_name(path: &Path) -> Option<u32> {
     let name = path.file_stem()?.to_str()?;
     let i = name.rfind("se")?;
-    let digits: String = name[i + 2..].chars().take_while(|c| c.is_ascii_digit()).collect();
+    let digits: String = name[i + 2..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
     digits.parse().ok()
 }
 
@@ -108,8 +111,12 @@ pub fn run(a: DecodeArgs) -> Result<()> {
             })
         }
         Format::Insts => {
-            let path = a.program.as_ref().context("--format insts needs --program FILE.elf")?;
-            let elf = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+            let path = a
+                .program
+                .as_ref()
+                .context("--format insts needs --program FILE.elf")?;
+            let elf =
+                std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
             let code = traces::isa::CodeObject::parse(&elf)
                 .with_context(|| format!("{}: not a usable code object", path.display()))?;
             let analysis = analyze(blob, target, opts, false)?;
@@ -135,13 +142,20 @@ fn analyze(
     decode: DecodeOptions,
     keep_tokens: bool,
 ) -> Result<BlobAnalysis> {
-    let opts = AnalyzeOptions { decode, keep_tokens, ..AnalyzeOptions::default() };
+    let opts = AnalyzeOptions {
+        decode,
+        keep_tokens,
+        ..AnalyzeOptions::default()
+    };
     Ok(sqtt::analyze_with(blob, target, opts)?)
 }
 
 fn report_warnings(name: &str, a: &BlobAnalysis) {
     for w in &a.warnings {
-        eprintln!("wavescope: warning: {name}: nibble offset {}: {}", w.offset, w.message);
+        eprintln!(
+            "wavescope: warning: {name}: nibble offset {}: {}",
+            w.offset, w.message
+        );
     }
 }
 
@@ -158,7 +172,11 @@ pub fn summary_json(a: &BlobAnalysis, se: Option<u32>, blob: &[u8], opts: Decode
             v
         })
         .collect();
-    let markers: Vec<Value> = a.markers.iter().map(|m| json!([m.time, m.realtime])).collect();
+    let markers: Vec<Value> = a
+        .markers
+        .iter()
+        .map(|m| json!([m.time, m.realtime]))
+        .collect();
     let userdata: Vec<Value> = a
         .userdata_writes
         .iter()
@@ -212,10 +230,18 @@ fn write_text(
         a.markers.len()
     )?;
     if let Some(clock) = a.shader_clock_hz_estimate() {
-        writeln!(out, "shader clock ≈ {:.3} GHz (first to last marker)", clock / 1e9)?;
+        writeln!(
+            out,
+            "shader clock ≈ {:.3} GHz (first to last marker)",
+            clock / 1e9
+        )?;
     }
     writeln!(out)?;
-    writeln!(out, "{:>9} {:>12} {:>6}  {:<24} details", "nibble", "time", "Δt", "packet")?;
+    writeln!(
+        out,
+        "{:>9} {:>12} {:>6}  {:<24} details",
+        "nibble", "time", "Δt", "packet"
+    )?;
     // Wave numbers by the nibble offset of their start/end packet.
     let mut wave_at = std::collections::HashMap::new();
     for (i, w) in a.waves.iter().enumerate() {
@@ -246,7 +272,9 @@ fn write_text(
                 details = format!("layout {l}");
             }
             Kind::WaveStart | Kind::WaveEnd => {
-                let id = wave_at.get(&p.offset).map_or("W?".to_string(), |i| format!("W{i}"));
+                let id = wave_at
+                    .get(&p.offset)
+                    .map_or("W?".to_string(), |i| format!("W{i}"));
                 let w = wave_at.get(&p.offset).and_then(|i| a.waves.get(*i));
                 match w {
                     Some(w) => {
@@ -298,7 +326,11 @@ fn write_text(
                 }
             }
         }
-        writeln!(out, "{:>9} {:>12} {:>+6}  {:<24} {}", p.offset, p.time, dt, p.ty.name, details)?;
+        writeln!(
+            out,
+            "{:>9} {:>12} {:>+6}  {:<24} {}",
+            p.offset, p.time, dt, p.ty.name, details
+        )?;
     }
     if !a.waves.is_empty() {
         writeln!(out)?;
@@ -327,11 +359,7 @@ fn write_text(
 
 /// Per traced wave: its instructions with issue time, the gap to the previous one, PC, token
 /// and disassembly.
-fn write_insts(
-    out: &mut dyn Write,
-    a: &BlobAnalysis,
-    map: &sqtt::map::InstMap,
-) -> io::Result<()> {
+fn write_insts(out: &mut dyn Write, a: &BlobAnalysis, map: &sqtt::map::InstMap) -> io::Result<()> {
     let mut by_wave: std::collections::BTreeMap<Option<u32>, Vec<&sqtt::map::MappedInst>> =
         std::collections::BTreeMap::new();
     for i in &map.insts {
@@ -351,7 +379,11 @@ fn write_insts(
             )?,
             None => writeln!(out, "wave (unknown):")?,
         }
-        writeln!(out, "{:>12} {:>6}  {:>8}  {:<15} instruction", "time", "gap", "pc", "token")?;
+        writeln!(
+            out,
+            "{:>12} {:>6}  {:>8}  {:<15} instruction",
+            "time", "gap", "pc", "token"
+        )?;
         let mut prev: Option<i64> = None;
         for i in insts {
             let gap = prev.map_or(String::new(), |p| format!("{:+}", i.time - p));

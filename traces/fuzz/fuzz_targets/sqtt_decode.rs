@@ -7,8 +7,18 @@ use traces::sqtt::{self, canonical, AnalyzeOptions, DecodeOptions, Decoder, Fram
 
 fuzz_target!(|data: &[u8]| {
     for framing in [Framing::Reference, Framing::Hardware] {
-        let decode = DecodeOptions { framing, ..Default::default() };
-        let _ = sqtt::analyze_with(data, None, AnalyzeOptions { decode, ..Default::default() });
+        let decode = DecodeOptions {
+            framing,
+            ..Default::default()
+        };
+        let _ = sqtt::analyze_with(
+            data,
+            None,
+            AnalyzeOptions {
+                decode,
+                ..Default::default()
+            },
+        );
         let mut sink = Vec::new();
         let _ = canonical::write_blob(&mut sink, data, decode);
         let per_packet = Decoder::new(data, decode).count() as u64;

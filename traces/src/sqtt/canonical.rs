@@ -20,7 +20,11 @@ pub fn write_line<W: Write + ?Sized>(out: &mut W, p: &Packet) -> io::Result<()> 
 }
 
 /// Write every packet of a blob in canonical form.
-pub fn write_blob<W: Write + ?Sized>(out: &mut W, blob: &[u8], opts: DecodeOptions) -> io::Result<u64> {
+pub fn write_blob<W: Write + ?Sized>(
+    out: &mut W,
+    blob: &[u8],
+    opts: DecodeOptions,
+) -> io::Result<u64> {
     let mut n = 0;
     for p in Decoder::new(blob, opts) {
         write_line(out, &p)?;

@@ -35,7 +35,10 @@ pub struct DecodeOptions {
 
 impl Default for DecodeOptions {
     fn default() -> Self {
-        DecodeOptions { framing: Framing::Reference, short_delta_offset: 4 }
+        DecodeOptions {
+            framing: Framing::Reference,
+            short_delta_offset: 4,
+        }
     }
 }
 
@@ -70,7 +73,10 @@ impl Packet {
 
     /// All printable fields with their values, in canonical order.
     pub fn fields(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
-        self.ty.fields.iter().map(move |f| (f.name, f.get(self.raw)))
+        self.ty
+            .fields
+            .iter()
+            .map(move |f| (f.name, f.get(self.raw)))
     }
 
     /// True for a TS_DELTA_OR_MARK packet that carries the realtime clock (`rt=1, pl=0`).
@@ -415,7 +421,8 @@ impl<'a> Decoder<'a> {
                     // The first byte (which decides everything) with one short shift, so the
                     // position -> position chain stays short; the rest of the 64 bits aside.
                     let first = (lo >> shift) as u8;
-                    let raw = (lo >> shift) | ((hi << 1) << (63 - shift)) & (shift as u64).wrapping_neg();
+                    let raw =
+                        (lo >> shift) | ((hi << 1) << (63 - shift)) & (shift as u64).wrapping_neg();
                     let info = table.info[first as usize];
                     if info.special != 0 {
                         break;
@@ -523,7 +530,7 @@ impl<'a> Decoder<'a> {
         let offset = p;
         self.offset = p + size as u64;
         self.pos += size as u64;
-        if size > 16 && self.opts.framing == Framing::Reference && p % 2 == 0 {
+        if size > 16 && self.opts.framing == Framing::Reference && p.is_multiple_of(2) {
             // The reference window reads 8 bytes but advances 9 here: emulate it from now on.
             self.desync_at = Some(offset);
             let end = p + 16;

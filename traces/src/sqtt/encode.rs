@@ -17,7 +17,10 @@ impl NibbleWriter {
     }
 
     pub fn with_capacity(bytes: usize) -> Self {
-        NibbleWriter { bytes: Vec::with_capacity(bytes), half: false }
+        NibbleWriter {
+            bytes: Vec::with_capacity(bytes),
+            half: false,
+        }
     }
 
     /// Nibbles written so far.
@@ -68,7 +71,12 @@ pub enum EncodeError {
     #[error("{packet} has no field {field}")]
     NoField { packet: &'static str, field: String },
     #[error("{packet}.{field} = {value} does not fit in {bits} bits")]
-    TooWide { packet: &'static str, field: &'static str, value: u64, bits: u32 },
+    TooWide {
+        packet: &'static str,
+        field: &'static str,
+        value: u64,
+        bits: u32,
+    },
 }
 
 /// Assemble a packet's first 64 bits from field values (by canonical name); the pattern bits
@@ -82,7 +90,12 @@ pub fn assemble(ty: &PacketType, fields: &[(&str, u64)]) -> Result<u64, EncodeEr
         })?;
         let bits = f.width();
         if bits < 64 && value >> bits != 0 {
-            return Err(EncodeError::TooWide { packet: ty.name, field: f.name, value, bits });
+            return Err(EncodeError::TooWide {
+                packet: ty.name,
+                field: f.name,
+                value,
+                bits,
+            });
         }
         raw |= value << f.lo;
     }
@@ -102,18 +115,35 @@ mod tests {
         let header = assemble(t.by_name("LAYOUT_HEADER").unwrap(), &[("layout", 3)]).unwrap();
         w.push(header, 16);
         let ws = t.by_name("WAVESTART").unwrap();
-        w.push(assemble(ws, &[("delta", 2), ("wgp", 1), ("wave", 5)]).unwrap(), ws.nibbles);
+        w.push(
+            assemble(ws, &[("delta", 2), ("wgp", 1), ("wave", 5)]).unwrap(),
+            ws.nibbles,
+        );
         let inst = t.by_name("INST").unwrap();
-        w.push(assemble(inst, &[("delta", 3), ("wave", 5), ("op", 0x21)]).unwrap(), inst.nibbles);
+        w.push(
+            assemble(inst, &[("delta", 3), ("wave", 5), ("op", 0x21)]).unwrap(),
+            inst.nibbles,
+        );
         let we = t.by_name("WAVEEND").unwrap();
-        w.push(assemble(we, &[("delta", 7), ("wgp", 1), ("wave", 5)]).unwrap(), we.nibbles);
+        w.push(
+            assemble(we, &[("delta", 7), ("wgp", 1), ("wave", 5)]).unwrap(),
+            we.nibbles,
+        );
         w.pad_to(32);
-        let opts = DecodeOptions { framing: Framing::Hardware, ..Default::default() };
-        let p: Vec<_> = Decoder::new(w.as_bytes(), opts).filter(|p| p.ty.name != "NOP").collect();
+        let opts = DecodeOptions {
+            framing: Framing::Hardware,
+            ..Default::default()
+        };
+        let p: Vec<_> = Decoder::new(w.as_bytes(), opts)
+            .filter(|p| p.ty.name != "NOP")
+            .collect();
         let names: Vec<_> = p.iter().map(|p| p.ty.name).collect();
         assert_eq!(names, ["LAYOUT_HEADER", "WAVESTART", "INST", "WAVEEND"]);
         assert_eq!(p[3].time, 12);
         assert_eq!(p[2].fields().find(|f| f.0 == "op"), Some(("op", 0x21)));
-        assert!(matches!(assemble(inst, &[("op", 0x100)]), Err(EncodeError::TooWide { .. })));
+        assert!(matches!(
+            assemble(inst, &[("op", 0x100)]),
+            Err(EncodeError::TooWide { .. })
+        ));
     }
 }

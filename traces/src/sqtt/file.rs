@@ -9,7 +9,10 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum FileError {
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path}: {source}")]
     Decode { path: PathBuf, source: DecodeError },
 }
@@ -25,7 +28,10 @@ const RELEASE_EVERY: usize = 64 << 20;
 
 impl SqttFile {
     pub fn open(path: &Path) -> Result<Self, FileError> {
-        let io = |source| FileError::Io { path: path.to_path_buf(), source };
+        let io = |source| FileError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
         let file = std::fs::File::open(path).map_err(io)?;
         let len = file.metadata().map_err(io)?.len();
         let map = if len == 0 {
@@ -39,7 +45,10 @@ impl SqttFile {
             let _ = map.advise(memmap2::Advice::Sequential);
             Some(map)
         };
-        Ok(SqttFile { path: path.to_path_buf(), map })
+        Ok(SqttFile {
+            path: path.to_path_buf(),
+            map,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -81,6 +90,9 @@ impl SqttFile {
                 next = consumed + RELEASE_EVERY;
             }
         })
-        .map_err(|source| FileError::Decode { path: self.path.clone(), source })
+        .map_err(|source| FileError::Decode {
+            path: self.path.clone(),
+            source,
+        })
     }
 }

@@ -169,15 +169,25 @@ const CDNA_NAMES: &[(u32, &str)] = &[
     (28, "VALU_MAI"),
 ];
 
-/// `(category, first value, last value, cycle count of the first value)` of the other-SIMD ranges.
-const RDNA3_OTHER: &[(&str, u32, u32, u32)] =
-    &[("LDS", 0x50, 0x54, 1), ("FLAT", 0x55, 0x59, 2), ("VMEM", 0x5a, 0x66, 1)];
-const RDNA4_OTHER: &[(&str, u32, u32, u32)] =
-    &[("LDS", 0x50, 0x54, 1), ("FLAT", 0x55, 0x59, 2), ("VMEM", 0xbc, 0xdd, 1)];
+/// `(category, first value, last value, cycle count of the first value)` of an other-SIMD range.
+type OtherRange = (&'static str, u32, u32, u32);
+/// Op values with a fixed name.
+type Names = &'static [(u32, &'static str)];
+
+const RDNA3_OTHER: &[OtherRange] = &[
+    ("LDS", 0x50, 0x54, 1),
+    ("FLAT", 0x55, 0x59, 2),
+    ("VMEM", 0x5a, 0x66, 1),
+];
+const RDNA4_OTHER: &[OtherRange] = &[
+    ("LDS", 0x50, 0x54, 1),
+    ("FLAT", 0x55, 0x59, 2),
+    ("VMEM", 0xbc, 0xdd, 1),
+];
 
 /// The name of an instruction token's op value for a layout.
 pub fn op_name(layout: Layout, op: u32) -> OpName {
-    let (names, other): (&[(u32, &str)], &[(&str, u32, u32, u32)]) = match layout {
+    let (names, other): (Names, &[OtherRange]) = match layout {
         Layout::Rdna3 => (RDNA3_NAMES, RDNA3_OTHER),
         Layout::Rdna4 => (RDNA4_NAMES, RDNA4_OTHER),
         Layout::Cdna => (CDNA_NAMES, &[]),

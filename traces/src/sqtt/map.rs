@@ -74,12 +74,18 @@ impl Program {
                 insts.insert(line.addr, i);
             }
         }
-        Program { insts, entry: code.text_addr }
+        Program {
+            insts,
+            entry: code.text_addr,
+        }
     }
 }
 
 fn skipped(i: &Instruction) -> bool {
-    matches!(i.mnemonic(), "s_delay_alu" | "s_wait_alu" | "s_barrier_wait")
+    matches!(
+        i.mnemonic(),
+        "s_delay_alu" | "s_wait_alu" | "s_barrier_wait"
+    )
 }
 
 /// Map the instruction tokens of one SE blob onto the program.
@@ -94,13 +100,22 @@ pub fn map_insts(
 ) -> InstMap {
     let program = Program::new(code);
     let wave_by_start: HashMap<u64, u32> = analysis
-        .map(|a| a.waves.iter().enumerate().map(|(i, w)| (w.start_offset, i as u32)).collect())
+        .map(|a| {
+            a.waves
+                .iter()
+                .enumerate()
+                .map(|(i, w)| (w.start_offset, i as u32))
+                .collect()
+        })
         .unwrap_or_default();
     let mut out = InstMap::default();
     // Per slot: current PC and the wave index.
     let mut live: HashMap<u8, (u64, Option<u32>)> = HashMap::new();
     let fail = |out: &mut InstMap, p: &Packet, message: String| {
-        out.error = Some(MapError { offset: p.offset, message });
+        out.error = Some(MapError {
+            offset: p.offset,
+            message,
+        });
     };
     for p in Decoder::new(blob, opts) {
         let layout = p.layout;
@@ -121,18 +136,30 @@ pub fn map_insts(
         match p.ty.kind {
             Kind::WaveStart => {
                 if live.contains_key(&slot) {
-                    fail(&mut out, &p, format!("WAVESTART for slot {slot}, which is already live"));
+                    fail(
+                        &mut out,
+                        &p,
+                        format!("WAVESTART for slot {slot}, which is already live"),
+                    );
                     break;
                 }
                 live.insert(slot, (program.entry, wave_by_start.get(&p.offset).copied()));
             }
             Kind::WaveEnd if layout != Layout::Cdna => {
                 let Some((pc, wave)) = live.remove(&slot) else {
-                    fail(&mut out, &p, format!("WAVEEND for slot {slot}, which is not live"));
+                    fail(
+                        &mut out,
+                        &p,
+                        format!("WAVEEND for slot {slot}, which is not live"),
+                    );
                     break;
                 };
                 let Some(inst) = program.insts.get(&pc).copied() else {
-                    fail(&mut out, &p, format!("slot {slot} ends at {pc:#x}, outside the program"));
+                    fail(
+                        &mut out,
+                        &p,
+                        format!("slot {slot} ends at {pc:#x}, outside the program"),
+                    );
                     break;
                 };
                 out.insts.push(MappedInst {
@@ -184,7 +211,10 @@ fn step(
     op: Option<super::OpName>,
 ) -> Result<(), String> {
     let Some((pc, wave)) = live.get_mut(&slot) else {
-        return Err(format!("{} token for slot {slot}, which has no live wave", p.ty.name));
+        return Err(format!(
+            "{} token for slot {slot}, which has no live wave",
+            p.ty.name
+        ));
     };
     let mut inst = *program
         .insts
@@ -207,7 +237,11 @@ fn step(
     }
     let at = *pc;
     let taken = jump.is_some_and(|o| o.is_jump_taken());
-    let offset = if taken { inst.simm16().unwrap_or(0) as i64 * 4 } else { 0 };
+    let offset = if taken {
+        inst.simm16().unwrap_or(0) as i64 * 4
+    } else {
+        0
+    };
     *pc = (at as i64 + inst.len() as i64 + offset) as u64;
     out.insts.push(MappedInst {
         time: p.time,

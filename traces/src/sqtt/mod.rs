@@ -24,6 +24,6 @@ pub use inst_op::{op_name, OpName};
 pub use packets::{Kind, Layout, PacketType, Role};
 pub use time::{dispatch_time_maps, TimeMap};
 pub use waves::{
-    analyze, analyze_with, analyze_with_progress, AnalyzeOptions, BlobAnalysis, DecodeError, InstToken, Marker,
-    TokenKind, UserdataWrite, Wave, Warning,
+    analyze, analyze_with, analyze_with_progress, AnalyzeOptions, BlobAnalysis, DecodeError,
+    InstToken, Marker, TokenKind, UserdataWrite, Warning, Wave,
 };

@@ -190,8 +190,22 @@ const fn t(
     delta: Option<Field>,
     fields: &'static [Field],
 ) -> PacketType {
-    let mask = if pattern_bits >= 8 { 0xff } else { (1u8 << pattern_bits) - 1 };
-    PacketType { name, id, mask, value, nibbles: nib(max_hi), kind, time, delta, fields }
+    let mask = if pattern_bits >= 8 {
+        0xff
+    } else {
+        (1u8 << pattern_bits) - 1
+    };
+    PacketType {
+        name,
+        id,
+        mask,
+        value,
+        nibbles: nib(max_hi),
+        kind,
+        time,
+        delta,
+        fields,
+    }
 }
 
 use Kind as K;
@@ -200,7 +214,11 @@ use TimeRule as T;
 
 // ---- shared RDNA field lists --------------------------------------------------------------------
 
-const VALUINST_F: &[Field] = &[d(5, 3), f("flag", 6, 6, R::Other), f("wave", 11, 7, R::Wave)];
+const VALUINST_F: &[Field] = &[
+    d(5, 3),
+    f("flag", 6, 6, R::Other),
+    f("wave", 11, 7, R::Wave),
+];
 const EXEC_F: &[Field] = &[d(5, 4), f("src", 7, 6, R::Other)];
 const IMMEDIATE_F: &[Field] = &[d(6, 4), f("wave", 11, 7, R::Wave)];
 const MASK_F: &[Field] = &[d(7, 5), f("mask", 23, 8, R::Mask)];
@@ -254,8 +272,12 @@ const REG_F: &[Field] = &[
 ];
 const SNAPSHOT_F: &[Field] = &[d(9, 7), f("snap", 63, 10, R::Other)];
 const MARK3_F: &[Field] = &[d(47, 12), f("pl", 8, 8, R::Pl), f("rt", 9, 9, R::Rt)];
-const MARK4_F: &[Field] =
-    &[d(63, 12), f("rt", 7, 7, R::Rt), f("pl", 8, 8, R::Pl), f("tl", 9, 9, R::Other)];
+const MARK4_F: &[Field] = &[
+    d(63, 12),
+    f("rt", 7, 7, R::Rt),
+    f("pl", 8, 8, R::Pl),
+    f("tl", 9, 9, R::Other),
+];
 const LAYOUT_F: &[Field] = &[
     f("layout", 12, 7, R::Layout),
     f("simd", 14, 13, R::Other),
@@ -271,8 +293,12 @@ const INST3_F: &[Field] = &[
     f("wave", 12, 8, R::Wave),
     f("op", 19, 13, R::Op),
 ];
-const INST4_F: &[Field] =
-    &[d(5, 3), f("w64h", 6, 6, R::Other), f("wave", 11, 7, R::Wave), f("op", 19, 12, R::Op)];
+const INST4_F: &[Field] = &[
+    d(5, 3),
+    f("w64h", 6, 6, R::Other),
+    f("wave", 11, 7, R::Wave),
+    f("op", 19, 12, R::Op),
+];
 
 const fn delta_of(fields: &'static [Field]) -> Option<Field> {
     let mut i = 0;
@@ -285,13 +311,32 @@ const fn delta_of(fields: &'static [Field]) -> Option<Field> {
     None
 }
 
-const LAYOUT_HEADER: PacketType =
-    t("LAYOUT_HEADER", 23, 7, 0b0010001, 63, K::LayoutHeader, T::Plain, None, LAYOUT_F);
+const LAYOUT_HEADER: PacketType = t(
+    "LAYOUT_HEADER",
+    23,
+    7,
+    0b0010001,
+    63,
+    K::LayoutHeader,
+    T::Plain,
+    None,
+    LAYOUT_F,
+);
 const NOP: PacketType = t("NOP", 16, 4, 0b0000, 3, K::Nop, T::Plain, None, &[]);
 
 macro_rules! rdna {
     ($name:literal, $id:literal, $bits:literal, $val:literal, $hi:literal, $kind:expr, $time:expr, $fields:expr) => {
-        t($name, $id, $bits, $val, $hi, $kind, $time, delta_of($fields), $fields)
+        t(
+            $name,
+            $id,
+            $bits,
+            $val,
+            $hi,
+            $kind,
+            $time,
+            delta_of($fields),
+            $fields,
+        )
     };
 }
 
@@ -302,55 +347,316 @@ pub const TS_DELTA_S8_W3_NIBBLES_64: u8 = 16;
 
 /// RDNA3 (layout 3) packet types in the reference decoder's key order (rocprof ids 1..=24).
 pub static RDNA3: [PacketType; 24] = [
-    rdna!("VALUINST", 1, 3, 0b011, 11, K::ValuInst, T::Plain, VALUINST_F),
+    rdna!(
+        "VALUINST",
+        1,
+        3,
+        0b011,
+        11,
+        K::ValuInst,
+        T::Plain,
+        VALUINST_F
+    ),
     rdna!("VMEMEXEC", 2, 4, 0b1111, 7, K::VmemExec, T::Plain, EXEC_F),
     rdna!("ALUEXEC", 3, 4, 0b1110, 7, K::AluExec, T::Plain, EXEC_F),
-    rdna!("IMMEDIATE", 4, 4, 0b1101, 11, K::Immediate, T::Plain, IMMEDIATE_F),
-    rdna!("IMMEDIATE_MASK", 5, 5, 0b00100, 23, K::ImmediateMask, T::Plain, MASK_F),
+    rdna!(
+        "IMMEDIATE",
+        4,
+        4,
+        0b1101,
+        11,
+        K::Immediate,
+        T::Plain,
+        IMMEDIATE_F
+    ),
+    rdna!(
+        "IMMEDIATE_MASK",
+        5,
+        5,
+        0b00100,
+        23,
+        K::ImmediateMask,
+        T::Plain,
+        MASK_F
+    ),
     rdna!("WAVERDY", 6, 5, 0b10100, 23, K::WaveReady, T::Plain, MASK_F),
-    rdna!("TS_DELTA_S8_W3", 7, 7, 0b0100001, 71, K::TimeDelta, T::Plain, D10_8),
-    rdna!("WAVEEND", 8, 5, 0b10101, 19, K::WaveEnd, T::Plain, WAVEEND3_F),
-    rdna!("WAVESTART", 9, 5, 0b01100, 31, K::WaveStart, T::Plain, WAVESTART3_F),
-    rdna!("TS_DELTA_S5_W2", 10, 5, 0b11100, 47, K::TimeDelta, T::Plain, D6_5),
-    rdna!("WAVEALLOC", 11, 5, 0b00101, 19, K::WaveAlloc, T::Plain, D7_5),
-    rdna!("TS_DELTA_S5_W3", 12, 5, 0b00110, 51, K::TimeDelta, T::Plain, D7_5),
+    rdna!(
+        "TS_DELTA_S8_W3",
+        7,
+        7,
+        0b0100001,
+        71,
+        K::TimeDelta,
+        T::Plain,
+        D10_8
+    ),
+    rdna!(
+        "WAVEEND",
+        8,
+        5,
+        0b10101,
+        19,
+        K::WaveEnd,
+        T::Plain,
+        WAVEEND3_F
+    ),
+    rdna!(
+        "WAVESTART",
+        9,
+        5,
+        0b01100,
+        31,
+        K::WaveStart,
+        T::Plain,
+        WAVESTART3_F
+    ),
+    rdna!(
+        "TS_DELTA_S5_W2",
+        10,
+        5,
+        0b11100,
+        47,
+        K::TimeDelta,
+        T::Plain,
+        D6_5
+    ),
+    rdna!(
+        "WAVEALLOC",
+        11,
+        5,
+        0b00101,
+        19,
+        K::WaveAlloc,
+        T::Plain,
+        D7_5
+    ),
+    rdna!(
+        "TS_DELTA_S5_W3",
+        12,
+        5,
+        0b00110,
+        51,
+        K::TimeDelta,
+        T::Plain,
+        D7_5
+    ),
     rdna!("PERF", 13, 5, 0b10110, 27, K::Perf, T::Plain, PERF3_F),
-    rdna!("UTILCTR", 14, 7, 0b0110001, 47, K::UtilCtr, T::Plain, UTILCTR_F),
-    rdna!("TS_DELTA_SHORT", 15, 4, 0b1000, 7, K::TimeDelta, T::Short, SHORT_F),
+    rdna!(
+        "UTILCTR",
+        14,
+        7,
+        0b0110001,
+        47,
+        K::UtilCtr,
+        T::Plain,
+        UTILCTR_F
+    ),
+    rdna!(
+        "TS_DELTA_SHORT",
+        15,
+        4,
+        0b1000,
+        7,
+        K::TimeDelta,
+        T::Short,
+        SHORT_F
+    ),
     NOP,
-    rdna!("TS_WAVE_STATE", 17, 7, 0b1010001, 23, K::WaveState, T::Plain, WAVE_STATE_F),
+    rdna!(
+        "TS_WAVE_STATE",
+        17,
+        7,
+        0b1010001,
+        23,
+        K::WaveState,
+        T::Plain,
+        WAVE_STATE_F
+    ),
     rdna!("EVENT", 18, 8, 0b01100001, 23, K::Event, T::Plain, EVENT_F),
-    rdna!("EVENT_BIG", 19, 8, 0b11100001, 31, K::Event, T::Plain, EVENT_BIG_F),
+    rdna!(
+        "EVENT_BIG",
+        19,
+        8,
+        0b11100001,
+        31,
+        K::Event,
+        T::Plain,
+        EVENT_BIG_F
+    ),
     rdna!("REG", 20, 4, 0b1001, 63, K::Reg, T::Plain, REG_F),
-    rdna!("SNAPSHOT", 21, 7, 0b1110001, 63, K::Snapshot, T::Plain, SNAPSHOT_F),
-    rdna!("TS_DELTA_OR_MARK", 22, 7, 0b0000001, 47, K::DeltaOrMarker, T::DeltaOrMarker, MARK3_F),
+    rdna!(
+        "SNAPSHOT",
+        21,
+        7,
+        0b1110001,
+        63,
+        K::Snapshot,
+        T::Plain,
+        SNAPSHOT_F
+    ),
+    rdna!(
+        "TS_DELTA_OR_MARK",
+        22,
+        7,
+        0b0000001,
+        47,
+        K::DeltaOrMarker,
+        T::DeltaOrMarker,
+        MARK3_F
+    ),
     LAYOUT_HEADER,
     rdna!("INST", 24, 3, 0b010, 19, K::Inst, T::Plain, INST3_F),
 ];
 
 /// RDNA4 (layout 4): RDNA3 with eight types replaced, same key order.
 pub static RDNA4: [PacketType; 24] = [
-    rdna!("VALUINST", 1, 3, 0b011, 11, K::ValuInst, T::Plain, VALUINST_F),
+    rdna!(
+        "VALUINST",
+        1,
+        3,
+        0b011,
+        11,
+        K::ValuInst,
+        T::Plain,
+        VALUINST_F
+    ),
     rdna!("VMEMEXEC", 2, 4, 0b1111, 7, K::VmemExec, T::Plain, EXEC_F),
     rdna!("ALUEXEC", 3, 4, 0b1110, 7, K::AluExec, T::Plain, EXEC_F),
-    rdna!("IMMEDIATE", 4, 4, 0b1101, 11, K::Immediate, T::Plain, IMMEDIATE_F),
-    rdna!("IMMEDIATE_MASK", 5, 5, 0b00100, 23, K::ImmediateMask, T::Plain, MASK_F),
+    rdna!(
+        "IMMEDIATE",
+        4,
+        4,
+        0b1101,
+        11,
+        K::Immediate,
+        T::Plain,
+        IMMEDIATE_F
+    ),
+    rdna!(
+        "IMMEDIATE_MASK",
+        5,
+        5,
+        0b00100,
+        23,
+        K::ImmediateMask,
+        T::Plain,
+        MASK_F
+    ),
     rdna!("WAVERDY", 6, 5, 0b10100, 23, K::WaveReady, T::Plain, MASK_F),
-    rdna!("TS_DELTA_S8_W3", 7, 7, 0b0100001, 71, K::TimeDelta, T::Plain, D10_8),
-    rdna!("WAVEEND_RDNA4", 8, 5, 0b10101, 19, K::WaveEnd, T::Plain, WAVEEND4_F),
-    rdna!("WAVESTART_RDNA4", 9, 5, 0b01100, 31, K::WaveStart, T::Plain, WAVESTART4_F),
-    rdna!("TS_DELTA_S5_W2_RDNA4", 10, 5, 0b11100, 39, K::TimeDelta, T::Plain, D6_5),
-    rdna!("WAVEALLOC_RDNA4", 11, 5, 0b00101, 23, K::WaveAlloc, T::Plain, D7_5),
-    rdna!("TS_DELTA_S5_W3_RDNA4", 12, 5, 0b00110, 55, K::TimeDelta, T::Plain, D9_7),
+    rdna!(
+        "TS_DELTA_S8_W3",
+        7,
+        7,
+        0b0100001,
+        71,
+        K::TimeDelta,
+        T::Plain,
+        D10_8
+    ),
+    rdna!(
+        "WAVEEND_RDNA4",
+        8,
+        5,
+        0b10101,
+        19,
+        K::WaveEnd,
+        T::Plain,
+        WAVEEND4_F
+    ),
+    rdna!(
+        "WAVESTART_RDNA4",
+        9,
+        5,
+        0b01100,
+        31,
+        K::WaveStart,
+        T::Plain,
+        WAVESTART4_F
+    ),
+    rdna!(
+        "TS_DELTA_S5_W2_RDNA4",
+        10,
+        5,
+        0b11100,
+        39,
+        K::TimeDelta,
+        T::Plain,
+        D6_5
+    ),
+    rdna!(
+        "WAVEALLOC_RDNA4",
+        11,
+        5,
+        0b00101,
+        23,
+        K::WaveAlloc,
+        T::Plain,
+        D7_5
+    ),
+    rdna!(
+        "TS_DELTA_S5_W3_RDNA4",
+        12,
+        5,
+        0b00110,
+        55,
+        K::TimeDelta,
+        T::Plain,
+        D9_7
+    ),
     rdna!("PERF_RDNA4", 13, 5, 0b10110, 31, K::Perf, T::Plain, PERF4_F),
-    rdna!("UTILCTR", 14, 7, 0b0110001, 47, K::UtilCtr, T::Plain, UTILCTR_F),
-    rdna!("TS_DELTA_SHORT", 15, 4, 0b1000, 7, K::TimeDelta, T::Short, SHORT_F),
+    rdna!(
+        "UTILCTR",
+        14,
+        7,
+        0b0110001,
+        47,
+        K::UtilCtr,
+        T::Plain,
+        UTILCTR_F
+    ),
+    rdna!(
+        "TS_DELTA_SHORT",
+        15,
+        4,
+        0b1000,
+        7,
+        K::TimeDelta,
+        T::Short,
+        SHORT_F
+    ),
     NOP,
-    rdna!("TS_WAVE_STATE", 17, 7, 0b1010001, 23, K::WaveState, T::Plain, WAVE_STATE_F),
+    rdna!(
+        "TS_WAVE_STATE",
+        17,
+        7,
+        0b1010001,
+        23,
+        K::WaveState,
+        T::Plain,
+        WAVE_STATE_F
+    ),
     rdna!("EVENT", 18, 8, 0b01100001, 23, K::Event, T::Plain, EVENT_F),
-    rdna!("EVENT_BIG", 19, 8, 0b11100001, 31, K::Event, T::Plain, EVENT_BIG_F),
+    rdna!(
+        "EVENT_BIG",
+        19,
+        8,
+        0b11100001,
+        31,
+        K::Event,
+        T::Plain,
+        EVENT_BIG_F
+    ),
     rdna!("REG", 20, 4, 0b1001, 63, K::Reg, T::Plain, REG_F),
-    rdna!("SNAPSHOT", 21, 7, 0b1110001, 63, K::Snapshot, T::Plain, SNAPSHOT_F),
+    rdna!(
+        "SNAPSHOT",
+        21,
+        7,
+        0b1110001,
+        63,
+        K::Snapshot,
+        T::Plain,
+        SNAPSHOT_F
+    ),
     rdna!(
         "TS_DELTA_OR_MARK_RDNA4",
         22,
@@ -391,7 +697,11 @@ pub static CDNA: [PacketType; 17] = [
         K::CdnaMisc,
         T::Times4,
         Some(d(11, 4)),
-        &[d(11, 4), f("sh", 12, 12, R::Sa), f("misc_type", 15, 13, R::Other)],
+        &[
+            d(11, 4),
+            f("sh", 12, 12, R::Sa),
+            f("misc_type", 15, 13, R::Other),
+        ],
     ),
     t(
         "CDNA_TIMESTAMP",
@@ -438,12 +748,52 @@ pub static CDNA: [PacketType; 17] = [
             f("count", 28, 22, R::Other),
         ],
     ),
-    t("CDNA_WAVEALLOC", 4, 4, 4, 15, K::WaveAlloc, T::Plain, None, CDNA_WAVE_F),
-    t("CDNA_REG_CS", 5, 4, 5, 47, K::RegCs, T::Plain, None, CDNA_REG_CS_F),
-    t("CDNA_WAVEEND", 6, 4, 6, 15, K::WaveEnd, T::Plain, None, CDNA_WAVE_F),
+    t(
+        "CDNA_WAVEALLOC",
+        4,
+        4,
+        4,
+        15,
+        K::WaveAlloc,
+        T::Plain,
+        None,
+        CDNA_WAVE_F,
+    ),
+    t(
+        "CDNA_REG_CS",
+        5,
+        4,
+        5,
+        47,
+        K::RegCs,
+        T::Plain,
+        None,
+        CDNA_REG_CS_F,
+    ),
+    t(
+        "CDNA_WAVEEND",
+        6,
+        4,
+        6,
+        15,
+        K::WaveEnd,
+        T::Plain,
+        None,
+        CDNA_WAVE_F,
+    ),
     t("CDNA_EVENT", 7, 4, 7, 15, K::Event, T::Plain, None, &[]),
     t("CDNA_EVENT_CS", 8, 4, 8, 15, K::Event, T::Plain, None, &[]),
-    t("CDNA_EVENT_GFX1", 9, 4, 9, 15, K::Event, T::Plain, None, &[]),
+    t(
+        "CDNA_EVENT_GFX1",
+        9,
+        4,
+        9,
+        15,
+        K::Event,
+        T::Plain,
+        None,
+        &[],
+    ),
     t(
         "CDNA_INST",
         10,
@@ -453,7 +803,11 @@ pub static CDNA: [PacketType; 17] = [
         K::Inst,
         T::Plain,
         None,
-        &[f("wave", 8, 5, R::Wave), f("simd", 10, 9, R::Simd), f("op", 15, 11, R::Op)],
+        &[
+            f("wave", 8, 5, R::Wave),
+            f("simd", 10, 9, R::Simd),
+            f("op", 15, 11, R::Op),
+        ],
     ),
     t(
         "CDNA_INST_PC",
@@ -530,7 +884,17 @@ pub static CDNA: [PacketType; 17] = [
             f("cntr3", 63, 51, R::Other),
         ],
     ),
-    t("CDNA_REG_CS_PRIV", 15, 4, 15, 47, K::RegCs, T::Plain, None, CDNA_REG_CS_F),
+    t(
+        "CDNA_REG_CS_PRIV",
+        15,
+        4,
+        15,
+        47,
+        K::RegCs,
+        T::Plain,
+        None,
+        CDNA_REG_CS_F,
+    ),
     LAYOUT_HEADER,
 ];
 
@@ -620,7 +984,11 @@ const fn info_of(index: usize, ty: &'static PacketType) -> Info {
         ty,
         delta_mask,
         delta_lo,
-        add: if matches!(rule, Rule::Short) { DEFAULT_SHORT_OFFSET } else { 0 },
+        add: if matches!(rule, Rule::Short) {
+            DEFAULT_SHORT_OFFSET
+        } else {
+            0
+        },
         index: index as u8,
         nibbles: ty.nibbles,
         rt_bit,
@@ -644,7 +1012,6 @@ pub struct Table {
     /// Decode information for each value of a packet's first byte.
     pub info: [Info; 256],
 }
-
 
 /// Build the dispatch table as the reference decoder does: among the types whose pattern
 /// matches a byte, the one with the most pattern bits wins; ties go to the earlier key, except
@@ -691,7 +1058,12 @@ const fn build(layout: Layout, types: &'static [PacketType]) -> Table {
         info[b] = info_of(i, &types[i]);
         b += 1;
     }
-    Table { layout, types, by_byte, info }
+    Table {
+        layout,
+        types,
+        by_byte,
+        info,
+    }
 }
 
 pub static RDNA3_TABLE: Table = build(Layout::Rdna3, &RDNA3);
@@ -746,10 +1118,12 @@ mod tests {
     #[test]
     fn rdna_dispatch_matches_the_spec_table() {
         // Bytes that match no pattern: the 16 with low nibble 7, plus 0x41 and 0xC1 (spec §2.2).
-        let nops: Vec<usize> =
-            (0..256).filter(|&b| RDNA3_TABLE.lookup(b as u8).name == "NOP").collect();
-        let expected: Vec<usize> =
-            (0..256).filter(|b| b & 0xf == 0 || b & 0xf == 7 || *b == 0x41 || *b == 0xc1).collect();
+        let nops: Vec<usize> = (0..256)
+            .filter(|&b| RDNA3_TABLE.lookup(b as u8).name == "NOP")
+            .collect();
+        let expected: Vec<usize> = (0..256)
+            .filter(|b| b & 0xf == 0 || b & 0xf == 7 || *b == 0x41 || *b == 0xc1)
+            .collect();
         assert_eq!(nops, expected);
         assert_eq!(RDNA3_TABLE.lookup(0x11).name, "LAYOUT_HEADER");
         assert_eq!(RDNA3_TABLE.lookup(0x61).name, "EVENT");
@@ -764,7 +1138,9 @@ mod tests {
                 let ties = table
                     .types
                     .iter()
-                    .filter(|t| b & t.mask == t.value && t.mask.count_ones() == best.mask.count_ones())
+                    .filter(|t| {
+                        b & t.mask == t.value && t.mask.count_ones() == best.mask.count_ones()
+                    })
                     .count();
                 assert!(best.name == "NOP" || ties == 1, "byte {b:#x}");
             }

@@ -8,7 +8,10 @@ use super::packets::Kind;
 /// One period: the layout header of the first blob, then every other packet of all `blobs`
 /// (hardware framing, so nothing is dropped), padded to a whole byte.
 pub fn period(blobs: &[&[u8]]) -> Vec<u8> {
-    let opts = DecodeOptions { framing: Framing::Hardware, ..DecodeOptions::default() };
+    let opts = DecodeOptions {
+        framing: Framing::Hardware,
+        ..DecodeOptions::default()
+    };
     let mut w = NibbleWriter::new();
     let mut header = false;
     for blob in blobs {

@@ -51,7 +51,10 @@ impl TimeMap {
                 points.push((m.time, full as f64));
             }
         }
-        Some(TimeMap { points, fallback_slope: None })
+        Some(TimeMap {
+            points,
+            fallback_slope: None,
+        })
     }
 
     /// Use this shader clock (Hz) outside the markers when the map has a single marker.
@@ -122,7 +125,11 @@ pub fn dispatch_time_maps(
         .iter()
         .map(|a| TimeMap::from_markers(&a.markers, a.layout?, reference_ticks))
         .collect();
-    let clocks: Vec<f64> = maps.iter().flatten().filter_map(|m| m.mean_clock_hz()).collect();
+    let clocks: Vec<f64> = maps
+        .iter()
+        .flatten()
+        .filter_map(|m| m.mean_clock_hz())
+        .collect();
     let mean_clock = (!clocks.is_empty()).then(|| clocks.iter().sum::<f64>() / clocks.len() as f64);
     for m in maps.iter_mut().flatten() {
         if m.markers() == 1 {
@@ -151,13 +158,19 @@ pub fn dispatch_time_maps(
 
 /// Cycles to add to `other`'s times to express them on `base`'s counter, from the RGP userdata
 /// writes both streams saw (the same values, in the same order): the median difference.
-fn userdata_offset(base: &super::waves::BlobAnalysis, other: &super::waves::BlobAnalysis) -> Option<i64> {
+fn userdata_offset(
+    base: &super::waves::BlobAnalysis,
+    other: &super::waves::BlobAnalysis,
+) -> Option<i64> {
     let a = &base.userdata_writes;
     let b = &other.userdata_writes;
     if a.is_empty() || a.len() != b.len() {
         return None;
     }
-    if a.iter().zip(b).any(|(x, y)| x.value != y.value || x.reg != y.reg) {
+    if a.iter()
+        .zip(b)
+        .any(|(x, y)| x.value != y.value || x.reg != y.reg)
+    {
         return None;
     }
     let mut d: Vec<i64> = a.iter().zip(b).map(|(x, y)| x.time - y.time).collect();

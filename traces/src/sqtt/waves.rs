@@ -204,7 +204,10 @@ pub fn check_header(blob: &[u8]) -> Result<(), DecodeError> {
     }
     let ty = super::packets::RDNA3_TABLE.lookup(blob[0]);
     if ty.kind != Kind::LayoutHeader {
-        return Err(DecodeError::NoLayoutHeader { found: ty.name, byte: blob[0] });
+        return Err(DecodeError::NoLayoutHeader {
+            found: ty.name,
+            byte: blob[0],
+        });
     }
     Ok(())
 }
@@ -272,14 +275,17 @@ pub fn analyze_with_progress(
     // header), so a last packet cut at such a boundary is normal; any other length means the
     // blob itself was cut short.
     let aligned = match out.layout {
-        Some(Layout::Cdna) => blob.len() >= 8 && (blob.len() - 8) % 32 == 0,
-        _ => blob.len() % 32 == 0,
+        Some(Layout::Cdna) => blob.len() >= 8 && (blob.len() - 8).is_multiple_of(32),
+        _ => blob.len().is_multiple_of(32),
     };
     if !aligned {
         let (offset, detail) = match tail.cut {
             Some(cut) => (
                 cut.offset,
-                format!("; its last packet ({}) needs {} nibbles, {} remain", cut.name, cut.needed, cut.available),
+                format!(
+                    "; its last packet ({}) needs {} nibbles, {} remain",
+                    cut.name, cut.needed, cut.available
+                ),
             ),
             None => (out.blob_nibbles, String::new()),
         };
@@ -400,7 +406,11 @@ impl Analyzer {
                 }
             }
             None => {
-                *self.out.wave_anomalies.entry("token_without_live_wave").or_default() += 1;
+                *self
+                    .out
+                    .wave_anomalies
+                    .entry("token_without_live_wave")
+                    .or_default() += 1;
             }
         }
     }
@@ -414,7 +424,11 @@ impl Analyzer {
     #[inline]
     pub fn packet_run(&mut self, p: &Packet, n: u32) {
         let l = p.layout as usize;
-        if let Some(c) = self.counts.get_mut(l).and_then(|c| c.get_mut(p.index as usize)) {
+        if let Some(c) = self
+            .counts
+            .get_mut(l)
+            .and_then(|c| c.get_mut(p.index as usize))
+        {
             *c += n as u64;
         }
         self.packets += n as u64;
@@ -424,7 +438,12 @@ impl Analyzer {
         self.last_time = p.time;
         if matches!(
             p.ty.kind,
-            Kind::Nop | Kind::TimeDelta | Kind::WaveState | Kind::Event | Kind::AluExec | Kind::VmemExec
+            Kind::Nop
+                | Kind::TimeDelta
+                | Kind::WaveState
+                | Kind::Event
+                | Kind::AluExec
+                | Kind::VmemExec
         ) && !self.first_packet
         {
             return;
@@ -477,7 +496,11 @@ impl Analyzer {
                 self.out.waves.push(w);
                 self.ended.push(false);
                 if self.live.insert(k, self.out.waves.len() - 1).is_some() {
-                    *self.out.wave_anomalies.entry("start_while_live").or_default() += 1;
+                    *self
+                        .out
+                        .wave_anomalies
+                        .entry("start_while_live")
+                        .or_default() += 1;
                     self.warn(
                         p.offset,
                         format!("WAVESTART for cu {cu} simd {simd} wave {wave} while it is live"),
@@ -498,28 +521,47 @@ impl Analyzer {
                         }
                     }
                     None => {
-                        *self.out.wave_anomalies.entry("end_without_start").or_default() += 1;
+                        *self
+                            .out
+                            .wave_anomalies
+                            .entry("end_without_start")
+                            .or_default() += 1;
                     }
                 }
             }
             Kind::Inst => {
                 let op = p.get(Role::Op).unwrap_or(0) as u32;
                 let name = op_name(self.layout, op);
-                if let Some(c) = self.op_counts.get_mut(self.layout as usize).and_then(|c| c.get_mut(op as usize)) {
+                if let Some(c) = self
+                    .op_counts
+                    .get_mut(self.layout as usize)
+                    .and_then(|c| c.get_mut(op as usize))
+                {
                     *c += 1;
                 }
                 if !name.is_known() && !self.unknown_op_warned {
                     self.unknown_op_warned = true;
-                    self.warn(p.offset, format!("instruction token with unknown op {op:#x}"));
+                    self.warn(
+                        p.offset,
+                        format!("instruction token with unknown op {op:#x}"),
+                    );
                 }
                 if self.layout == Layout::Cdna {
-                    *self.out.instruction_breakdown.entry("cdna_inst").or_default() += 1;
+                    *self
+                        .out
+                        .instruction_breakdown
+                        .entry("cdna_inst")
+                        .or_default() += 1;
                     self.out.instruction_packets += 1;
                     let simd = p.get(Role::Simd).unwrap_or(0) as u8;
                     let slot = p.get(Role::Wave).unwrap_or(0) as u8;
                     self.token(p, simd, slot, TokenKind::Inst, Some(name));
                 } else if name.is_other_simd() {
-                    *self.out.instruction_breakdown.entry("inst_other_simd").or_default() += 1;
+                    *self
+                        .out
+                        .instruction_breakdown
+                        .entry("inst_other_simd")
+                        .or_default() += 1;
                 } else {
                     *self.out.instruction_breakdown.entry("inst").or_default() += 1;
                     self.out.instruction_packets += 1;
@@ -542,9 +584,12 @@ impl Analyzer {
             }
             Kind::ImmediateMask => {
                 let mask = p.get(Role::Mask).unwrap_or(0);
-                *o.instruction_breakdown.entry("immediate_mask_packets").or_default() += 1;
-                *o.instruction_breakdown.entry("immediate_mask_bits").or_default() +=
-                    mask.count_ones() as u64;
+                *o.instruction_breakdown
+                    .entry("immediate_mask_packets")
+                    .or_default() += 1;
+                *o.instruction_breakdown
+                    .entry("immediate_mask_bits")
+                    .or_default() += mask.count_ones() as u64;
                 o.instruction_packets += mask.count_ones() as u64;
                 let simd = self.opts.traced_simd;
                 for slot in 0..16u8 {
@@ -553,11 +598,12 @@ impl Analyzer {
                     }
                 }
             }
-            Kind::DeltaOrMarker => {
-                if p.is_marker() {
-                    let realtime = p.get(Role::Delta).unwrap_or(0);
-                    o.markers.push(Marker { time: p.time, realtime });
-                }
+            Kind::DeltaOrMarker if p.is_marker() => {
+                let realtime = p.get(Role::Delta).unwrap_or(0);
+                o.markers.push(Marker {
+                    time: p.time,
+                    realtime,
+                });
             }
             Kind::Reg => {
                 let addr = p.get(Role::RegAddr).unwrap_or(0) as u32;
@@ -565,13 +611,15 @@ impl Analyzer {
                 let absolute = p.get(Role::RegHi).is_none_or(|h| h & 0x80 == 0);
                 if absolute && (addr == USERDATA_2 || addr == USERDATA_3) {
                     let value = p.get(Role::RegData).unwrap_or(0) as u32;
-                    o.userdata_writes.push(UserdataWrite { time: p.time, reg: addr, value });
+                    o.userdata_writes.push(UserdataWrite {
+                        time: p.time,
+                        reg: addr,
+                        value,
+                    });
                 }
             }
-            Kind::CdnaTimestamp => {
-                if (p.raw >> 4) & 0xfff == 0 {
-                    o.cdna_timestamps.push(p.raw >> 16);
-                }
+            Kind::CdnaTimestamp if (p.raw >> 4) & 0xfff == 0 => {
+                o.cdna_timestamps.push(p.raw >> 16);
             }
             _ => {}
         }
@@ -583,7 +631,10 @@ impl Analyzer {
         if self.packets > 0 {
             self.out.last_time = Some(self.last_time);
         }
-        for (layout, counts) in [Layout::Rdna3, Layout::Rdna4, Layout::Cdna].iter().zip(&self.counts) {
+        for (layout, counts) in [Layout::Rdna3, Layout::Rdna4, Layout::Cdna]
+            .iter()
+            .zip(&self.counts)
+        {
             let types = super::packets::Table::for_layout(*layout).types;
             for (i, &c) in counts.iter().enumerate() {
                 if c > 0 {
@@ -593,16 +644,27 @@ impl Analyzer {
                 }
             }
         }
-        for (layout, ops) in [Layout::Rdna3, Layout::Rdna4, Layout::Cdna].iter().zip(&self.op_counts) {
+        for (layout, ops) in [Layout::Rdna3, Layout::Rdna4, Layout::Cdna]
+            .iter()
+            .zip(&self.op_counts)
+        {
             for (op, &c) in ops.iter().enumerate() {
                 if c > 0 {
-                    *self.out.inst_ops.entry(op_name(*layout, op as u32).to_string()).or_default() += c;
+                    *self
+                        .out
+                        .inst_ops
+                        .entry(op_name(*layout, op as u32).to_string())
+                        .or_default() += c;
                 }
             }
         }
         let unended = self.ended.iter().filter(|e| !**e).count() as u64;
         if unended > 0 {
-            *self.out.wave_anomalies.entry("start_without_end").or_default() += unended;
+            *self
+                .out
+                .wave_anomalies
+                .entry("start_without_end")
+                .or_default() += unended;
             if let Some((i, _)) = self.ended.iter().enumerate().find(|(_, e)| !**e) {
                 let off = self.out.waves[i].start_offset;
                 self.warn(
@@ -621,12 +683,14 @@ impl Analyzer {
                     n += 1;
                 }
             }
-            self.out.tokens.retain_mut(|t| match new_index.get(t.wave as usize).copied().flatten() {
-                Some(i) => {
-                    t.wave = i;
-                    true
+            self.out.tokens.retain_mut(|t| {
+                match new_index.get(t.wave as usize).copied().flatten() {
+                    Some(i) => {
+                        t.wave = i;
+                        true
+                    }
+                    None => false,
                 }
-                None => false,
             });
             let mut it = self.ended.iter();
             self.out.waves.retain(|_| *it.next().unwrap_or(&false));
