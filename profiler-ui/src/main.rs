@@ -7,13 +7,19 @@ use std::process::ExitCode;
 
 #[derive(Parser)]
 #[command(name = "wavescope", version, about = "Profiler and tracer for AMD GPUs built around SQTT")]
+#[command(args_conflicts_with_subcommands = true)]
 struct Args {
     #[command(subcommand)]
     command: Option<Command>,
+    /// With no subcommand: open this file in the desktop window (no file: capture the demo
+    /// into wavescope-demo.wst/.rgp and open it).
+    file: Option<std::path::PathBuf>,
 }
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run kernels (or --demo) on a GPU or the emulated gfx1100 and record a trace with SQTT.
+    Capture(cli::capture::CaptureArgs),
     /// Decode one raw per-SE SQTT blob.
     Decode(cli::decode::DecodeArgs),
     /// Describe a trace file (profile.pkl, .wst, .rgp).
@@ -24,6 +30,10 @@ enum Command {
     Export(cli::export::ExportArgs),
     /// Print the kernels (descriptors, arguments) and disassembly of an AMDGPU code object.
     Disasm(cli::disasm::DisasmArgs),
+    /// Open a trace in the desktop window, or render one view to a PNG (--screenshot).
+    Open(cli::open::OpenArgs),
+    /// Per-instruction timing table of each kernel with SQTT data (--json for scripts).
+    Stats(cli::stats::StatsArgs),
     /// List KFD GPU nodes, driverless PCI GPUs and ASM2464 USB bridges.
     Devices(cli::devices::DevicesArgs),
 }
@@ -31,16 +41,23 @@ enum Command {
 fn main() -> ExitCode {
     let args = Args::parse();
     let result = match args.command {
+        Some(Command::Capture(a)) => cli::capture::run(a),
         Some(Command::Decode(a)) => cli::decode::run(a),
         Some(Command::Info(a)) => cli::info::run(a),
         Some(Command::Convert(a)) => cli::convert::run(a),
         Some(Command::Export(a)) => cli::export::run(a),
         Some(Command::Disasm(a)) => cli::disasm::run(a),
         Some(Command::Devices(a)) => cli::devices::run(a),
-        None => {
-            eprintln!("wavescope: no command given; try `wavescope --help`");
-            return ExitCode::from(2);
-        }
+        Some(Command::Open(a)) => cli::open::run(a),
+        Some(Command::Stats(a)) => cli::stats::run(a),
+        // No FILE: capture the built-in demo and open it.
+        None if args.file.is_none() => cli::capture::demo_then_open(),
+        None => cli::open::run(cli::open::OpenArgs {
+            file: args.file,
+            screenshot: None,
+            view: cli::open::View::Timeline,
+            size: "1600x1000".into(),
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use runtime::emu::{EmuArch, EmuConfig, EmuPlatform};
+use runtime::emu::{EmuArch, EmuConfig, EmuPlatform, NullShaderEngines};
 use runtime::platform::{IpBases, IpVersions};
 use runtime::queue::{ComputeCmds, GfxContext, Launch};
 
@@ -102,7 +102,11 @@ fn dispatch_matches_worked_example_word_for_word() {
 
 #[test]
 fn emulated_cp_executes_the_dispatch() {
-    let emu = EmuPlatform::new(EmuConfig::new(EmuArch::Gfx1100));
+    // The dispatch points at no code: check the command processor alone.
+    let emu = EmuPlatform::with_shader_engines(
+        EmuConfig::new(EmuArch::Gfx1100),
+        Box::new(NullShaderEngines),
+    );
     emu.map_memory(SIGNAL, 0x1000).unwrap();
     let mut stream = words(&[
         // Not yet satisfied: the signal is 0 < 6, the CP must block here.

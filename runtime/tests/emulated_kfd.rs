@@ -79,7 +79,7 @@ fn kernel_range_lands_in_profile_and_wst_reopens() {
     let out = dev.alloc(64, AllocKind::VRAM).unwrap();
     let inp = dev.alloc(64, AllocKind::VRAM).unwrap();
     for _ in 0..3 {
-        dev.launch(&prg, &[&out, &inp], &[], [1, 1, 1], [3, 1, 1])
+        dev.launch(&prg, &[&out, &inp, &inp], &[], [1, 1, 1], [3, 1, 1])
             .unwrap();
     }
     dev.synchronize().unwrap();
@@ -147,7 +147,7 @@ fn ten_thousand_dispatches_without_overrunning_the_ring() {
     let prg = dev.load_program(ELF).unwrap();
     let out = dev.alloc(64, AllocKind::VRAM).unwrap();
     for _ in 0..10_000 {
-        dev.launch(&prg, &[&out, &out], &[], [1, 1, 1], [3, 1, 1])
+        dev.launch(&prg, &[&out, &out, &out], &[], [1, 1, 1], [3, 1, 1])
             .unwrap();
     }
     dev.synchronize().unwrap();
@@ -241,7 +241,7 @@ fn device_hang_becomes_a_fault_report() {
     let out = dev.alloc(64, AllocKind::VRAM).unwrap();
     let faulting: Box<dyn ShaderEngines> = Box::new(FaultingShaderEngines);
     emu.set_shader_engines(faulting);
-    dev.launch(&prg, &[&out, &out], &[], [1, 1, 1], [3, 1, 1])
+    dev.launch(&prg, &[&out, &out, &out], &[], [1, 1, 1], [3, 1, 1])
         .unwrap();
     match dev.synchronize() {
         Err(Error::DeviceHang(rep)) => {

@@ -77,3 +77,35 @@ fn branch_helpers() {
     assert_eq!(i.branch_target(0x100), Some(0x100 + 4 + 28 * 4));
     assert_eq!(i.mnemonic(), "s_cbranch_execz");
 }
+
+/// Arbitrary words (deterministic xorshift) decode and print without panicking on every
+/// supported target, and every decoded length stays within the input.
+#[test]
+fn random_words_never_panic() {
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x as u32
+    };
+    let targets = [
+        GfxTarget::GFX1100,
+        GfxTarget::GFX1200,
+        GfxTarget::new(9, 5, 0),
+    ];
+    let mut s = String::new();
+    for t in targets {
+        for _ in 0..60_000 {
+            let n = (next() % 6) as usize;
+            let code: Vec<u8> = (0..n).flat_map(|_| next().to_le_bytes()).collect();
+            if let Ok(i) = isa::decode(&code, t) {
+                assert!(i.len() <= code.len() && i.len() >= 4);
+                s.clear();
+                i.write_text(&mut s);
+                assert!(!s.is_empty());
+                let _ = i.operands();
+            }
+        }
+    }
+}

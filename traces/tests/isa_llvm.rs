@@ -93,12 +93,14 @@ fn parse_objdump(text: &str) -> BTreeMap<u64, String> {
 }
 
 fn supported(f: Family) -> bool {
-    matches!(f, Family::Rdna3)
+    matches!(f, Family::Rdna3 | Family::Rdna4 | Family::Cdna)
 }
 
 #[test]
 fn disassembly_matches_llvm_objdump() {
     let mut total = 0usize;
+    // target -> (compared, mismatched)
+    let mut per_target: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     let mut bad = Vec::new();
     let mut skipped = Vec::new();
     let corpus = corpus();
@@ -125,17 +127,25 @@ fn disassembly_matches_llvm_objdump() {
         let got: BTreeMap<u64, String> = isa::disassemble(&co.text, co.text_addr, co.target)
             .map(|l| (l.addr, norm(&l.text())))
             .collect();
+        let tally = per_target.entry(co.target.to_string()).or_default();
         for (a, w) in &want {
             total += 1;
+            tally.0 += 1;
             match got.get(a) {
                 Some(g) if g == w => {}
-                g => bad.push(format!(
-                    "{} @{a:#x}: llvm `{w}` ours `{}`",
-                    bin.display(),
-                    g.map_or("<none>", |s| s)
-                )),
+                g => {
+                    tally.1 += 1;
+                    bad.push(format!(
+                        "{} @{a:#x}: llvm `{w}` ours `{}`",
+                        bin.display(),
+                        g.map_or("<none>", |s| s)
+                    ))
+                }
             }
         }
+    }
+    for (t, (n, m)) in &per_target {
+        eprintln!("{t}: compared {n} instructions, {m} mismatches");
     }
     if !skipped.is_empty() {
         eprintln!(

@@ -1,8 +1,11 @@
 //! One module per subcommand.
 
+pub mod capture;
 pub mod convert;
 pub mod decode;
 pub mod disasm;
 pub mod export;
 pub mod info;
+pub mod open;
+pub mod stats;
 pub mod devices;

@@ -366,6 +366,9 @@ impl Queue {
                         }
                         core.sqtt_active = on;
                     }
+                    if core.sqtt_active {
+                        core.shader.sqtt_reg_write(addr, *v, core.clock);
+                    }
                 }
                 Step::Next
             }
@@ -502,7 +505,10 @@ impl Queue {
                         core.stats.recent_dispatches.push(d);
                         Step::Next
                     }
-                    Err(f) => Step::Fault(f.to_string(), mem_fault(f.va)),
+                    Err(f) => {
+                        let mmu = if f.mmu { mem_fault(f.va) } else { None };
+                        Step::Fault(f.to_string(), mmu)
+                    }
                 }
             }
         }
@@ -537,6 +543,7 @@ fn dispatch_info(core: &GpuCore, dim: [u32; 3], initiator: u32, xcc_id: u32) -> 
         xcc_id,
         num_xcc: core.num_xcc,
         sqtt: core.sqtt_active,
+        clock: core.clock,
     }
 }
 

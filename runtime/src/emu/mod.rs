@@ -1,25 +1,33 @@
 //! The emulated GPU behind the [`Platform`] trait: a virtual `/dev/kfd` with sysfs topology and
 //! IP discovery ([`kfd`]), memory ([`mem`]), a register file ([`regfile`]), the PM4 command
 //! processor ([`cp`]) and the SDMA engine ([`sdma`]). Kernel execution is handed to a
-//! [`ShaderEngines`] implementation (the `emulator` issue); [`NullShaderEngines`] runs no code.
+//! [`ShaderEngines`] implementation: [`EmuShaderEngines`] ([`se`], interpreting gfx11 code with
+//! [`exec`], timing it with [`cycles`] and writing SQTT with [`sqtt_enc`]); [`NullShaderEngines`]
+//! runs no code.
 //!
 //! Queues execute synchronously when their doorbell is written, and again whenever the runtime
 //! sleeps (KFD WAIT_EVENTS), which un-blocks queues waiting on values the CPU wrote. Timestamps
 //! come from a deterministic emulated 100 MHz clock that advances per packet and per dispatch.
 
 pub mod arch;
+pub mod code;
 pub mod cp;
+pub mod cycles;
+pub mod exec;
 pub mod kfd;
 pub mod mem;
 pub mod regfile;
 pub mod sdma;
+pub mod se;
 pub mod shader;
+pub mod sqtt_enc;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use arch::EmuArch;
 pub use mem::{MemFault, Memory};
 pub use regfile::RegFile;
+pub use se::EmuShaderEngines;
 pub use shader::{
     DeviceFault, DispatchInfo, DispatchResult, FaultingShaderEngines, NullShaderEngines,
     ShaderEngines,
@@ -132,8 +140,15 @@ pub struct EmuPlatform {
 }
 
 impl EmuPlatform {
+    /// The emulated GPU with the interpreting shader engines where the target's code can be
+    /// run (gfx11); other targets keep [`NullShaderEngines`] until their decoder exists.
     pub fn new(cfg: EmuConfig) -> Self {
-        Self::with_shader_engines(cfg, Box::new(NullShaderEngines))
+        let se = EmuShaderEngines::new(cfg.arch);
+        if se.can_execute() {
+            Self::with_shader_engines(cfg, Box::new(se))
+        } else {
+            Self::with_shader_engines(cfg, Box::new(NullShaderEngines))
+        }
     }
 
     pub fn with_shader_engines(cfg: EmuConfig, shader: Box<dyn ShaderEngines>) -> Self {

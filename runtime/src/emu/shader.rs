@@ -1,6 +1,7 @@
 //! The hand-off from the emulated command processor to the shader engines (the `emulator`
 //! issue): a DISPATCH_DIRECT becomes a [`DispatchInfo`] read from the register file, and SQTT
-//! start/finish events are forwarded so the engines can produce trace data.
+//! start/finish events and register writes are forwarded so the engines can produce trace
+//! data. The real engines are [`super::se::EmuShaderEngines`].
 
 use super::mem::Memory;
 use super::regfile::RegFile;
@@ -30,6 +31,8 @@ pub struct DispatchInfo {
     pub num_xcc: u32,
     /// Thread trace was enabled (COMPUTE_THREAD_TRACE_ENABLE) when the dispatch started.
     pub sqtt: bool,
+    /// The emulated 100 MHz GPU clock when the CP issued the dispatch.
+    pub clock: u64,
 }
 
 impl DispatchInfo {
@@ -50,6 +53,9 @@ pub struct DispatchResult {
 pub struct DeviceFault {
     pub va: u64,
     pub reason: String,
+    /// The fault is a memory (MMU) fault at `va`; otherwise the queue just stops (a hang or an
+    /// illegal instruction), which the driver reports without a memory exception.
+    pub mmu: bool,
 }
 
 /// The shader engines behind the emulated CP.
@@ -62,6 +68,9 @@ pub trait ShaderEngines: Send {
     ) -> Result<DispatchResult, DeviceFault>;
     /// Thread trace started (the CP saw COMPUTE_THREAD_TRACE_ENABLE = 1).
     fn sqtt_start(&mut self, _num_se: u32) {}
+    /// A register write the SQ sees while thread trace is on (SET_SH_REG / SET_UCONFIG_REG),
+    /// at GPU clock `clock` (100 MHz ticks); the first one is the enable itself.
+    fn sqtt_reg_write(&mut self, _addr: u32, _value: u32, _clock: u64) {}
     /// THREAD_TRACE_FINISH: the bytes SE `se` wrote into its buffer since the start.
     fn sqtt_finish(&mut self, _se: u32) -> Vec<u8> {
         Vec::new()
@@ -99,6 +108,7 @@ impl ShaderEngines for FaultingShaderEngines {
         Err(DeviceFault {
             va: d.pgm_addr,
             reason: "injected fault (FaultingShaderEngines)".into(),
+            mmu: true,
         })
     }
 }

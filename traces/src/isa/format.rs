@@ -3,17 +3,32 @@
 use std::fmt::Write;
 
 use super::table::{CType, Field, ImmFmt, OpInfo, Opnd, RegKind};
-use super::{Encoding, Instruction, Operand, SpecialReg};
+use super::{Arch, Encoding, Instruction, Operand, SpecialReg};
 
 fn bits(w: u32, lo: u32, n: u32) -> u32 {
     (w >> lo) & ((1u32 << n) - 1)
 }
 
 /// Raw value of `f` (register fields as register numbers; SMEM/MUBUF bases as SGPR numbers).
+#[inline]
 pub(super) fn field(i: &Instruction, f: Field, y: bool) -> u32 {
-    let [w0, w1, ..] = i.words;
+    let [w0, w1, w2, ..] = i.words;
     use Encoding as E;
     use Field as F;
+    if i.arch == Arch::Gfx12 {
+        match (i.encoding, f) {
+            (E::Flat | E::Global | E::Scratch, F::Vdst) => return bits(w1, 0, 8),
+            (E::Flat | E::Global | E::Scratch, F::Addr) => return bits(w2, 0, 8),
+            (E::Flat | E::Global | E::Scratch, F::Data) => return bits(w1, 23, 8),
+            (E::Flat | E::Global | E::Scratch, F::Saddr) => return bits(w0, 0, 7),
+            (E::Mubuf | E::Mtbuf | E::Mimg, F::Vdata) => return bits(w1, 0, 8),
+            (E::Mubuf | E::Mtbuf | E::Mimg, F::Vaddr) => return bits(w2, 0, 8),
+            (E::Mubuf | E::Mtbuf | E::Mimg, F::Srsrc) => return bits(w1, 9, 7),
+            (E::Mubuf | E::Mtbuf, F::Soffset) => return bits(w0, 0, 7),
+            (E::Mimg, F::Ssamp) => return bits(w1, 23, 7),
+            _ => {}
+        }
+    }
     match (i.encoding, f) {
         (E::Sop1 | E::Sop2 | E::Sopk, F::Sdst) => bits(w0, 16, 7),
         (E::Sop1 | E::Sop2 | E::Sopc, F::Ssrc0) => bits(w0, 0, 8),
@@ -75,14 +90,14 @@ impl Op {
 /// Operand list with fixed capacity, so printing allocates nothing.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Ops {
-    buf: [Op; 12],
+    buf: [Op; 10],
     len: usize,
 }
 
 impl Ops {
     fn new() -> Ops {
         Ops {
-            buf: [Op::new(Operand::Off); 12],
+            buf: [Op::new(Operand::Off); 10],
             len: 0,
         }
     }
@@ -106,7 +121,26 @@ impl Ops {
 
 /// Decode an 8/9-bit scalar/source operand value.
 fn src_operand(v: u32, n: u8, literal: u32) -> Operand {
+    src_operand_a(v, n, literal, Arch::Gfx11)
+}
+
+/// [`src_operand`] for `arch`: gfx9 has flat_scratch/xnack_mask at 102..105 and m0 at 124.
+#[inline]
+fn src_operand_a(v: u32, n: u8, literal: u32, arch: Arch) -> Operand {
     use SpecialReg as R;
+    if arch == Arch::Gfx9 {
+        match v {
+            102 if n >= 2 => return Operand::Special(R::FlatScratch),
+            102 => return Operand::Special(R::FlatScratchLo),
+            103 => return Operand::Special(R::FlatScratchHi),
+            104 if n >= 2 => return Operand::Special(R::XnackMask),
+            104 => return Operand::Special(R::XnackMaskLo),
+            105 => return Operand::Special(R::XnackMaskHi),
+            124 => return Operand::Special(R::M0),
+            125 => return Operand::Special(R::Null),
+            _ => {}
+        }
+    }
     match v {
         0..=105 => Operand::Sgpr {
             first: v as u16,
@@ -180,7 +214,12 @@ fn op_index(f: Field) -> Option<u32> {
 }
 
 fn vop3_mods(i: &Instruction) -> bool {
-    matches!(i.encoding, Encoding::Vop3 | Encoding::Vinterp) && !is_sd(i.info)
+    matches!(i.encoding, Encoding::Vop3 | Encoding::Vinterp) && !is_bitop3(i) && !is_sd(i.info)
+}
+
+/// gfx950 v_bitop3_*: the abs/neg/omod bits hold the 8-bit truth table instead.
+fn is_bitop3(i: &Instruction) -> bool {
+    i.arch == Arch::Gfx9 && i.info.name.starts_with("v_bitop3")
 }
 
 fn is_sd(info: &OpInfo) -> bool {
@@ -191,6 +230,7 @@ fn is_sd(info: &OpInfo) -> bool {
 
 fn half_op(info: &OpInfo, i: &Instruction, y: bool, out: &mut Ops) {
     let lit = literal(i).unwrap_or(0);
+    let mods = vop3_mods(i);
     let [w0, w1, ..] = i.words;
     for o in info.ops {
         let op = match *o {
@@ -210,7 +250,7 @@ fn half_op(info: &OpInfo, i: &Instruction, y: bool, out: &mut Ops) {
             Opnd::Reg(f, n, kind, half) => {
                 let v = field(i, f, y);
                 let mut op = Op::new(match kind {
-                    RegKind::S => src_operand(v, n, lit),
+                    RegKind::S => src_operand_a(v, n, lit, i.arch),
                     RegKind::V => Operand::Vgpr {
                         first: v as u16,
                         count: n,
@@ -225,6 +265,9 @@ fn half_op(info: &OpInfo, i: &Instruction, y: bool, out: &mut Ops) {
                     set_half(&mut op, i, f, v);
                 }
                 op = fix_mem_reg(i, f, op);
+                if i.arch == Arch::Gfx9 && mem_acc(i) && !matches!(f, Field::Addr | Field::Vaddr) {
+                    to_agpr(&mut op);
+                }
                 if i.dpp == 1 && f == Field::Vsrc1 {
                     op.neg = bits(i.words[1], 22, 1) != 0;
                     op.abs = bits(i.words[1], 23, 1) != 0;
@@ -233,12 +276,12 @@ fn half_op(info: &OpInfo, i: &Instruction, y: bool, out: &mut Ops) {
             }
             Opnd::Src(f, n, half, ct) => {
                 let v = field(i, f, y);
-                let mut op = Op::new(src_operand(v, n, lit));
+                let mut op = Op::new(src_operand_a(v, n, lit, i.arch));
                 op.ctype = ct;
                 if half {
                     set_half(&mut op, i, f, v);
                 }
-                if let (true, Some(k)) = (vop3_mods(i), op_index(f)) {
+                if let (true, Some(k)) = (mods, op_index(f)) {
                     // VINTERP has neg bits only (its [10:8] hold wait_exp).
                     op.abs = i.encoding == Encoding::Vop3 && bits(w0, 8 + k, 1) != 0;
                     op.neg = bits(w1, 29 + k, 1) != 0;
@@ -287,6 +330,12 @@ fn set_half(op: &mut Op, i: &Instruction, f: Field, v: u32) {
 
 /// Memory-instruction address operands whose shape depends on other fields.
 fn fix_mem_reg(i: &Instruction, f: Field, op: Op) -> Op {
+    if i.arch == Arch::Gfx12 {
+        return fix_mem_reg12(i, f, op);
+    }
+    if i.arch == Arch::Gfx9 {
+        return fix_mem_reg9(i, f, op);
+    }
     let w1 = i.words[1];
     match (i.encoding, f) {
         (Encoding::Global, Field::Saddr) => {
@@ -337,6 +386,67 @@ fn fix_mem_reg(i: &Instruction, f: Field, op: Op) -> Op {
     }
 }
 
+/// gfx12 counterpart of [`fix_mem_reg`] (96-bit VFLAT/VGLOBAL/VSCRATCH/VBUFFER layouts).
+fn fix_mem_reg12(i: &Instruction, f: Field, op: Op) -> Op {
+    let [w0, w1, w2, ..] = i.words;
+    let saddr = bits(w0, 0, 7);
+    let v = |first: u32, count: u8| {
+        Op::new(Operand::Vgpr {
+            first: first as u16,
+            count,
+            hi: None,
+        })
+    };
+    match (i.encoding, f) {
+        (Encoding::Global | Encoding::Scratch, Field::Saddr) if saddr == 124 => {
+            Op::new(Operand::Off)
+        }
+        (Encoding::Global, Field::Saddr) => Op::new(src_operand(saddr, 2, 0)),
+        (Encoding::Scratch, Field::Saddr) => Op::new(src_operand(saddr, 1, 0)),
+        (Encoding::Global, Field::Addr) => v(bits(w2, 0, 8), if saddr == 124 { 2 } else { 1 }),
+        (Encoding::Scratch, Field::Addr) if bits(w1, 17, 1) == 0 => Op::new(Operand::Off),
+        (Encoding::Mubuf | Encoding::Mtbuf, Field::Vaddr) => {
+            match bits(w1, 31, 1) + bits(w1, 30, 1) {
+                0 => Op::new(Operand::Off),
+                n => v(bits(w2, 0, 8), n as u8),
+            }
+        }
+        (Encoding::Mubuf | Encoding::Mtbuf, Field::Soffset) => Op::new(src_operand(saddr, 1, 0)),
+        _ => op,
+    }
+}
+
+/// gfx9 counterpart of [`fix_mem_reg`]: saddr `off` is 0x7F, scratch vaddr enabled by [13],
+/// MUBUF offen/idxen in dword 0.
+fn fix_mem_reg9(i: &Instruction, f: Field, op: Op) -> Op {
+    let [w0, w1, ..] = i.words;
+    let saddr = bits(w1, 16, 7);
+    let v = |first: u32, count: u8| {
+        Op::new(Operand::Vgpr {
+            first: first as u16,
+            count,
+            hi: None,
+        })
+    };
+    match (i.encoding, f) {
+        (Encoding::Global | Encoding::Scratch, Field::Saddr) if saddr == 0x7F => {
+            Op::new(Operand::Off)
+        }
+        (Encoding::Global, Field::Saddr) => Op::new(src_operand_a(saddr, 2, 0, Arch::Gfx9)),
+        (Encoding::Scratch, Field::Saddr) => Op::new(src_operand_a(saddr, 1, 0, Arch::Gfx9)),
+        (Encoding::Global, Field::Addr) => v(bits(w1, 0, 8), if saddr == 0x7F { 2 } else { 1 }),
+        (Encoding::Scratch, Field::Addr) if bits(w0, 13, 1) == 0 => Op::new(Operand::Off),
+        (Encoding::Mubuf, Field::Vaddr) => match bits(w0, 13, 1) + bits(w0, 12, 1) {
+            0 => Op::new(Operand::Off),
+            n => v(bits(w1, 0, 8), n as u8),
+        },
+        (Encoding::Mubuf, Field::Soffset) => {
+            Op::new(src_operand_a(bits(w1, 24, 8), 1, 0, Arch::Gfx9))
+        }
+        _ => op,
+    }
+}
+
 fn fixed_operand(i: &Instruction, s: &'static str) -> Operand {
     match s {
         "attr0.x" => Operand::Attr {
@@ -369,17 +479,84 @@ fn operands_into(i: &Instruction, v: &mut Ops) {
         half_op(y, i, true, v);
     }
     atomic_return(i, v);
+    if i.arch == Arch::Gfx9 {
+        agpr_fixups(i, v);
+    }
+    if matches!(i.encoding, Encoding::Mubuf | Encoding::Mtbuf) {
+        let tfe = match i.arch {
+            Arch::Gfx12 => bits(i.words[0], 22, 1),
+            Arch::Gfx11 => bits(i.words[1], 21, 1),
+            Arch::Gfx9 => 0,
+        };
+        if tfe != 0 {
+            if let Some(Operand::Vgpr { count, .. }) = v.buf.first_mut().map(|o| &mut o.op) {
+                *count += 1;
+            }
+        }
+    }
     if i.encoding == Encoding::Mimg {
         mimg_shape(i, v);
     }
 }
 
+/// gfx90a+ memory `acc` bit: data registers are AGPRs.
+fn mem_acc(i: &Instruction) -> bool {
+    match i.encoding {
+        Encoding::Flat | Encoding::Global | Encoding::Scratch | Encoding::Mubuf => {
+            bits(i.words[1], 23, 1) != 0
+        }
+        Encoding::Ds => bits(i.words[0], 25, 1) != 0,
+        _ => false,
+    }
+}
+
+fn to_agpr(o: &mut Op) {
+    if let Operand::Vgpr { first, count, .. } = o.op {
+        o.op = Operand::Agpr { first, count };
+    }
+}
+
+/// gfx90a+ accumulation registers: MFMA acc_cd/acc bits, v_accvgpr_*, and the memory `acc` bit
+/// (register operands then name AGPRs).
+fn agpr_fixups(i: &Instruction, v: &mut Ops) {
+    let [w0, w1, ..] = i.words;
+    let n = v.len;
+    let name = i.info.name;
+    match i.encoding {
+        Encoding::Vop3p if name.starts_with("v_mfma") || name.starts_with("v_smfmac") => {
+            let acc_cd = bits(w0, 15, 1) != 0;
+            for (k, o) in v.buf[..n].iter_mut().enumerate() {
+                let agpr = match k {
+                    0 | 3 => acc_cd,
+                    1 => bits(w1, 27, 1) != 0,
+                    _ => bits(w1, 28, 1) != 0,
+                };
+                if agpr {
+                    to_agpr(o);
+                }
+            }
+        }
+        Encoding::Vop3p if name == "v_accvgpr_read_b32" || name == "v_accvgpr_mov_b32" => {
+            if let Some(o) = v.buf[..n].get_mut(1) {
+                to_agpr(o);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// gfx11 atomics with GLC set return the old value: LLVM prints an extra vdst first.
 fn atomic_return(i: &Instruction, v: &mut Ops) {
+    // gfx11: glc; gfx12: th bit 0 (TH_ATOMIC_RETURN).
+    let rtn = match i.arch {
+        Arch::Gfx12 => bits(i.words[1], 20, 1),
+        Arch::Gfx9 => bits(i.words[0], 16, 1),
+        Arch::Gfx11 => bits(i.words[0], 14, 1),
+    };
     if !matches!(
         i.encoding,
         Encoding::Flat | Encoding::Global | Encoding::Scratch
-    ) || bits(i.words[0], 14, 1) == 0
+    ) || rtn == 0
     {
         return;
     }
@@ -387,9 +564,8 @@ fn atomic_return(i: &Instruction, v: &mut Ops) {
     if !name.contains("atomic") {
         return;
     }
-    let w0 = i.words[0];
     match i.encoding {
-        Encoding::Flat | Encoding::Global | Encoding::Scratch if bits(w0, 14, 1) != 0 => {
+        Encoding::Flat | Encoding::Global | Encoding::Scratch => {
             let data = v.as_slice().iter().find_map(|o| match o.op {
                 Operand::Vgpr { count, .. } => Some(count),
                 _ => None,
@@ -405,12 +581,19 @@ fn atomic_return(i: &Instruction, v: &mut Ops) {
             if name.contains("cmpswap") {
                 n /= 2;
             }
-            let dst = bits(i.words[1], 24, 8) as u16;
-            v.insert_front(Op::new(Operand::Vgpr {
+            let dst = match i.arch {
+                Arch::Gfx12 => bits(i.words[1], 0, 8),
+                _ => bits(i.words[1], 24, 8),
+            } as u16;
+            let mut o = Op::new(Operand::Vgpr {
                 first: dst,
                 count: n.max(1),
                 hi: None,
-            }));
+            });
+            if i.arch == Arch::Gfx9 && mem_acc(i) {
+                to_agpr(&mut o);
+            }
+            v.insert_front(o);
         }
         _ => {}
     }
@@ -418,6 +601,16 @@ fn atomic_return(i: &Instruction, v: &mut Ops) {
 
 /// Append `n` in decimal (cheaper than `write!`, which dominates disassembly time).
 pub(super) fn push_dec(out: &mut String, n: u32) {
+    // Register numbers and counts are almost always one or two digits.
+    if n < 10 {
+        out.push((b'0' + n as u8) as char);
+        return;
+    }
+    if n < 100 {
+        out.push((b'0' + (n / 10) as u8) as char);
+        out.push((b'0' + (n % 10) as u8) as char);
+        return;
+    }
     let mut buf = [0u8; 10];
     let mut k = buf.len();
     let mut n = n;
@@ -429,19 +622,18 @@ pub(super) fn push_dec(out: &mut String, n: u32) {
             break;
         }
     }
-    for &c in &buf[k..] {
-        out.push(c as char);
-    }
+    out.push_str(std::str::from_utf8(&buf[k..]).unwrap_or("?"));
 }
 
 /// Append `0x` and `n` in lower-case hex.
 pub(super) fn push_hex(out: &mut String, n: u32) {
     const D: &[u8; 16] = b"0123456789abcdef";
-    out.push_str("0x");
-    let digits = ((32 - n.leading_zeros()).max(1)).div_ceil(4);
-    for k in (0..digits).rev() {
-        out.push(D[((n >> (4 * k)) & 0xF) as usize] as char);
+    let mut buf = *b"0x00000000";
+    let digits = ((32 - n.leading_zeros()).max(1)).div_ceil(4) as usize;
+    for k in 0..digits {
+        buf[2 + k] = D[((n >> (4 * (digits - 1 - k))) & 0xF) as usize];
     }
+    out.push_str(std::str::from_utf8(&buf[..2 + digits]).unwrap_or("?"));
 }
 
 fn push_int(out: &mut String, n: i32) {
@@ -510,7 +702,9 @@ fn write_operand(out: &mut String, i: &Instruction, o: &Op) {
 
 const INLINE_F: [f64; 8] = [0.5, -0.5, 1.0, -1.0, 2.0, -2.0, 4.0, -4.0];
 const INLINE_F_TEXT: [&str; 8] = ["0.5", "-0.5", "1.0", "-1.0", "2.0", "-2.0", "4.0", "-4.0"];
-const INLINE_F16_BITS: [&str; 8] = ["0x3800", "0xb800", "0x3c00", "0xbc00", "0x4000", "0xc000", "0x4400", "0xc400"];
+const INLINE_F16_BITS: [&str; 8] = [
+    "0x3800", "0xb800", "0x3c00", "0xbc00", "0x4000", "0xc000", "0x4400", "0xc400",
+];
 
 fn float_text(f: f64, ct: CType) -> &'static str {
     let k = INLINE_F.iter().position(|&x| x == f);
@@ -543,6 +737,12 @@ fn special_name(r: SpecialReg) -> &'static str {
         R::PrivateLimit => "src_private_limit",
         R::PopsExitingWaveId => "src_pops_exiting_wave_id",
         R::LdsDirect => "src_lds_direct",
+        R::FlatScratchLo => "flat_scratch_lo",
+        R::FlatScratchHi => "flat_scratch_hi",
+        R::FlatScratch => "flat_scratch",
+        R::XnackMaskLo => "xnack_mask_lo",
+        R::XnackMaskHi => "xnack_mask_hi",
+        R::XnackMask => "xnack_mask",
     }
 }
 
@@ -602,8 +802,9 @@ fn write_depctr(out: &mut String, v: u16) {
     }
 }
 
-fn msg_name(id: u32, rtn: bool) -> Option<&'static str> {
+fn msg_name(id: u32, rtn: bool, arch: Arch) -> Option<&'static str> {
     Some(match (id, rtn) {
+        (0x87, true) if arch == Arch::Gfx12 => "MSG_RTN_GET_SE_AID_ID",
         (1, _) => "MSG_INTERRUPT",
         (2, false) => "MSG_HS_TESSFACTOR",
         (3, false) => "MSG_DEALLOC_VGPRS",
@@ -620,17 +821,33 @@ fn msg_name(id: u32, rtn: bool) -> Option<&'static str> {
 
 fn write_imm(out: &mut String, i: &Instruction, v: u16, fmt: ImmFmt) {
     let name = i.info.name;
+    if fmt == ImmFmt::Hex {
+        push_hex(out, u32::from(v));
+        return;
+    }
+    if fmt == ImmFmt::Dec && v < 0x8000 {
+        push_dec(out, u32::from(v));
+        return;
+    }
     match name {
         "s_waitcnt" => {
-            let vm = (v >> 10) & 0x3F;
-            let exp = v & 7;
-            let lgkm = (v >> 4) & 0x3F;
-            let all = vm == 0x3F && exp == 7 && lgkm == 0x3F;
+            // gfx9: vmcnt [3:0]+[15:14], expcnt [6:4], lgkmcnt [11:8]; gfx11: [15:10], [2:0], [9:4].
+            let (vm, exp, lgkm, lgkm_max) = if i.arch == Arch::Gfx9 {
+                (
+                    (v & 0xF) | ((v >> 14) << 4),
+                    (v >> 4) & 7,
+                    (v >> 8) & 0xF,
+                    0xF,
+                )
+            } else {
+                ((v >> 10) & 0x3F, v & 7, (v >> 4) & 0x3F, 0x3F)
+            };
+            let all = vm == 0x3F && exp == 7 && lgkm == lgkm_max;
             let mut sep = "";
             for (label, val, show) in [
                 ("vmcnt(", vm, vm != 0x3F || all),
                 ("expcnt(", exp, exp != 7 || all),
-                ("lgkmcnt(", lgkm, lgkm != 0x3F || all),
+                ("lgkmcnt(", lgkm, lgkm != lgkm_max || all),
             ] {
                 if show {
                     out.push_str(sep);
@@ -671,7 +888,7 @@ fn write_imm(out: &mut String, i: &Instruction, v: u16, fmt: ImmFmt) {
         "s_sendmsg" | "s_sendmsghalt" | "s_sendmsg_rtn_b32" | "s_sendmsg_rtn_b64" => {
             let rtn = name.starts_with("s_sendmsg_rtn");
             let id = u32::from(v & 0xFF);
-            match msg_name(id, rtn) {
+            match msg_name(id, rtn, i.arch) {
                 Some(m) if v >> 8 == 0 => {
                     out.push_str("sendmsg(");
                     out.push_str(m);
@@ -693,6 +910,15 @@ fn write_imm(out: &mut String, i: &Instruction, v: u16, fmt: ImmFmt) {
             let _ = write!(out, "hwreg({id}, {off}, {size})");
         }
         _ => match fmt {
+            // Branch offsets and s_endpgm print unsigned; other "decimal" fields (s_nop,
+            // s_sleep, ...) switch to hex once the 16-bit value would be negative.
+            ImmFmt::Dec
+                if v >= 0x8000
+                    && !name.starts_with("s_cbranch")
+                    && !matches!(name, "s_branch" | "s_endpgm" | "s_call_b64") =>
+            {
+                push_hex(out, u32::from(v))
+            }
             ImmFmt::Dec => push_dec(out, u32::from(v)),
             _ => push_hex(out, u32::from(v)),
         },
@@ -703,6 +929,12 @@ fn write_imm(out: &mut String, i: &Instruction, v: u16, fmt: ImmFmt) {
 fn write_mods(out: &mut String, i: &Instruction) {
     let [w0, w1, ..] = i.words;
     let name = i.info.name;
+    if i.arch == Arch::Gfx12 && write_mods12(out, i) {
+        return;
+    }
+    if i.arch == Arch::Gfx9 && write_mods9(out, i) {
+        return;
+    }
     match i.encoding {
         Encoding::Smem => {}
         Encoding::Vop3 => {
@@ -725,6 +957,18 @@ fn write_mods(out: &mut String, i: &Instruction) {
                 l.push(((op_sel >> 3) & 1).to_string());
                 let _ = write!(out, " op_sel:[{}]", l.join(","));
             }
+            if is_bitop3(i) {
+                let t = bits(w1, 29, 3) | (bits(w0, 8, 3) << 3) | (bits(w1, 27, 2) << 6);
+                if t != 0 {
+                    out.push_str(" bitop3:");
+                    if t < 16 {
+                        push_dec(out, t);
+                    } else {
+                        push_hex(out, t);
+                    }
+                }
+                return;
+            }
             if bits(w0, 15, 1) != 0 {
                 out.push_str(" clamp");
             }
@@ -733,6 +977,21 @@ fn write_mods(out: &mut String, i: &Instruction) {
                 2 => out.push_str(" mul:4"),
                 3 => out.push_str(" div:2"),
                 _ => {}
+            }
+        }
+        Encoding::Vop3p
+            if i.arch == Arch::Gfx9
+                && (name.starts_with("v_mfma") || name.starts_with("v_smfmac")) =>
+        {
+            for (label, val) in [
+                (" cbsz:", bits(w0, 8, 3)),
+                (" abid:", bits(w0, 11, 4)),
+                (" blgp:", bits(w1, 29, 3)),
+            ] {
+                if val != 0 {
+                    out.push_str(label);
+                    push_dec(out, val);
+                }
             }
         }
         Encoding::Vop3p => {
@@ -776,15 +1035,18 @@ fn write_mods(out: &mut String, i: &Instruction) {
             let o1 = bits(w0, 8, 8);
             if name.contains("2addr") {
                 if o0 != 0 {
-                    let _ = write!(out, " offset0:{o0}");
+                    out.push_str(" offset0:");
+                    push_dec(out, o0);
                 }
                 if o1 != 0 {
-                    let _ = write!(out, " offset1:{o1}");
+                    out.push_str(" offset1:");
+                    push_dec(out, o1);
                 }
             } else if name == "ds_swizzle_b32" {
                 write_swizzle(out, o0 | (o1 << 8));
             } else if o0 | (o1 << 8) != 0 {
-                let _ = write!(out, " offset:{}", o0 | (o1 << 8));
+                out.push_str(" offset:");
+                push_dec(out, o0 | (o1 << 8));
             }
             if bits(w0, 17, 1) != 0 {
                 out.push_str(" gds");
@@ -798,7 +1060,8 @@ fn write_mods(out: &mut String, i: &Instruction) {
                 ((off << 19) as i32 >> 19) as u32
             };
             if off != 0 {
-                let _ = write!(out, " offset:{}", off as i32);
+                out.push_str(" offset:");
+                push_int(out, off as i32);
             }
             cpol(out, bits(w0, 14, 1), bits(w0, 15, 1), bits(w0, 13, 1));
         }
@@ -820,7 +1083,8 @@ fn write_mods(out: &mut String, i: &Instruction) {
             }
             let off = bits(w0, 0, 12);
             if off != 0 {
-                let _ = write!(out, " offset:{off}");
+                out.push_str(" offset:");
+                push_dec(out, off);
             }
             cpol(out, bits(w0, 14, 1), bits(w0, 12, 1), bits(w0, 13, 1));
             if bits(w1, 21, 1) != 0 {
@@ -935,11 +1199,22 @@ fn write_dpp(out: &mut String, i: &Instruction) {
         }
         0x140 => out.push_str("row_mirror"),
         0x141 => out.push_str("row_half_mirror"),
+        0x150..=0x16F if i.arch == Arch::Gfx9 => out.push_str("/* Invalid dpp_ctrl value */"),
         0x150..=0x15F => {
             let _ = write!(out, "row_share:{}", ctrl & 0xF);
         }
         0x160..=0x16F => {
             let _ = write!(out, "row_xmask:{}", ctrl & 0xF);
+        }
+        0x130 | 0x134 | 0x138 | 0x13C | 0x142 | 0x143 if i.arch == Arch::Gfx9 => {
+            out.push_str(match ctrl {
+                0x130 => "wave_shl:1",
+                0x134 => "wave_rol:1",
+                0x138 => "wave_shr:1",
+                0x13C => "wave_ror:1",
+                0x142 => "row_bcast:15",
+                _ => "row_bcast:31",
+            })
         }
         0x130 => out.push_str("/* wave_shl is not supported starting from GFX10 */"),
         0x134 => out.push_str("/* wave_rol is not supported starting from GFX10 */"),
@@ -976,18 +1251,44 @@ const DIM: [&str; 8] = [
 /// MIMG data/address register counts from dmask, d16, tfe, dim and a16.
 fn mimg_shape(i: &Instruction, v: &mut Ops) {
     let [w0, w1, ..] = i.words;
-    let Some(shape) = super::gfx11::mimg_shape(i.opcode) else {
+    // (shape, dmask, d16, tfe, a16, dim) per layout.
+    let (shape, dmask, d16, tfe, a16, dim) = if i.arch == Arch::Gfx12 {
+        let sample = w0 >> 26 == 0x39;
+        let tfe = if sample {
+            bits(w0, 3, 1)
+        } else {
+            bits(w1, 23, 1)
+        };
+        (
+            super::gfx12::image_shape(sample, i.opcode),
+            bits(w0, 22, 4),
+            bits(w0, 5, 1),
+            tfe,
+            bits(w0, 6, 1),
+            bits(w0, 0, 3),
+        )
+    } else {
+        (
+            super::gfx11::mimg_shape(i.opcode),
+            bits(w0, 8, 4),
+            bits(w0, 17, 1),
+            bits(w1, 21, 1),
+            bits(w0, 16, 1),
+            bits(w0, 2, 3),
+        )
+    };
+    let Some(shape) = shape else {
         return;
     };
-    let dmask = bits(w0, 8, 4).count_ones().max(1) as usize;
+    let dmask = dmask.count_ones().max(1) as usize;
     let mut nd = u32::from(shape.data.get(dmask - 1).copied().unwrap_or(1));
-    if bits(w0, 17, 1) != 0 {
+    if d16 != 0 {
         nd = nd.div_ceil(2);
     }
-    nd += bits(w1, 21, 1);
+    nd += tfe;
     let na = shape
         .addr
-        .get((bits(w0, 16, 1) * 8 + bits(w0, 2, 3)) as usize)
+        .get((a16 * 8 + dim) as usize)
         .copied()
         .unwrap_or(1);
     let n = v.len;
@@ -1021,6 +1322,35 @@ fn write_nsa(out: &mut String, i: &Instruction, count: u8) {
     out.push(']');
 }
 
+/// gfx12 image addresses: one register per byte slot (VIMAGE has a fifth in dword 1), the
+/// last slot holding a range when there are more addresses than slots.
+fn write_addr_list12(out: &mut String, i: &Instruction, count: u8) {
+    let [w0, w1, w2, ..] = i.words;
+    let slots: u32 = if w0 >> 26 == 0x39 { 4 } else { 5 };
+    let reg = |k: u32| {
+        if k < 4 {
+            bits(w2, 8 * k, 8)
+        } else {
+            bits(w1, 24, 8)
+        }
+    };
+    let count = u32::from(count);
+    out.push('[');
+    for k in 0..count.min(slots) {
+        if k > 0 {
+            out.push_str(", ");
+        }
+        let rest = count - k;
+        if k == slots - 1 && rest > 1 {
+            write_reg(out, "v", reg(k) as u16, rest as u8);
+        } else {
+            out.push('v');
+            push_dec(out, reg(k));
+        }
+    }
+    out.push(']');
+}
+
 fn write_mimg_mods(out: &mut String, i: &Instruction) {
     let [w0, w1, ..] = i.words;
     let dmask = bits(w0, 8, 4);
@@ -1048,6 +1378,208 @@ fn write_mimg_mods(out: &mut String, i: &Instruction) {
     }
 }
 
+/// gfx12 modifiers of the encodings whose layout changed; false when gfx11's printing applies.
+fn write_mods12(out: &mut String, i: &Instruction) -> bool {
+    let [w0, w1, w2, ..] = i.words;
+    match i.encoding {
+        Encoding::Flat | Encoding::Global | Encoding::Scratch => {
+            let off = ((w2 as i32) >> 8) as u32;
+            if off != 0 {
+                out.push_str(" offset:");
+                push_int(out, off as i32);
+            }
+            th_scope(out, i, bits(w1, 20, 3), bits(w1, 18, 2));
+        }
+        Encoding::Mubuf | Encoding::Mtbuf => {
+            if i.encoding == Encoding::Mtbuf {
+                let f = super::gfx12::mtbuf_format(bits(w1, 23, 7));
+                if !f.is_empty() {
+                    out.push(' ');
+                    out.push_str(f);
+                }
+            }
+            if bits(w1, 31, 1) != 0 {
+                out.push_str(" idxen");
+            }
+            if bits(w1, 30, 1) != 0 {
+                out.push_str(" offen");
+            }
+            let off = w2 >> 8;
+            if off != 0 {
+                out.push_str(" offset:");
+                push_dec(out, off);
+            }
+            th_scope(out, i, bits(w1, 20, 3), bits(w1, 18, 2));
+            if bits(w0, 22, 1) != 0 {
+                out.push_str(" tfe");
+            }
+        }
+        Encoding::Ldsdir => {
+            let _ = write!(
+                out,
+                " wait_va_vdst:{} wait_vm_vsrc:{}",
+                bits(w0, 16, 4),
+                bits(w0, 23, 1)
+            );
+        }
+        Encoding::Mimg => {
+            let sample = w0 >> 26 == 0x39;
+            let dmask = bits(w0, 22, 4);
+            if dmask != 0 {
+                let _ = write!(out, " dmask:0x{dmask:x}");
+            }
+            if super::gfx12::image_shape(sample, i.opcode).is_some_and(|s| s.dim) {
+                out.push_str(" dim:SQ_RSRC_IMG_");
+                out.push_str(DIM[bits(w0, 0, 3) as usize]);
+            }
+            if sample && bits(w0, 13, 1) != 0 {
+                out.push_str(" unorm");
+            }
+            th_scope(out, i, bits(w1, 20, 3), bits(w1, 18, 2));
+            if bits(w0, 4, 1) != 0 {
+                out.push_str(" r128");
+            }
+            if bits(w0, 6, 1) != 0 {
+                out.push_str(" a16");
+            }
+            if (!sample && bits(w1, 23, 1) != 0) || (sample && bits(w0, 3, 1) != 0) {
+                out.push_str(" tfe");
+            }
+            if sample && bits(w1, 8, 1) != 0 {
+                out.push_str(" lwe");
+            }
+            if bits(w0, 5, 1) != 0 {
+                out.push_str(" d16");
+            }
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// gfx9 (gfx950) modifiers of the encodings whose layout differs from gfx11.
+fn write_mods9(out: &mut String, i: &Instruction) -> bool {
+    let [w0, ..] = i.words;
+    match i.encoding {
+        Encoding::Flat | Encoding::Global | Encoding::Scratch => {
+            let off = if i.encoding == Encoding::Flat {
+                bits(w0, 0, 12) as i32
+            } else {
+                ((bits(w0, 0, 13) << 19) as i32) >> 19
+            };
+            if off != 0 {
+                out.push_str(" offset:");
+                push_int(out, off);
+            }
+            sc_nt(out, bits(w0, 16, 1), bits(w0, 17, 1), bits(w0, 25, 1));
+        }
+        Encoding::Mubuf => {
+            if bits(w0, 13, 1) != 0 {
+                out.push_str(" idxen");
+            }
+            if bits(w0, 12, 1) != 0 {
+                out.push_str(" offen");
+            }
+            let off = bits(w0, 0, 12);
+            if off != 0 {
+                out.push_str(" offset:");
+                push_dec(out, off);
+            }
+            sc_nt(out, bits(w0, 14, 1), bits(w0, 17, 1), bits(w0, 15, 1));
+            if bits(w0, 16, 1) != 0 {
+                out.push_str(" lds");
+            }
+        }
+        Encoding::Ds => {
+            let (o0, o1) = (bits(w0, 0, 8), bits(w0, 8, 8));
+            if i.info.name.contains("2st64")
+                || i.info.name.contains("read2")
+                || i.info.name.contains("write2")
+            {
+                if o0 != 0 {
+                    out.push_str(" offset0:");
+                    push_dec(out, o0);
+                }
+                if o1 != 0 {
+                    out.push_str(" offset1:");
+                    push_dec(out, o1);
+                }
+            } else if i.info.name == "ds_swizzle_b32" {
+                write_swizzle(out, o0 | (o1 << 8));
+            } else if o0 | (o1 << 8) != 0 {
+                out.push_str(" offset:");
+                push_dec(out, o0 | (o1 << 8));
+            }
+            if bits(w0, 16, 1) != 0 {
+                out.push_str(" gds");
+            }
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// gfx940-style cache bits, in LLVM's printing order.
+fn sc_nt(out: &mut String, sc0: u32, nt: u32, sc1: u32) {
+    if sc0 != 0 {
+        out.push_str(" sc0");
+    }
+    if nt != 0 {
+        out.push_str(" nt");
+    }
+    if sc1 != 0 {
+        out.push_str(" sc1");
+    }
+}
+
+/// gfx12 cache policy: `th:TH_*` (named per load/store/atomic) and `scope:SCOPE_*`.
+fn th_scope(out: &mut String, i: &Instruction, th: u32, scope: u32) {
+    let name = i.info.name;
+    if th != 0 {
+        out.push_str(" th:");
+        if name.contains("atomic") {
+            out.push_str("TH_ATOMIC_");
+            if th & 4 != 0 {
+                if scope >= 2 {
+                    out.push_str(if th & 2 != 0 {
+                        "CASCADE_NT"
+                    } else {
+                        "CASCADE_RT"
+                    });
+                } else {
+                    push_hex(out, th);
+                }
+            } else if th & 2 != 0 {
+                out.push_str(if th & 1 != 0 { "NT_RETURN" } else { "NT" });
+            } else {
+                out.push_str("RETURN");
+            }
+        } else {
+            let store = name.contains("store");
+            if !store && th == 7 {
+                push_hex(out, th);
+            } else {
+                out.push_str(if store { "TH_STORE_" } else { "TH_LOAD_" });
+                out.push_str(match th {
+                    1 => "NT",
+                    2 => "HT",
+                    3 if scope == 3 => "BYPASS",
+                    3 if store => "WB",
+                    3 => "LU",
+                    4 => "NT_RT",
+                    5 => "RT_NT",
+                    6 => "NT_HT",
+                    _ => "NT_WB",
+                });
+            }
+        }
+    }
+    if scope != 0 {
+        out.push_str(" scope:");
+        out.push_str(["", "SCOPE_SE", "SCOPE_DEV", "SCOPE_SYS"][scope as usize & 3]);
+    }
+}
+
 fn cpol(out: &mut String, glc: u32, slc: u32, dlc: u32) {
     if glc != 0 {
         out.push_str(" glc");
@@ -1062,6 +1594,14 @@ fn cpol(out: &mut String, glc: u32, slc: u32, dlc: u32) {
 
 /// SMEM operand list: `sdata, sbase, (soffset | offset | null) [offset:N]`.
 fn write_smem(out: &mut String, i: &Instruction, ops: &[Op]) {
+    if i.arch == Arch::Gfx12 {
+        write_smem12(out, i, ops);
+        return;
+    }
+    if i.arch == Arch::Gfx9 {
+        write_smem9(out, i, ops);
+        return;
+    }
     let [w0, w1, ..] = i.words;
     let soff = bits(w1, 25, 7);
     let off = bits(w1, 0, 21);
@@ -1096,6 +1636,82 @@ fn write_smem(out: &mut String, i: &Instruction, ops: &[Op]) {
     }
 }
 
+/// gfx12 SMEM: a null soffset prints the (signed 24-bit) offset in its place; otherwise
+/// `offset:` always follows, even when zero.
+fn write_smem12(out: &mut String, i: &Instruction, ops: &[Op]) {
+    let [w0, w1, ..] = i.words;
+    let soff = bits(w1, 25, 7);
+    let off = ((w1 << 8) as i32) >> 8;
+    let has_soff = ops
+        .last()
+        .is_some_and(|o| matches!(o.op, Operand::Special(SpecialReg::Null)) && soff == 124);
+    let n = if has_soff { ops.len() - 1 } else { ops.len() };
+    for (k, o) in ops[..n].iter().enumerate() {
+        if k > 0 {
+            out.push_str(", ");
+        }
+        write_operand(out, i, o);
+    }
+    if has_soff {
+        out.push_str(", ");
+        push_signed_hex(out, off);
+    } else if ops.len() >= 2 {
+        out.push_str(" offset:");
+        push_signed_hex(out, off);
+    }
+    th_scope(out, i, bits(w0, 23, 2), bits(w0, 21, 2));
+}
+
+/// gfx9 SMEM: imm [17] selects a 21-bit offset, else the offset field names an SGPR; soffset_en
+/// [14] adds an SGPR from dword 1 [31:25] with the immediate as `offset:`.
+fn write_smem9(out: &mut String, i: &Instruction, ops: &[Op]) {
+    let [w0, w1, ..] = i.words;
+    let imm = bits(w0, 17, 1) != 0;
+    let soe = bits(w0, 14, 1) != 0;
+    let off = bits(w1, 0, 21);
+    // The learned template ends with the offset operand when the opcode has one.
+    let has_off = ops.len() >= 2 && ops.last().is_some_and(|o| matches!(o.op, Operand::Text(_)));
+    let n = if has_off { ops.len() - 1 } else { ops.len() };
+    for (k, o) in ops[..n].iter().enumerate() {
+        if k > 0 {
+            out.push_str(", ");
+        }
+        write_operand(out, i, o);
+    }
+    if has_off {
+        out.push_str(", ");
+        if soe {
+            write_operand(
+                out,
+                i,
+                &Op::new(src_operand_a(bits(w1, 25, 7), 1, 0, Arch::Gfx9)),
+            );
+            if imm {
+                out.push_str(" offset:");
+                push_hex(out, off);
+            }
+        } else if imm {
+            push_hex(out, off);
+        } else {
+            write_operand(
+                out,
+                i,
+                &Op::new(src_operand_a(off & 0x7F, 1, 0, Arch::Gfx9)),
+            );
+        }
+    }
+    if bits(w0, 16, 1) != 0 {
+        out.push_str(" glc");
+    }
+}
+
+fn push_signed_hex(out: &mut String, v: i32) {
+    if v < 0 {
+        out.push('-');
+    }
+    push_hex(out, v.unsigned_abs());
+}
+
 fn write_half(out: &mut String, i: &Instruction, info: &OpInfo, ops: &[Op]) {
     if i.dpp != 0 {
         // v_mov_b32_e32 -> v_mov_b32_dpp; VOPC DPP drops the suffix.
@@ -1120,10 +1736,16 @@ fn write_half(out: &mut String, i: &Instruction, info: &OpInfo, ops: &[Op]) {
             continue;
         }
         out.push_str(if k == 0 { " " } else { ", " });
-        if k == 1 && i.encoding == Encoding::Mimg && i.words[0] & 3 != 0 {
+        if k == 1 && i.encoding == Encoding::Mimg {
             if let Operand::Vgpr { count, .. } = o.op {
-                write_nsa(out, i, count);
-                continue;
+                if i.arch == Arch::Gfx12 && count > 1 {
+                    write_addr_list12(out, i, count);
+                    continue;
+                }
+                if i.arch == Arch::Gfx11 && i.words[0] & 3 != 0 {
+                    write_nsa(out, i, count);
+                    continue;
+                }
             }
         }
         write_operand(out, i, o);
@@ -1133,6 +1755,12 @@ fn write_half(out: &mut String, i: &Instruction, info: &OpInfo, ops: &[Op]) {
 pub(super) fn write_text(i: &Instruction, out: &mut String) {
     if i.encoding == Encoding::Exp {
         super::gfx11::write_exp(i, out);
+        return;
+    }
+    if i.info.ops.is_empty() && i.info_y.is_none() && i.dpp == 0 {
+        // s_code_end, s_endpgm-like opcodes: nothing to extract.
+        out.push_str(i.info.name);
+        write_mods(out, i);
         return;
     }
     let mut ops = Ops::new();

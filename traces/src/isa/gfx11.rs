@@ -5,11 +5,13 @@ use super::tables_gfx11 as t;
 use super::{dword, Encoding, Instruction, IsaError};
 use crate::target::GfxTarget;
 
-fn lookup(table: &'static [Option<OpInfo>], op: u32) -> Option<&'static OpInfo> {
+#[inline(always)]
+pub(super) fn lookup(table: &'static [Option<OpInfo>], op: u32) -> Option<&'static OpInfo> {
     table.get(op as usize).and_then(|o| o.as_ref())
 }
 
 /// Encoding, opcode and base length (without literal) of the word `w`.
+#[inline(always)]
 fn classify(w: u32) -> Option<(Encoding, u32, usize)> {
     let top9 = w >> 23;
     let e = match top9 {
@@ -50,6 +52,7 @@ fn classify(w: u32) -> Option<(Encoding, u32, usize)> {
     Some(e)
 }
 
+#[inline(always)]
 fn table(enc: Encoding) -> Option<&'static [Option<OpInfo>]> {
     Some(match enc {
         Encoding::Sop1 => &t::SOP1,
@@ -82,6 +85,7 @@ static EXP: OpInfo = OpInfo {
     ops: &[],
 };
 
+#[inline]
 pub(super) fn decode(bytes: &[u8], target: GfxTarget) -> Result<Instruction, IsaError> {
     let w0 = dword(bytes, 0).ok_or(IsaError::Truncated {
         need: 4,
@@ -91,7 +95,7 @@ pub(super) fn decode(bytes: &[u8], target: GfxTarget) -> Result<Instruction, Isa
         word: w0,
         what: "no gfx11 encoding matches",
     })?;
-    let unknown = IsaError::UnknownOpcode {
+    let unknown = || IsaError::UnknownOpcode {
         encoding,
         opcode: op as u16,
         word: w0,
@@ -99,14 +103,14 @@ pub(super) fn decode(bytes: &[u8], target: GfxTarget) -> Result<Instruction, Isa
     let (info, info_y) = match encoding {
         Encoding::Exp => (&EXP, None),
         Encoding::Vopd => {
-            let x = lookup(&t::VOPDX, op).ok_or(unknown.clone())?;
-            let y = lookup(&t::VOPDY, (w0 >> 17) & 0x1F).ok_or(unknown)?;
+            let x = lookup(&t::VOPDX, op).ok_or_else(unknown)?;
+            let y = lookup(&t::VOPDY, (w0 >> 17) & 0x1F).ok_or_else(unknown)?;
             (x, Some(y))
         }
         _ => (
             table(encoding)
                 .and_then(|tb| lookup(tb, op))
-                .ok_or(unknown)?,
+                .ok_or_else(unknown)?,
             None,
         ),
     };
@@ -127,40 +131,62 @@ pub(super) fn decode(bytes: &[u8], target: GfxTarget) -> Result<Instruction, Isa
     if encoding == Encoding::Mimg {
         base = 8 + 4 * (w0 & 3) as usize;
     }
-    let mut words = [0u32; 5];
-    for (i, w) in words.iter_mut().enumerate().take(base / 4) {
-        *w = dword(bytes, i).ok_or(IsaError::Truncated {
+    if bytes.len() < base {
+        return Err(IsaError::Truncated {
             need: base,
             have: bytes.len(),
-        })?;
+        });
     }
+    // Built from scalars in one go: filling the array word by word and copying the
+    // instruction right after stalls store forwarding (measurable on short SOPP words).
+    let w = |k: usize| if k < base / 4 { dword(bytes, k).unwrap_or(0) } else { 0 };
+    let words = [w0, w(1), w(2), w(3), w(4)];
     let mut insn = Instruction {
         target,
         encoding,
         opcode: op as u16,
         words,
         len: base as u8,
+        arch: super::Arch::Gfx11,
         dpp,
         info,
         info_y,
     };
     if dpp == 0 && needs_literal(&insn) {
         let need = base + 4;
-        insn.words[base / 4] = dword(bytes, base / 4).ok_or(IsaError::Truncated {
+        let lit = dword(bytes, base / 4).ok_or(IsaError::Truncated {
             need,
             have: bytes.len(),
         })?;
+        // Constant indices keep the words in registers (no store-forwarding stall on copy).
+        match base / 4 {
+            1 => insn.words[1] = lit,
+            2 => insn.words[2] = lit,
+            3 => insn.words[3] = lit,
+            4 => insn.words[4] = lit,
+            _ => {}
+        }
         insn.len = need as u8;
     }
     Ok(insn)
 }
 
 /// Whether any source operand selects the literal (255) or the opcode always carries one.
-fn needs_literal(i: &Instruction) -> bool {
+#[inline]
+pub(super) fn needs_literal(i: &Instruction) -> bool {
     use Encoding as E;
     if !matches!(
         i.encoding,
-        E::Sop1 | E::Sop2 | E::Sopk | E::Sopc | E::Vop1 | E::Vop2 | E::Vopc | E::Vop3 | E::Vop3p | E::Vopd
+        E::Sop1
+            | E::Sop2
+            | E::Sopk
+            | E::Sopc
+            | E::Vop1
+            | E::Vop2
+            | E::Vopc
+            | E::Vop3
+            | E::Vop3p
+            | E::Vopd
     ) {
         return false;
     }
@@ -184,7 +210,8 @@ pub(super) fn write_exp(i: &Instruction, out: &mut String) {
     let [w0, w1, ..] = i.words;
     let en = w0 & 0xF;
     let tgt = (w0 >> 4) & 0x3F;
-    out.push_str("exp ");
+    out.push_str(i.info.name);
+    out.push(' ');
     match tgt {
         0..=7 => {
             let _ = write!(out, "mrt{tgt}");

@@ -1,17 +1,27 @@
-//! AMD GPU machine-code decoding and disassembly (RDNA3 / gfx11; RDNA4 and gfx950 partially), and
-//! AMDGPU code objects ([`codeobj`]).
+//! AMD GPU machine-code decoding and disassembly, and AMDGPU code objects ([`codeobj`]).
 //!
-//! Opcode names and operand layouts come from generated tables (`tables_*.rs`, written by
-//! `gen/gen_tables.py`, which learns them from LLVM's disassembler); printing follows LLVM's syntax so
-//! that text can be compared with `llvm-objdump -d` and pasted into LLVM tools.
+//! Targets: gfx11 (RDNA3, `gfx11.rs`), gfx12 (RDNA4, `gfx12.rs`: new SMEM, VFLAT/VGLOBAL/VSCRATCH,
+//! VBUFFER, VIMAGE/VSAMPLE layouts) and gfx950 (CDNA3 with gfx9 encodings, `gfx9.rs`; MTBUF, MIMG,
+//! EXP and SDWA are not decoded there yet). Opcode names and operand layouts come from generated
+//! tables (`tables_*.rs`, written by `gen/gen_tables.py`, which learns them from LLVM's
+//! disassembler); printing follows LLVM's syntax so that text can be compared with
+//! `llvm-objdump -d` and pasted into LLVM tools.
 
 pub mod codeobj;
 mod format;
 mod gfx11;
+mod gfx12;
+mod gfx9;
 mod table;
 #[rustfmt::skip]
 #[allow(clippy::all)]
 mod tables_gfx11;
+#[rustfmt::skip]
+#[allow(clippy::all)]
+mod tables_gfx12;
+#[rustfmt::skip]
+#[allow(clippy::all)]
+mod tables_gfx9;
 
 pub use codeobj::{CodeObject, CodeObjectError, Kernel, KernelArg, KernelDescriptor};
 pub use table::CType;
@@ -82,6 +92,13 @@ pub enum SpecialReg {
     PrivateLimit,
     PopsExitingWaveId,
     LdsDirect,
+    /// gfx9 only.
+    FlatScratchLo,
+    FlatScratchHi,
+    FlatScratch,
+    XnackMaskLo,
+    XnackMaskHi,
+    XnackMask,
 }
 
 /// A typed operand.
@@ -120,7 +137,18 @@ pub enum Operand {
     /// Something printed verbatim (exp targets).
     Text(&'static str),
     /// Interpolation attribute and channel (`attr3.y`).
-    Attr { index: u8, chan: u8 },
+    Attr {
+        index: u8,
+        chan: u8,
+    },
+}
+
+/// Encoding generation, which selects field layouts shared by several targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Arch {
+    Gfx9,
+    Gfx11,
+    Gfx12,
 }
 
 /// One decoded instruction. Cheap to copy; text and operands are derived on demand.
@@ -131,6 +159,7 @@ pub struct Instruction {
     pub opcode: u16,
     words: [u32; 5],
     len: u8,
+    arch: Arch,
     /// DPP variant of a VOP1/VOP2/VOPC instruction: 0 none, 1 DPP16, 2 DPP8.
     dpp: u8,
     info: &'static table::OpInfo,
@@ -188,7 +217,11 @@ impl Instruction {
 
     /// Typed operands in LLVM's printing order.
     pub fn operands(&self) -> Vec<Operand> {
-        format::operands(self).as_slice().iter().map(|o| o.op).collect()
+        format::operands(self)
+            .as_slice()
+            .iter()
+            .map(|o| o.op)
+            .collect()
     }
 
     /// Full LLVM-syntax text, e.g. `s_load_b128 s[4:7], s[0:1], null`.
@@ -205,9 +238,12 @@ impl Instruction {
 }
 
 /// Decode the instruction at `bytes[0..]`.
+#[inline]
 pub fn decode(bytes: &[u8], target: GfxTarget) -> Result<Instruction, IsaError> {
     match target.family() {
         Some(Family::Rdna3) => gfx11::decode(bytes, target),
+        Some(Family::Rdna4) => gfx12::decode(bytes, target),
+        Some(Family::Cdna) if target.major == 9 && target.minor == 5 => gfx9::decode(bytes, target),
         _ => Err(IsaError::UnsupportedTarget(target)),
     }
 }
@@ -255,18 +291,17 @@ impl Iterator for Disassembly<'_> {
             return None;
         }
         let addr = self.base.wrapping_add(self.pos as u64);
-        let insn = match decode(rest, self.target) {
-            Ok(i) => Ok(i),
-            Err(e) => {
-                let mut w = [0u8; 4];
-                let n = rest.len().min(4);
-                w[..n].copy_from_slice(&rest[..n]);
-                Err((e, u32::from_le_bytes(w)))
-            }
+        let insn = decode(rest, self.target).map_err(|e| {
+            let mut w = [0u8; 4];
+            let n = rest.len().min(4);
+            w[..n].copy_from_slice(&rest[..n]);
+            (e, u32::from_le_bytes(w))
+        });
+        self.pos += match &insn {
+            Ok(i) => i.len(),
+            Err(_) => 4,
         };
-        let line = Line { addr, insn };
-        self.pos += line.size();
-        Some(line)
+        Some(Line { addr, insn })
     }
 }
 

@@ -53,10 +53,11 @@ def learn_family(mcpu, fam, spec):
         best[op] = (sub, txt, n)
     out = {}
     for op, (sub, txt, n) in sorted(best.items()):
-        mn, parts, mods = split_ops(txt)
+        mn, parts, mods = split_ops_list(txt)
         ops = []
         for p in parts:
-            m = REG.match(p)
+            # an address list `[v64, v0]` is the vaddr field (its length is learned per dim)
+            m = REG.match(p[1:].split(",")[0] if p.startswith("[") else p)
             f = None
             if m:
                 kind = m.group(2)
@@ -65,10 +66,7 @@ def learn_family(mcpu, fam, spec):
                 for fi in sub:
                     n_, fw, flo, fwid, val = fields[fi]
                     v = val - 256 if (n_.startswith("src") and val >= 256) else val
-                    if n_ == "sbase":
-                        v = val * 2
-                    if n_ == "srsrc" or n_ == "ssamp":
-                        v = val * 4
+                    v = v * families.SCALE[mcpu].get(n_, 1)
                     if v == lo:
                         f = (n_, hi - lo + 1, kind, (m.group(6) or "")[1:])
             if f:
@@ -135,12 +133,15 @@ def learn_sd(mcpu, spec, learned):
         if txt is None:
             continue
         mn, parts, mods = split_ops(txt)
-        if len(parts) >= 2 and parts[1] == "s20":
+        m = REG.match(parts[1]) if len(parts) >= 2 else None
+        if m and m.group(2) == "s" and int(m.group(3) or m.group(4)) == 20:
+            # wave32 carry-out s20, wave64 s[20:21]
+            width = int(m.group(3) or m.group(5)) - 20 + 1
             info = learned[op]
-            if len(info["ops"]) > 1 and info["ops"][1] == ["fixed", "s0"]:
-                info["ops"][1] = ["sdst", 1, "s", ""]
+            if len(info["ops"]) > 1 and info["ops"][1][0] == "fixed" and REG.match(info["ops"][1][1]):
+                info["ops"][1] = ["sdst", width, "s", ""]
             else:
-                info["ops"].insert(1, ["sdst", 1, "s", ""])
+                info["ops"].insert(1, ["sdst", width, "s", ""])
 
 def learn_imm(mcpu, fam, spec, learned, val, fieldname):
     base, (ow, olo, owid), nops, fields = spec
@@ -198,7 +199,47 @@ def learn_scalar_srcs(mcpu, spec, learned):
 
 MIMG_DIMS = 8
 
-def learn_mimg_shapes(mcpu, spec, learned):
+def count_regs(p):
+    """Registers named by an operand: `v4`, `v[4:7]` or a list `[v4, v5, v[6:8]]`."""
+    if p.startswith("["):
+        return sum(count_regs(x.strip()) for x in p[1:-1].split(","))
+    m = REG.match(p)
+    if not m:
+        return 0
+    lo = int(m.group(3) or m.group(4))
+    hi = int(m.group(3) or m.group(5))
+    return hi - lo + 1
+
+def split_ops_list(text):
+    """split_ops that keeps a bracketed register list as one operand."""
+    if " " not in text:
+        return text, [], ""
+    mn, rest = text.split(" ", 1)
+    parts, depth, cur = [], 0, ""
+    i = 0
+    while i < len(rest):
+        c = rest[i]
+        if c == "[":
+            depth += 1
+        elif c == "]":
+            depth -= 1
+        if depth == 0 and rest.startswith(", ", i):
+            parts.append(cur)
+            cur = ""
+            i += 2
+            continue
+        cur += c
+        i += 1
+    mods = ""
+    if " " in cur and not cur.startswith("["):
+        cur, mods = cur.split(" ", 1)
+    elif cur.startswith("[") and "] " in cur:
+        k = cur.index("] ")
+        cur, mods = cur[:k + 1], cur[k + 2:]
+    parts.append(cur)
+    return mn, parts, mods
+
+def learn_mimg_shapes(mcpu, spec, learned, fam="MIMG"):
     """Per MIMG opcode: address register count for every dim x a16, data register count for
     dmask popcount 1..4 (LLVM derives both from the opcode's base-opcode description)."""
     base, (ow, olo, owid), nops, fields = spec
@@ -207,9 +248,10 @@ def learn_mimg_shapes(mcpu, spec, learned):
         for a16 in (0, 1):
             for dim in range(MIMG_DIMS):
                 w = put(base, ow, olo, owid, int(op))
-                w = put(w, 0, 8, 4, 0xF)
-                w = put(w, 0, 2, 3, dim)
-                w = put(w, 0, 16, 1, a16)
+                ib = families.IMG_BITS[fam]
+                w = put(w, ib["dmask"][0], ib["dmask"][1], 4, 0xF)
+                w = put(w, ib["dim"][0], ib["dim"][1], 3, dim)
+                w = put(w, ib["a16"][0], ib["a16"][1], 1, a16)
                 for f in fields:
                     if f[0] in learned[op]["fields"]:
                         w = put(w, f[1], f[2], f[3], f[4])
@@ -217,7 +259,8 @@ def learn_mimg_shapes(mcpu, spec, learned):
                 idx.append((op, "addr", a16 * MIMG_DIMS + dim))
         for k, dm in enumerate((1, 3, 7, 15)):
             w = put(base, ow, olo, owid, int(op))
-            w = put(w, 0, 8, 4, dm)
+            ib = families.IMG_BITS[fam]
+            w = put(w, ib["dmask"][0], ib["dmask"][1], 4, dm)
             for f in fields:
                 if f[0] in learned[op]["fields"]:
                     w = put(w, f[1], f[2], f[3], f[4])
@@ -229,23 +272,18 @@ def learn_mimg_shapes(mcpu, spec, learned):
         info.setdefault("data", [0] * 4)
         if txt is None:
             continue
-        mn, parts, mods = split_ops(txt)
+        mn, parts, mods = split_ops_list(txt)
         pos = 1 if what == "addr" else 0
         if len(parts) <= pos:
             continue
-        m = REG.match(parts[pos])
-        if not m:
-            continue
-        lo = int(m.group(3) or m.group(4))
-        hi = int(m.group(3) or m.group(5))
-        info[what][k] = hi - lo + 1
+        info[what][k] = count_regs(parts[pos])
         if what == "addr" and k == 0:
             info["dim"] = "dim:" in mods
 
-def learn_mtbuf_formats(mcpu, spec):
+def learn_mtbuf_formats(mcpu, spec, pos=(0, 19), op=0):
     """The 7-bit unified format field prints as format:[BUF_FMT_*] (or a number; default omitted)."""
     base, (ow, olo, owid), nops, fields = spec
-    probes = [put(base, 0, 19, 7, f) for f in range(128)]
+    probes = [put(put(base, ow, olo, owid, op), pos[0], pos[1], 7, f) for f in range(128)]
     out = []
     for f, (txt, n) in zip(range(128), disasm_many(mcpu, probes)):
         m = re.search(r" (format:\S+)", txt or "")
@@ -265,7 +303,7 @@ def rename_fixed(fam, info):
         if len(offs) == 2:
             ops[offs[0]] = ["addr", 1, "v", ""]
             ops[offs[1]] = ["saddr", 1, "s", ""]
-    if fam in ("MUBUF", "MTBUF"):
+    if fam in ("MUBUF", "MTBUF", "VBUFFER"):
         for i, o in enumerate(ops):
             if o == ["fixed", "off"]:
                 ops[i] = ["vaddr", 1, "v", ""]
@@ -340,14 +378,15 @@ def rust_op(o):
     return "O::Reg(F::%s, %d, K::%s, %s)" % (fld, o[1], kind, "true" if o[3] else "false")
 
 def emit(mcpu, fams, data, path, extra=""):
+    img = any(f in data for f in ("MIMG", "VIMAGE", "VSAMPLE"))
     out = ["// @generated by gen/gen_tables.py from llvm-objdump-22 (%s); do not edit." % mcpu,
-           "use super::table::{CType as C, Field as F, ImgShape, ImmFmt, OpInfo, Opnd as O, RegKind as K};", ""]
+           "use super::table::{CType as C, Field as F, %sImmFmt, OpInfo, Opnd as O, RegKind as K};" % ("ImgShape, " if img else ""), ""]
     for fam, ops in data.items():
         if fam == "MTBUF_FMT":
             out.append("pub static MTBUF_FMT: [&str; %d] = [%s];" % (len(ops), ", ".join('"%s"' % f for f in ops)))
             out.append("")
             continue
-        if fam == "MIMG":
+        if fam in ("MIMG", "VIMAGE", "VSAMPLE"):
             n = max([int(k) for k in ops] + [0]) + 1
             rows = []
             for i in range(n):
@@ -356,7 +395,7 @@ def emit(mcpu, fams, data, path, extra=""):
                     rows.append("    ImgShape { addr: [0; 16], data: [0; 4], dim: false },")
                 else:
                     rows.append("    ImgShape { addr: %s, data: %s, dim: %s }," % (info["addr"], info["data"], "true" if info.get("dim") else "false"))
-            out.append("pub static MIMG_SHAPE: [ImgShape; %d] = [" % n)
+            out.append("pub static %s_SHAPE: [ImgShape; %d] = [" % (fam, n))
             out.extend(rows)
             out.append("];")
             out.append("")
@@ -382,29 +421,41 @@ def main():
     which = sys.argv[1:] or ["gfx1100"]
     here = os.path.dirname(os.path.abspath(__file__))
     for mcpu in which:
-        fams = {"gfx1100": families.GFX11}[mcpu]
+        fams = {"gfx1100": families.GFX11, "gfx1200": families.GFX12, "gfx950": families.GFX9}[mcpu]
         data = {}
         for fam, spec in fams.items():
             d = learn_family(mcpu, fam, spec)
+            if mcpu == "gfx950" and fam == "SMEM":
+                # opcodes without an offset operand (s_memtime, ...) decode only with imm = 0
+                base, opf, nops, fields = spec
+                d0 = learn_family(mcpu, fam, ([base[0] & ~(1 << 17)] + base[1:], opf, nops, fields[:2]))
+                for k, v in d0.items():
+                    d.setdefault(k, v)
             if fam == "VOP3":
                 learn_sd(mcpu, spec, d)
                 learn_scalar_srcs(mcpu, spec, d)
-            if fam == "MIMG":
-                learn_mimg_shapes(mcpu, spec, d)
+            if fam in ("MIMG", "VIMAGE", "VSAMPLE"):
+                learn_mimg_shapes(mcpu, spec, d, fam)
             learn_consts(mcpu, fam, spec, d)
             learn_imm(mcpu, fam, spec, d, 0x10 if fam == "SOPP" else 0x1234, "simm16")
             for info in d.values():
                 rename_fixed(fam, info)
             data[fam] = {str(k): v for k, v in d.items()}
             print(mcpu, fam, len(d), file=sys.stderr)
-        data["VOPDX"] = {str(k): v for k, v in vopd_half(mcpu, families.VOPD_X, 0).items()}
-        data["VOPDY"] = {str(k): v for k, v in vopd_half(mcpu, families.VOPD_Y, 1).items()}
+        if mcpu != "gfx950":
+            data["VOPDX"] = {str(k): v for k, v in vopd_half(mcpu, families.VOPD_X, 0).items()}
+            data["VOPDY"] = {str(k): v for k, v in vopd_half(mcpu, families.VOPD_Y, 1).items()}
         # VOP2/SOP2/SOPK slots whose top bits select another family
         for fam, lim in (("SOP2", 125), ("SOPK", 29), ("VOP2", 62)):
             data[fam] = {k: v for k, v in data[fam].items() if int(k) < lim}
-        data["MTBUF_FMT"] = learn_mtbuf_formats(mcpu, fams["MTBUF"])
+        if mcpu == "gfx950":
+            pass  # gfx9 MTBUF (dfmt/nfmt) is not decoded yet
+        elif "MTBUF" in fams:
+            data["MTBUF_FMT"] = learn_mtbuf_formats(mcpu, fams["MTBUF"])
+        else:
+            data["MTBUF_FMT"] = learn_mtbuf_formats(mcpu, fams["VBUFFER"], (1, 23), 0x80)
         json.dump(data, open(os.path.join(here, "learned_%s.json" % mcpu), "w"), indent=0)
-        tag = {"gfx1100": "gfx11"}[mcpu]
+        tag = {"gfx1100": "gfx11", "gfx1200": "gfx12", "gfx950": "gfx9"}[mcpu]
         emit(mcpu, fams, data, os.path.join(here, "..", "tables_%s.rs" % tag))
 
 if __name__ == "__main__":

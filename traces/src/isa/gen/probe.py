@@ -8,6 +8,16 @@ import os, re, subprocess, tempfile
 PAD = 0xBF800000  # s_nop 0 (gfx9..gfx12)
 
 def disasm_many(mcpu, encs):
+    """Like _disasm_many, but survives llvm-objdump crashing on some encoding by bisecting."""
+    try:
+        return _disasm_many(mcpu, encs)
+    except subprocess.CalledProcessError:
+        if len(encs) == 1:
+            return [(None, 0)]
+        h = len(encs) // 2
+        return disasm_many(mcpu, encs[:h]) + disasm_many(mcpu, encs[h:])
+
+def _disasm_many(mcpu, encs):
     """encs: list of word lists. Returns, per encoding, (text, nbytes) of the instruction decoded at
     its first byte, or (None, 0) when LLVM rejects it (`.long`/invalid)."""
     lines = [".text"]

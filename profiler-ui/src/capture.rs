@@ -1,0 +1,719 @@
+//! Capturing kernels on a device: the built-in demo workload (vadd, reduce, matmul, compiled for
+//! gfx1100 and embedded in the binary), user kernels from `--kernel FILE.hsaco:NAME`, several
+//! devices merged into one profile on one host clock, `.wst`/`.rgp` output and the summary
+//! table. The CLI (`wavescope capture`, plain `wavescope`) is a thin layer over this module.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use runtime::emu::EmuArch;
+use runtime::platform::{host::HostPlatform, AllocKind, GpuBuffer};
+use runtime::profile::ProfileEvent;
+use runtime::{Device, DeviceOptions};
+use traces::model::{Blob, Profile, Time};
+
+/// The demo kernels (clang gfx1100 code objects from tests/fixtures/kernels/emu).
+pub const VADD_HSACO: &[u8] = include_bytes!("../../tests/fixtures/kernels/emu/vadd.hsaco");
+pub const REDUCE_HSACO: &[u8] = include_bytes!("../../tests/fixtures/kernels/emu/reduce.hsaco");
+pub const MATMUL_HSACO: &[u8] = include_bytes!("../../tests/fixtures/kernels/emu/matmul.hsaco");
+
+/// Where kernels run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceSpec {
+    /// The emulated gfx1100 behind the emulated KFD.
+    Emu,
+    /// The emulated gfx1100 behind the emulated PCI (AM) path.
+    EmuPci,
+    /// The emulated gfx1100 behind the emulated ASM2464 USB bridge.
+    EmuUsb,
+    /// Real GPU number N through /dev/kfd.
+    Kfd(usize),
+    /// Real GPU number N through the driverless PCI path.
+    Pci(usize),
+    /// Real GPU number N behind a USB bridge.
+    Usb(usize),
+}
+
+impl DeviceSpec {
+    /// Parses `emu|emu-pci|emu-usb|kfd:N|pci:N|usb:N`, comma-separated for several devices.
+    pub fn parse_list(s: &str) -> Result<Vec<DeviceSpec>> {
+        let mut out = Vec::new();
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let idx = |rest: &str| -> Result<usize> {
+                rest.parse()
+                    .map_err(|_| anyhow!("device {part:?}: {rest:?} is not a device number"))
+            };
+            out.push(match part {
+                "emu" => DeviceSpec::Emu,
+                "emu-pci" => DeviceSpec::EmuPci,
+                "emu-usb" => DeviceSpec::EmuUsb,
+                "kfd" => DeviceSpec::Kfd(0),
+                _ => match part.split_once(':') {
+                    Some(("kfd", n)) => DeviceSpec::Kfd(idx(n)?),
+                    Some(("pci", n)) => DeviceSpec::Pci(idx(n)?),
+                    Some(("usb", n)) => DeviceSpec::Usb(idx(n)?),
+                    _ => bail!(
+                        "unknown device {part:?} (emu, emu-pci, emu-usb, kfd:N, pci:N, usb:N)"
+                    ),
+                },
+            });
+        }
+        if out.is_empty() {
+            bail!("no device given");
+        }
+        Ok(out)
+    }
+
+    /// A real GPU when the KFD lists one, else the emulated gfx1100.
+    pub fn default_device() -> DeviceSpec {
+        let list = runtime::list::list_devices(&HostPlatform::new());
+        if list.kfd.is_empty() {
+            DeviceSpec::Emu
+        } else {
+            DeviceSpec::Kfd(0)
+        }
+    }
+
+    pub fn label(&self) -> String {
+        match self {
+            DeviceSpec::Emu => "emu (gfx1100)".into(),
+            DeviceSpec::EmuPci => "emu-pci".into(),
+            DeviceSpec::EmuUsb => "emu-usb".into(),
+            DeviceSpec::Kfd(n) => format!("kfd:{n}"),
+            DeviceSpec::Pci(n) => format!("pci:{n}"),
+            DeviceSpec::Usb(n) => format!("usb:{n}"),
+        }
+    }
+
+    fn is_emulated(&self) -> bool {
+        matches!(
+            self,
+            DeviceSpec::Emu | DeviceSpec::EmuPci | DeviceSpec::EmuUsb
+        )
+    }
+
+    fn open(&self, opts: DeviceOptions) -> Result<Device> {
+        let not_yet = |what: &str| {
+            anyhow!(
+                "device {}: the {what} path is not available yet in the runtime \
+                 (use --device emu or kfd:N)",
+                self.label()
+            )
+        };
+        match self {
+            DeviceSpec::Emu => Ok(Device::open_emulated(EmuArch::Gfx1100, opts)
+                .context("opening the emulated gfx1100")?
+                .0),
+            DeviceSpec::Kfd(n) => {
+                Device::open_kfd(*n, opts).with_context(|| format!("opening GPU kfd:{n}"))
+            }
+            DeviceSpec::EmuPci | DeviceSpec::Pci(_) => Err(not_yet("PCI (AM)")),
+            DeviceSpec::EmuUsb | DeviceSpec::Usb(_) => Err(not_yet("USB (ASM2464)")),
+        }
+    }
+}
+
+/// One kernel argument: buffers first (their initial contents), then 32-bit scalars.
+#[derive(Debug, Clone)]
+pub enum Arg {
+    Buffer(Vec<u8>),
+    Scalar(u32),
+}
+
+/// Verifies a kernel's buffers after the run (bytes of each buffer argument, in order).
+pub type Checker = Box<dyn Fn(&[Vec<u8>]) -> std::result::Result<(), String>>;
+
+/// One kernel to run.
+pub struct Workload {
+    pub elf: Cow<'static, [u8]>,
+    /// The kernel the code object must contain (the runtime loads the first one).
+    pub name: Option<String>,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub args: Vec<Arg>,
+    pub check: Option<Checker>,
+}
+
+/// Progress of a capture: (launches done, launches in total, what runs now).
+pub type Progress<'a> = &'a mut dyn FnMut(usize, usize, &str);
+
+/// How to capture.
+#[derive(Debug, Clone)]
+pub struct CaptureOptions {
+    pub devices: Vec<DeviceSpec>,
+    pub sqtt: bool,
+    /// Per-SE SQTT buffer in MiB (None: 64 MiB on the emulator, the runtime default elsewhere).
+    pub sqtt_buffer_mib: Option<u64>,
+    /// SEs with instruction tracing (None: every SE).
+    pub itrace_se_mask: Option<u32>,
+    /// Launches of each kernel.
+    pub repeat: u32,
+    pub wst: Option<PathBuf>,
+    pub rgp: Option<PathBuf>,
+}
+
+impl Default for CaptureOptions {
+    fn default() -> Self {
+        CaptureOptions {
+            devices: vec![DeviceSpec::Emu],
+            sqtt: true,
+            sqtt_buffer_mib: None,
+            itrace_se_mask: None,
+            repeat: 1,
+            wst: None,
+            rgp: None,
+        }
+    }
+}
+
+/// The result check of one kernel on one device.
+#[derive(Debug, Clone)]
+pub struct Check {
+    pub device: String,
+    pub kernel: String,
+    /// None when the workload has no CPU reference.
+    pub result: Option<std::result::Result<(), String>>,
+}
+
+/// One kernel execution as the summary table shows it.
+#[derive(Debug, Clone)]
+pub struct KernelSummary {
+    pub device: String,
+    pub kernel: String,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub gpu_us: Option<f64>,
+    /// Waves decoded from the SQTT of all SEs.
+    pub waves: usize,
+    /// SQTT bytes per SE, in SE order.
+    pub sqtt_bytes: Vec<u64>,
+    /// SEs whose blobs failed to decode.
+    pub decode_errors: Vec<String>,
+}
+
+/// What a capture produced.
+pub struct CaptureResult {
+    pub profile: Profile,
+    pub wst: Option<PathBuf>,
+    pub rgp: Option<PathBuf>,
+    pub checks: Vec<Check>,
+    pub summary: Vec<KernelSummary>,
+    /// Device warnings (SQTT buffer full, ...) and export notes.
+    pub warnings: Vec<String>,
+}
+
+pub type DemoResult = CaptureResult;
+
+// ---- the demo workload ----
+
+/// Deterministic pseudo-random u32s (xorshift).
+fn rng(n: usize, seed: u32) -> Vec<u32> {
+    let mut x = seed.wrapping_mul(2654435761) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        })
+        .collect()
+}
+
+fn floats(n: usize, seed: u32, lo: f32, hi: f32) -> Vec<f32> {
+    rng(n, seed)
+        .into_iter()
+        .map(|v| lo + (hi - lo) * (v >> 8) as f32 / (1u32 << 24) as f32)
+        .collect()
+}
+
+fn bytes_u32(v: &[u32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn bytes_f32(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect()
+}
+
+fn u32s(b: &[u8]) -> Vec<u32> {
+    b.chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+fn f32s(b: &[u8]) -> Vec<f32> {
+    u32s(b).into_iter().map(f32::from_bits).collect()
+}
+
+/// Compares floats bit for bit (the demo kernels' CPU references use the same operation order).
+fn same_bits(what: &str, got: &[f32], want: &[f32]) -> std::result::Result<(), String> {
+    if got.len() < want.len() {
+        return Err(format!("{what}: {} values, want {}", got.len(), want.len()));
+    }
+    let bad: Vec<usize> = (0..want.len())
+        .filter(|&i| got[i].to_bits() != want[i].to_bits())
+        .collect();
+    match bad.first() {
+        None => Ok(()),
+        Some(&i) => Err(format!(
+            "{what}: {} of {} values differ, first [{i}] = {} want {}",
+            bad.len(),
+            want.len(),
+            got[i],
+            want[i]
+        )),
+    }
+}
+
+/// vadd (1000 floats), reduce (8 work-groups of 256 u32), matmul (64x64 floats), each with a
+/// CPU reference.
+pub fn demo_workloads() -> Vec<Workload> {
+    let n = 1000usize;
+    let a = floats(n, 1, -100.0, 100.0);
+    let b = floats(n, 2, -100.0, 100.0);
+    let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+    let vadd = Workload {
+        elf: Cow::Borrowed(VADD_HSACO),
+        name: Some("vadd".into()),
+        grid: [n.div_ceil(64) as u32, 1, 1],
+        block: [64, 1, 1],
+        args: vec![
+            Arg::Buffer(vec![0; 4 * n]),
+            Arg::Buffer(bytes_f32(&a)),
+            Arg::Buffer(bytes_f32(&b)),
+            Arg::Scalar(n as u32),
+        ],
+        check: Some(Box::new(move |bufs| {
+            same_bits("c", &f32s(bufs.first().map_or(&[][..], |v| v)), &want)
+        })),
+    };
+
+    let groups = 8usize;
+    let v = rng(256 * groups, 5);
+    let want: Vec<u32> = v
+        .chunks(256)
+        .flat_map(|s| {
+            [
+                s.iter().fold(0u32, |a, &x| a.wrapping_add(x)),
+                s.iter().map(|x| x.count_ones()).sum(),
+            ]
+        })
+        .collect();
+    let reduce = Workload {
+        elf: Cow::Borrowed(REDUCE_HSACO),
+        name: Some("reduce".into()),
+        grid: [groups as u32, 1, 1],
+        block: [256, 1, 1],
+        args: vec![Arg::Buffer(vec![0; 8 * groups]), Arg::Buffer(bytes_u32(&v))],
+        check: Some(Box::new(move |bufs| {
+            let got = u32s(bufs.first().map_or(&[][..], |v| v));
+            match (0..want.len()).find(|&i| got.get(i) != want.get(i)) {
+                None => Ok(()),
+                Some(i) => Err(format!(
+                    "out[{i}] = {:?} want {} (group {} {})",
+                    got.get(i),
+                    want[i],
+                    i / 2,
+                    if i % 2 == 0 { "sum" } else { "popcount" }
+                )),
+            }
+        })),
+    };
+
+    let m = 64usize;
+    let a = floats(m * m, 6, -1.0, 1.0);
+    let b = floats(m * m, 7, -1.0, 1.0);
+    let mut want = vec![0f32; m * m];
+    for r in 0..m {
+        for c in 0..m {
+            // k ascending with fused multiply-add, as the kernel accumulates.
+            want[r * m + c] = (0..m).fold(0f32, |acc, k| a[r * m + k].mul_add(b[k * m + c], acc));
+        }
+    }
+    let g = (m / 16) as u32;
+    let matmul = Workload {
+        elf: Cow::Borrowed(MATMUL_HSACO),
+        name: Some("matmul".into()),
+        grid: [g, g, 1],
+        block: [16, 16, 1],
+        args: vec![
+            Arg::Buffer(vec![0; 4 * m * m]),
+            Arg::Buffer(bytes_f32(&a)),
+            Arg::Buffer(bytes_f32(&b)),
+            Arg::Scalar(m as u32),
+        ],
+        check: Some(Box::new(move |bufs| {
+            same_bits("C", &f32s(bufs.first().map_or(&[][..], |v| v)), &want)
+        })),
+    };
+    vec![vadd, reduce, matmul]
+}
+
+/// Captures the demo workload.
+pub fn run_demo(opts: &CaptureOptions, progress: Progress) -> Result<DemoResult> {
+    run_capture(&demo_workloads(), opts, progress)
+}
+
+// ---- capture ----
+
+fn device_options(spec: &DeviceSpec, o: &CaptureOptions) -> DeviceOptions {
+    let mut d = DeviceOptions {
+        sqtt: o.sqtt,
+        ..Default::default()
+    };
+    if let Some(m) = o.sqtt_buffer_mib {
+        d.sqtt_buffer_size = m << 20;
+    } else if spec.is_emulated() {
+        // The emulated VRAM is host memory: the runtime's 256 MiB per SE is far more than the
+        // demo needs.
+        d.sqtt_buffer_size = 64 << 20;
+    }
+    // Every SE by default, so no kernel comes back without instruction detail.
+    d.sqtt_itrace_se_mask = o.itrace_se_mask.unwrap_or(u32::MAX);
+    if spec.is_emulated() {
+        // The emulator runs shaders on the CPU (slowly in debug builds).
+        d.wait_timeout = Duration::from_secs(300);
+    }
+    d
+}
+
+/// Runs `work` on every device of `opts`, checks the results, merges the profiles on one clock
+/// and writes the requested files.
+pub fn run_capture(
+    work: &[Workload],
+    opts: &CaptureOptions,
+    progress: Progress,
+) -> Result<CaptureResult> {
+    if opts.devices.is_empty() {
+        bail!("no device given");
+    }
+    let repeat = opts.repeat.max(1) as usize;
+    let total = opts.devices.len() * work.len() * repeat;
+    let mut done = 0usize;
+    let epoch = Instant::now();
+    let mut profiles = Vec::new();
+    let mut checks = Vec::new();
+    let mut warnings = Vec::new();
+    let names = device_names(opts.devices.len());
+    for (di, spec) in opts.devices.iter().enumerate() {
+        let mut dev = spec.open(device_options(spec, opts))?;
+        let offset_us = host_offset(&mut dev, epoch)?;
+        for w in work {
+            let prg = dev
+                .load_program(&w.elf)
+                .context("loading the code object")?;
+            if let Some(n) = &w.name {
+                if *n != prg.name {
+                    bail!(
+                        "the code object's kernel is {:?}, not {n:?} (one kernel per code object)",
+                        prg.name
+                    );
+                }
+            }
+            let mut bufs: Vec<GpuBuffer> = Vec::new();
+            let mut values = Vec::new();
+            for a in &w.args {
+                match a {
+                    Arg::Buffer(init) => {
+                        if !values.is_empty() {
+                            bail!("buffer arguments must come before scalars");
+                        }
+                        let b = dev.alloc(init.len().max(4) as u64, AllocKind::VRAM)?;
+                        dev.copyin(&b, init)?;
+                        bufs.push(b);
+                    }
+                    Arg::Scalar(v) => values.push(*v),
+                }
+            }
+            let refs: Vec<&GpuBuffer> = bufs.iter().collect();
+            for _ in 0..repeat {
+                progress(done, total, &format!("{} on {}", prg.name, names[di]));
+                dev.launch(&prg, &refs, &values, w.grid, w.block)
+                    .with_context(|| format!("launching {}", prg.name))?;
+                dev.synchronize()
+                    .with_context(|| format!("running {}", prg.name))?;
+                done += 1;
+            }
+            let result = match &w.check {
+                None => None,
+                Some(check) => {
+                    let mut outs = Vec::new();
+                    for (b, a) in bufs.iter().zip(&w.args) {
+                        let Arg::Buffer(init) = a else { continue };
+                        let mut out = vec![0u8; init.len()];
+                        dev.copyout(b, &mut out)?;
+                        outs.push(out);
+                    }
+                    Some(check(&outs))
+                }
+            };
+            checks.push(Check {
+                device: names[di].clone(),
+                kernel: prg.name.clone(),
+                result,
+            });
+            // Buffers stay allocated until the device closes: a free synchronizes and adds a
+            // host-time point per buffer, which only stretches the timeline.
+            drop(bufs);
+        }
+        progress(done, total, "");
+        warnings.extend(dev.warnings().iter().map(|w| format!("{}: {w}", names[di])));
+        profiles.push((dev.profile()?, offset_us));
+    }
+    let profile = merge(profiles, &names);
+    let summary = summarize(&profile, work);
+
+    if let Some(path) = &opts.wst {
+        traces::wst::write_file(&profile, path)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &opts.rgp {
+        if !opts.sqtt {
+            bail!("--rgp needs SQTT (drop --no-sqtt)");
+        }
+        let device = (names.len() > 1).then(|| names[0].clone());
+        if names.len() > 1 {
+            warnings.push(format!(
+                "the .rgp holds {} only (one device per RGP file)",
+                names[0]
+            ));
+        }
+        traces::rgp::export_file(&profile, &traces::rgp::ExportOptions { device }, path)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(CaptureResult {
+        profile,
+        wst: opts.wst.clone(),
+        rgp: opts.rgp.clone(),
+        checks,
+        summary,
+        warnings,
+    })
+}
+
+/// `AMD`, `AMD_1`, ...: distinct base names, since `AMD:1` would read as a queue of `AMD`.
+fn device_names(n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| {
+            if i == 0 {
+                "AMD".to_string()
+            } else {
+                format!("AMD_{i}")
+            }
+        })
+        .collect()
+}
+
+/// Microseconds from `epoch` to the device's own host-clock origin. The device stamps each
+/// allocation with its host clock right after allocating; bracketing one allocation with our
+/// clock bounds the offset by the allocation's duration.
+fn host_offset(dev: &mut Device, epoch: Instant) -> Result<f64> {
+    let before = epoch.elapsed().as_secs_f64() * 1e6;
+    let b = dev.alloc(0x1000, AllocKind::HOST)?;
+    let after = epoch.elapsed().as_secs_f64() * 1e6;
+    let stamp = match dev.recorder.events.last() {
+        Some(ProfileEvent::Alloc { host_us, .. }) => *host_us,
+        _ => bail!("the runtime recorded no allocation to align clocks with"),
+    };
+    drop(b);
+    Ok((before + after) / 2.0 - stamp)
+}
+
+fn shift(t: Time, us: f64) -> Time {
+    Time::from_us_f64(t.as_us_f64() + us)
+}
+
+/// One profile from the per-device ones: devices renamed, times moved onto the common clock,
+/// indices (devices, ranges, blobs) renumbered.
+fn merge(parts: Vec<(Profile, f64)>, names: &[String]) -> Profile {
+    let mut out = Profile::default();
+    for (i, (p, off)) in parts.into_iter().enumerate() {
+        if i == 0 {
+            out.processes = p.processes.clone();
+            out.source = p.source.clone();
+        } else {
+            for (k, v) in &p.source.event_counts {
+                *out.source.event_counts.entry(k.clone()).or_default() += v;
+            }
+            out.source
+                .warnings
+                .extend(p.source.warnings.iter().cloned());
+        }
+        let dev0 = out.devices.len() as u32;
+        let range0 = out.ranges.len() as u32;
+        let name = names.get(i).cloned().unwrap_or_else(|| format!("AMD_{i}"));
+        let blobs: Vec<_> = (0..p.blobs.len())
+            .map(|b| {
+                out.add_blob(Blob::from_vec(
+                    p.blob(traces::model::BlobId(b as u32)).to_vec(),
+                ))
+            })
+            .collect();
+        let blob = |id: traces::model::BlobId| blobs.get(id.0 as usize).copied().unwrap_or(id);
+        for mut d in p.devices {
+            d.name = match d.name.split_once(':') {
+                Some((_, rest)) => format!("{name}:{rest}"),
+                None => name.clone(),
+            };
+            d.process = 0;
+            out.devices.push(d);
+        }
+        for mut r in p.ranges {
+            r.device += dev0;
+            r.start = shift(r.start, off);
+            r.end = r.end.map(|e| shift(e, off));
+            r.parent = r.parent.map(|x| x + range0);
+            out.ranges.push(r);
+        }
+        for mut e in p.points {
+            e.device += dev0;
+            e.ts = shift(e.ts, off);
+            out.points.push(e);
+        }
+        for mut e in p.programs {
+            e.device += dev0;
+            e.elf = e.elf.map(blob);
+            out.programs.push(e);
+        }
+        for mut k in p.kernels {
+            k.device += dev0;
+            k.start = shift(k.start, off);
+            k.end = k.end.map(|e| shift(e, off));
+            k.range = k.range.map(|x| x + range0);
+            out.kernels.push(k);
+        }
+        for mut s in p.sqtt {
+            s.device += dev0;
+            s.blob = blob(s.blob);
+            out.sqtt.push(s);
+        }
+        for mut e in p.pmc {
+            e.device += dev0;
+            e.blob = blob(e.blob);
+            out.pmc.push(e);
+        }
+        for mut c in p.counters {
+            c.device += dev0;
+            for pt in &mut c.points {
+                pt.0 = shift(pt.0, off);
+            }
+            out.counters.push(c);
+        }
+        out.generic.extend(p.generic);
+    }
+    out.compute_nesting();
+    out
+}
+
+/// Per kernel execution: GPU time, waves decoded from every SE, SQTT bytes per SE.
+pub fn summarize(p: &Profile, work: &[Workload]) -> Vec<KernelSummary> {
+    let dims = |name: &str| {
+        work.iter()
+            .find(|w| w.name.as_deref() == Some(name))
+            .map_or(([0; 3], [0; 3]), |w| (w.grid, w.block))
+    };
+    let mut out = Vec::new();
+    for k in &p.kernels {
+        let dev = p.devices.get(k.device as usize);
+        let target = dev.and_then(|d| d.target());
+        let mut traces: Vec<_> = p
+            .sqtt
+            .iter()
+            .filter(|s| s.device == k.device && Some(s.kern) == k.kern && s.exec_tag == k.exec_tag)
+            .collect();
+        traces.sort_by_key(|s| s.se);
+        let mut waves = 0;
+        let mut errors = Vec::new();
+        for s in &traces {
+            match traces::sqtt::analyze_with(p.blob(s.blob), target, Default::default()) {
+                Ok(a) => waves += a.waves.len(),
+                Err(e) => errors.push(format!("SE{}: {e}", s.se)),
+            }
+        }
+        let gpu_us = match (k.gpu_start, k.gpu_end) {
+            (Some(_), Some(_)) => k.end.map(|e| e.as_us_f64() - k.start.as_us_f64()),
+            _ => None,
+        };
+        let (grid, block) = dims(&k.name);
+        out.push(KernelSummary {
+            device: dev.map_or_else(|| "?".into(), |d| d.name.clone()),
+            kernel: k.name.clone(),
+            grid,
+            block,
+            gpu_us,
+            waves,
+            sqtt_bytes: traces.iter().map(|s| p.blob(s.blob).len() as u64).collect(),
+            decode_errors: errors,
+        });
+    }
+    out
+}
+
+fn human(n: u64) -> String {
+    match n {
+        0..=9_999 => format!("{n}"),
+        10_000..=9_999_999 => format!("{}K", n / 1024),
+        _ => format!("{}M", n >> 20),
+    }
+}
+
+/// The summary table (kernel, grid, GPU time, waves, SQTT bytes per SE, result, warnings).
+pub fn summary_table(r: &CaptureResult) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<8} {:<10} {:<10} {:<10} {:>10} {:>6}  {:<8} SQTT bytes per SE",
+        "device", "kernel", "grid", "block", "GPU us", "waves", "result"
+    );
+    for k in &r.summary {
+        let check = r
+            .checks
+            .iter()
+            .find(|c| c.kernel == k.kernel && c.device == k.device)
+            .map_or("-", |c| match &c.result {
+                None => "-",
+                Some(Ok(())) => "ok",
+                Some(Err(_)) => "WRONG",
+            });
+        let d = |v: [u32; 3]| format!("{}x{}x{}", v[0], v[1], v[2]);
+        let per_se = if k.sqtt_bytes.is_empty() {
+            "-".to_string()
+        } else {
+            k.sqtt_bytes
+                .iter()
+                .map(|b| human(*b))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let _ = writeln!(
+            s,
+            "{:<8} {:<10} {:<10} {:<10} {:>10} {:>6}  {:<8} {per_se}",
+            k.device,
+            k.kernel,
+            d(k.grid),
+            d(k.block),
+            k.gpu_us.map_or("-".into(), |u| format!("{u:.2}")),
+            k.waves,
+            check,
+        );
+        for e in &k.decode_errors {
+            let _ = writeln!(s, "  decode error: {e}");
+        }
+    }
+    for c in &r.checks {
+        if let Some(Err(e)) = &c.result {
+            let _ = writeln!(s, "WRONG RESULT {} on {}: {e}", c.kernel, c.device);
+        }
+    }
+    for w in &r.warnings {
+        let _ = writeln!(s, "warning: {w}");
+    }
+    s
+}
+
+/// True when every checked kernel matched its CPU reference.
+pub fn all_correct(r: &CaptureResult) -> bool {
+    r.checks.iter().all(|c| !matches!(c.result, Some(Err(_))))
+}

@@ -1,0 +1,100 @@
+//! `wavescope stats FILE [--kernel NAME] [--json]`: the per-instruction timing table of each
+//! kernel with SQTT data, for scripts and CI (the same numbers as the Instructions tab).
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::Args;
+use profiler_ui::data::{analyze_kernel, inst_stats, kernels_with_sqtt, InstStat, XUnit};
+use serde::Serialize;
+
+#[derive(Args)]
+pub struct StatsArgs {
+    /// A tinygrad profile.pkl, a .wst or an .rgp file.
+    pub file: PathBuf,
+    /// Only kernels whose name contains this.
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Serialize)]
+struct KernelStats {
+    kernel: String,
+    index: usize,
+    waves: usize,
+    itraced_ses: Vec<u32>,
+    time_unit: XUnit,
+    errors: Vec<String>,
+    instructions: Vec<InstStat>,
+}
+
+pub fn run(a: StatsArgs) -> Result<()> {
+    let (_, profile) = traces::open::open_path(&a.file)?;
+    let mut out = Vec::new();
+    for k in kernels_with_sqtt(&profile) {
+        let name = &profile.kernels[k].name;
+        if a.kernel.as_deref().is_some_and(|q| !name.contains(q)) {
+            continue;
+        }
+        let Some(ks) = analyze_kernel(&profile, k, &mut |_, _| {}) else {
+            continue;
+        };
+        out.push(KernelStats {
+            kernel: ks.name.clone(),
+            index: k,
+            waves: ks.wave_count(),
+            itraced_ses: ks.ses.iter().filter(|s| s.itrace).map(|s| s.se).collect(),
+            time_unit: ks.unit,
+            errors: ks
+                .ses
+                .iter()
+                .filter_map(|s| s.error.as_ref().map(|e| format!("SE {}: {e}", s.se)))
+                .collect(),
+            instructions: inst_stats(&ks),
+        });
+    }
+    if out.is_empty() {
+        bail!(
+            "{}: no kernel with SQTT data{}",
+            a.file.display(),
+            a.kernel
+                .map(|k| format!(" matching {k:?}"))
+                .unwrap_or_default()
+        );
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    for k in &out {
+        println!(
+            "{} (kernel {}): {} waves, itraced SEs {:?}",
+            k.kernel, k.index, k.waves, k.itraced_ses
+        );
+        for e in &k.errors {
+            println!("  error: {e}");
+        }
+        println!(
+            "  {:<8} {:<40} {:>6} {:>9} {:>8} {:>6} {:>6} {:>6} {:>6}",
+            "instr", "name", "count", "total", "mean", "min", "median", "max", "share"
+        );
+        for r in &k.instructions {
+            println!(
+                "  {:<8} {:<40.40} {:>6} {:>9} {:>8.1} {:>6} {:>6} {:>6} {:>5.1}%",
+                r.key,
+                r.name,
+                r.count,
+                r.total,
+                r.mean,
+                r.min,
+                r.median,
+                r.max,
+                r.share * 100.0
+            );
+        }
+    }
+    Ok(())
+}

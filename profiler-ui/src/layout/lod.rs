@@ -1,0 +1,160 @@
+//! Level of detail for rows of time spans: spans narrower than a pixel are merged into blocks,
+//! and only the visible part of a row is visited (binary search on sorted starts), so the cost
+//! of a frame depends on the pixels drawn, not on the number of spans.
+
+use super::view::TimeView;
+
+/// What to draw for a row.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Item {
+    /// One span (its index in the row) wide enough to stand alone.
+    Span { index: usize, x0: f32, x1: f32 },
+    /// `count` spans starting at `first`, merged because each is under a pixel.
+    Block {
+        first: usize,
+        count: usize,
+        x0: f32,
+        x1: f32,
+    },
+}
+
+/// Spans narrower than this (px) are merged.
+pub const MIN_PX: f32 = 1.0;
+
+/// Lays out one row: `start(i)`/`end(i)` give span `i`'s times, starts sorted ascending;
+/// `max_len` is the longest span of the row (for finding spans that began before the view).
+#[allow(clippy::too_many_arguments)]
+pub fn layout_row(
+    n: usize,
+    start: impl Fn(usize) -> f64,
+    end: impl Fn(usize) -> f64,
+    max_len: f64,
+    view: &TimeView,
+    left: f32,
+    width: f32,
+    out: &mut Vec<Item>,
+) {
+    let right = left + width;
+    let mut i = partition(0, n, |k| start(k) < view.start - max_len);
+    while i < n {
+        let s0 = start(i);
+        if s0 > view.end {
+            break;
+        }
+        let x0 = view.to_px(s0, left, width);
+        let x1 = view.to_px(end(i), left, width);
+        if x1 < left {
+            i += 1;
+            continue;
+        }
+        if x1 - x0 >= MIN_PX {
+            out.push(Item::Span { index: i, x0, x1 });
+            i += 1;
+            continue;
+        }
+        // Merge what starts within a pixel of the block's end, jumping by binary search.
+        let mut block_end = x1.max(x0 + MIN_PX);
+        let mut j = i + 1;
+        loop {
+            if block_end > right {
+                j = partition(j, n, |k| start(k) <= view.end);
+                break;
+            }
+            let t = view.from_px(block_end + MIN_PX, left, width);
+            let k = partition(j, n, |m| start(m) < t);
+            if k == j {
+                break;
+            }
+            let last = k - 1;
+            let lx0 = view.to_px(start(last), left, width);
+            let lx1 = view.to_px(end(last), left, width);
+            if lx1 - lx0 >= MIN_PX {
+                // The last one is wide: keep it as a span of its own.
+                j = last;
+                if last > i + 1 || lx0 > block_end {
+                    block_end = block_end.max(lx0);
+                }
+                break;
+            }
+            block_end = block_end.max(lx1);
+            j = k;
+        }
+        let count = j - i;
+        out.push(Item::Block {
+            first: i,
+            count,
+            x0,
+            x1: block_end.min(right + 1.0),
+        });
+        i = j.max(i + 1);
+    }
+}
+
+/// First index in `[lo, hi)` where `pred` is false (pred true then false over the range).
+fn partition(mut lo: usize, mut hi: usize, pred: impl Fn(usize) -> bool) -> usize {
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if pred(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(spans: &[(f64, f64)], view: TimeView, width: f32) -> Vec<Item> {
+        let max_len = spans.iter().map(|s| s.1 - s.0).fold(0.0, f64::max);
+        let mut out = Vec::new();
+        layout_row(
+            spans.len(),
+            |i| spans[i].0,
+            |i| spans[i].1,
+            max_len,
+            &view,
+            0.0,
+            width,
+            &mut out,
+        );
+        out
+    }
+
+    #[test]
+    fn wide_spans_stay_and_tiny_ones_merge() {
+        // 1000 spans of 0.1 µs each, back to back, then one 50 µs span.
+        let mut s: Vec<(f64, f64)> = (0..1000)
+            .map(|i| (i as f64 * 0.1, i as f64 * 0.1 + 0.1))
+            .collect();
+        s.push((100.0, 150.0));
+        let items = run(&s, TimeView::new(0.0, 200.0), 200.0);
+        let covered: usize = items
+            .iter()
+            .map(|it| match it {
+                Item::Span { .. } => 1,
+                Item::Block { count, .. } => *count,
+            })
+            .sum();
+        assert_eq!(covered, 1001, "{items:?}");
+        assert!(items.len() <= 3, "{items:?}");
+        assert!(matches!(items.last(), Some(Item::Span { index: 1000, .. })));
+    }
+
+    #[test]
+    fn only_visible_spans_are_visited() {
+        let s: Vec<(f64, f64)> = (0..1_000_000).map(|i| (i as f64, i as f64 + 0.5)).collect();
+        let items = run(&s, TimeView::new(500_000.0, 500_010.0), 1000.0);
+        assert_eq!(items.len(), 11);
+        assert!(matches!(items[0], Item::Span { index: 500_000, .. }));
+    }
+
+    #[test]
+    fn a_span_that_began_before_the_view_is_drawn() {
+        let s = vec![(0.0, 100.0), (200.0, 201.0)];
+        let items = run(&s, TimeView::new(50.0, 60.0), 100.0);
+        assert!(matches!(items[0], Item::Span { index: 0, .. }));
+    }
+}

@@ -1,0 +1,351 @@
+//! Rows of a kernel's SQTT view: SE -> CU/WGP -> SIMD/wave-slot rows, each holding its waves
+//! sorted by start, and the per-frame layout of the visible rows with level of detail.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use traces::sqtt::{InstToken, OpName, TokenKind};
+
+use super::lod::{layout_row, Item};
+use super::view::TimeView;
+use crate::data::KernelSqtt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RowKind {
+    Se {
+        se: usize,
+    },
+    Cu {
+        se: usize,
+        cu: u16,
+    },
+    Wave {
+        se: usize,
+        cu: u16,
+        simd: u8,
+        slot: u8,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub kind: RowKind,
+    /// Wave indices (into the SE's waves) sorted by start; empty for headers.
+    pub waves: Vec<u32>,
+    pub max_len: f64,
+    /// Waves below this header (headers) or in this row.
+    pub wave_count: usize,
+    pub itraced: bool,
+}
+
+/// Every row of a kernel, in display order.
+#[derive(Debug, Clone, Default)]
+pub struct SqttRows {
+    pub rows: Vec<Row>,
+}
+
+pub const HEADER_H: f32 = 18.0;
+pub const WAVE_H: f32 = 15.0;
+
+impl Row {
+    pub fn height(&self) -> f32 {
+        match self.kind {
+            RowKind::Wave { .. } => WAVE_H,
+            _ => HEADER_H,
+        }
+    }
+}
+
+impl SqttRows {
+    pub fn build(k: &KernelSqtt) -> SqttRows {
+        let mut rows = Vec::new();
+        for (si, se) in k.ses.iter().enumerate() {
+            let mut slots: BTreeMap<(u16, u8, u8), Vec<u32>> = BTreeMap::new();
+            for (wi, w) in se.analysis.waves.iter().enumerate() {
+                slots
+                    .entry((w.cu, w.simd, w.wave))
+                    .or_default()
+                    .push(wi as u32);
+            }
+            rows.push(Row {
+                kind: RowKind::Se { se: si },
+                waves: Vec::new(),
+                max_len: 0.0,
+                wave_count: se.analysis.waves.len(),
+                itraced: se.itrace,
+            });
+            let mut cur_cu = None;
+            for ((cu, simd, slot), mut waves) in slots {
+                if cur_cu != Some(cu) {
+                    cur_cu = Some(cu);
+                    let n = se.analysis.waves.iter().filter(|w| w.cu == cu).count();
+                    rows.push(Row {
+                        kind: RowKind::Cu { se: si, cu },
+                        waves: Vec::new(),
+                        max_len: 0.0,
+                        wave_count: n,
+                        itraced: se.itrace,
+                    });
+                }
+                let x = |w: &u32| se.wave_x.get(*w as usize).copied().unwrap_or((0.0, 0.0));
+                waves.sort_by(|a, b| x(a).0.total_cmp(&x(b).0));
+                let max_len = waves.iter().map(|w| x(w).1 - x(w).0).fold(0.0, f64::max);
+                let itraced = waves
+                    .iter()
+                    .any(|&w| se.token_start.get(w as usize + 1) > se.token_start.get(w as usize));
+                rows.push(Row {
+                    kind: RowKind::Wave {
+                        se: si,
+                        cu,
+                        simd,
+                        slot,
+                    },
+                    wave_count: waves.len(),
+                    waves,
+                    max_len,
+                    itraced,
+                });
+            }
+        }
+        SqttRows { rows }
+    }
+
+    /// Indices of the rows shown when the headers in `collapsed` are folded.
+    pub fn visible(&self, collapsed: &BTreeSet<RowKind>) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut hide_se = None;
+        let mut hide_cu = None;
+        for (i, r) in self.rows.iter().enumerate() {
+            match r.kind {
+                RowKind::Se { se } => {
+                    hide_cu = None;
+                    hide_se = collapsed.contains(&r.kind).then_some(se);
+                    out.push(i);
+                }
+                RowKind::Cu { se, cu } => {
+                    if hide_se == Some(se) {
+                        continue;
+                    }
+                    hide_cu = collapsed.contains(&r.kind).then_some((se, cu));
+                    out.push(i);
+                }
+                RowKind::Wave { se, cu, .. } => {
+                    if hide_se == Some(se) || hide_cu == Some((se, cu)) {
+                        continue;
+                    }
+                    out.push(i);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Colour class of an instruction token (tinygrad VIZ's palette, by op category).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cat {
+    Valu,
+    Salu,
+    Smem,
+    Store,
+    Vmem,
+    Lds,
+    Immediate,
+    Barrier,
+    Jump,
+    JumpNo,
+    Message,
+    Other,
+}
+
+pub fn token_cat(t: &InstToken) -> Cat {
+    match t.kind {
+        TokenKind::ValuInst => Cat::Valu,
+        TokenKind::Immediate | TokenKind::ImmediateMask => Cat::Immediate,
+        TokenKind::Inst => match t.op {
+            Some(OpName::Named(n)) => name_cat(n),
+            Some(OpName::Other(c, _)) => name_cat(c),
+            _ => Cat::Other,
+        },
+    }
+}
+
+fn name_cat(n: &str) -> Cat {
+    let n = n.strip_prefix("OTHER_").unwrap_or(n);
+    if n.starts_with("VALU") {
+        Cat::Valu
+    } else if n.starts_with("SALU") {
+        Cat::Salu
+    } else if n.starts_with("SMEM") || n.starts_with("SGMEM_RD") || n.starts_with("FLAT_RD") {
+        Cat::Smem
+    } else if n.contains("WR") || n.contains("STORE") {
+        Cat::Store
+    } else if n.starts_with("LDS") {
+        Cat::Lds
+    } else if n.contains("VMEM") || n.contains("SGMEM") || n.contains("FLAT") {
+        Cat::Vmem
+    } else if n.starts_with("BARRIER") {
+        Cat::Barrier
+    } else if n == "JUMP" {
+        Cat::Jump
+    } else if n == "JUMP_NO" {
+        Cat::JumpNo
+    } else if n.starts_with("MESSAGE") {
+        Cat::Message
+    } else {
+        Cat::Other
+    }
+}
+
+/// What one frame of the SQTT view draws, in screen coordinates.
+#[derive(Debug, Default)]
+pub struct Frame {
+    /// (visible row index, y top) of each row on screen.
+    pub rows: Vec<(usize, f32)>,
+    /// Wave bars: (row, se, wave, x0, x1); `wave` is `None` for merged blocks.
+    pub waves: Vec<(usize, usize, Option<u32>, f32, f32, usize)>,
+    /// Token segments: (y top, x0, x1, category or None for a merged block).
+    pub tokens: Vec<(f32, f32, f32, Option<Cat>)>,
+}
+
+/// Tokens are drawn inside waves at least this wide (px).
+const TOKEN_MIN_WAVE_PX: f32 = 3.0;
+
+/// Lays out the rows `visible[first..]` from `y0` down to `y1`, for the time window `view`
+/// over `[left, left + width)`.
+#[allow(clippy::too_many_arguments)]
+pub fn layout_frame(
+    k: &KernelSqtt,
+    rows: &SqttRows,
+    visible: &[usize],
+    scroll_y: f32,
+    y0: f32,
+    y1: f32,
+    view: &TimeView,
+    left: f32,
+    width: f32,
+    frame: &mut Frame,
+) {
+    let mut y = y0 - scroll_y;
+    let mut items = Vec::new();
+    let mut tok_items = Vec::new();
+    for &ri in visible {
+        let Some(row) = rows.rows.get(ri) else {
+            continue;
+        };
+        let h = row.height();
+        if y + h < y0 {
+            y += h;
+            continue;
+        }
+        if y > y1 {
+            break;
+        }
+        frame.rows.push((ri, y));
+        if let RowKind::Wave { se, .. } = row.kind {
+            let Some(st) = k.ses.get(se) else {
+                y += h;
+                continue;
+            };
+            let wx = |i: usize| {
+                row.waves
+                    .get(i)
+                    .and_then(|&w| st.wave_x.get(w as usize))
+                    .copied()
+                    .unwrap_or((0.0, 0.0))
+            };
+            items.clear();
+            layout_row(
+                row.waves.len(),
+                |i| wx(i).0,
+                |i| wx(i).1,
+                row.max_len,
+                view,
+                left,
+                width,
+                &mut items,
+            );
+            for it in &items {
+                match *it {
+                    Item::Span { index, x0, x1 } => {
+                        let w = row.waves.get(index).copied();
+                        frame.waves.push((ri, se, w, x0, x1, 1));
+                        if let Some(w) = w {
+                            if row.itraced && x1 - x0 >= TOKEN_MIN_WAVE_PX {
+                                layout_tokens(
+                                    st,
+                                    w as usize,
+                                    y,
+                                    view,
+                                    left,
+                                    width,
+                                    &mut tok_items,
+                                    frame,
+                                );
+                            }
+                        }
+                    }
+                    Item::Block { count, x0, x1, .. } => {
+                        frame.waves.push((ri, se, None, x0, x1, count));
+                    }
+                }
+            }
+        }
+        y += h;
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn layout_tokens(
+    st: &crate::data::SeTrace,
+    w: usize,
+    y: f32,
+    view: &TimeView,
+    left: f32,
+    width: f32,
+    items: &mut Vec<Item>,
+    frame: &mut Frame,
+) {
+    let toks = st.wave_tokens(w);
+    if toks.is_empty() {
+        return;
+    }
+    let wave_end = st.wave_x.get(w).map_or(0.0, |x| x.1);
+    let tx = |i: usize| {
+        toks.get(i)
+            .and_then(|&t| st.token_x.get(t as usize))
+            .copied()
+            .unwrap_or(wave_end)
+    };
+    // Each token spans from its issue to the next one's issue (the wave's end for the last).
+    let end = |i: usize| {
+        if i + 1 < toks.len() {
+            tx(i + 1)
+        } else {
+            wave_end
+        }
+    };
+    let max_len = f64::INFINITY;
+    items.clear();
+    layout_row(
+        toks.len(),
+        tx,
+        end,
+        max_len.min(wave_end - tx(0)),
+        view,
+        left,
+        width,
+        items,
+    );
+    for it in items.iter() {
+        match *it {
+            Item::Span { index, x0, x1 } => {
+                let cat = toks
+                    .get(index)
+                    .and_then(|&t| st.analysis.tokens.get(t as usize))
+                    .map(token_cat);
+                frame.tokens.push((y, x0, x1, cat.or(Some(Cat::Other))));
+            }
+            Item::Block { x0, x1, .. } => frame.tokens.push((y, x0, x1, None)),
+        }
+    }
+}

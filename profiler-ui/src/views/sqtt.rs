@@ -1,0 +1,427 @@
+//! A kernel's SQTT view: occupancy per SE, then SE -> CU/WGP -> SIMD/slot rows with wave bars
+//! and, on itraced waves, instruction tokens coloured by category.
+
+use std::collections::BTreeSet;
+
+use egui::{Align2, Color32, FontId, Pos2, Rect, Sense, Stroke, Ui, Vec2};
+use egui_plot::{Legend, Line, Plot, PlotPoints};
+
+use super::{mesh_rect, navigate, paint_measure, paint_ruler, RULER_H};
+use crate::data::{inst_stats, InstStat, KernelSqtt, XUnit};
+use crate::layout::ruler::{format_cycles, format_us};
+use crate::layout::sqtt::{layout_frame, Cat, Frame, RowKind, SqttRows};
+use crate::layout::view::TimeView;
+
+pub const LABEL_W: f32 = 150.0;
+const OCC_H: f32 = 130.0;
+
+/// A kernel opened in the SQTT view, with everything derived from it.
+pub struct KernelView {
+    pub data: KernelSqtt,
+    pub rows: SqttRows,
+    pub stats: Vec<InstStat>,
+    /// Active waves over time, per SE: (x, count) steps, at most ~2000 points each.
+    pub occupancy: Vec<(u32, Vec<[f64; 2]>)>,
+    pub state: SqttState,
+}
+
+#[derive(Debug, Clone)]
+pub struct SqttState {
+    pub view: TimeView,
+    pub scroll_y: f32,
+    pub collapsed: BTreeSet<RowKind>,
+    /// (SE index, wave index) of the selected wave.
+    pub selected_wave: Option<(usize, u32)>,
+    pub measure: Option<(f64, f64)>,
+    pub visible: Vec<usize>,
+}
+
+impl KernelView {
+    pub fn new(data: KernelSqtt) -> KernelView {
+        let rows = SqttRows::build(&data);
+        let stats = inst_stats(&data);
+        let occupancy = data
+            .ses
+            .iter()
+            .map(|s| (s.se, occupancy(&s.wave_x, 2000)))
+            .collect();
+        let (a, b) = data.x_range();
+        let collapsed = BTreeSet::new();
+        let visible = rows.visible(&collapsed);
+        KernelView {
+            state: SqttState {
+                view: TimeView::around(a, b, 0.02),
+                scroll_y: 0.0,
+                collapsed,
+                selected_wave: None,
+                measure: None,
+                visible,
+            },
+            data,
+            rows,
+            stats,
+            occupancy,
+        }
+    }
+}
+
+/// Active-wave count over time, downsampled to at most `max_points` steps (keeping maxima).
+pub fn occupancy(waves: &[(f64, f64)], max_points: usize) -> Vec<[f64; 2]> {
+    let mut ev: Vec<(f64, i32)> = Vec::with_capacity(waves.len() * 2);
+    for &(a, b) in waves {
+        ev.push((a, 1));
+        ev.push((b, -1));
+    }
+    ev.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let (Some(first), Some(last)) = (ev.first(), ev.last()) else {
+        return Vec::new();
+    };
+    let (lo, hi) = (first.0, last.0);
+    let bins = max_points.max(2) / 2;
+    let bw = ((hi - lo) / bins as f64).max(f64::MIN_POSITIVE);
+    let mut out: Vec<[f64; 2]> = Vec::new();
+    let mut cur = 0i32;
+    let mut bin_max = 0i32;
+    let mut bin = 0usize;
+    for (x, d) in ev {
+        let b = (((x - lo) / bw) as usize).min(bins - 1);
+        if b != bin {
+            out.push([lo + bin as f64 * bw, bin_max as f64]);
+            out.push([lo + (bin + 1) as f64 * bw, bin_max as f64]);
+            bin = b;
+            bin_max = cur;
+        }
+        cur += d;
+        bin_max = bin_max.max(cur);
+    }
+    out.push([lo + bin as f64 * bw, bin_max as f64]);
+    out.push([hi, 0.0]);
+    out
+}
+
+pub fn cat_color(c: Option<Cat>) -> Color32 {
+    match c {
+        Some(Cat::Valu) => Color32::from_rgb(0xf5, 0xe0, 0x7a),
+        Some(Cat::Salu) => Color32::from_rgb(0x5c, 0xc0, 0x6a),
+        Some(Cat::Smem) => Color32::from_rgb(0xf0, 0x8c, 0xc8),
+        Some(Cat::Store) => Color32::from_rgb(0x4a, 0x8c, 0xf0),
+        Some(Cat::Vmem) => Color32::from_rgb(0x8a, 0x9c, 0xc0),
+        Some(Cat::Lds) => Color32::from_rgb(0x8c, 0xb8, 0x96),
+        Some(Cat::Immediate) => Color32::from_rgb(0xf0, 0x9a, 0x3c),
+        Some(Cat::Barrier) => Color32::from_rgb(0xe0, 0x40, 0x40),
+        Some(Cat::Jump) => Color32::from_rgb(0xd8, 0xb0, 0x30),
+        Some(Cat::JumpNo) => Color32::from_rgb(0xe8, 0x80, 0x30),
+        Some(Cat::Message) => Color32::from_rgb(0x50, 0xd0, 0xe0),
+        Some(Cat::Other) => Color32::from_rgb(0xb0, 0xb0, 0xb0),
+        None => Color32::from_rgb(0xc8, 0xc8, 0xa0),
+    }
+}
+
+const WAVE_COLOR: Color32 = Color32::from_rgb(0x2e, 0x4a, 0x7a);
+const WAVE_TRACED: Color32 = Color32::from_rgb(0x3a, 0x5f, 0xa0);
+
+pub fn row_label(k: &KernelSqtt, kind: RowKind) -> String {
+    match kind {
+        RowKind::Se { se } => {
+            let s = &k.ses[se];
+            let it = if s.itrace { ", itrace" } else { "" };
+            format!("SE {}{it}", s.se)
+        }
+        RowKind::Cu { cu, .. } => format!("WGP {} SA {}", cu & 7, cu >> 3),
+        RowKind::Wave { simd, slot, .. } => format!("SIMD {simd} · W{slot}"),
+    }
+}
+
+/// Draws the occupancy plot and the wave rows. Returns true when a wave was clicked.
+pub fn show(ui: &mut Ui, kv: &mut KernelView) -> bool {
+    let cycles = kv.data.unit == XUnit::Cycles;
+    let fmt = move |v: f64| {
+        if cycles {
+            format_cycles(v)
+        } else {
+            format_us(v)
+        }
+    };
+    ui.horizontal(|ui| {
+        ui.heading(&kv.data.name);
+        ui.label(format!(
+            "{} waves on {} SEs · {} · time in {}",
+            kv.data.wave_count(),
+            kv.data.ses.len(),
+            kv.data
+                .kernel_len
+                .map_or("duration unknown".into(), |l| format!(
+                    "kernel {}",
+                    format_us(l)
+                )),
+            if cycles {
+                "shader cycles per SE (no markers)"
+            } else {
+                "µs from kernel start (GPU clock)"
+            }
+        ));
+    });
+    for s in &kv.data.ses {
+        if let Some(e) = &s.error {
+            ui.colored_label(Color32::LIGHT_RED, format!("SE {}: {e}", s.se));
+        }
+        for w in s.analysis.warnings.iter().take(2) {
+            ui.colored_label(
+                Color32::YELLOW,
+                format!("SE {} @nibble {}: {}", s.se, w.offset, w.message),
+            );
+        }
+    }
+    // Occupancy over time per SE, linked to the wave view's window.
+    let st = &mut kv.state;
+    let occ = &kv.occupancy;
+    ui.allocate_ui(Vec2::new(ui.available_width(), OCC_H), |ui| {
+        ui.horizontal(|ui| {
+            ui.add_space(LABEL_W - 60.0);
+            Plot::new("occupancy")
+                .height(OCC_H)
+                .legend(Legend::default().position(egui_plot::Corner::RightTop))
+                .allow_zoom(false)
+                .allow_drag(false)
+                .allow_scroll(false)
+                .show_x(true)
+                .y_axis_label("waves")
+                .x_axis_formatter(move |m, _| fmt(m.value))
+                .include_y(0.0)
+                .default_x_bounds(st.view.start, st.view.end)
+                .auto_bounds([false, true])
+                .show(ui, |pu| {
+                    pu.set_plot_bounds_x(st.view.start..=st.view.end);
+                    for (se, pts) in occ {
+                        pu.line(
+                            Line::new(format!("SE {se}"), PlotPoints::from(pts.clone())).width(1.5),
+                        );
+                    }
+                });
+        });
+    });
+    ui.add_space(4.0);
+    let full = ui.available_rect_before_wrap();
+    let resp = ui.allocate_rect(full, Sense::click_and_drag());
+    let labels_rect = Rect::from_min_max(
+        Pos2::new(full.left(), full.top() + RULER_H),
+        Pos2::new(full.left() + LABEL_W, full.bottom()),
+    );
+    let canvas = Rect::from_min_max(
+        Pos2::new(full.left() + LABEL_W, full.top() + RULER_H),
+        full.max,
+    );
+    let ruler_rect = Rect::from_min_max(
+        Pos2::new(canvas.left(), full.top()),
+        Pos2::new(full.right(), full.top() + RULER_H),
+    );
+    let dy = navigate(ui, &resp, canvas, &mut st.view);
+    if ui.input(|i| i.key_pressed(egui::Key::F) || i.key_pressed(egui::Key::Home))
+        && !ui.ctx().egui_wants_keyboard_input()
+    {
+        let (a, b) = kv.data.x_range();
+        st.view = TimeView::around(a, b, 0.02);
+    }
+    let total_h: f32 = st.visible.iter().map(|&r| kv.rows.rows[r].height()).sum();
+    st.scroll_y = (st.scroll_y + dy).clamp(0.0, (total_h - canvas.height() + 20.0).max(0.0));
+    let painter = ui.painter_at(full);
+    let visuals = ui.visuals().clone();
+    painter.rect_filled(canvas, 0.0, visuals.extreme_bg_color);
+    paint_ruler(&painter, ruler_rect, full.bottom(), &st.view, cycles);
+    let mut frame = Frame::default();
+    layout_frame(
+        &kv.data,
+        &kv.rows,
+        &st.visible,
+        st.scroll_y,
+        canvas.top(),
+        canvas.bottom(),
+        &st.view,
+        canvas.left(),
+        canvas.width(),
+        &mut frame,
+    );
+    let hover = resp.hover_pos().filter(|p| canvas.contains(*p));
+    let mut tooltip: Option<String> = None;
+    let mut clicked_wave = None;
+    let mut toggle = None;
+    // Row labels and header bands.
+    let lp = ui.painter_at(labels_rect);
+    for &(ri, y) in &frame.rows {
+        let row = &kv.rows.rows[ri];
+        let h = row.height();
+        let r = Rect::from_min_size(Pos2::new(full.left(), y), Vec2::new(full.width(), h));
+        let (indent, strong) = match row.kind {
+            RowKind::Se { .. } => (4.0, true),
+            RowKind::Cu { .. } => (14.0, true),
+            RowKind::Wave { .. } => (28.0, false),
+        };
+        if strong {
+            let band = Rect::from_min_max(
+                Pos2::new(canvas.left(), y),
+                Pos2::new(canvas.right(), y + h - 1.0),
+            );
+            painter.rect_filled(band, 0.0, visuals.faint_bg_color);
+            let open = !st.collapsed.contains(&row.kind);
+            let text = format!(
+                "{} {}  ({} waves)",
+                if open { "[-]" } else { "[+]" },
+                row_label(&kv.data, row.kind),
+                row.wave_count
+            );
+            let lr = Rect::from_min_max(
+                Pos2::new(full.left(), y),
+                Pos2::new(full.left() + LABEL_W, y + h),
+            )
+            .intersect(labels_rect);
+            if lr.height() > 0.0 {
+                let id = ui.scope_id().with(("hdr", ri));
+                let hr = ui.interact(lr, id, Sense::click());
+                let label = row_label(&kv.data, row.kind);
+                hr.widget_info(|| egui::WidgetInfo::labeled(egui::Role::Button, true, &label));
+                if hr.clicked() {
+                    toggle = Some(row.kind);
+                }
+            }
+            lp.text(
+                Pos2::new(r.left() + indent, r.center().y),
+                Align2::LEFT_CENTER,
+                text,
+                FontId::proportional(12.0),
+                visuals.strong_text_color(),
+            );
+        } else {
+            lp.text(
+                Pos2::new(r.left() + indent, r.center().y),
+                Align2::LEFT_CENTER,
+                row_label(&kv.data, row.kind),
+                FontId::proportional(11.0),
+                visuals.text_color(),
+            );
+        }
+    }
+    let mut mesh = egui::Mesh::default();
+    let row_y: std::collections::HashMap<usize, f32> = frame.rows.iter().copied().collect();
+    let mut a11y = 400usize;
+    for &(ri, se, w, x0, x1, count) in &frame.waves {
+        let y = row_y.get(&ri).copied().unwrap_or(0.0);
+        let r = Rect::from_x_y_ranges(
+            x0.max(canvas.left() - 1.0)..=x1.min(canvas.right() + 1.0),
+            (y + 1.0)..=(y + super::super::layout::sqtt::WAVE_H - 1.0),
+        );
+        let row = &kv.rows.rows[ri];
+        mesh_rect(
+            &mut mesh,
+            r,
+            if row.itraced { WAVE_TRACED } else { WAVE_COLOR },
+        );
+        if let (Some(w), true) = (w, st.selected_wave.is_some()) {
+            if st.selected_wave == Some((se, w)) {
+                painter.rect_stroke(
+                    r,
+                    0.0,
+                    Stroke::new(2.0, Color32::WHITE),
+                    egui::StrokeKind::Outside,
+                );
+            }
+        }
+        if let Some(p) = hover {
+            if r.contains(p) {
+                tooltip = Some(match w {
+                    Some(w) => wave_tooltip(&kv.data, se, w, &fmt),
+                    None => format!("{count} waves (zoom in to see them)"),
+                });
+                if resp.clicked() {
+                    clicked_wave = w.map(|w| (se, w));
+                }
+            }
+        }
+        if let Some(w) = w {
+            if r.width() >= 4.0 && a11y > 0 {
+                a11y -= 1;
+                let wave = &kv.data.ses[se].analysis.waves[w as usize];
+                let label = format!(
+                    "wave SE{} CU{} SIMD{} W{} #{w}",
+                    kv.data.ses[se].se, wave.cu, wave.simd, wave.wave
+                );
+                let wr = ui.interact(r, ui.scope_id().with(("wave", se, w)), Sense::click());
+                wr.widget_info(|| egui::WidgetInfo::labeled(egui::Role::Button, true, &label));
+                if wr.clicked() {
+                    clicked_wave = Some((se, w));
+                }
+                if wr.hovered() {
+                    tooltip = Some(wave_tooltip(&kv.data, se, w, &fmt));
+                }
+            }
+        }
+    }
+    for &(y, x0, x1, cat) in &frame.tokens {
+        let x1 = if x1 - x0 > 2.0 { x1 - 1.0 } else { x1 };
+        let r = Rect::from_x_y_ranges(
+            x0.max(canvas.left() - 1.0)..=x1.min(canvas.right() + 1.0),
+            (y + 3.0)..=(y + super::super::layout::sqtt::WAVE_H - 3.0),
+        );
+        mesh_rect(&mut mesh, r, cat_color(cat));
+    }
+    painter.add(egui::Shape::mesh(mesh));
+    if let Some(k) = toggle {
+        if !st.collapsed.remove(&k) {
+            st.collapsed.insert(k);
+        }
+        st.visible = kv.rows.visible(&st.collapsed);
+    }
+    if resp.drag_started_by(egui::PointerButton::Primary) {
+        if let Some(p) = resp.interact_pointer_pos() {
+            let t = st.view.from_px(p.x, canvas.left(), canvas.width());
+            st.measure = Some((t, t));
+        }
+    }
+    if resp.dragged_by(egui::PointerButton::Primary) {
+        if let (Some(p), Some(m0)) = (resp.interact_pointer_pos(), st.measure.as_mut()) {
+            m0.1 = st.view.from_px(p.x, canvas.left(), canvas.width());
+        }
+    }
+    if let Some((a, b)) = st.measure {
+        if a != b {
+            paint_measure(&painter, canvas, &st.view, a, b, cycles);
+        }
+    }
+    if ui.input(|i| i.key_pressed(egui::Key::Escape)) {
+        st.measure = None;
+    }
+    let mut changed = false;
+    if let Some(cw) = clicked_wave {
+        st.selected_wave = Some(cw);
+        st.measure = None;
+        changed = true;
+    }
+    if let (Some(t), true) = (tooltip, super::tooltips_enabled(ui)) {
+        egui::Tooltip::always_open(
+            ui.ctx().clone(),
+            ui.layer_id(),
+            ui.scope_id().with("tip"),
+            egui::PopupAnchor::Pointer,
+        )
+        .show(|ui| ui.label(t));
+    }
+    changed
+}
+
+fn wave_tooltip(k: &KernelSqtt, se: usize, w: u32, fmt: &dyn Fn(f64) -> String) -> String {
+    let s = &k.ses[se];
+    let Some(wave) = s.analysis.waves.get(w as usize) else {
+        return String::new();
+    };
+    let (a, b) = s.wave_x.get(w as usize).copied().unwrap_or_default();
+    format!(
+        "wave #{w} · SE {} WGP {} SIMD {} slot {}\nstart {} · length {} ({} cycles)\n{} instruction tokens",
+        s.se,
+        wave.cu,
+        wave.simd,
+        wave.wave,
+        fmt(a),
+        fmt(b - a),
+        wave.end - wave.start,
+        s.wave_tokens(w as usize).len()
+    )
+}

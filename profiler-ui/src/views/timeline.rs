@@ -1,0 +1,325 @@
+//! The global timeline: one track per device/queue with nested ranges, point events and
+//! counter graphs; zoom/pan, hover tooltips, click to select, drag to measure.
+
+use egui::{Align2, Color32, FontId, Pos2, Rect, Sense, Stroke, Ui, Vec2};
+
+use super::{mesh_rect, name_color, navigate, paint_measure, paint_ruler, text_on, RULER_H};
+use crate::layout::lod::{layout_row, Item};
+use crate::layout::ruler::format_us;
+use crate::layout::timeline::{Target, TimelineModel};
+use crate::layout::view::TimeView;
+
+pub const LEVEL_H: f32 = 20.0;
+const TRACK_GAP: f32 = 8.0;
+const TRACK_TITLE_H: f32 = 18.0;
+const POINTS_H: f32 = 12.0;
+const COUNTER_H: f32 = 44.0;
+const LABEL_W: f32 = 0.0;
+
+#[derive(Debug, Clone)]
+pub struct TimelineState {
+    pub view: TimeView,
+    pub scroll_y: f32,
+    pub measure: Option<(f64, f64)>,
+    pub selected: Option<Target>,
+    /// Kernels with SQTT data (clicking them opens the SQTT view).
+    pub sqtt_kernels: Vec<usize>,
+}
+
+impl TimelineState {
+    pub fn new(m: &TimelineModel, sqtt_kernels: Vec<usize>) -> TimelineState {
+        TimelineState {
+            view: TimeView::around(m.start, m.end, 0.02),
+            scroll_y: 0.0,
+            measure: None,
+            selected: None,
+            sqtt_kernels,
+        }
+    }
+
+    /// Zooms to kernel `k` and selects it.
+    pub fn jump_to_kernel(&mut self, m: &TimelineModel, k: u32) {
+        if let Some(s) = m.kernel_span(k) {
+            self.view = TimeView::around(s.start, s.end, 1.0);
+            self.selected = Some(Target::Kernel(k));
+        }
+    }
+}
+
+pub enum Action {
+    OpenKernel(usize),
+}
+
+pub fn show(ui: &mut Ui, m: &TimelineModel, st: &mut TimelineState) -> Option<Action> {
+    let mut action = None;
+    let full = ui.available_rect_before_wrap();
+    let resp = ui.allocate_rect(full, Sense::click_and_drag());
+    let ruler_rect = Rect::from_min_size(
+        full.min + Vec2::new(LABEL_W, 0.0),
+        Vec2::new(full.width() - LABEL_W, RULER_H),
+    );
+    let canvas = Rect::from_min_max(
+        Pos2::new(full.left() + LABEL_W, full.top() + RULER_H),
+        full.max,
+    );
+    let dy = navigate(ui, &resp, canvas, &mut st.view);
+    if ui.input(|i| i.key_pressed(egui::Key::F) || i.key_pressed(egui::Key::Home))
+        && !ui.ctx().egui_wants_keyboard_input()
+    {
+        st.view = TimeView::around(m.start, m.end, 0.02);
+    }
+    st.scroll_y = (st.scroll_y + dy).max(0.0);
+    let painter = ui.painter_at(full);
+    let visuals = ui.visuals().clone();
+    painter.rect_filled(canvas, 0.0, visuals.extreme_bg_color);
+    paint_ruler(&painter, ruler_rect, full.bottom(), &st.view, false);
+    let hover = resp.hover_pos().filter(|p| canvas.contains(*p));
+    let mut hovered: Option<(String, Rect)> = None;
+    let mut clicked_target: Option<Target> = None;
+    let mut mesh = egui::Mesh::default();
+    let mut labels: Vec<(Rect, String, Color32)> = Vec::new();
+    let mut items = Vec::new();
+    let mut y = canvas.top() - st.scroll_y + 4.0;
+    let (left, width) = (canvas.left(), canvas.width());
+    let mut a11y_budget = 300usize;
+    let font = FontId::proportional(12.0);
+    for (ti, t) in m.tracks.iter().enumerate() {
+        let title = Rect::from_min_size(
+            Pos2::new(canvas.left(), y),
+            Vec2::new(canvas.width(), TRACK_TITLE_H),
+        );
+        if title.bottom() > canvas.top() && title.top() < canvas.bottom() {
+            painter.rect_filled(title, 0.0, visuals.faint_bg_color);
+            painter.text(
+                title.left_center() + Vec2::new(6.0, 0.0),
+                Align2::LEFT_CENTER,
+                &t.name,
+                FontId::proportional(13.0),
+                visuals.strong_text_color(),
+            );
+        }
+        y += TRACK_TITLE_H + 2.0;
+        for (li, level) in t.levels.iter().enumerate() {
+            let row = Rect::from_min_size(Pos2::new(left, y), Vec2::new(width, LEVEL_H - 2.0));
+            y += LEVEL_H;
+            if row.bottom() < canvas.top() || row.top() > canvas.bottom() {
+                continue;
+            }
+            items.clear();
+            let spans = &level.spans;
+            layout_row(
+                spans.len(),
+                |i| spans[i].start,
+                |i| spans[i].end,
+                level.max_len,
+                &st.view,
+                left,
+                width,
+                &mut items,
+            );
+            for it in &items {
+                match *it {
+                    Item::Span { index, x0, x1 } => {
+                        let s = &spans[index];
+                        let name = m.name(s.name);
+                        let r = Rect::from_x_y_ranges(
+                            x0.max(left - 2.0)..=x1.min(canvas.right() + 2.0),
+                            row.y_range(),
+                        );
+                        let mut c = name_color(name);
+                        if li > 0 {
+                            c = c.gamma_multiply(0.85 + 0.05 * li.min(3) as f32).to_opaque();
+                        }
+                        let selected = st.selected == Some(s.target);
+                        mesh_rect(&mut mesh, r, c);
+                        if selected {
+                            painter.rect_stroke(
+                                r,
+                                0.0,
+                                Stroke::new(2.0, Color32::WHITE),
+                                egui::StrokeKind::Inside,
+                            );
+                        }
+                        if r.width() > 30.0 {
+                            labels.push((r, name.to_string(), text_on(c)));
+                        }
+                        if let Some(p) = hover {
+                            if r.contains(p) {
+                                hovered = Some((span_tooltip(m, s), r));
+                                if resp.clicked() {
+                                    clicked_target = Some(s.target);
+                                }
+                            }
+                        }
+                        if r.width() >= 3.0 && a11y_budget > 0 {
+                            a11y_budget -= 1;
+                            let id = ui.scope_id().with(("span", ti, li, index));
+                            let sr = ui.interact(r, id, Sense::click());
+                            let label = match s.target {
+                                Target::Kernel(_) => format!("kernel {name}"),
+                                Target::Range(_) => format!("range {name}"),
+                            };
+                            sr.widget_info(|| {
+                                egui::WidgetInfo::labeled(egui::Role::Button, true, &label)
+                            });
+                            if sr.clicked() {
+                                clicked_target = Some(s.target);
+                            }
+                            if sr.hovered() {
+                                hovered = Some((span_tooltip(m, s), r));
+                            }
+                        }
+                    }
+                    Item::Block { count, x0, x1, .. } => {
+                        let r = Rect::from_x_y_ranges(x0..=x1, row.y_range());
+                        mesh_rect(&mut mesh, r, Color32::from_gray(120));
+                        if let Some(p) = hover {
+                            if r.contains(p) {
+                                hovered =
+                                    Some((format!("{count} events (zoom in to see them)"), r));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if !t.points.is_empty() {
+            let row_y = y + POINTS_H / 2.0;
+            y += POINTS_H;
+            let lo = t.points.partition_point(|p| p.0 < st.view.start);
+            let mut last_x = f32::NEG_INFINITY;
+            for p in t.points[lo..].iter().take_while(|p| p.0 <= st.view.end) {
+                let x = st.view.to_px(p.0, left, width);
+                if x - last_x < 2.0 {
+                    continue;
+                }
+                last_x = x;
+                let tri = vec![
+                    Pos2::new(x, row_y + 5.0),
+                    Pos2::new(x - 4.0, row_y - 4.0),
+                    Pos2::new(x + 4.0, row_y - 4.0),
+                ];
+                painter.add(egui::Shape::convex_polygon(
+                    tri,
+                    Color32::from_rgb(230, 180, 60),
+                    Stroke::NONE,
+                ));
+                if let Some(h) = hover {
+                    if (h.x - x).abs() < 5.0 && (h.y - row_y).abs() < 6.0 {
+                        hovered = Some((
+                            format!("{}\nat {}", m.name(p.1), format_us(p.0)),
+                            Rect::from_center_size(Pos2::new(x, row_y), Vec2::splat(8.0)),
+                        ));
+                    }
+                }
+            }
+        }
+        y += TRACK_GAP;
+    }
+    for c in &m.counters {
+        let title = Rect::from_min_size(Pos2::new(left, y), Vec2::new(width, TRACK_TITLE_H));
+        painter.rect_filled(title, 0.0, visuals.faint_bg_color);
+        painter.text(
+            title.left_center() + Vec2::new(6.0, 0.0),
+            Align2::LEFT_CENTER,
+            format!("{} ({})", c.name, c.unit),
+            FontId::proportional(13.0),
+            visuals.strong_text_color(),
+        );
+        y += TRACK_TITLE_H;
+        let area = Rect::from_min_size(Pos2::new(left, y), Vec2::new(width, COUNTER_H));
+        y += COUNTER_H + TRACK_GAP;
+        let span = (c.max - c.min).max(1e-12);
+        let yv = |v: f64| area.bottom() - ((v - c.min) / span) as f32 * (area.height() - 2.0);
+        let lo = c
+            .points
+            .partition_point(|p| p.0 < st.view.start)
+            .saturating_sub(1);
+        let mut pts = Vec::new();
+        let mut last_x = f32::NEG_INFINITY;
+        for p in c.points[lo..].iter() {
+            let x = st.view.to_px(p.0, left, width);
+            // Step graph, at most one step per pixel.
+            if x - last_x >= 1.0 || pts.is_empty() {
+                if let Some(&Pos2 { y: py, .. }) = pts.last() {
+                    pts.push(Pos2::new(x, py));
+                }
+                pts.push(Pos2::new(x, yv(p.1)));
+                last_x = x;
+            }
+            if p.0 > st.view.end {
+                break;
+            }
+        }
+        painter.add(egui::Shape::line(
+            pts,
+            Stroke::new(1.5, Color32::from_rgb(120, 200, 120)),
+        ));
+    }
+    painter.add(egui::Shape::mesh(mesh));
+    for (r, text, color) in labels {
+        let vis = r.intersect(canvas);
+        if vis.width() < 30.0 {
+            continue;
+        }
+        let galley = painter.layout_no_wrap(text, font.clone(), color);
+        let p = Pos2::new(vis.left() + 3.0, r.center().y - galley.size().y / 2.0);
+        painter.with_clip_rect(vis).galley(p, galley, color);
+    }
+    // Measuring: primary drag selects a span of time.
+    if resp.drag_started_by(egui::PointerButton::Primary) {
+        if let Some(p) = resp.interact_pointer_pos() {
+            let t = st.view.from_px(p.x, left, width);
+            st.measure = Some((t, t));
+        }
+    }
+    if resp.dragged_by(egui::PointerButton::Primary) {
+        if let (Some(p), Some(m0)) = (resp.interact_pointer_pos(), st.measure.as_mut()) {
+            m0.1 = st.view.from_px(p.x, left, width);
+        }
+    }
+    if let Some((a, b)) = st.measure {
+        if a != b {
+            paint_measure(&painter, canvas, &st.view, a, b, false);
+        }
+    }
+    if ui.input(|i| i.key_pressed(egui::Key::Escape)) {
+        st.measure = None;
+        st.selected = None;
+    }
+    if let Some(t) = clicked_target {
+        st.selected = Some(t);
+        st.measure = None;
+        if let Target::Kernel(k) = t {
+            if st.sqtt_kernels.contains(&(k as usize)) {
+                action = Some(Action::OpenKernel(k as usize));
+            }
+        }
+    } else if resp.clicked() {
+        st.selected = None;
+        st.measure = None;
+    }
+    if let (Some((text, _)), true) = (hovered, super::tooltips_enabled(ui)) {
+        egui::Tooltip::always_open(
+            ui.ctx().clone(),
+            ui.layer_id(),
+            ui.scope_id().with("tip"),
+            egui::PopupAnchor::Pointer,
+        )
+        .show(|ui| ui.label(text));
+    }
+    action
+}
+
+fn span_tooltip(m: &TimelineModel, s: &crate::layout::timeline::Span) -> String {
+    let kind = match s.target {
+        Target::Kernel(_) => "kernel",
+        Target::Range(_) => "range",
+    };
+    format!(
+        "{}\n{kind}, {}\nstart {}",
+        m.name(s.name),
+        format_us(s.end - s.start),
+        format_us(s.start)
+    )
+}

@@ -1,0 +1,352 @@
+//! The main job end to end on the emulated gfx1100: the demo capture (vadd, reduce, matmul)
+//! with SQTT on every SE, its result checks, the .wst and .rgp it writes, the `wavescope
+//! capture` command and two devices in one trace.
+
+use std::path::Path;
+use std::process::Command;
+
+use profiler_ui::capture::{
+    self, run_capture, run_demo, Arg, CaptureOptions, DeviceSpec, Workload,
+};
+use runtime::emu::EmuArch;
+use traces::rgp::ChunkType;
+use traces::sqtt::{analyze_with, AnalyzeOptions};
+
+/// The demo's launches as documented for users (independent of the code that launches them):
+/// kernel, work-groups, work-items per group.
+const DEMO: [(&str, u32, u32); 3] = [("vadd", 16, 64), ("reduce", 8, 256), ("matmul", 16, 256)];
+
+fn fixture(name: &str) -> Vec<u8> {
+    let p = format!(
+        "{}/../tests/fixtures/kernels/emu/{name}.hsaco",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
+}
+
+fn opts(dir: &Path, devices: Vec<DeviceSpec>) -> CaptureOptions {
+    CaptureOptions {
+        devices,
+        wst: Some(dir.join("demo.wst")),
+        rgp: Some(dir.join("demo.rgp")),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn demo_capture_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut calls = 0usize;
+    let r = run_demo(&opts(dir.path(), vec![DeviceSpec::Emu]), &mut |_, _, _| {
+        calls += 1
+    })
+    .unwrap();
+    assert!(calls >= 3, "progress reported");
+
+    // Results against the CPU references.
+    assert_eq!(r.checks.len(), 3);
+    for c in &r.checks {
+        assert_eq!(c.result, Some(Ok(())), "{} on {}", c.kernel, c.device);
+    }
+    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+
+    let num_se = EmuArch::Gfx1100.num_se();
+    assert!(num_se > 1);
+    let p = &r.profile;
+    let target = p.devices[0].target();
+    for (name, groups, threads) in DEMO {
+        let k = p
+            .kernels
+            .iter()
+            .find(|k| k.name == name)
+            .unwrap_or_else(|| panic!("{name} ran"));
+        let (st, en) = (k.gpu_start.expect("GPU start"), k.gpu_end.expect("GPU end"));
+        assert!(en > st, "{name}: GPU time {st}..{en}");
+        let traces: Vec<_> = p
+            .sqtt
+            .iter()
+            .filter(|s| Some(s.kern) == k.kern && s.exec_tag == k.exec_tag)
+            .collect();
+        let mut ses: Vec<u32> = traces.iter().map(|s| s.se).collect();
+        ses.sort_unstable();
+        assert_eq!(
+            ses,
+            (0..num_se).collect::<Vec<_>>(),
+            "{name}: SQTT for every SE"
+        );
+        let mut waves = 0usize;
+        let mut analyses = Vec::new();
+        for s in &traces {
+            assert!(
+                s.itrace,
+                "{name} SE{}: instruction tracing on by default",
+                s.se
+            );
+            let a = analyze_with(p.blob(s.blob), target, AnalyzeOptions::default())
+                .unwrap_or_else(|e| panic!("{name} SE{}: {e}", s.se));
+            if !a.waves.is_empty() {
+                assert!(
+                    a.instruction_packets > 0,
+                    "{name} SE{}: waves without instruction detail",
+                    s.se
+                );
+            }
+            waves += a.waves.len();
+            analyses.push(a);
+        }
+        // Wave32: every work-group of `threads` items is ceil(threads / 32) waves.
+        assert_eq!(
+            waves,
+            (groups * threads.div_ceil(32)) as usize,
+            "{name}: every wave decoded"
+        );
+        // The waves lie inside the kernel's GPU timestamps.
+        let refs: Vec<_> = analyses.iter().collect();
+        let maps = traces::sqtt::dispatch_time_maps(&refs, Some(st as u64));
+        for (a, m) in analyses.iter().zip(&maps) {
+            let m = m.as_ref().expect("time map from the SQTT markers");
+            for w in &a.waves {
+                let (s, e) = (m.ticks(w.start).unwrap(), m.ticks(w.end).unwrap());
+                assert!(
+                    s >= st as f64 && e <= en as f64,
+                    "{name}: wave outside the kernel"
+                );
+            }
+        }
+    }
+    let sum = capture::summary_table(&r);
+    for (name, _, _) in DEMO {
+        assert!(
+            sum.lines().any(|l| l.contains(name) && l.contains(" ok ")),
+            "{sum}"
+        );
+    }
+
+    // The .wst reads back with the same kernels and SQTT streams.
+    let (_, back) = traces::open::open_path(&dir.path().join("demo.wst")).unwrap();
+    assert_eq!(back.kernels.len(), 3);
+    assert_eq!(back.sqtt.len(), 3 * num_se as usize);
+    for (a, b) in back.sqtt.iter().zip(&p.sqtt) {
+        assert_eq!(back.blob(a.blob), p.blob(b.blob));
+    }
+
+    // The .rgp: one SQTT_DATA per SE for each kernel run, and the three code objects verbatim.
+    let rgp = std::fs::read(dir.path().join("demo.rgp")).unwrap();
+    let chunks = traces::rgp::list_chunks(&rgp).unwrap();
+    let data = chunks
+        .iter()
+        .filter(|c| c.chunk_type() == ChunkType::SqttData)
+        .count();
+    assert_eq!(data, 3 * num_se as usize, "SQTT_DATA chunks");
+    assert!(chunks
+        .iter()
+        .any(|c| c.chunk_type() == ChunkType::CodeObjectDatabase));
+    for name in ["vadd", "reduce", "matmul"] {
+        assert!(
+            find(&rgp, &fixture(name)),
+            "{name}'s code object in the .rgp"
+        );
+    }
+    let (_, imported) = traces::open::open_path(&dir.path().join("demo.rgp")).unwrap();
+    assert_eq!(imported.sqtt.len(), 3 * num_se as usize);
+}
+
+#[test]
+fn a_wrong_result_is_reported() {
+    // saxpy with a reference for the wrong alpha: the check must fail, and say so.
+    let n = 256usize;
+    let x: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+    let y = vec![1.0f32; n];
+    let want: Vec<u32> = x
+        .iter()
+        .map(|v| 3.0f32.mul_add(*v, 1.0).to_bits())
+        .collect();
+    let bytes = |v: &[f32]| v.iter().flat_map(|f| f.to_le_bytes()).collect::<Vec<u8>>();
+    let w = Workload {
+        elf: fixture("saxpy").into(),
+        name: Some("saxpy".into()),
+        grid: [2, 1, 1],
+        block: [128, 1, 1],
+        args: vec![
+            Arg::Buffer(bytes(&y)),
+            Arg::Buffer(bytes(&x)),
+            Arg::Scalar(2.0f32.to_bits()),
+            Arg::Scalar(n as u32),
+        ],
+        check: Some(Box::new(move |b| {
+            let got: Vec<u32> = b[0]
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect();
+            if got == want {
+                Ok(())
+            } else {
+                Err("differs".into())
+            }
+        })),
+    };
+    let o = CaptureOptions {
+        sqtt: false,
+        ..Default::default()
+    };
+    let r = run_capture(&[w], &o, &mut |_, _, _| {}).unwrap();
+    assert!(matches!(r.checks[0].result, Some(Err(_))));
+    assert!(!capture::all_correct(&r));
+    assert!(capture::summary_table(&r).contains("WRONG"));
+    assert!(r.profile.sqtt.is_empty());
+}
+
+#[test]
+fn two_emulated_devices_share_one_timeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_demo(
+        &opts(dir.path(), vec![DeviceSpec::Emu, DeviceSpec::Emu]),
+        &mut |_, _, _| {},
+    )
+    .unwrap();
+    assert!(capture::all_correct(&r));
+    let p = &r.profile;
+    let names: Vec<&str> = p.devices.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(names, ["AMD", "AMD:SDMA:0", "AMD_1", "AMD_1:SDMA:0"]);
+    assert_eq!(p.kernels.len(), 6);
+    let on = |d: u32| p.kernels.iter().filter(move |k| k.device == d);
+    // The second device ran after the first finished, and its kernels sit later on the
+    // common host clock.
+    let last0 = on(0).filter_map(|k| k.end).max().unwrap();
+    let first1 = on(2).map(|k| k.start).min().unwrap();
+    assert!(first1 > last0, "{first1:?} vs {last0:?}");
+    assert_eq!(on(2).count(), 3);
+    for s in &p.sqtt {
+        assert!(s.device == 0 || s.device == 2);
+    }
+    assert_eq!(
+        p.sqtt.iter().filter(|s| s.device == 2).count(),
+        3 * EmuArch::Gfx1100.num_se() as usize
+    );
+    // The .rgp holds the first device; the warning says so.
+    assert!(r.warnings.iter().any(|w| w.contains("AMD only")));
+}
+
+#[test]
+fn device_specs() {
+    use DeviceSpec::*;
+    assert_eq!(
+        DeviceSpec::parse_list("emu,kfd:1,pci:0,usb:2,emu-pci,emu-usb").unwrap(),
+        [Emu, Kfd(1), Pci(0), Usb(2), EmuPci, EmuUsb]
+    );
+    assert!(DeviceSpec::parse_list("gpu").is_err());
+    assert!(DeviceSpec::parse_list("kfd:x").is_err());
+    for d in [EmuPci, EmuUsb, Pci(0), Usb(0)] {
+        let o = CaptureOptions {
+            devices: vec![d],
+            ..Default::default()
+        };
+        let e = match run_demo(&o, &mut |_, _, _| {}) {
+            Ok(_) => panic!("{d:?} opened"),
+            Err(e) => format!("{e:#}"),
+        };
+        assert!(e.contains("not available yet"), "{e}");
+    }
+}
+
+fn json(out: &std::process::Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn capture_command_writes_files_info_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let (wst, rgp) = (dir.path().join("x.wst"), dir.path().join("x.rgp"));
+    let exe = env!("CARGO_BIN_EXE_wavescope");
+    let out = Command::new(exe)
+        .args(["capture", "--demo", "--device", "emu", "-o"])
+        .arg(&wst)
+        .arg("--rgp")
+        .arg(&rgp)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for (name, _, _) in DEMO {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.contains(name) && l.contains(" ok ")),
+            "{stdout}"
+        );
+    }
+    assert!(
+        stdout.contains("x.wst") && stdout.contains("x.rgp"),
+        "{stdout}"
+    );
+    let num_se = u64::from(EmuArch::Gfx1100.num_se());
+    for f in [&wst, &rgp] {
+        let v = json(
+            &Command::new(exe)
+                .arg("info")
+                .arg("--json")
+                .arg(f)
+                .output()
+                .unwrap(),
+        );
+        assert_eq!(v["counts"]["kernels"], 3, "{}", f.display());
+        assert_eq!(v["counts"]["sqtt"], 3 * num_se, "{}", f.display());
+        assert_eq!(v["counts"]["programs"], 3, "{}", f.display());
+    }
+
+    // A user kernel with --arg buffers and scalars.
+    let k = format!(
+        "{}/../tests/fixtures/kernels/emu/vadd.hsaco:vadd",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = Command::new(exe)
+        .args([
+            "capture", "--device", "emu", "--kernel", &k, "--grid", "4", "--block", "64",
+        ])
+        .args([
+            "--arg",
+            "buf:1K",
+            "--arg",
+            "buf:1K:f32=1.5",
+            "--arg",
+            "buf:1K:iota",
+        ])
+        .args(["--arg", "u32:256", "--repeat", "2", "-o"])
+        .arg(dir.path().join("k.wst"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        stdout.lines().filter(|l| l.contains("vadd")).count(),
+        2,
+        "{stdout}"
+    );
+    // A name that is not the code object's kernel is an error.
+    let out = Command::new(exe)
+        .args(["capture", "--device", "emu", "--kernel"])
+        .arg(k.replace(":vadd", ":nope"))
+        .arg("-o")
+        .arg(dir.path().join("n.wst"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not \"nope\""));
+}

@@ -1,0 +1,353 @@
+//! Pre-decoded kernel code: every instruction is decoded once with `traces::isa::decode` and
+//! turned into an [`Op`] (semantics chosen by mnemonic, operand fields read from the dwords),
+//! so the interpreter's hot loop never touches the decoder again.
+
+use std::collections::HashMap;
+
+use traces::isa::{decode, Encoding, Instruction};
+use traces::target::GfxTarget;
+
+use super::cycles::Class;
+use super::exec::ops::{self, K};
+
+/// A source operand: SGPR-file slot (0..=127: s0.., vcc, ttmp, null, m0, exec), VGPR, an inline
+/// constant code (128..=254), the literal, or nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Src {
+    S(u8),
+    V(u16),
+    Inline(u16),
+    Lit(u32),
+    None,
+}
+
+impl Src {
+    /// From a 9-bit (VALU) or 8-bit (SALU) source field.
+    pub fn from_code(code: u32, literal: u32) -> Src {
+        match code {
+            0..=127 => Src::S(code as u8),
+            255 => Src::Lit(literal),
+            128..=254 => Src::Inline(code as u16),
+            _ => Src::V((code - 256) as u16),
+        }
+    }
+}
+
+/// One pre-decoded instruction.
+#[derive(Debug, Clone)]
+pub struct Op {
+    pub k: K,
+    pub enc: Encoding,
+    pub len: u8,
+    pub class: Class,
+    /// Destination: VGPR number, or SGPR-file slot for scalar results.
+    pub d: u16,
+    /// Second destination (VOP3SD carry / VOPC e64 mask), SGPR-file slot.
+    pub sd: u8,
+    pub src: [Src; 3],
+    pub abs: u8,
+    pub neg: u8,
+    pub clamp: bool,
+    pub omod: u8,
+    /// SOPP/SOPK simm16, memory offsets (sign-extended), DS offset0.
+    pub imm: i32,
+    /// DS offset1, SMEM soffset slot, FLAT saddr slot.
+    pub imm1: i32,
+    /// Second half of a VOPD pair.
+    pub y: Option<Box<Op>>,
+    /// The words, for error reports.
+    pub word: u32,
+    pub mnemonic: &'static str,
+}
+
+/// Why an instruction cannot be run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unsupported {
+    pub pc: u64,
+    pub what: String,
+}
+
+/// The decoded program, addressed by byte offset from its entry.
+pub struct Program {
+    pub base: u64,
+    ops: Vec<Option<Result<Op, String>>>,
+}
+
+impl Program {
+    /// Decodes `code` (bytes from the entry point to the end of the mapped region).
+    pub fn new(code: &[u8], base: u64, target: GfxTarget) -> Program {
+        let n = code.len() / 4;
+        let mut ops: Vec<Option<Result<Op, String>>> = (0..n).map(|_| None).collect();
+        // Decode linearly; s_code_end marks the end of the kernel (padding follows).
+        let mut off = 0usize;
+        while off + 4 <= code.len() {
+            let Some(rest) = code.get(off..) else { break };
+            let r = decode(rest, target);
+            let (res, len) = match r {
+                Ok(i) => {
+                    let len = i.len();
+                    (build(&i).map_err(|e| format!("{e} ({})", i.text())), len)
+                }
+                Err(e) => (Err(e.to_string()), 4),
+            };
+            let end = matches!(&res, Ok(op) if op.mnemonic == "s_code_end");
+            if let Some(slot) = ops.get_mut(off / 4) {
+                *slot = Some(res);
+            }
+            off += len.max(4);
+            if end {
+                break;
+            }
+        }
+        Program { base, ops }
+    }
+
+    /// The instruction at byte offset `off`.
+    #[inline]
+    pub fn at(&self, off: u32) -> Result<&Op, Unsupported> {
+        match self.ops.get((off / 4) as usize) {
+            Some(Some(Ok(op))) if off.is_multiple_of(4) => Ok(op),
+            Some(Some(Err(e))) => Err(Unsupported {
+                pc: self.base + u64::from(off),
+                what: e.clone(),
+            }),
+            _ => Err(Unsupported {
+                pc: self.base + u64::from(off),
+                what: "no instruction decoded at this address (jump into data or past the code)"
+                    .into(),
+            }),
+        }
+    }
+}
+
+/// A cache of decoded programs keyed by entry address (reloaded if the code bytes change).
+#[derive(Default)]
+pub struct ProgramCache {
+    map: HashMap<u64, (u64, std::sync::Arc<Program>)>,
+}
+
+impl ProgramCache {
+    pub fn get(&mut self, base: u64, code: &[u8], target: GfxTarget) -> std::sync::Arc<Program> {
+        let h = code.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &x| {
+            (h ^ u64::from(x)).wrapping_mul(0x0000_0100_0000_01B3)
+        });
+        if let Some((hh, p)) = self.map.get(&base) {
+            if *hh == h {
+                return p.clone();
+            }
+        }
+        let p = std::sync::Arc::new(Program::new(code, base, target));
+        self.map.insert(base, (h, p.clone()));
+        p
+    }
+}
+
+fn sext(v: u32, bits: u32) -> i32 {
+    ((v << (32 - bits)) as i32) >> (32 - bits)
+}
+
+/// The mnemonic without the `_e32`/`_e64` suffix.
+fn base_name(m: &str) -> &str {
+    m.strip_suffix("_e32")
+        .or_else(|| m.strip_suffix("_e64"))
+        .unwrap_or(m)
+}
+
+fn blank(i: &Instruction, k: K, class: Class) -> Op {
+    Op {
+        k,
+        enc: i.encoding,
+        len: i.len() as u8,
+        class,
+        d: 0,
+        sd: 0,
+        src: [Src::None; 3],
+        abs: 0,
+        neg: 0,
+        clamp: false,
+        omod: 0,
+        imm: 0,
+        imm1: 0,
+        y: None,
+        word: i.words().first().copied().unwrap_or(0),
+        mnemonic: mnemonic_static(i),
+    }
+}
+
+fn mnemonic_static(i: &Instruction) -> &'static str {
+    // The decoder's names are 'static table entries; keep a copy of the reference.
+    ops::intern(i.mnemonic())
+}
+
+/// Builds the [`Op`] of one decoded instruction.
+pub fn build(i: &Instruction) -> Result<Op, String> {
+    let w = i.words();
+    let w0 = w.first().copied().unwrap_or(0);
+    let w1 = w.get(1).copied().unwrap_or(0);
+    let lit = i.literal().unwrap_or(0);
+    let name = base_name(i.mnemonic());
+    let (k, class) = if i.encoding == Encoding::Vopd {
+        (K::Nop, Class::Valu)
+    } else {
+        ops::lookup(i.encoding, name)
+            .ok_or_else(|| format!("instruction {name} ({:?}) is not emulated", i.encoding))?
+    };
+    let mut op = blank(i, k, class);
+    match i.encoding {
+        Encoding::Sop1 => {
+            op.d = ((w0 >> 16) & 0x7F) as u16;
+            op.src[0] = Src::from_code(w0 & 0xFF, lit);
+        }
+        Encoding::Sop2 => {
+            op.d = ((w0 >> 16) & 0x7F) as u16;
+            op.src[0] = Src::from_code(w0 & 0xFF, lit);
+            op.src[1] = Src::from_code((w0 >> 8) & 0xFF, lit);
+        }
+        Encoding::Sopk => {
+            op.d = ((w0 >> 16) & 0x7F) as u16;
+            op.imm = i32::from(w0 as u16 as i16);
+        }
+        Encoding::Sopc => {
+            op.src[0] = Src::from_code(w0 & 0xFF, lit);
+            op.src[1] = Src::from_code((w0 >> 8) & 0xFF, lit);
+        }
+        Encoding::Sopp => {
+            op.imm = i32::from(w0 as u16 as i16);
+        }
+        Encoding::Smem => {
+            op.d = ((w0 >> 6) & 0x7F) as u16;
+            op.src[0] = Src::S(((w0 & 0x3F) << 1) as u8);
+            op.imm = sext(w1 & 0x1F_FFFF, 21);
+            op.imm1 = ((w1 >> 25) & 0x7F) as i32;
+        }
+        Encoding::Vop1 => {
+            op.d = ((w0 >> 17) & 0xFF) as u16;
+            op.src[0] = Src::from_code(w0 & 0x1FF, lit);
+        }
+        Encoding::Vop2 => {
+            op.d = ((w0 >> 17) & 0xFF) as u16;
+            op.src[0] = Src::from_code(w0 & 0x1FF, lit);
+            op.src[1] = Src::V(((w0 >> 9) & 0xFF) as u16);
+            // VOP2 forms with an implicit third operand.
+            match name {
+                "v_fmac_f32" | "v_fmac_f16" | "v_fmac_f64" => op.src[2] = Src::V(op.d),
+                "v_fmamk_f32" => {
+                    op.src[2] = op.src[1];
+                    op.src[1] = Src::Lit(lit);
+                }
+                "v_fmaak_f32" => op.src[2] = Src::Lit(lit),
+                "v_cndmask_b32" | "v_add_co_ci_u32" | "v_sub_co_ci_u32" | "v_subrev_co_ci_u32" => {
+                    op.src[2] = Src::S(106);
+                    op.sd = 106;
+                }
+                _ => {}
+            }
+        }
+        Encoding::Vopc => {
+            op.src[0] = Src::from_code(w0 & 0x1FF, lit);
+            op.src[1] = Src::V(((w0 >> 9) & 0xFF) as u16);
+            op.sd = 106;
+        }
+        Encoding::Vop3 => {
+            op.d = (w0 & 0xFF) as u16;
+            op.src[0] = Src::from_code(w1 & 0x1FF, lit);
+            op.src[1] = Src::from_code((w1 >> 9) & 0x1FF, lit);
+            op.src[2] = Src::from_code((w1 >> 18) & 0x1FF, lit);
+            op.neg = ((w1 >> 29) & 7) as u8;
+            op.omod = ((w1 >> 27) & 3) as u8;
+            op.clamp = w0 & (1 << 15) != 0;
+            if ops::is_vop3sd(name) {
+                op.sd = ((w0 >> 8) & 0x7F) as u8;
+            } else {
+                op.abs = ((w0 >> 8) & 7) as u8;
+                if (w0 >> 11) & 0xF != 0 {
+                    return Err("VOP3 op_sel is not emulated".into());
+                }
+            }
+            if ops::is_cmp(name) {
+                // VOPC promoted to VOP3: the mask goes to vdst (an SGPR).
+                op.sd = (w0 & 0xFF) as u8;
+            }
+            if matches!(name, "v_fmac_f32" | "v_fmac_f16" | "v_fmac_f64") {
+                op.src[2] = Src::V(op.d);
+            }
+        }
+        Encoding::Vopd => {
+            // X half in this op, Y half in `y`; both read before either writes.
+            let text = i.text();
+            let yname = text
+                .split(" :: ")
+                .nth(1)
+                .and_then(|s| s.split_whitespace().next())
+                .ok_or("VOPD without a Y half")?;
+            let xk = ops::lookup(Encoding::Vop2, vopd_base(name))
+                .ok_or_else(|| format!("VOPD X {name} is not emulated"))?;
+            let yk = ops::lookup(Encoding::Vop2, vopd_base(yname))
+                .ok_or_else(|| format!("VOPD Y {yname} is not emulated"))?;
+            op.k = xk.0;
+            op.class = Class::Valu;
+            op.d = ((w1 >> 24) & 0xFF) as u16;
+            op.src[0] = Src::from_code(w0 & 0x1FF, lit);
+            op.src[1] = Src::V(((w0 >> 9) & 0xFF) as u16);
+            let ydst = ((((w1 >> 17) & 0x7F) << 1) | ((op.d as u32 & 1) ^ 1)) as u16;
+            let mut y = blank(i, yk.0, Class::Valu);
+            y.d = ydst;
+            y.src[0] = Src::from_code(w1 & 0x1FF, lit);
+            y.src[1] = Src::V(((w1 >> 9) & 0xFF) as u16);
+            vopd_fix(&mut op, vopd_base(name), lit);
+            vopd_fix(&mut y, vopd_base(yname), lit);
+            op.y = Some(Box::new(y));
+        }
+        Encoding::Vop3p => {
+            return Err("VOP3P (packed math / WMMA) is not emulated yet".into());
+        }
+        Encoding::Ds => {
+            op.imm = (w0 & 0xFF) as i32;
+            op.imm1 = ((w0 >> 8) & 0xFF) as i32;
+            if w0 & (1 << 17) != 0 {
+                return Err("GDS is not emulated".into());
+            }
+            op.src[0] = Src::V((w1 & 0xFF) as u16);
+            op.src[1] = Src::V(((w1 >> 8) & 0xFF) as u16);
+            op.src[2] = Src::V(((w1 >> 16) & 0xFF) as u16);
+            op.d = ((w1 >> 24) & 0xFF) as u16;
+        }
+        Encoding::Flat | Encoding::Global | Encoding::Scratch => {
+            op.imm = sext(w0 & 0x1FFF, 13);
+            op.src[0] = Src::V((w1 & 0xFF) as u16);
+            op.src[1] = Src::V(((w1 >> 8) & 0xFF) as u16);
+            op.imm1 = ((w1 >> 16) & 0x7F) as i32;
+            op.d = ((w1 >> 24) & 0xFF) as u16;
+            // Scratch: SVE (bit 23 of w1) says whether VADDR takes part.
+            if i.encoding == Encoding::Scratch && w1 & (1 << 23) == 0 {
+                op.src[0] = Src::None;
+            }
+            if let Class::Vmem { saddr, .. } = &mut op.class {
+                *saddr = op.imm1 != 124;
+            }
+        }
+        Encoding::Mubuf => {}
+        e => return Err(format!("{e:?} instructions are not emulated")),
+    }
+    Ok(op)
+}
+
+fn vopd_base(n: &str) -> &str {
+    match n.strip_prefix("v_dual_") {
+        Some(r) => ops::intern_dual(r),
+        None => n,
+    }
+}
+
+fn vopd_fix(op: &mut Op, name: &str, lit: u32) {
+    match name {
+        "v_fmac_f32" => op.src[2] = Src::V(op.d),
+        "v_fmamk_f32" => {
+            op.src[2] = op.src[1];
+            op.src[1] = Src::Lit(lit);
+        }
+        "v_fmaak_f32" => op.src[2] = Src::Lit(lit),
+        "v_cndmask_b32" => op.src[2] = Src::S(106),
+        _ => {}
+    }
+}

@@ -1,0 +1,1495 @@
+//! The wave interpreter: one [`Wave`]'s architectural state and [`step`], which executes one
+//! pre-decoded instruction against memory, LDS and scratch, advancing the wave's clock by the
+//! [cycle model](crate::emu::cycles).
+
+// Lane loops index several same-length arrays at once, and the float compares follow the
+// ISA's unordered semantics literally.
+#![allow(clippy::needless_range_loop, clippy::neg_cmp_op_on_partial_ord)]
+
+pub mod ops;
+
+use std::collections::VecDeque;
+
+use super::code::{Op, Program, Src};
+use super::cycles::{self, Class};
+use super::mem::Memory;
+use ops::{At, Br, Cmp, Mem, Ty, K, L};
+
+/// SGPR-file slots of the special registers (the operand encoding).
+pub const VCC: usize = 106;
+pub const NULL: usize = 124;
+pub const M0: usize = 125;
+pub const EXEC: usize = 126;
+
+/// High dwords of the flat apertures (src_shared_base / src_private_base); chosen far above any
+/// address the emulated memory hands out.
+pub const SHARED_HI: u32 = 0x1000_0000;
+pub const PRIVATE_HI: u32 = 0x2000_0000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    Ready,
+    Barrier,
+    Done,
+}
+
+/// One wave's registers, program counter and clock.
+pub struct Wave {
+    pub s: [u32; 128],
+    pub v: Vec<L>,
+    pub scc: bool,
+    /// Byte offset from the program entry.
+    pub pc: u32,
+    pub lanes: u32,
+    pub state: State,
+    /// The wave's clock in shader cycles (absolute).
+    pub time: u64,
+    vm: VecDeque<u64>,
+    vs: VecDeque<u64>,
+    lgkm: VecDeque<u64>,
+    /// Private (scratch) memory, `priv_bytes` per lane.
+    pub private: Vec<u8>,
+    pub priv_bytes: u32,
+    /// Instruction tokens for SQTT: (issue time, class, taken branch) when traced.
+    pub trace: Option<Vec<(u64, Class, bool)>>,
+    pub insts: u64,
+}
+
+/// How a wave's execution stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    Memory {
+        va: u64,
+        len: u64,
+        pc: u64,
+        what: &'static str,
+    },
+    Illegal {
+        pc: u64,
+        what: String,
+    },
+}
+
+pub struct Ctx<'a> {
+    pub mem: &'a mut Memory,
+    pub lds: &'a mut [u8],
+    pub prog: &'a Program,
+}
+
+fn inline32(c: u16) -> u32 {
+    match c {
+        128..=192 => u32::from(c - 128),
+        193..=208 => (-(i32::from(c) - 192)) as u32,
+        240 => 0.5f32.to_bits(),
+        241 => (-0.5f32).to_bits(),
+        242 => 1.0f32.to_bits(),
+        243 => (-1.0f32).to_bits(),
+        244 => 2.0f32.to_bits(),
+        245 => (-2.0f32).to_bits(),
+        246 => 4.0f32.to_bits(),
+        247 => (-4.0f32).to_bits(),
+        248 => 0x3e22_f983, // 1/(2*pi)
+        235 => SHARED_HI,
+        237 => PRIVATE_HI,
+        236 | 238 => u32::MAX,
+        _ => 0,
+    }
+}
+
+fn inline64(c: u16, float: bool) -> u64 {
+    match c {
+        128..=208 => inline32(c) as i32 as i64 as u64,
+        240..=247 if float => f64::from(f32::from_bits(inline32(c))).to_bits(),
+        248 if float => 0x3fc4_5f30_6dc9_c882,
+        235 => u64::from(SHARED_HI) << 32,
+        237 => u64::from(PRIVATE_HI) << 32,
+        236 | 238 => u64::MAX,
+        _ => u64::from(inline32(c)),
+    }
+}
+
+impl Wave {
+    pub fn new(lanes: u32, vgprs: usize, priv_bytes: u32) -> Wave {
+        Wave {
+            s: [0; 128],
+            v: vec![[0; 64]; vgprs.max(1)],
+            scc: false,
+            pc: 0,
+            lanes,
+            state: State::Ready,
+            time: 0,
+            vm: VecDeque::new(),
+            vs: VecDeque::new(),
+            lgkm: VecDeque::new(),
+            private: vec![0; (priv_bytes as usize) * lanes as usize],
+            priv_bytes,
+            trace: None,
+            insts: 0,
+        }
+    }
+
+    #[inline]
+    pub fn exec(&self) -> u64 {
+        if self.lanes == 32 {
+            u64::from(self.s[EXEC])
+        } else {
+            u64::from(self.s[EXEC]) | (u64::from(self.s[EXEC + 1]) << 32)
+        }
+    }
+
+    fn full(&self) -> u64 {
+        if self.lanes == 32 {
+            0xFFFF_FFFF
+        } else {
+            u64::MAX
+        }
+    }
+
+    #[inline]
+    fn sget(&self, i: usize) -> u32 {
+        if i == NULL {
+            0
+        } else {
+            self.s.get(i).copied().unwrap_or(0)
+        }
+    }
+
+    #[inline]
+    fn sset(&mut self, i: usize, v: u32) {
+        if i != NULL {
+            if let Some(x) = self.s.get_mut(i) {
+                *x = v;
+            }
+        }
+    }
+
+    /// A lane mask (VCC/EXEC/SGPR) read from slot `i`.
+    fn mask_get(&self, i: usize) -> u64 {
+        if self.lanes == 32 {
+            u64::from(self.sget(i))
+        } else {
+            u64::from(self.sget(i)) | (u64::from(self.sget(i + 1)) << 32)
+        }
+    }
+
+    fn mask_set(&mut self, i: usize, m: u64) {
+        self.sset(i, m as u32);
+        if self.lanes == 64 {
+            self.sset(i + 1, (m >> 32) as u32);
+        }
+    }
+
+    pub fn set_exec(&mut self, m: u64) {
+        self.mask_set(EXEC, m & self.full());
+    }
+
+    fn s32(&self, s: Src) -> u32 {
+        match s {
+            Src::S(i) => self.sget(i as usize),
+            Src::Inline(253) => self.scc as u32,
+            Src::Inline(251) => (self.mask_get(VCC) == 0) as u32,
+            Src::Inline(252) => (self.exec() == 0) as u32,
+            Src::Inline(c) => inline32(c),
+            Src::Lit(x) => x,
+            Src::V(_) | Src::None => 0,
+        }
+    }
+
+    fn s64(&self, s: Src, float: bool) -> u64 {
+        match s {
+            Src::S(i) => {
+                u64::from(self.sget(i as usize)) | (u64::from(self.sget(i as usize + 1)) << 32)
+            }
+            Src::Inline(253) => self.scc as u64,
+            Src::Inline(c) => inline64(c, float),
+            Src::Lit(x) => {
+                if float {
+                    u64::from(x) << 32
+                } else {
+                    u64::from(x)
+                }
+            }
+            Src::V(_) | Src::None => 0,
+        }
+    }
+
+    /// Lane values of a VALU source: a VGPR by reference, anything else broadcast into `tmp`.
+    #[inline]
+    fn vsrc<'a>(&'a self, s: Src, tmp: &'a mut L, pc: u64) -> Result<&'a L, Fault> {
+        match s {
+            Src::V(r) => self.v.get(r as usize).ok_or_else(|| vgpr_fault(pc, r)),
+            _ => {
+                *tmp = [self.s32(s); 64];
+                Ok(tmp)
+            }
+        }
+    }
+
+    fn vreg(&self, r: u16, pc: u64) -> Result<&L, Fault> {
+        self.v.get(r as usize).ok_or_else(|| vgpr_fault(pc, r))
+    }
+
+    /// Writes `r` into VGPR `d` for the lanes in `mask`.
+    #[inline]
+    fn vwrite(&mut self, d: u16, r: &L, mask: u64, pc: u64) -> Result<(), Fault> {
+        let lanes = self.lanes as usize;
+        let full = self.full();
+        let dst = self
+            .v
+            .get_mut(d as usize)
+            .ok_or_else(|| vgpr_fault(pc, d))?;
+        if mask == full {
+            dst[..lanes].copy_from_slice(&r[..lanes]);
+        } else {
+            let mut m = mask;
+            while m != 0 {
+                let i = m.trailing_zeros() as usize;
+                m &= m - 1;
+                dst[i] = r[i];
+            }
+        }
+        Ok(())
+    }
+
+    fn wait(q: &mut VecDeque<u64>, n: usize, t: &mut u64) {
+        while q.len() > n {
+            if let Some(x) = q.pop_front() {
+                *t = (*t).max(x);
+            }
+        }
+    }
+
+    /// Completes all outstanding memory operations (at s_endpgm).
+    pub fn drain(&mut self) {
+        let mut t = self.time;
+        Self::wait(&mut self.vm, 0, &mut t);
+        Self::wait(&mut self.lgkm, 0, &mut t);
+        self.vs.clear();
+        self.time = t;
+    }
+}
+
+fn vgpr_fault(pc: u64, r: u16) -> Fault {
+    Fault::Illegal {
+        pc,
+        what: format!("v{r} is beyond the VGPRs the kernel descriptor allocates"),
+    }
+}
+
+fn mem_fault(pc: u64, va: u64, len: u64, what: &'static str) -> Fault {
+    Fault::Memory { va, len, pc, what }
+}
+
+fn abs_neg(x: &L, abs: bool, neg: bool, out: &mut L) {
+    for i in 0..64 {
+        let mut v = x[i];
+        if abs {
+            v &= 0x7FFF_FFFF;
+        }
+        if neg {
+            v ^= 0x8000_0000;
+        }
+        out[i] = v;
+    }
+}
+
+fn cmp_f(c: Cmp, a: f64, b: f64) -> bool {
+    let un = a.is_nan() || b.is_nan();
+    match c {
+        Cmp::F => false,
+        Cmp::T => true,
+        Cmp::Lt => a < b,
+        Cmp::Eq => a == b,
+        Cmp::Le => a <= b,
+        Cmp::Gt => a > b,
+        Cmp::Ne => !un && a != b,
+        Cmp::Ge => a >= b,
+        Cmp::O => !un,
+        Cmp::U => un,
+        Cmp::Nge => !(a >= b),
+        Cmp::Nlg => un || a == b,
+        Cmp::Ngt => !(a > b),
+        Cmp::Nle => !(a <= b),
+        Cmp::Neq => a != b,
+        Cmp::Nlt => !(a < b),
+    }
+}
+
+fn cmp_i<T: PartialOrd>(c: Cmp, a: T, b: T) -> bool {
+    match c {
+        Cmp::F => false,
+        Cmp::T => true,
+        Cmp::Lt => a < b,
+        Cmp::Eq => a == b,
+        Cmp::Le => a <= b,
+        Cmp::Gt => a > b,
+        Cmp::Ne => a != b,
+        Cmp::Ge => a >= b,
+        _ => false,
+    }
+}
+
+/// v_cmp_class_f32 mask bits: 0 sNaN, 1 qNaN, 2 -inf, 3 -normal, 4 -denorm, 5 -0, 6 +0,
+/// 7 +denorm, 8 +normal, 9 +inf.
+fn fclass(x: f32) -> u32 {
+    let neg = x.is_sign_negative();
+    if x.is_nan() {
+        return if x.to_bits() & 0x40_0000 != 0 { 1 } else { 0 };
+    }
+    match (x.classify(), neg) {
+        (std::num::FpCategory::Infinite, true) => 2,
+        (std::num::FpCategory::Normal, true) => 3,
+        (std::num::FpCategory::Subnormal, true) => 4,
+        (std::num::FpCategory::Zero, true) => 5,
+        (std::num::FpCategory::Zero, false) => 6,
+        (std::num::FpCategory::Subnormal, false) => 7,
+        (std::num::FpCategory::Normal, false) => 8,
+        _ => 9,
+    }
+}
+
+fn div_fixup(q: f32, den: f32, num: f32) -> f32 {
+    let sign = den.is_sign_negative() ^ num.is_sign_negative();
+    let s = |v: f32| if sign { -v.abs() } else { v.abs() };
+    if den.is_nan() || num.is_nan() {
+        return f32::NAN;
+    }
+    if (den == 0.0 && num == 0.0) || (den.is_infinite() && num.is_infinite()) {
+        return f32::NAN;
+    }
+    if den == 0.0 || num.is_infinite() {
+        return s(f32::INFINITY);
+    }
+    if den.is_infinite() || num == 0.0 {
+        return s(0.0);
+    }
+    if q.is_nan() {
+        return q;
+    }
+    // The scale/rcp/fma/fmas sequence clang emits yields the correctly rounded quotient.
+    num / den
+}
+
+fn atomic_op(a: At, old: u64, src: u64, cmp: u64, w64: bool) -> u64 {
+    let m = if w64 { u64::MAX } else { 0xFFFF_FFFF };
+    let (o, s) = (old & m, src & m);
+    let sx = |v: u64| {
+        if w64 {
+            v as i64
+        } else {
+            v as u32 as i32 as i64
+        }
+    };
+    (match a {
+        At::Add => o.wrapping_add(s),
+        At::Sub => o.wrapping_sub(s),
+        At::Min => {
+            if sx(s) < sx(o) {
+                s
+            } else {
+                o
+            }
+        }
+        At::Max => {
+            if sx(s) > sx(o) {
+                s
+            } else {
+                o
+            }
+        }
+        At::Umin => o.min(s),
+        At::Umax => o.max(s),
+        At::And => o & s,
+        At::Or => o | s,
+        At::Xor => o ^ s,
+        At::Swap => s,
+        At::Inc => {
+            if o >= s {
+                0
+            } else {
+                o + 1
+            }
+        }
+        At::Dec => {
+            if o == 0 || o > s {
+                s
+            } else {
+                o - 1
+            }
+        }
+        At::Cmpswap => {
+            if o == cmp & m {
+                s
+            } else {
+                o
+            }
+        }
+        At::AddF32 => u64::from((f32::from_bits(o as u32) + f32::from_bits(s as u32)).to_bits()),
+    }) & m
+}
+
+/// Where a flat address points.
+enum Space {
+    Global(u64),
+    Lds(u32),
+    Private(u32),
+}
+
+fn flat_space(addr: u64) -> Space {
+    match (addr >> 32) as u32 {
+        SHARED_HI => Space::Lds(addr as u32),
+        PRIVATE_HI => Space::Private(addr as u32),
+        _ => Space::Global(addr),
+    }
+}
+
+/// What [`step`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    Next,
+    Barrier,
+    End,
+}
+
+/// Executes the instruction at the wave's PC.
+pub fn step(w: &mut Wave, cx: &mut Ctx<'_>) -> Result<Step, Fault> {
+    let prog = cx.prog;
+    let op = prog.at(w.pc).map_err(|u| Fault::Illegal {
+        pc: u.pc,
+        what: u.what,
+    })?;
+    let pc = prog.base + u64::from(w.pc);
+    let mut next = w.pc + u32::from(op.len);
+    let mut taken = false;
+    let mut res = Step::Next;
+    let exec = w.exec();
+    match op.k {
+        K::Nop | K::CacheOp => {}
+        K::SNop => w.time += (op.imm as u64) & 0xF,
+        K::Waitcnt => {
+            let v = op.imm as u32;
+            let vm = ((v >> 10) & 0x3F) as usize;
+            let lgkm = ((v >> 4) & 0x3F) as usize;
+            let mut t = w.time;
+            Wave::wait(&mut w.vm, vm, &mut t);
+            Wave::wait(&mut w.lgkm, lgkm, &mut t);
+            w.time = t;
+        }
+        K::WaitVs => {
+            let n = (op.imm as u32 & 0x3F) as usize;
+            let mut t = w.time;
+            Wave::wait(&mut w.vs, n, &mut t);
+            w.time = t;
+        }
+        K::Endpgm => {
+            w.drain();
+            w.state = State::Done;
+            res = Step::End;
+        }
+        K::Barrier => {
+            w.state = State::Barrier;
+            res = Step::Barrier;
+        }
+        K::Branch(b) => {
+            taken = match b {
+                Br::Always => true,
+                Br::Scc0 => !w.scc,
+                Br::Scc1 => w.scc,
+                Br::Vccz => w.mask_get(VCC) == 0,
+                Br::Vccnz => w.mask_get(VCC) != 0,
+                Br::Execz => exec == 0,
+                Br::Execnz => exec != 0,
+            };
+            if taken {
+                next = (w.pc as i64 + 4 + i64::from(op.imm) * 4) as u32;
+            }
+        }
+        K::Getpc => {
+            let v = pc + 4;
+            w.sset(op.d as usize, v as u32);
+            w.sset(op.d as usize + 1, (v >> 32) as u32);
+        }
+        K::S(f, wd) => {
+            let a = if wd & 1 != 0 {
+                w.s64(op.src[0], false)
+            } else {
+                u64::from(w.s32(op.src[0]))
+            };
+            let b = if wd & 2 != 0 {
+                w.s64(op.src[1], false)
+            } else {
+                u64::from(w.s32(op.src[1]))
+            };
+            let (r, scc) = f(a, b, w.scc);
+            w.sset(op.d as usize, r as u32);
+            if wd & 4 != 0 {
+                w.sset(op.d as usize + 1, (r >> 32) as u32);
+            }
+            if let Some(s) = scc {
+                w.scc = s;
+            }
+        }
+        K::Sc(f, w64) => {
+            let (a, b) = if w64 {
+                (w.s64(op.src[0], false), w.s64(op.src[1], false))
+            } else {
+                (u64::from(w.s32(op.src[0])), u64::from(w.s32(op.src[1])))
+            };
+            w.scc = f(a, b);
+        }
+        K::Saveexec(f, w64) => {
+            let s = if w64 {
+                w.s64(op.src[0], false)
+            } else {
+                u64::from(w.s32(op.src[0]))
+            };
+            let old = exec;
+            let new = f(s, old) & w.full();
+            w.set_exec(new);
+            w.sset(op.d as usize, old as u32);
+            if w64 {
+                w.sset(op.d as usize + 1, (old >> 32) as u32);
+            }
+            w.scc = new != 0;
+        }
+        K::Movk => w.sset(op.d as usize, op.imm as u32),
+        K::Cmovk => {
+            if w.scc {
+                w.sset(op.d as usize, op.imm as u32)
+            }
+        }
+        K::Addk => {
+            let a = w.sget(op.d as usize) as i32;
+            let (r, o) = a.overflowing_add(op.imm);
+            w.sset(op.d as usize, r as u32);
+            w.scc = o;
+        }
+        K::Mulk => {
+            let a = w.sget(op.d as usize) as i32;
+            w.sset(op.d as usize, a.wrapping_mul(op.imm) as u32);
+        }
+        K::Cmpk(f, signed) => {
+            let a = u64::from(w.sget(op.d as usize));
+            let b = if signed {
+                op.imm as u32
+            } else {
+                op.imm as u32 & 0xFFFF
+            };
+            w.scc = f(a, u64::from(b));
+        }
+        K::Smem(n) => {
+            let base = w.s64(op.src[0], false);
+            let soff = if op.imm1 as usize == NULL {
+                0
+            } else {
+                u64::from(w.sget(op.imm1 as usize))
+            };
+            let addr = base.wrapping_add(op.imm as i64 as u64).wrapping_add(soff) & !3;
+            let mut buf = [0u8; 64];
+            let len = usize::from(n) * 4;
+            let b = buf.get_mut(..len).unwrap_or(&mut []);
+            cx.mem
+                .read(addr, b)
+                .map_err(|_| mem_fault(pc, addr, len as u64, "scalar load"))?;
+            for i in 0..usize::from(n) {
+                let d = u32::from_le_bytes([
+                    buf[4 * i],
+                    buf[4 * i + 1],
+                    buf[4 * i + 2],
+                    buf[4 * i + 3],
+                ]);
+                w.sset(op.d as usize + i, d);
+            }
+            w.lgkm.push_back(w.time + cycles::SMEM_LATENCY);
+        }
+        _ => valu_or_mem(w, cx, op, pc, exec)?,
+    }
+    let issue_at = w.time;
+    w.time += op.class.issue(w.lanes);
+    if let Some(t) = &mut w.trace {
+        if op.class != Class::Silent {
+            t.push((issue_at, op.class, taken));
+        }
+    }
+    w.insts += 1;
+    w.pc = next;
+    Ok(res)
+}
+
+fn valu_or_mem(w: &mut Wave, cx: &mut Ctx<'_>, op: &Op, pc: u64, exec: u64) -> Result<(), Fault> {
+    let mut t0 = [0u32; 64];
+    let mut t1 = [0u32; 64];
+    let mut t2 = [0u32; 64];
+    let mut r = [0u32; 64];
+    match op.k {
+        K::V(f, float) => {
+            if let Some(y) = &op.y {
+                // VOPD: both halves read their operands before either writes.
+                let mut ry = [0u32; 64];
+                {
+                    let a = w.vsrc(op.src[0], &mut t0, pc)?;
+                    let b = w.vsrc(op.src[1], &mut t1, pc)?;
+                    let c = w.vsrc(op.src[2], &mut t2, pc)?;
+                    f(&mut r, a, b, c);
+                }
+                let K::V(fy, _) = y.k else {
+                    return Err(Fault::Illegal {
+                        pc,
+                        what: "VOPD Y half is not a lane op".into(),
+                    });
+                };
+                {
+                    let a = w.vsrc(y.src[0], &mut t0, pc)?;
+                    let b = w.vsrc(y.src[1], &mut t1, pc)?;
+                    let c = w.vsrc(y.src[2], &mut t2, pc)?;
+                    fy(&mut ry, a, b, c);
+                }
+                w.vwrite(op.d, &r, exec, pc)?;
+                w.vwrite(y.d, &ry, exec, pc)?;
+                return Ok(());
+            }
+            if op.abs | op.neg != 0 {
+                let mut m = [[0u32; 64]; 3];
+                for (k, mk) in m.iter_mut().enumerate() {
+                    let mut tmp = [0u32; 64];
+                    let s = w.vsrc(op.src[k], &mut tmp, pc)?;
+                    abs_neg(s, op.abs >> k & 1 != 0, op.neg >> k & 1 != 0, mk);
+                }
+                f(&mut r, &m[0], &m[1], &m[2]);
+            } else {
+                let a = w.vsrc(op.src[0], &mut t0, pc)?;
+                let b = w.vsrc(op.src[1], &mut t1, pc)?;
+                let c = w.vsrc(op.src[2], &mut t2, pc)?;
+                f(&mut r, a, b, c);
+            }
+            if op.clamp || op.omod != 0 {
+                if !float {
+                    return Err(Fault::Illegal {
+                        pc,
+                        what: format!("{}: integer clamp/omod is not emulated", op.mnemonic),
+                    });
+                }
+                for x in r.iter_mut() {
+                    let mut v = f32::from_bits(*x);
+                    v *= match op.omod {
+                        1 => 2.0,
+                        2 => 4.0,
+                        3 => 0.5,
+                        _ => 1.0,
+                    };
+                    if op.clamp {
+                        v = if v.is_nan() { 0.0 } else { v.clamp(0.0, 1.0) };
+                    }
+                    *x = v.to_bits();
+                }
+            }
+            w.vwrite(op.d, &r, exec, pc)?;
+        }
+        K::V64(f, wide, float) => {
+            let mut lo = [0u32; 64];
+            let mut hi = [0u32; 64];
+            let mut vals = [[0u64; 64]; 3];
+            for k in 0..3 {
+                let w64 = wide >> k & 1 != 0;
+                match op.src[k] {
+                    Src::V(rg) => {
+                        let a = *w.vreg(rg, pc)?;
+                        let b = if w64 { *w.vreg(rg + 1, pc)? } else { [0; 64] };
+                        for i in 0..64 {
+                            vals[k][i] = u64::from(a[i]) | (u64::from(b[i]) << 32);
+                        }
+                    }
+                    s => {
+                        let v = if w64 {
+                            w.s64(s, float)
+                        } else {
+                            u64::from(w.s32(s))
+                        };
+                        vals[k] = [v; 64];
+                    }
+                }
+                let neg = op.neg >> k & 1 != 0;
+                let abs = op.abs >> k & 1 != 0;
+                if neg || abs {
+                    let bit = if w64 { 63 } else { 31 };
+                    for v in vals[k].iter_mut() {
+                        if abs {
+                            *v &= !(1u64 << bit);
+                        }
+                        if neg {
+                            *v ^= 1u64 << bit;
+                        }
+                    }
+                }
+            }
+            for i in 0..64 {
+                let x = f(vals[0][i], vals[1][i], vals[2][i]);
+                lo[i] = x as u32;
+                hi[i] = (x >> 32) as u32;
+            }
+            w.vwrite(op.d, &lo, exec, pc)?;
+            // 64-bit results unless the op narrows (cvt to 32-bit).
+            if !matches!(op.mnemonic, m if m.starts_with("v_cvt_f32_f64") || m.starts_with("v_cvt_i32_f64") || m.starts_with("v_cvt_u32_f64"))
+            {
+                w.vwrite(op.d + 1, &hi, exec, pc)?;
+            }
+        }
+        K::Cmp(c, ty, x) => {
+            let mut m = 0u64;
+            let wide = matches!(ty, Ty::F64 | Ty::I64 | Ty::U64);
+            let get64 = |w: &Wave, s: Src, i: usize| -> Result<u64, Fault> {
+                Ok(match s {
+                    Src::V(rg) => {
+                        u64::from(w.vreg(rg, pc)?[i]) | (u64::from(w.vreg(rg + 1, pc)?[i]) << 32)
+                    }
+                    s => w.s64(s, ty == Ty::F64),
+                })
+            };
+            let mut a32 = [0u32; 64];
+            let mut b32 = [0u32; 64];
+            if !wide {
+                a32 = *w.vsrc(op.src[0], &mut t0, pc)?;
+                b32 = *w.vsrc(op.src[1], &mut t1, pc)?;
+                if op.abs | op.neg != 0 {
+                    let (c0, c1) = (a32, b32);
+                    abs_neg(&c0, op.abs & 1 != 0, op.neg & 1 != 0, &mut a32);
+                    abs_neg(&c1, op.abs & 2 != 0, op.neg & 2 != 0, &mut b32);
+                }
+            }
+            for i in 0..w.lanes as usize {
+                if exec >> i & 1 == 0 {
+                    continue;
+                }
+                let (a, b) = (a32[i], b32[i]);
+                let bit = match ty {
+                    Ty::F32 => cmp_f(
+                        c,
+                        f64::from(f32::from_bits(a)),
+                        f64::from(f32::from_bits(b)),
+                    ),
+                    Ty::I32 => cmp_i(c, a as i32, b as i32),
+                    Ty::U32 => cmp_i(c, a, b),
+                    Ty::I16 => cmp_i(c, a as i16, b as i16),
+                    Ty::U16 => cmp_i(c, a as u16, b as u16),
+                    Ty::F64 => cmp_f(
+                        c,
+                        f64::from_bits(get64(w, op.src[0], i)?),
+                        f64::from_bits(get64(w, op.src[1], i)?),
+                    ),
+                    Ty::I64 => cmp_i(
+                        c,
+                        get64(w, op.src[0], i)? as i64,
+                        get64(w, op.src[1], i)? as i64,
+                    ),
+                    Ty::U64 => cmp_i(c, get64(w, op.src[0], i)?, get64(w, op.src[1], i)?),
+                };
+                m |= u64::from(bit) << i;
+            }
+            if x {
+                w.set_exec(m);
+            } else {
+                w.mask_set(op.sd as usize, m);
+            }
+        }
+        K::CmpClass(x) => {
+            let a = *w.vsrc(op.src[0], &mut t0, pc)?;
+            let b = *w.vsrc(op.src[1], &mut t1, pc)?;
+            let mut m = 0u64;
+            for i in 0..w.lanes as usize {
+                if exec >> i & 1 != 0 && b[i] >> fclass(f32::from_bits(a[i])) & 1 != 0 {
+                    m |= 1 << i;
+                }
+            }
+            if x {
+                w.set_exec(m);
+            } else {
+                w.mask_set(op.sd as usize, m);
+            }
+        }
+        K::Cndmask => {
+            let mask = match op.src[2] {
+                Src::S(i) => w.mask_get(i as usize),
+                s => u64::from(w.s32(s)),
+            };
+            {
+                let mut m = [[0u32; 64]; 2];
+                for (k, mk) in m.iter_mut().enumerate() {
+                    let mut tmp = [0u32; 64];
+                    let s = w.vsrc(op.src[k], &mut tmp, pc)?;
+                    abs_neg(s, op.abs >> k & 1 != 0, op.neg >> k & 1 != 0, mk);
+                }
+                for i in 0..64 {
+                    r[i] = if mask >> i & 1 != 0 { m[1][i] } else { m[0][i] };
+                }
+            }
+            w.vwrite(op.d, &r, exec, pc)?;
+        }
+        K::AddCo(sub, rev) | K::AddCoCi(sub, rev) => {
+            let cin = if matches!(op.k, K::AddCoCi(..)) {
+                match op.src[2] {
+                    Src::S(i) => w.mask_get(i as usize),
+                    s => u64::from(w.s32(s)),
+                }
+            } else {
+                0
+            };
+            let mut carry = 0u64;
+            {
+                let mut a = w.vsrc(op.src[0], &mut t0, pc)?;
+                let mut b = w.vsrc(op.src[1], &mut t1, pc)?;
+                if rev {
+                    std::mem::swap(&mut a, &mut b);
+                }
+                for i in 0..w.lanes as usize {
+                    let ci = cin >> i & 1;
+                    let (x, y) = (u64::from(a[i]), u64::from(b[i]));
+                    let (v, c) = if sub {
+                        let v = x.wrapping_sub(y).wrapping_sub(ci);
+                        (v, y + ci > x)
+                    } else {
+                        let v = x + y + ci;
+                        (v, v >> 32 != 0)
+                    };
+                    r[i] = v as u32;
+                    carry |= u64::from(c) << i;
+                }
+            }
+            w.vwrite(op.d, &r, exec, pc)?;
+            w.mask_set(op.sd as usize, carry & exec);
+        }
+        K::MadU64U32(signed) => {
+            let a = *w.vsrc(op.src[0], &mut t0, pc)?;
+            let b = *w.vsrc(op.src[1], &mut t1, pc)?;
+            let mut hi = [0u32; 64];
+            let mut carry = 0u64;
+            for i in 0..w.lanes as usize {
+                let c = match op.src[2] {
+                    Src::V(rg) => {
+                        u64::from(w.vreg(rg, pc)?[i]) | (u64::from(w.vreg(rg + 1, pc)?[i]) << 32)
+                    }
+                    s => w.s64(s, false),
+                };
+                let (v, o) = if signed {
+                    let p =
+                        i128::from(a[i] as i32) * i128::from(b[i] as i32) + i128::from(c as i64);
+                    (
+                        p as u64,
+                        p > i128::from(i64::MAX) || p < i128::from(i64::MIN),
+                    )
+                } else {
+                    let p = u128::from(a[i]) * u128::from(b[i]) + u128::from(c);
+                    (p as u64, p >> 64 != 0)
+                };
+                r[i] = v as u32;
+                hi[i] = (v >> 32) as u32;
+                carry |= u64::from(o) << i;
+            }
+            w.vwrite(op.d, &r, exec, pc)?;
+            w.vwrite(op.d + 1, &hi, exec, pc)?;
+            w.mask_set(op.sd as usize, carry & exec);
+        }
+        K::DivScale => {
+            // Operands in the normal range need no scaling: d = src0, VCC = 0.
+            let mut m = [[0u32; 64]; 3];
+            for (k, mk) in m.iter_mut().enumerate() {
+                let mut tmp = [0u32; 64];
+                let s = w.vsrc(op.src[k], &mut tmp, pc)?;
+                abs_neg(s, false, op.neg >> k & 1 != 0, mk);
+            }
+            w.vwrite(op.d, &m[0], exec, pc)?;
+            w.mask_set(op.sd as usize, 0);
+        }
+        K::DivFmas => {
+            let mut m = [[0u32; 64]; 3];
+            for (k, mk) in m.iter_mut().enumerate() {
+                let mut tmp = [0u32; 64];
+                let s = w.vsrc(op.src[k], &mut tmp, pc)?;
+                abs_neg(s, op.abs >> k & 1 != 0, op.neg >> k & 1 != 0, mk);
+            }
+            let vcc = w.mask_get(VCC);
+            for i in 0..64 {
+                let v = f32::from_bits(m[0][i])
+                    .mul_add(f32::from_bits(m[1][i]), f32::from_bits(m[2][i]));
+                // VCC set by v_div_scale: undo the 2^±64 pre-scaling (never set by our div_scale).
+                r[i] = if vcc >> i & 1 != 0 {
+                    ops::ldexp(v, 64).to_bits()
+                } else {
+                    v.to_bits()
+                };
+            }
+            w.vwrite(op.d, &r, exec, pc)?;
+        }
+        K::DivFixup => {
+            let mut m = [[0u32; 64]; 3];
+            for (k, mk) in m.iter_mut().enumerate() {
+                let mut tmp = [0u32; 64];
+                let s = w.vsrc(op.src[k], &mut tmp, pc)?;
+                abs_neg(s, op.abs >> k & 1 != 0, op.neg >> k & 1 != 0, mk);
+            }
+            for i in 0..64 {
+                r[i] = div_fixup(
+                    f32::from_bits(m[0][i]),
+                    f32::from_bits(m[1][i]),
+                    f32::from_bits(m[2][i]),
+                )
+                .to_bits();
+            }
+            w.vwrite(op.d, &r, exec, pc)?;
+        }
+        K::Readlane | K::Readfirstlane => {
+            let Src::V(rg) = op.src[0] else {
+                return Err(Fault::Illegal {
+                    pc,
+                    what: "readlane source is not a VGPR".into(),
+                });
+            };
+            let lane = if matches!(op.k, K::Readlane) {
+                (w.s32(op.src[1]) & (w.lanes - 1)) as usize
+            } else if exec == 0 {
+                0
+            } else {
+                exec.trailing_zeros() as usize
+            };
+            let v = w.vreg(rg, pc)?[lane];
+            w.sset(op.d as usize, v);
+        }
+        K::Writelane => {
+            let v = w.s32(op.src[0]);
+            let lane = (w.s32(op.src[1]) & (w.lanes - 1)) as usize;
+            let d =
+                w.v.get_mut(op.d as usize)
+                    .ok_or_else(|| vgpr_fault(pc, op.d))?;
+            d[lane] = v;
+        }
+        K::MbcntLo | K::MbcntHi => {
+            let a = *w.vsrc(op.src[0], &mut t0, pc)?;
+            let b = *w.vsrc(op.src[1], &mut t1, pc)?;
+            for i in 0..64usize {
+                let m = match op.k {
+                    K::MbcntLo => {
+                        let n = i.min(32) as u32;
+                        if n == 32 {
+                            a[i]
+                        } else {
+                            a[i] & ((1u32 << n) - 1)
+                        }
+                    }
+                    _ => {
+                        if i < 32 {
+                            0
+                        } else {
+                            a[i] & ((1u32 << (i - 32)) - 1)
+                        }
+                    }
+                };
+                r[i] = m.count_ones().wrapping_add(b[i]);
+            }
+            w.vwrite(op.d, &r, exec, pc)?;
+        }
+        K::CvtF16F32 => {
+            let a = *w.vsrc(op.src[0], &mut t0, pc)?;
+            let old = *w.vreg(op.d, pc)?;
+            for i in 0..64 {
+                r[i] = (old[i] & 0xFFFF_0000)
+                    | u32::from(ops::f32_to_f16(f32::from_bits(a[i]), false));
+            }
+            w.vwrite(op.d, &r, exec, pc)?;
+        }
+        K::CvtF32F16 => {
+            let a = *w.vsrc(op.src[0], &mut t0, pc)?;
+            for i in 0..64 {
+                r[i] = ops::f16_to_f32(a[i] as u16).to_bits();
+            }
+            w.vwrite(op.d, &r, exec, pc)?;
+        }
+        K::GLoad(m) => vmem_load(w, cx, op, pc, exec, m)?,
+        K::GStore(m) => vmem_store(w, cx, op, pc, exec, m)?,
+        K::GAtomic(a, rtn, n) => vmem_atomic(w, cx, op, pc, exec, a, rtn, n)?,
+        K::DsLoad(_) | K::DsStore(_) | K::DsLoad2(..) | K::DsStore2(..) | K::DsAtomic(..) => {
+            ds(w, cx, op, pc, exec)?;
+            w.lgkm.push_back(w.time + cycles::LDS_LATENCY);
+        }
+        _ => {
+            return Err(Fault::Illegal {
+                pc,
+                what: format!("{} has no implementation in this position", op.mnemonic),
+            })
+        }
+    }
+    Ok(())
+}
+
+/// Per-lane addresses of a FLAT/GLOBAL/SCRATCH instruction.
+fn addresses(w: &Wave, op: &Op, pc: u64, exec: u64, out: &mut [u64; 64]) -> Result<(), Fault> {
+    use traces::isa::Encoding as E;
+    let saddr = op.imm1 as usize;
+    let off = op.imm as i64 as u64;
+    match op.enc {
+        E::Scratch => {
+            let sbase = if saddr == NULL {
+                0
+            } else {
+                u64::from(w.sget(saddr))
+            };
+            let v = match op.src[0] {
+                Src::V(r) => Some(w.vreg(r, pc)?),
+                _ => None,
+            };
+            for i in 0..w.lanes as usize {
+                if exec >> i & 1 != 0 {
+                    let va = v.map(|v| u64::from(v[i])).unwrap_or(0);
+                    out[i] = (u64::from(PRIVATE_HI) << 32)
+                        | (sbase.wrapping_add(va).wrapping_add(off) & 0xFFFF_FFFF);
+                }
+            }
+        }
+        _ if saddr != NULL && saddr < 0x7C => {
+            let base = w.s64(Src::S(saddr as u8), false);
+            let Src::V(r) = op.src[0] else { return Ok(()) };
+            let v = w.vreg(r, pc)?;
+            for i in 0..w.lanes as usize {
+                if exec >> i & 1 != 0 {
+                    out[i] = base.wrapping_add(u64::from(v[i])).wrapping_add(off);
+                }
+            }
+        }
+        _ => {
+            let Src::V(r) = op.src[0] else { return Ok(()) };
+            let lo = w.vreg(r, pc)?;
+            let hi = w.vreg(r + 1, pc)?;
+            for i in 0..w.lanes as usize {
+                if exec >> i & 1 != 0 {
+                    out[i] = (u64::from(lo[i]) | (u64::from(hi[i]) << 32)).wrapping_add(off);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads `out.len()` bytes from any space.
+fn read_any(
+    w: &Wave,
+    cx: &Ctx<'_>,
+    lane: usize,
+    addr: u64,
+    out: &mut [u8],
+    pc: u64,
+) -> Result<(), Fault> {
+    match flat_space(addr) {
+        Space::Global(a) => cx
+            .mem
+            .read(a, out)
+            .map_err(|_| mem_fault(pc, a, out.len() as u64, "vector load")),
+        Space::Lds(o) => {
+            for (k, b) in out.iter_mut().enumerate() {
+                *b = cx.lds.get(o as usize + k).copied().unwrap_or(0);
+            }
+            Ok(())
+        }
+        Space::Private(o) => {
+            let base = lane * w.priv_bytes as usize;
+            let end = o as usize + out.len();
+            if end > w.priv_bytes as usize {
+                return Err(mem_fault(
+                    pc,
+                    addr,
+                    out.len() as u64,
+                    "scratch access beyond the private segment",
+                ));
+            }
+            let src = w
+                .private
+                .get(base + o as usize..base + end)
+                .ok_or_else(|| mem_fault(pc, addr, out.len() as u64, "scratch"))?;
+            out.copy_from_slice(src);
+            Ok(())
+        }
+    }
+}
+
+fn write_any(
+    w: &mut Wave,
+    cx: &mut Ctx<'_>,
+    lane: usize,
+    addr: u64,
+    data: &[u8],
+    pc: u64,
+) -> Result<(), Fault> {
+    match flat_space(addr) {
+        Space::Global(a) => cx
+            .mem
+            .write(a, data)
+            .map_err(|_| mem_fault(pc, a, data.len() as u64, "vector store")),
+        Space::Lds(o) => {
+            for (k, b) in data.iter().enumerate() {
+                if let Some(x) = cx.lds.get_mut(o as usize + k) {
+                    *x = *b;
+                }
+            }
+            Ok(())
+        }
+        Space::Private(o) => {
+            let base = lane * w.priv_bytes as usize;
+            let end = o as usize + data.len();
+            if end > w.priv_bytes as usize {
+                return Err(mem_fault(
+                    pc,
+                    addr,
+                    data.len() as u64,
+                    "scratch access beyond the private segment",
+                ));
+            }
+            let dst = w
+                .private
+                .get_mut(base + o as usize..base + end)
+                .ok_or_else(|| mem_fault(pc, addr, data.len() as u64, "scratch"))?;
+            dst.copy_from_slice(data);
+            Ok(())
+        }
+    }
+}
+
+/// The span of global addresses of the active lanes, if one read can serve them all.
+fn span(addrs: &[u64; 64], exec: u64, lanes: u32, bytes: u64) -> Option<(u64, u64)> {
+    let mut lo = u64::MAX;
+    let mut hi = 0u64;
+    for (i, &a) in addrs.iter().enumerate().take(lanes as usize) {
+        if exec >> i & 1 != 0 {
+            if !matches!(flat_space(a), Space::Global(_)) {
+                return None;
+            }
+            lo = lo.min(a);
+            hi = hi.max(a.checked_add(bytes)?);
+        }
+    }
+    (lo < hi && hi - lo <= 16384).then_some((lo, hi))
+}
+
+fn vmem_load(
+    w: &mut Wave,
+    cx: &mut Ctx<'_>,
+    op: &Op,
+    pc: u64,
+    exec: u64,
+    m: Mem,
+) -> Result<(), Fault> {
+    let mut addrs = [0u64; 64];
+    addresses(w, op, pc, exec, &mut addrs)?;
+    let bytes = u64::from(m.bytes);
+    let mut out = [[0u32; 64]; 4];
+    let mut buf = [0u8; 16];
+    let sp = span(&addrs, exec, w.lanes, bytes);
+    let mut spanbuf = Vec::new();
+    if let Some((lo, hi)) = sp {
+        spanbuf.resize((hi - lo) as usize, 0);
+        if cx.mem.read(lo, &mut spanbuf).is_err() {
+            spanbuf.clear();
+        }
+    }
+    for i in 0..w.lanes as usize {
+        if exec >> i & 1 == 0 {
+            continue;
+        }
+        let b = &mut buf[..m.bytes as usize];
+        match (sp, spanbuf.is_empty()) {
+            (Some((lo, _)), false) => {
+                let o = (addrs[i] - lo) as usize;
+                b.copy_from_slice(&spanbuf[o..o + m.bytes as usize]);
+            }
+            _ => read_any(w, cx, i, addrs[i], b, pc)?,
+        }
+        if m.bytes >= 4 {
+            for k in 0..m.dwords as usize {
+                out[k][i] = u32::from_le_bytes([
+                    buf[4 * k],
+                    buf[4 * k + 1],
+                    buf[4 * k + 2],
+                    buf[4 * k + 3],
+                ]);
+            }
+        } else {
+            let v = if m.bytes == 1 {
+                u32::from(buf[0])
+            } else {
+                u32::from(u16::from_le_bytes([buf[0], buf[1]]))
+            };
+            out[0][i] = match (m.signed, m.bytes) {
+                (true, 1) => v as u8 as i8 as i32 as u32,
+                (true, _) => v as u16 as i16 as i32 as u32,
+                _ => v,
+            };
+        }
+    }
+    for k in 0..m.dwords as usize {
+        w.vwrite(op.d + k as u16, &out[k], exec, pc)?;
+    }
+    w.vm.push_back(w.time + cycles::VMEM_LATENCY);
+    Ok(())
+}
+
+fn vmem_store(
+    w: &mut Wave,
+    cx: &mut Ctx<'_>,
+    op: &Op,
+    pc: u64,
+    exec: u64,
+    m: Mem,
+) -> Result<(), Fault> {
+    let mut addrs = [0u64; 64];
+    addresses(w, op, pc, exec, &mut addrs)?;
+    let Src::V(data) = op.src[1] else {
+        return Ok(());
+    };
+    let mut regs = [[0u32; 64]; 4];
+    for (k, r) in regs.iter_mut().enumerate().take(m.dwords as usize) {
+        *r = *w.vreg(data + k as u16, pc)?;
+    }
+    let bytes = u64::from(m.bytes);
+    let lane_bytes = |i: usize, buf: &mut [u8; 16]| {
+        for k in 0..4 {
+            buf[4 * k..4 * k + 4].copy_from_slice(&regs[k][i].to_le_bytes());
+        }
+    };
+    let mut buf = [0u8; 16];
+    if let Some((lo, hi)) = span(&addrs, exec, w.lanes, bytes) {
+        let mut sb = vec![0u8; (hi - lo) as usize];
+        if cx.mem.read(lo, &mut sb).is_ok() {
+            for i in 0..w.lanes as usize {
+                if exec >> i & 1 != 0 {
+                    lane_bytes(i, &mut buf);
+                    let o = (addrs[i] - lo) as usize;
+                    sb[o..o + m.bytes as usize].copy_from_slice(&buf[..m.bytes as usize]);
+                }
+            }
+            cx.mem
+                .write(lo, &sb)
+                .map_err(|_| mem_fault(pc, lo, hi - lo, "vector store"))?;
+            w.vs.push_back(w.time + cycles::VMEM_LATENCY);
+            return Ok(());
+        }
+    }
+    for i in 0..w.lanes as usize {
+        if exec >> i & 1 != 0 {
+            lane_bytes(i, &mut buf);
+            let d = buf;
+            write_any(w, cx, i, addrs[i], &d[..m.bytes as usize], pc)?;
+        }
+    }
+    w.vs.push_back(w.time + cycles::VMEM_LATENCY);
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn vmem_atomic(
+    w: &mut Wave,
+    cx: &mut Ctx<'_>,
+    op: &Op,
+    pc: u64,
+    exec: u64,
+    a: At,
+    rtn: bool,
+    n: u8,
+) -> Result<(), Fault> {
+    let mut addrs = [0u64; 64];
+    addresses(w, op, pc, exec, &mut addrs)?;
+    let Src::V(data) = op.src[1] else {
+        return Ok(());
+    };
+    let w64 = n == 2;
+    let mut old_lo = [0u32; 64];
+    let mut old_hi = [0u32; 64];
+    for i in 0..w.lanes as usize {
+        if exec >> i & 1 == 0 {
+            continue;
+        }
+        let g = |w: &Wave, k: u16| -> Result<u32, Fault> { Ok(w.vreg(data + k, pc)?[i]) };
+        let (src, cmp) = match (a, w64) {
+            (At::Cmpswap, false) => (u64::from(g(w, 0)?), u64::from(g(w, 1)?)),
+            (At::Cmpswap, true) => (
+                u64::from(g(w, 0)?) | u64::from(g(w, 1)?) << 32,
+                u64::from(g(w, 2)?) | u64::from(g(w, 3)?) << 32,
+            ),
+            (_, false) => (u64::from(g(w, 0)?), 0),
+            (_, true) => (u64::from(g(w, 0)?) | u64::from(g(w, 1)?) << 32, 0),
+        };
+        let mut b = [0u8; 8];
+        let len = 4 * n as usize;
+        read_any(w, cx, i, addrs[i], &mut b[..len], pc)?;
+        let old = u64::from_le_bytes(b);
+        let new = atomic_op(a, old, src, cmp, w64);
+        write_any(w, cx, i, addrs[i], &new.to_le_bytes()[..len], pc)?;
+        old_lo[i] = old as u32;
+        old_hi[i] = (old >> 32) as u32;
+    }
+    if rtn {
+        w.vwrite(op.d, &old_lo, exec, pc)?;
+        if w64 {
+            w.vwrite(op.d + 1, &old_hi, exec, pc)?;
+        }
+        w.vm.push_back(w.time + cycles::VMEM_LATENCY);
+    } else {
+        w.vs.push_back(w.time + cycles::VMEM_LATENCY);
+    }
+    Ok(())
+}
+
+fn lds_read(lds: &[u8], a: u32, out: &mut [u8]) {
+    for (k, b) in out.iter_mut().enumerate() {
+        *b = lds.get(a as usize + k).copied().unwrap_or(0);
+    }
+}
+
+fn lds_write(lds: &mut [u8], a: u32, data: &[u8]) {
+    for (k, b) in data.iter().enumerate() {
+        if let Some(x) = lds.get_mut(a as usize + k) {
+            *x = *b;
+        }
+    }
+}
+
+fn ds(w: &mut Wave, cx: &mut Ctx<'_>, op: &Op, pc: u64, exec: u64) -> Result<(), Fault> {
+    let Src::V(ar) = op.src[0] else { return Ok(()) };
+    let addr = *w.vreg(ar, pc)?;
+    let off16 = (op.imm as u32) | ((op.imm1 as u32) << 8);
+    let lanes = w.lanes as usize;
+    let data = |w: &Wave, k: usize, n: u16| -> Result<L, Fault> {
+        match op.src[k] {
+            Src::V(r) => Ok(*w.vreg(r + n, pc)?),
+            _ => Ok([0; 64]),
+        }
+    };
+    match op.k {
+        K::DsLoad(m) => {
+            let mut out = [[0u32; 64]; 4];
+            let mut buf = [0u8; 16];
+            for i in 0..lanes {
+                if exec >> i & 1 == 0 {
+                    continue;
+                }
+                let b = &mut buf[..m.bytes as usize];
+                lds_read(cx.lds, addr[i].wrapping_add(off16), b);
+                if m.bytes >= 4 {
+                    for k in 0..m.dwords as usize {
+                        out[k][i] = u32::from_le_bytes([
+                            buf[4 * k],
+                            buf[4 * k + 1],
+                            buf[4 * k + 2],
+                            buf[4 * k + 3],
+                        ]);
+                    }
+                } else {
+                    let v = if m.bytes == 1 {
+                        u32::from(buf[0])
+                    } else {
+                        u32::from(u16::from_le_bytes([buf[0], buf[1]]))
+                    };
+                    out[0][i] = match (m.signed, m.bytes) {
+                        (true, 1) => v as u8 as i8 as i32 as u32,
+                        (true, _) => v as u16 as i16 as i32 as u32,
+                        _ => v,
+                    };
+                }
+            }
+            for k in 0..m.dwords as usize {
+                w.vwrite(op.d + k as u16, &out[k], exec, pc)?;
+            }
+        }
+        K::DsStore(m) => {
+            let mut regs = [[0u32; 64]; 4];
+            for (k, r) in regs.iter_mut().enumerate().take(m.dwords as usize) {
+                *r = data(w, 1, k as u16)?;
+            }
+            for i in 0..lanes {
+                if exec >> i & 1 == 0 {
+                    continue;
+                }
+                let mut buf = [0u8; 16];
+                for k in 0..4 {
+                    buf[4 * k..4 * k + 4].copy_from_slice(&regs[k][i].to_le_bytes());
+                }
+                lds_write(
+                    cx.lds,
+                    addr[i].wrapping_add(off16),
+                    &buf[..m.bytes as usize],
+                );
+            }
+        }
+        K::DsLoad2(n, s64) => {
+            let sz = 4 * u32::from(n) * if s64 { 64 } else { 1 };
+            let (o0, o1) = (op.imm as u32 * sz, op.imm1 as u32 * sz);
+            let mut out = [[0u32; 64]; 4];
+            for i in 0..lanes {
+                if exec >> i & 1 == 0 {
+                    continue;
+                }
+                for (h, o) in [o0, o1].into_iter().enumerate() {
+                    let mut b = [0u8; 8];
+                    lds_read(cx.lds, addr[i].wrapping_add(o), &mut b[..4 * n as usize]);
+                    for k in 0..n as usize {
+                        out[h * n as usize + k][i] = u32::from_le_bytes([
+                            b[4 * k],
+                            b[4 * k + 1],
+                            b[4 * k + 2],
+                            b[4 * k + 3],
+                        ]);
+                    }
+                }
+            }
+            for k in 0..2 * n as usize {
+                w.vwrite(op.d + k as u16, &out[k], exec, pc)?;
+            }
+        }
+        K::DsStore2(n, s64) => {
+            let sz = 4 * u32::from(n) * if s64 { 64 } else { 1 };
+            let (o0, o1) = (op.imm as u32 * sz, op.imm1 as u32 * sz);
+            let mut d = [[0u32; 64]; 4];
+            for k in 0..n as usize {
+                d[k] = data(w, 1, k as u16)?;
+                d[2 + k] = data(w, 2, k as u16)?;
+            }
+            for i in 0..lanes {
+                if exec >> i & 1 == 0 {
+                    continue;
+                }
+                for (h, o) in [o0, o1].into_iter().enumerate() {
+                    for k in 0..n as usize {
+                        lds_write(
+                            cx.lds,
+                            addr[i].wrapping_add(o) + 4 * k as u32,
+                            &d[2 * h + k][i].to_le_bytes(),
+                        );
+                    }
+                }
+            }
+        }
+        K::DsAtomic(a, rtn) => {
+            let s = data(w, 1, 0)?;
+            let c = data(w, 2, 0)?;
+            let mut old = [0u32; 64];
+            for i in 0..lanes {
+                if exec >> i & 1 == 0 {
+                    continue;
+                }
+                let ad = addr[i].wrapping_add(off16);
+                let mut b = [0u8; 4];
+                lds_read(cx.lds, ad, &mut b);
+                let o = u32::from_le_bytes(b);
+                // ds_cmpstore: data0 is the compare value, data1 the new one.
+                let (src, cmp) = if a == At::Cmpswap {
+                    (u64::from(c[i]), u64::from(s[i]))
+                } else {
+                    (u64::from(s[i]), 0)
+                };
+                let n = atomic_op(a, u64::from(o), src, cmp, false) as u32;
+                lds_write(cx.lds, ad, &n.to_le_bytes());
+                old[i] = o;
+            }
+            if rtn {
+                w.vwrite(op.d, &old, exec, pc)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}

@@ -1,0 +1,1114 @@
+//! Instruction semantics by mnemonic: the [`K`] an instruction executes as, and its timing
+//! [`Class`]. Lane-wise VALU operations are monomorphised `fn` items over 64 lanes so the
+//! interpreter loop calls one function per instruction, not one per lane.
+
+use std::collections::HashSet;
+use std::sync::{Mutex, OnceLock};
+
+use traces::isa::Encoding;
+
+use crate::emu::cycles::Class;
+
+pub type L = [u32; 64];
+/// A lane-wise 32-bit VALU operation: `d[i] = f(a[i], b[i], c[i])` for all 64 lanes.
+pub type VFn = fn(&mut L, &L, &L, &L);
+/// A scalar operation on (src0, src1, scc) giving (result, new scc if it changes).
+pub type SFn = fn(u64, u64, bool) -> (u64, Option<bool>);
+/// A 64-bit lane operation.
+pub type V64Fn = fn(u64, u64, u64) -> u64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Br {
+    Always,
+    Scc0,
+    Scc1,
+    Vccz,
+    Vccnz,
+    Execz,
+    Execnz,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cmp {
+    F,
+    Lt,
+    Eq,
+    Le,
+    Gt,
+    Ne,
+    Ge,
+    T,
+    O,
+    U,
+    Nge,
+    Nlg,
+    Ngt,
+    Nle,
+    Neq,
+    Nlt,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ty {
+    F32,
+    I32,
+    U32,
+    F64,
+    I64,
+    U64,
+    I16,
+    U16,
+}
+
+/// Memory element: bytes per lane access and sign extension for sub-dword loads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mem {
+    pub bytes: u8,
+    pub signed: bool,
+    /// For sub-dword: write the high 16 bits of the VGPR (d16_hi forms) — not emulated.
+    pub dwords: u8,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum At {
+    Add,
+    Sub,
+    Min,
+    Max,
+    Umin,
+    Umax,
+    And,
+    Or,
+    Xor,
+    Swap,
+    Inc,
+    Dec,
+    Cmpswap,
+    AddF32,
+}
+
+/// What an instruction does.
+#[derive(Debug, Clone, Copy)]
+pub enum K {
+    Nop,
+    SNop,
+    Waitcnt,
+    WaitVs,
+    Endpgm,
+    Barrier,
+    Branch(Br),
+    /// s_getpc_b64
+    Getpc,
+    /// s_setpc_b64 / s_swappc_b64 are not emulated (reported).
+    /// Scalar op; bit 0: src0 64-bit, 1: src1 64-bit, 2: dst 64-bit.
+    S(SFn, u8),
+    /// Compare to SCC; 64-bit operands when the flag is set.
+    Sc(fn(u64, u64) -> bool, bool),
+    /// s_*_saveexec: dst = exec; exec = f(src, exec); scc = exec != 0.
+    Saveexec(fn(u64, u64) -> u64, bool),
+    Movk,
+    Cmovk,
+    Addk,
+    Mulk,
+    Cmpk(fn(u64, u64) -> bool, bool),
+    /// s_load_b32..b512 (dwords).
+    Smem(u8),
+    /// Lane-wise 32-bit; float result (clamp/omod apply).
+    V(VFn, bool),
+    /// 64-bit lane op: bit 0/1/2 = src0/1/2 are 64-bit, float result flag.
+    V64(V64Fn, u8, bool),
+    Cmp(Cmp, Ty, bool),
+    CmpClass(bool),
+    Cndmask,
+    /// carry-out add/sub: (sub, reversed)
+    AddCo(bool, bool),
+    /// carry-in add/sub
+    AddCoCi(bool, bool),
+    MadU64U32(bool),
+    DivScale,
+    DivFmas,
+    DivFixup,
+    Readlane,
+    Readfirstlane,
+    Writelane,
+    MbcntLo,
+    MbcntHi,
+    /// v_cvt_f16_f32 / v_cvt_f32_f16 (low half).
+    CvtF16F32,
+    CvtF32F16,
+    GLoad(Mem),
+    GStore(Mem),
+    GAtomic(At, bool, u8),
+    DsLoad(Mem),
+    DsStore(Mem),
+    /// two addresses: dwords per element, stride64
+    DsLoad2(u8, bool),
+    DsStore2(u8, bool),
+    DsAtomic(At, bool),
+    /// Cache invalidates/writebacks: no effect on the emulated (coherent) memory.
+    CacheOp,
+}
+
+static INTERN: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+
+/// A `'static` copy of a mnemonic (a bounded set: one entry per distinct mnemonic).
+pub fn intern(s: &str) -> &'static str {
+    let m = INTERN.get_or_init(|| Mutex::new(HashSet::new()));
+    let mut g = m.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(v) = g.get(s) {
+        return v;
+    }
+    let v: &'static str = Box::leak(s.to_string().into_boxed_str());
+    g.insert(v);
+    v
+}
+
+/// `v_dual_<x>` → `v_<x>`.
+pub fn intern_dual(rest: &str) -> &'static str {
+    intern(&format!("v_{rest}"))
+}
+
+pub fn is_vop3sd(n: &str) -> bool {
+    matches!(
+        n,
+        "v_add_co_u32"
+            | "v_sub_co_u32"
+            | "v_subrev_co_u32"
+            | "v_add_co_ci_u32"
+            | "v_sub_co_ci_u32"
+            | "v_subrev_co_ci_u32"
+            | "v_div_scale_f32"
+            | "v_div_scale_f64"
+            | "v_mad_u64_u32"
+            | "v_mad_i64_i32"
+    )
+}
+
+pub fn is_cmp(n: &str) -> bool {
+    n.starts_with("v_cmp_") || n.starts_with("v_cmpx_")
+}
+
+macro_rules! vf {
+    (|$a:ident, $b:ident, $c:ident| $e:expr) => {{
+        #[allow(unused_variables, clippy::redundant_closure_call)]
+        fn f(d: &mut L, a: &L, b: &L, c: &L) {
+            for i in 0..64 {
+                let ($a, $b, $c) = (a[i], b[i], c[i]);
+                d[i] = $e;
+            }
+        }
+        f as VFn
+    }};
+}
+
+macro_rules! sf {
+    (|$a:ident, $b:ident, $s:ident| $e:expr) => {{
+        #[allow(unused_variables)]
+        fn f($a: u64, $b: u64, $s: bool) -> (u64, Option<bool>) {
+            $e
+        }
+        f as SFn
+    }};
+}
+
+#[inline]
+pub fn fl(x: u32) -> f32 {
+    f32::from_bits(x)
+}
+#[inline]
+pub fn fb(x: f32) -> u32 {
+    x.to_bits()
+}
+#[inline]
+fn dl(x: u64) -> f64 {
+    f64::from_bits(x)
+}
+
+/// IEEE-754 minNum/maxNum as the hardware does in IEEE mode (a NaN operand yields the other).
+fn fmin(a: f32, b: f32) -> f32 {
+    a.min(b)
+}
+fn fmax(a: f32, b: f32) -> f32 {
+    a.max(b)
+}
+fn med3(a: f32, b: f32, c: f32) -> f32 {
+    fmax(fmin(a, b), fmin(fmax(a, b), c))
+}
+
+fn bfe_u(v: u32, off: u32, w: u32) -> u32 {
+    let (o, w) = (off & 31, w & 31);
+    if w == 0 {
+        0
+    } else if o + w < 32 {
+        (v >> o) & ((1 << w) - 1)
+    } else {
+        v >> o
+    }
+}
+fn bfe_i(v: u32, off: u32, w: u32) -> u32 {
+    let (o, w) = (off & 31, w & 31);
+    if w == 0 {
+        0
+    } else if o + w < 32 {
+        (((v << (32 - o - w)) as i32) >> (32 - w)) as u32
+    } else {
+        ((v as i32) >> o) as u32
+    }
+}
+
+fn cnd(b: bool) -> Option<bool> {
+    Some(b)
+}
+
+fn scalar(n: &str) -> Option<(K, Class)> {
+    use Class::Salu as C;
+    let s = |f: SFn, w: u8| Some((K::S(f, w), C));
+    match n {
+        "s_mov_b32" => s(sf!(|a, b, s| (a, None)), 0),
+        "s_mov_b64" => s(sf!(|a, b, s| (a, None)), 0b101),
+        "s_cmov_b32" => None,
+        "s_not_b32" => s(sf!(|a, b, s| (!a & 0xFFFF_FFFF, cnd(!a as u32 != 0))), 0),
+        "s_not_b64" => s(sf!(|a, b, s| (!a, cnd(!a != 0))), 0b101),
+        "s_brev_b32" => s(sf!(|a, b, s| ((a as u32).reverse_bits() as u64, None)), 0),
+        "s_bcnt1_i32_b32" => s(
+            sf!(|a, b, s| {
+                let r = (a as u32).count_ones() as u64;
+                (r, cnd(r != 0))
+            }),
+            0,
+        ),
+        "s_bcnt1_i32_b64" => s(
+            sf!(|a, b, s| {
+                let r = a.count_ones() as u64;
+                (r, cnd(r != 0))
+            }),
+            0b001,
+        ),
+        "s_ctz_i32_b32" => s(
+            sf!(|a, b, s| {
+                let a = a as u32;
+                (
+                    if a == 0 {
+                        0xFFFF_FFFF
+                    } else {
+                        a.trailing_zeros() as u64
+                    },
+                    None,
+                )
+            }),
+            0,
+        ),
+        "s_clz_i32_u32" => s(
+            sf!(|a, b, s| {
+                let a = a as u32;
+                (
+                    if a == 0 {
+                        0xFFFF_FFFF
+                    } else {
+                        a.leading_zeros() as u64
+                    },
+                    None,
+                )
+            }),
+            0,
+        ),
+        "s_sext_i32_i8" => s(sf!(|a, b, s| (a as u8 as i8 as i32 as u32 as u64, None)), 0),
+        "s_sext_i32_i16" => s(
+            sf!(|a, b, s| (a as u16 as i16 as i32 as u32 as u64, None)),
+            0,
+        ),
+        "s_abs_i32" => s(
+            sf!(|a, b, s| {
+                let r = (a as i32).unsigned_abs() as u64;
+                (r, cnd(r != 0))
+            }),
+            0,
+        ),
+        "s_add_u32" => s(
+            sf!(|a, b, s| {
+                let r = (a as u32 as u64) + (b as u32 as u64);
+                (r & 0xFFFF_FFFF, cnd(r >> 32 != 0))
+            }),
+            0,
+        ),
+        "s_addc_u32" => s(
+            sf!(|a, b, s| {
+                let r = (a as u32 as u64) + (b as u32 as u64) + s as u64;
+                (r & 0xFFFF_FFFF, cnd(r >> 32 != 0))
+            }),
+            0,
+        ),
+        "s_sub_u32" => s(
+            sf!(|a, b, s| {
+                let (a, b) = (a as u32, b as u32);
+                (a.wrapping_sub(b) as u64, cnd(b > a))
+            }),
+            0,
+        ),
+        "s_subb_u32" => s(
+            sf!(|a, b, s| {
+                let (a, b) = (a as u32 as u64, b as u32 as u64 + s as u64);
+                (a.wrapping_sub(b) & 0xFFFF_FFFF, cnd(b > a))
+            }),
+            0,
+        ),
+        "s_add_i32" => s(
+            sf!(|a, b, s| {
+                let (r, o) = (a as i32).overflowing_add(b as i32);
+                (r as u32 as u64, cnd(o))
+            }),
+            0,
+        ),
+        "s_sub_i32" => s(
+            sf!(|a, b, s| {
+                let (r, o) = (a as i32).overflowing_sub(b as i32);
+                (r as u32 as u64, cnd(o))
+            }),
+            0,
+        ),
+        "s_min_i32" => s(
+            sf!(|a, b, s| {
+                let lt = (a as i32) < (b as i32);
+                (if lt { a } else { b } & 0xFFFF_FFFF, cnd(lt))
+            }),
+            0,
+        ),
+        "s_max_i32" => s(
+            sf!(|a, b, s| {
+                let gt = (a as i32) > (b as i32);
+                (if gt { a } else { b } & 0xFFFF_FFFF, cnd(gt))
+            }),
+            0,
+        ),
+        "s_min_u32" => s(
+            sf!(|a, b, s| {
+                let lt = (a as u32) < (b as u32);
+                (if lt { a } else { b } & 0xFFFF_FFFF, cnd(lt))
+            }),
+            0,
+        ),
+        "s_max_u32" => s(
+            sf!(|a, b, s| {
+                let gt = (a as u32) > (b as u32);
+                (if gt { a } else { b } & 0xFFFF_FFFF, cnd(gt))
+            }),
+            0,
+        ),
+        "s_lshl_b32" => s(
+            sf!(|a, b, s| {
+                let r = ((a as u32) << (b & 31)) as u64;
+                (r, cnd(r != 0))
+            }),
+            0,
+        ),
+        "s_lshl_b64" => s(
+            sf!(|a, b, s| {
+                let r = a << (b & 63);
+                (r, cnd(r != 0))
+            }),
+            0b101,
+        ),
+        "s_lshr_b32" => s(
+            sf!(|a, b, s| {
+                let r = ((a as u32) >> (b & 31)) as u64;
+                (r, cnd(r != 0))
+            }),
+            0,
+        ),
+        "s_lshr_b64" => s(
+            sf!(|a, b, s| {
+                let r = a >> (b & 63);
+                (r, cnd(r != 0))
+            }),
+            0b101,
+        ),
+        "s_ashr_i32" => s(
+            sf!(|a, b, s| {
+                let r = ((a as i32) >> (b & 31)) as u32 as u64;
+                (r, cnd(r != 0))
+            }),
+            0,
+        ),
+        "s_ashr_i64" => s(
+            sf!(|a, b, s| {
+                let r = ((a as i64) >> (b & 63)) as u64;
+                (r, cnd(r != 0))
+            }),
+            0b101,
+        ),
+        "s_lshl1_add_u32" | "s_lshl2_add_u32" | "s_lshl3_add_u32" | "s_lshl4_add_u32" => {
+            let f = match n {
+                "s_lshl1_add_u32" => sf!(|a, b, s| lsh_add(a, b, 1)),
+                "s_lshl2_add_u32" => sf!(|a, b, s| lsh_add(a, b, 2)),
+                "s_lshl3_add_u32" => sf!(|a, b, s| lsh_add(a, b, 3)),
+                _ => sf!(|a, b, s| lsh_add(a, b, 4)),
+            };
+            s(f, 0)
+        }
+        "s_and_b32" | "s_and_b64" => s(sf!(|a, b, s| (a & b, cnd(a & b != 0))), w64(n)),
+        "s_or_b32" | "s_or_b64" => s(sf!(|a, b, s| (a | b, cnd(a | b != 0))), w64(n)),
+        "s_xor_b32" | "s_xor_b64" => s(sf!(|a, b, s| (a ^ b, cnd(a ^ b != 0))), w64(n)),
+        "s_and_not1_b32" | "s_and_not1_b64" => s(sf!(|a, b, s| (a & !b, cnd(a & !b != 0))), w64(n)),
+        "s_or_not1_b32" | "s_or_not1_b64" => s(
+            sf!(|a, b, s| {
+                let r = a | !b;
+                (r, cnd(r != 0))
+            }),
+            w64(n),
+        ),
+        "s_nand_b32" | "s_nand_b64" => s(sf!(|a, b, s| (!(a & b), cnd(!(a & b) != 0))), w64(n)),
+        "s_nor_b32" | "s_nor_b64" => s(sf!(|a, b, s| (!(a | b), cnd(!(a | b) != 0))), w64(n)),
+        "s_xnor_b32" | "s_xnor_b64" => s(sf!(|a, b, s| (!(a ^ b), cnd(!(a ^ b) != 0))), w64(n)),
+        "s_mul_i32" => s(
+            sf!(|a, b, s| ((a as u32).wrapping_mul(b as u32) as u64, None)),
+            0,
+        ),
+        "s_mul_hi_u32" => s(
+            sf!(|a, b, s| (((a as u32 as u64) * (b as u32 as u64)) >> 32, None)),
+            0,
+        ),
+        "s_mul_hi_i32" => s(
+            sf!(|a, b, s| {
+                let r = (a as i32 as i64) * (b as i32 as i64);
+                ((r >> 32) as u32 as u64, None)
+            }),
+            0,
+        ),
+        "s_cselect_b32" => s(sf!(|a, b, s| (if s { a } else { b }, None)), 0),
+        "s_cselect_b64" => s(sf!(|a, b, s| (if s { a } else { b }, None)), 0b111),
+        "s_bfe_u32" => s(
+            sf!(|a, b, s| {
+                let r = bfe_u(a as u32, b as u32 & 31, (b as u32 >> 16) & 0x7F) as u64;
+                (r, cnd(r != 0))
+            }),
+            0,
+        ),
+        "s_bfe_i32" => s(
+            sf!(|a, b, s| {
+                let r = bfe_i(a as u32, b as u32 & 31, (b as u32 >> 16) & 0x7F) as u64;
+                (r, cnd(r != 0))
+            }),
+            0,
+        ),
+        "s_bfm_b32" => s(
+            sf!(|a, b, s| {
+                let w = a as u32 & 31;
+                let m = if w == 0 { 0 } else { (1u32 << w) - 1 };
+                ((m << (b as u32 & 31)) as u64, None)
+            }),
+            0,
+        ),
+        "s_pack_ll_b32_b16" => s(
+            sf!(|a, b, s| ((a & 0xFFFF) | ((b & 0xFFFF) << 16), None)),
+            0,
+        ),
+        "s_pack_lh_b32_b16" => s(sf!(|a, b, s| ((a & 0xFFFF) | (b & 0xFFFF_0000), None)), 0),
+        "s_pack_hh_b32_b16" => s(
+            sf!(|a, b, s| (((a >> 16) & 0xFFFF) | (b & 0xFFFF_0000), None)),
+            0,
+        ),
+        _ => None,
+    }
+}
+
+fn lsh_add(a: u64, b: u64, n: u32) -> (u64, Option<bool>) {
+    let r = ((a as u32 as u64) << n) + (b as u32 as u64);
+    (r & 0xFFFF_FFFF, cnd(r >> 32 != 0))
+}
+
+fn w64(n: &str) -> u8 {
+    if n.ends_with("_b64") {
+        0b111
+    } else {
+        0
+    }
+}
+
+fn saveexec(n: &str) -> Option<(K, Class)> {
+    let w = n.ends_with("_b64");
+    let base = n.strip_suffix("_b64").or_else(|| n.strip_suffix("_b32"))?;
+    let f: fn(u64, u64) -> u64 = match base {
+        "s_and_saveexec" => |s, e| s & e,
+        "s_or_saveexec" => |s, e| s | e,
+        "s_xor_saveexec" => |s, e| s ^ e,
+        "s_and_not1_saveexec" => |s, e| s & !e,
+        "s_or_not1_saveexec" => |s, e| s | !e,
+        "s_and_not0_saveexec" => |s, e| !s & e,
+        "s_or_not0_saveexec" => |s, e| !s | e,
+        "s_nand_saveexec" => |s, e| !(s & e),
+        "s_nor_saveexec" => |s, e| !(s | e),
+        "s_xnor_saveexec" => |s, e| !(s ^ e),
+        _ => return None,
+    };
+    Some((K::Saveexec(f, w), Class::SaluSaveexec))
+}
+
+fn scmp(n: &str) -> Option<fn(u64, u64) -> bool> {
+    let (c, t) = n.rsplit_once('_')?;
+    let c = c
+        .strip_prefix("s_cmp_")
+        .or_else(|| c.strip_prefix("s_cmpk_"))?;
+    Some(match (c, t) {
+        ("eq", "i32" | "u32" | "u64") => |a, b| a == b,
+        ("lg", "i32" | "u32" | "u64") => |a, b| a != b,
+        ("gt", "i32") => |a, b| (a as i32) > (b as i32),
+        ("ge", "i32") => |a, b| (a as i32) >= (b as i32),
+        ("lt", "i32") => |a, b| (a as i32) < (b as i32),
+        ("le", "i32") => |a, b| (a as i32) <= (b as i32),
+        ("gt", "u32") => |a, b| (a as u32) > (b as u32),
+        ("ge", "u32") => |a, b| (a as u32) >= (b as u32),
+        ("lt", "u32") => |a, b| (a as u32) < (b as u32),
+        ("le", "u32") => |a, b| (a as u32) <= (b as u32),
+        _ => return None,
+    })
+}
+
+fn vcmp(n: &str) -> Option<(K, Class)> {
+    let (x, rest) = if let Some(r) = n.strip_prefix("v_cmpx_") {
+        (true, r)
+    } else {
+        (false, n.strip_prefix("v_cmp_")?)
+    };
+    let class = if x { Class::ValuCmpx } else { Class::Valu };
+    if rest == "class_f32" {
+        return Some((K::CmpClass(x), class));
+    }
+    let (c, t) = rest.rsplit_once('_')?;
+    let ty = match t {
+        "f32" => Ty::F32,
+        "i32" => Ty::I32,
+        "u32" => Ty::U32,
+        "f64" => Ty::F64,
+        "i64" => Ty::I64,
+        "u64" => Ty::U64,
+        "i16" => Ty::I16,
+        "u16" => Ty::U16,
+        _ => return None,
+    };
+    let c = match c {
+        "f" => Cmp::F,
+        "lt" => Cmp::Lt,
+        "eq" => Cmp::Eq,
+        "le" => Cmp::Le,
+        "gt" => Cmp::Gt,
+        "lg" | "ne" => Cmp::Ne,
+        "ge" => Cmp::Ge,
+        "t" => Cmp::T,
+        "o" => Cmp::O,
+        "u" => Cmp::U,
+        "nge" => Cmp::Nge,
+        "nlg" => Cmp::Nlg,
+        "ngt" => Cmp::Ngt,
+        "nle" => Cmp::Nle,
+        "neq" => Cmp::Neq,
+        "nlt" => Cmp::Nlt,
+        _ => return None,
+    };
+    let class = if matches!(ty, Ty::F64 | Ty::I64 | Ty::U64) && !x {
+        Class::Valu64
+    } else {
+        class
+    };
+    Some((K::Cmp(c, ty, x), class))
+}
+
+fn valu(n: &str) -> Option<(K, Class)> {
+    use Class::{Valu as C, ValuTrans as T};
+    let v = |f: VFn, float: bool| Some((K::V(f, float), C));
+    let t = |f: VFn| Some((K::V(f, true), T));
+    match n {
+        "v_mov_b32" => v(vf!(|a, b, c| a), false),
+        "v_not_b32" => v(vf!(|a, b, c| !a), false),
+        "v_bfrev_b32" => v(vf!(|a, b, c| a.reverse_bits()), false),
+        "v_clz_i32_u32" => v(
+            vf!(|a, b, c| if a == 0 { u32::MAX } else { a.leading_zeros() }),
+            false,
+        ),
+        "v_ctz_i32_b32" => v(
+            vf!(|a, b, c| if a == 0 { u32::MAX } else { a.trailing_zeros() }),
+            false,
+        ),
+        "v_cvt_f32_i32" => v(vf!(|a, b, c| fb(a as i32 as f32)), true),
+        "v_cvt_f32_u32" => v(vf!(|a, b, c| fb(a as f32)), true),
+        "v_cvt_u32_f32" => v(vf!(|a, b, c| fl(a) as u32), false),
+        "v_cvt_i32_f32" => v(vf!(|a, b, c| fl(a) as i32 as u32), false),
+        "v_cvt_f32_ubyte0" => v(vf!(|a, b, c| fb((a & 0xFF) as f32)), true),
+        "v_trunc_f32" => v(vf!(|a, b, c| fb(fl(a).trunc())), true),
+        "v_ceil_f32" => v(vf!(|a, b, c| fb(fl(a).ceil())), true),
+        "v_floor_f32" => v(vf!(|a, b, c| fb(fl(a).floor())), true),
+        "v_rndne_f32" => v(vf!(|a, b, c| fb(fl(a).round_ties_even())), true),
+        "v_fract_f32" => v(vf!(|a, b, c| fb(fl(a) - fl(a).floor())), true),
+        "v_exp_f32" => t(vf!(|a, b, c| fb(fl(a).exp2()))),
+        "v_log_f32" => t(vf!(|a, b, c| fb(fl(a).log2()))),
+        "v_rcp_f32" | "v_rcp_iflag_f32" => t(vf!(|a, b, c| fb(1.0 / fl(a)))),
+        "v_rsq_f32" => t(vf!(|a, b, c| fb(1.0 / fl(a).sqrt()))),
+        "v_sqrt_f32" => t(vf!(|a, b, c| fb(fl(a).sqrt()))),
+        "v_sin_f32" => t(vf!(|a, b, c| fb((fl(a) * std::f32::consts::TAU).sin()))),
+        "v_cos_f32" => t(vf!(|a, b, c| fb((fl(a) * std::f32::consts::TAU).cos()))),
+        "v_add_f32" => v(vf!(|a, b, c| fb(fl(a) + fl(b))), true),
+        "v_sub_f32" => v(vf!(|a, b, c| fb(fl(a) - fl(b))), true),
+        "v_subrev_f32" => v(vf!(|a, b, c| fb(fl(b) - fl(a))), true),
+        "v_mul_f32" => v(vf!(|a, b, c| fb(fl(a) * fl(b))), true),
+        "v_mul_dx9_zero_f32" => v(
+            vf!(|a, b, c| if fl(a) == 0.0 || fl(b) == 0.0 {
+                0
+            } else {
+                fb(fl(a) * fl(b))
+            }),
+            true,
+        ),
+        "v_min_f32" => v(vf!(|a, b, c| fb(fmin(fl(a), fl(b)))), true),
+        "v_max_f32" => v(vf!(|a, b, c| fb(fmax(fl(a), fl(b)))), true),
+        "v_min3_f32" => v(vf!(|a, b, c| fb(fmin(fmin(fl(a), fl(b)), fl(c)))), true),
+        "v_max3_f32" => v(vf!(|a, b, c| fb(fmax(fmax(fl(a), fl(b)), fl(c)))), true),
+        "v_med3_f32" => v(vf!(|a, b, c| fb(med3(fl(a), fl(b), fl(c)))), true),
+        "v_fma_f32" | "v_fmac_f32" | "v_fmamk_f32" | "v_fmaak_f32" => {
+            v(vf!(|a, b, c| fb(fl(a).mul_add(fl(b), fl(c)))), true)
+        }
+        "v_ldexp_f32" => v(vf!(|a, b, c| fb(ldexp(fl(a), b as i32))), true),
+        "v_min_i32" => v(vf!(|a, b, c| (a as i32).min(b as i32) as u32), false),
+        "v_max_i32" => v(vf!(|a, b, c| (a as i32).max(b as i32) as u32), false),
+        "v_min_u32" => v(vf!(|a, b, c| a.min(b)), false),
+        "v_max_u32" => v(vf!(|a, b, c| a.max(b)), false),
+        "v_min3_i32" => v(
+            vf!(|a, b, c| (a as i32).min(b as i32).min(c as i32) as u32),
+            false,
+        ),
+        "v_max3_i32" => v(
+            vf!(|a, b, c| (a as i32).max(b as i32).max(c as i32) as u32),
+            false,
+        ),
+        "v_min3_u32" => v(vf!(|a, b, c| a.min(b).min(c)), false),
+        "v_max3_u32" => v(vf!(|a, b, c| a.max(b).max(c)), false),
+        "v_med3_i32" => v(
+            vf!(|a, b, c| {
+                let (a, b, c) = (a as i32, b as i32, c as i32);
+                a.min(b).max(a.max(b).min(c)) as u32
+            }),
+            false,
+        ),
+        "v_med3_u32" => v(vf!(|a, b, c| a.min(b).max(a.max(b).min(c))), false),
+        "v_lshlrev_b32" => v(vf!(|a, b, c| b << (a & 31)), false),
+        "v_lshrrev_b32" => v(vf!(|a, b, c| b >> (a & 31)), false),
+        "v_ashrrev_i32" => v(vf!(|a, b, c| ((b as i32) >> (a & 31)) as u32), false),
+        "v_and_b32" => v(vf!(|a, b, c| a & b), false),
+        "v_or_b32" => v(vf!(|a, b, c| a | b), false),
+        "v_xor_b32" => v(vf!(|a, b, c| a ^ b), false),
+        "v_xnor_b32" => v(vf!(|a, b, c| !(a ^ b)), false),
+        "v_add_nc_u32" => v(vf!(|a, b, c| a.wrapping_add(b)), false),
+        "v_sub_nc_u32" => v(vf!(|a, b, c| a.wrapping_sub(b)), false),
+        "v_subrev_nc_u32" => v(vf!(|a, b, c| b.wrapping_sub(a)), false),
+        "v_mul_i32_i24" => v(vf!(|a, b, c| (sx24(a).wrapping_mul(sx24(b))) as u32), false),
+        "v_mul_u32_u24" => v(
+            vf!(|a, b, c| (a & 0xFF_FFFF).wrapping_mul(b & 0xFF_FFFF)),
+            false,
+        ),
+        "v_mul_hi_u32_u24" => v(
+            vf!(|a, b, c| (((a & 0xFF_FFFF) as u64 * (b & 0xFF_FFFF) as u64) >> 32) as u32),
+            false,
+        ),
+        "v_mad_u32_u24" => v(
+            vf!(|a, b, c| (a & 0xFF_FFFF).wrapping_mul(b & 0xFF_FFFF).wrapping_add(c)),
+            false,
+        ),
+        "v_mad_i32_i24" => v(
+            vf!(|a, b, c| (sx24(a).wrapping_mul(sx24(b)) as u32).wrapping_add(c)),
+            false,
+        ),
+        "v_mul_lo_u32" => v(vf!(|a, b, c| a.wrapping_mul(b)), false),
+        "v_mul_hi_u32" => v(vf!(|a, b, c| ((a as u64 * b as u64) >> 32) as u32), false),
+        "v_mul_hi_i32" => v(
+            vf!(|a, b, c| ((a as i32 as i64 * b as i32 as i64) >> 32) as u32),
+            false,
+        ),
+        "v_bfe_u32" => v(vf!(|a, b, c| bfe_u(a, b, c)), false),
+        "v_bfe_i32" => v(vf!(|a, b, c| bfe_i(a, b, c)), false),
+        "v_bfi_b32" => v(vf!(|a, b, c| (a & b) | (!a & c)), false),
+        "v_bfm_b32" => v(
+            vf!(|a, b, c| {
+                let w = a & 31;
+                (if w == 0 { 0 } else { (1u32 << w) - 1 }) << (b & 31)
+            }),
+            false,
+        ),
+        "v_alignbit_b32" => v(
+            vf!(|a, b, c| ((((a as u64) << 32) | b as u64) >> (c & 31)) as u32),
+            false,
+        ),
+        "v_alignbyte_b32" => v(
+            vf!(|a, b, c| ((((a as u64) << 32) | b as u64) >> (8 * (c & 3))) as u32),
+            false,
+        ),
+        "v_lshl_add_u32" => v(vf!(|a, b, c| (a << (b & 31)).wrapping_add(c)), false),
+        "v_add_lshl_u32" => v(vf!(|a, b, c| a.wrapping_add(b) << (c & 31)), false),
+        "v_lshl_or_b32" => v(vf!(|a, b, c| (a << (b & 31)) | c), false),
+        "v_and_or_b32" => v(vf!(|a, b, c| (a & b) | c), false),
+        "v_or3_b32" => v(vf!(|a, b, c| a | b | c), false),
+        "v_xor3_b32" => v(vf!(|a, b, c| a ^ b ^ c), false),
+        "v_add3_u32" => v(vf!(|a, b, c| a.wrapping_add(b).wrapping_add(c)), false),
+        "v_xad_u32" => v(vf!(|a, b, c| (a ^ b).wrapping_add(c)), false),
+        "v_bcnt_u32_b32" => v(vf!(|a, b, c| a.count_ones().wrapping_add(b)), false),
+        "v_perm_b32" => v(vf!(|a, b, c| perm(a, b, c)), false),
+        "v_cvt_pk_rtz_f16_f32" => v(
+            vf!(|a, b, c| f32_to_f16(fl(a), true) as u32 | ((f32_to_f16(fl(b), true) as u32) << 16)),
+            false,
+        ),
+        "v_cvt_f16_f32" => Some((K::CvtF16F32, C)),
+        "v_cvt_f32_f16" => Some((K::CvtF32F16, C)),
+        "v_cndmask_b32" => Some((K::Cndmask, C)),
+        "v_add_co_u32" => Some((K::AddCo(false, false), C)),
+        "v_sub_co_u32" => Some((K::AddCo(true, false), C)),
+        "v_subrev_co_u32" => Some((K::AddCo(true, true), C)),
+        "v_add_co_ci_u32" => Some((K::AddCoCi(false, false), C)),
+        "v_sub_co_ci_u32" => Some((K::AddCoCi(true, false), C)),
+        "v_subrev_co_ci_u32" => Some((K::AddCoCi(true, true), C)),
+        "v_mad_u64_u32" => Some((K::MadU64U32(false), Class::ValuMad64)),
+        "v_mad_i64_i32" => Some((K::MadU64U32(true), Class::ValuMad64)),
+        "v_div_scale_f32" => Some((K::DivScale, C)),
+        "v_div_fmas_f32" => Some((K::DivFmas, C)),
+        "v_div_fixup_f32" => Some((K::DivFixup, C)),
+        "v_readlane_b32" => Some((K::Readlane, C)),
+        "v_readfirstlane_b32" => Some((K::Readfirstlane, C)),
+        "v_writelane_b32" => Some((K::Writelane, C)),
+        "v_mbcnt_lo_u32_b32" => Some((K::MbcntLo, C)),
+        "v_mbcnt_hi_u32_b32" => Some((K::MbcntHi, C)),
+        "v_lshlrev_b64" => Some((
+            K::V64(|a, b, _| b << (a & 63), 0b010, false),
+            Class::Valu64Shift,
+        )),
+        "v_lshrrev_b64" => Some((
+            K::V64(|a, b, _| b >> (a & 63), 0b010, false),
+            Class::Valu64Shift,
+        )),
+        "v_ashrrev_i64" => Some((
+            K::V64(|a, b, _| ((b as i64) >> (a & 63)) as u64, 0b010, false),
+            Class::Valu64Shift,
+        )),
+        "v_add_f64" => Some((
+            K::V64(|a, b, _| (dl(a) + dl(b)).to_bits(), 0b011, true),
+            Class::Valu64,
+        )),
+        "v_mul_f64" => Some((
+            K::V64(|a, b, _| (dl(a) * dl(b)).to_bits(), 0b011, true),
+            Class::Valu64,
+        )),
+        "v_fma_f64" => Some((
+            K::V64(|a, b, c| dl(a).mul_add(dl(b), dl(c)).to_bits(), 0b111, true),
+            Class::Valu64,
+        )),
+        "v_cvt_f64_f32" => Some((
+            K::V64(|a, _, _| (fl(a as u32) as f64).to_bits(), 0, true),
+            Class::Valu64,
+        )),
+        "v_cvt_f32_f64" => Some((
+            K::V64(|a, _, _| fb(dl(a) as f32) as u64, 0b001, false),
+            Class::Valu64,
+        )),
+        "v_cvt_f64_i32" => Some((
+            K::V64(|a, _, _| (a as u32 as i32 as f64).to_bits(), 0, true),
+            Class::Valu64,
+        )),
+        "v_cvt_f64_u32" => Some((
+            K::V64(|a, _, _| (a as u32 as f64).to_bits(), 0, true),
+            Class::Valu64,
+        )),
+        "v_cvt_i32_f64" => Some((
+            K::V64(|a, _, _| dl(a) as i32 as u32 as u64, 0b001, false),
+            Class::Valu64,
+        )),
+        "v_cvt_u32_f64" => Some((
+            K::V64(|a, _, _| dl(a) as u32 as u64, 0b001, false),
+            Class::Valu64,
+        )),
+        _ => None,
+    }
+}
+
+fn sx24(a: u32) -> i32 {
+    ((a << 8) as i32) >> 8
+}
+
+pub fn ldexp(x: f32, e: i32) -> f32 {
+    let e = e.clamp(-300, 300);
+    (f64::from(x) * 2f64.powi(e)) as f32
+}
+
+fn perm(a: u32, b: u32, sel: u32) -> u32 {
+    let bytes = ((a as u64) << 32) | b as u64;
+    let mut r = 0u32;
+    for i in 0..4 {
+        let s = (sel >> (8 * i)) & 0xFF;
+        let v = match s {
+            0..=7 => ((bytes >> (8 * s)) & 0xFF) as u32,
+            8..=11 => {
+                let byte = ((bytes >> (8 * ((s - 8) * 2 + 1))) & 0x80) as u32;
+                if byte != 0 {
+                    0xFF
+                } else {
+                    0
+                }
+            }
+            12 => 0,
+            _ => 0xFF,
+        };
+        r |= v << (8 * i);
+    }
+    r
+}
+
+/// f32 → f16 bits (round to nearest even, or toward zero with `rtz`).
+pub fn f32_to_f16(x: f32, rtz: bool) -> u16 {
+    let b = x.to_bits();
+    let sign = ((b >> 16) & 0x8000) as u16;
+    let exp = ((b >> 23) & 0xFF) as i32;
+    let man = b & 0x7F_FFFF;
+    if exp == 0xFF {
+        return sign | 0x7C00 | if man != 0 { 0x200 } else { 0 };
+    }
+    let e = exp - 127 + 15;
+    if e >= 31 {
+        return if rtz { sign | 0x7BFF } else { sign | 0x7C00 };
+    }
+    let (m, shift) = if e <= 0 {
+        if e < -10 {
+            return sign;
+        }
+        (man | 0x80_0000, (14 - e) as u32)
+    } else {
+        (man, 13u32)
+    };
+    let mut h = (m >> shift) as u16;
+    let rem = m & ((1 << shift) - 1);
+    let half = 1 << (shift - 1);
+    if !rtz && (rem > half || (rem == half && h & 1 == 1)) {
+        h += 1;
+    }
+    if e <= 0 {
+        sign | h
+    } else {
+        sign | (((e as u16) << 10) + h)
+    }
+}
+
+pub fn f16_to_f32(h: u16) -> f32 {
+    let sign = (u32::from(h) & 0x8000) << 16;
+    let exp = (u32::from(h) >> 10) & 0x1F;
+    let man = u32::from(h) & 0x3FF;
+    let bits = if exp == 0 {
+        if man == 0 {
+            sign
+        } else {
+            return f32::from_bits(sign)
+                + (man as f32) * 2f32.powi(-24) * if sign != 0 { -1.0 } else { 1.0 };
+        }
+    } else if exp == 31 {
+        sign | 0x7F80_0000 | (man << 13)
+    } else {
+        sign | ((exp + 112) << 23) | (man << 13)
+    };
+    f32::from_bits(bits)
+}
+
+fn mem_ty(suffix: &str) -> Option<Mem> {
+    let (bytes, signed, dwords) = match suffix {
+        "b32" | "dword" => (4, false, 1),
+        "b64" => (8, false, 2),
+        "b96" => (12, false, 3),
+        "b128" => (16, false, 4),
+        "u8" | "b8" => (1, false, 1),
+        "i8" => (1, true, 1),
+        "u16" | "b16" => (2, false, 1),
+        "i16" => (2, true, 1),
+        _ => return None,
+    };
+    Some(Mem {
+        bytes,
+        signed,
+        dwords,
+    })
+}
+
+fn atomic(n: &str) -> Option<(At, u8)> {
+    let (a, t) = n.rsplit_once('_')?;
+    let w = match t {
+        "u32" | "i32" | "b32" | "f32" => 1,
+        "u64" | "i64" | "b64" => 2,
+        _ => return None,
+    };
+    let at = match (a, t) {
+        ("add", "f32") => At::AddF32,
+        ("add", _) => At::Add,
+        ("sub", _) => At::Sub,
+        ("min", "i32" | "i64") => At::Min,
+        ("max", "i32" | "i64") => At::Max,
+        ("min", _) => At::Umin,
+        ("max", _) => At::Umax,
+        ("and", _) => At::And,
+        ("or", _) => At::Or,
+        ("xor", _) => At::Xor,
+        ("swap", _) | ("storexchg", _) => At::Swap,
+        ("inc", _) => At::Inc,
+        ("dec", _) => At::Dec,
+        ("cmpswap", _) | ("cmpstore", _) => At::Cmpswap,
+        _ => return None,
+    };
+    Some((at, w))
+}
+
+fn vmem(enc: Encoding, n: &str) -> Option<(K, Class)> {
+    let flat = enc == Encoding::Flat;
+    let rest = n
+        .strip_prefix("global_")
+        .or_else(|| n.strip_prefix("flat_"))
+        .or_else(|| n.strip_prefix("scratch_"))?;
+    let vclass = |m: Mem, store: bool| Class::Vmem {
+        dwords: m.dwords,
+        store,
+        saddr: true,
+        flat,
+    };
+    if let Some(t) = rest.strip_prefix("load_") {
+        let m = mem_ty(t)?;
+        return Some((K::GLoad(m), vclass(m, false)));
+    }
+    if let Some(t) = rest.strip_prefix("store_") {
+        let m = mem_ty(t)?;
+        return Some((K::GStore(m), vclass(m, true)));
+    }
+    if let Some(a) = rest.strip_prefix("atomic_") {
+        let (a, rtn) = match a.strip_suffix("_rtn") {
+            Some(x) => (x, true),
+            None => (a, false),
+        };
+        let (at, w) = atomic(a)?;
+        let m = Mem {
+            bytes: 4 * w,
+            signed: false,
+            dwords: w,
+        };
+        return Some((K::GAtomic(at, rtn, w), vclass(m, !rtn)));
+    }
+    None
+}
+
+fn ds(n: &str) -> Option<(K, Class)> {
+    let rest = n.strip_prefix("ds_")?;
+    let lc = |d: u8, store: bool| Class::Lds { dwords: d, store };
+    if let Some(t) = rest.strip_prefix("load_2addr_stride64_") {
+        let d = mem_ty(t)?.dwords;
+        return Some((K::DsLoad2(d, true), lc(2 * d, false)));
+    }
+    if let Some(t) = rest.strip_prefix("load_2addr_") {
+        let d = mem_ty(t)?.dwords;
+        return Some((K::DsLoad2(d, false), lc(2 * d, false)));
+    }
+    if let Some(t) = rest.strip_prefix("store_2addr_stride64_") {
+        let d = mem_ty(t)?.dwords;
+        return Some((K::DsStore2(d, true), lc(2 * d, true)));
+    }
+    if let Some(t) = rest.strip_prefix("store_2addr_") {
+        let d = mem_ty(t)?.dwords;
+        return Some((K::DsStore2(d, false), lc(2 * d, true)));
+    }
+    if let Some(t) = rest.strip_prefix("load_") {
+        let m = mem_ty(t)?;
+        return Some((K::DsLoad(m), lc(m.dwords, false)));
+    }
+    if let Some(t) = rest.strip_prefix("store_") {
+        let m = mem_ty(t)?;
+        return Some((K::DsStore(m), lc(m.dwords, true)));
+    }
+    let (a, rtn) = match rest
+        .strip_suffix("_rtn_u32")
+        .or_else(|| rest.strip_suffix("_rtn_b32"))
+    {
+        Some(x) => (x, true),
+        None => (rest.rsplit_once('_').map(|x| x.0)?, false),
+    };
+    let suffix = if rtn { "u32" } else { rest.rsplit_once('_')?.1 };
+    if !matches!(suffix, "u32" | "i32" | "b32" | "f32") {
+        return None;
+    }
+    let (at, _) = atomic(&format!("{a}_{suffix}"))?;
+    Some((K::DsAtomic(at, rtn), lc(1, !rtn)))
+}
+
+/// Semantics and class of `name` (mnemonic without `_e32`/`_e64`) in encoding `enc`.
+pub fn lookup(enc: Encoding, n: &str) -> Option<(K, Class)> {
+    use Encoding as E;
+    match enc {
+        E::Sopp => Some(match n {
+            "s_nop" => (K::SNop, Class::Immediate),
+            "s_clause"
+            | "s_waitcnt_depctr"
+            | "s_set_inst_prefetch_distance"
+            | "s_sleep"
+            | "s_setprio"
+            | "s_waitcnt_expcnt" => (K::Nop, Class::Immediate),
+            "s_delay_alu" | "s_code_end" | "s_icache_inv" => (K::Nop, Class::Silent),
+            "s_waitcnt" => (K::Waitcnt, Class::Immediate),
+            "s_endpgm" => (K::Endpgm, Class::Silent),
+            "s_barrier" => (K::Barrier, Class::Barrier),
+            "s_sendmsg" | "s_sendmsghalt" => (K::Nop, Class::Message),
+            "s_branch" => (K::Branch(Br::Always), Class::Branch),
+            "s_cbranch_scc0" => (K::Branch(Br::Scc0), Class::Branch),
+            "s_cbranch_scc1" => (K::Branch(Br::Scc1), Class::Branch),
+            "s_cbranch_vccz" => (K::Branch(Br::Vccz), Class::Branch),
+            "s_cbranch_vccnz" => (K::Branch(Br::Vccnz), Class::Branch),
+            "s_cbranch_execz" => (K::Branch(Br::Execz), Class::Branch),
+            "s_cbranch_execnz" => (K::Branch(Br::Execnz), Class::Branch),
+            _ => return None,
+        }),
+        E::Sopk => Some(match n {
+            "s_movk_i32" => (K::Movk, Class::Salu),
+            "s_cmovk_i32" => (K::Cmovk, Class::Salu),
+            "s_addk_i32" => (K::Addk, Class::Salu),
+            "s_mulk_i32" => (K::Mulk, Class::Salu),
+            "s_waitcnt_vscnt" => (K::WaitVs, Class::Immediate),
+            "s_waitcnt_vmcnt" | "s_waitcnt_lgkmcnt" | "s_waitcnt_expcnt" => {
+                (K::Waitcnt, Class::Immediate)
+            }
+            _ => {
+                let f = scmp(n)?;
+                (K::Cmpk(f, n.ends_with("i32")), Class::Salu)
+            }
+        }),
+        E::Sopc => {
+            let f = scmp(n)?;
+            Some((K::Sc(f, n.ends_with("u64")), Class::Salu))
+        }
+        E::Sop1 => {
+            if n == "s_getpc_b64" {
+                return Some((K::Getpc, Class::Salu));
+            }
+            saveexec(n).or_else(|| scalar(n))
+        }
+        E::Sop2 => scalar(n),
+        E::Smem => {
+            let t = n.strip_prefix("s_load_")?;
+            let d = match t {
+                "b32" => 1,
+                "b64" => 2,
+                "b128" => 4,
+                "b256" => 8,
+                "b512" => 16,
+                _ => return None,
+            };
+            Some((K::Smem(d), Class::Smem))
+        }
+        E::Vop1 | E::Vop2 | E::Vop3 | E::Vopc => {
+            if is_cmp(n) {
+                vcmp(n)
+            } else {
+                valu(n)
+            }
+        }
+        E::Flat | E::Global | E::Scratch => vmem(enc, n),
+        E::Ds => ds(n),
+        E::Mubuf => match n {
+            "buffer_gl0_inv" | "buffer_gl1_inv" => Some((K::CacheOp, Class::Immediate)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
