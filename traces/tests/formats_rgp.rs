@@ -351,3 +351,14 @@ fn truncated_rgp_gives_offsets() {
         .to_string();
     assert!(err.contains("offset 56"), "{err}");
 }
+
+/// Inputs the fuzzer found (an ASIC_INFO whose SE and CU counts overflowed a multiplication):
+/// they must give a model or an error, never a panic.
+#[test]
+fn fuzzer_findings_do_not_panic() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    for name in ["rgp-fuzz-mul-overflow.rgp"] {
+        let bytes = std::fs::read(dir.join(name)).unwrap();
+        let _ = rgp::import(Arc::new(BlobStore::Owned(bytes)), name);
+    }
+}

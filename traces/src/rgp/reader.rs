@@ -155,6 +155,17 @@ pub fn import(store: Arc<BlobStore>, source_name: &str) -> Result<Profile, RgpEr
                         why: format!("loader record size {rs} < 40"),
                     });
                 }
+                // Bound the table by the chunk before any arithmetic on its size fields.
+                if count
+                    .checked_mul(rs)
+                    .and_then(|t| t.checked_add(record_table::SIZE))
+                    .is_none_or(|end| end > b.len())
+                {
+                    return Err(RgpError::BadChunk {
+                        offset: c.offset,
+                        why: format!("{count} loader records of {rs} bytes do not fit the chunk"),
+                    });
+                }
                 for i in 0..count {
                     let r = record_table::SIZE + i * rs;
                     let base = field(
@@ -174,6 +185,19 @@ pub fn import(store: Arc<BlobStore>, source_name: &str) -> Result<Profile, RgpEr
                 let qn = field(rd_u32(b, QUEUE_INFO_SIZE), c, "queue_info_table_size")? as usize;
                 let en =
                     field(rd_u32(b, EVENT_COUNT), c, "queue_event_table_record_count")? as usize;
+                if en
+                    .checked_mul(EVENT_RECORD)
+                    .and_then(|t| t.checked_add(qn))
+                    .and_then(|t| t.checked_add(SIZE))
+                    .is_none_or(|end| end > b.len())
+                {
+                    return Err(RgpError::BadChunk {
+                        offset: c.offset,
+                        why: format!(
+                            "{en} queue events after a {qn}-byte queue table do not fit the chunk"
+                        ),
+                    });
+                }
                 for i in 0..en {
                     let r = SIZE + qn + i * EVENT_RECORD;
                     let ty = field(rd_u32(b, r + EV_TYPE), c, "queue event")?;
@@ -303,10 +327,13 @@ fn asic_props(b: &[u8], c: &ChunkInfo) -> Result<BTreeMap<String, i64>, RgpError
     props.insert("simd_per_cu".to_string(), simd_per_cu);
     props.insert("max_waves_per_simd".to_string(), waves);
     props.insert("lds_size_in_kb".to_string(), lds / 1024);
-    props.insert("simd_count".to_string(), ses * cu_per_se * simd_per_cu);
+    props.insert(
+        "simd_count".to_string(),
+        ses.saturating_mul(cu_per_se).saturating_mul(simd_per_cu),
+    );
     if sa_per_se > 0 {
         props.insert("simd_arrays_per_engine".to_string(), sa_per_se);
-        props.insert("array_count".to_string(), ses * sa_per_se);
+        props.insert("array_count".to_string(), ses.saturating_mul(sa_per_se));
         props.insert("cu_per_simd_array".to_string(), cu_per_sa);
     }
     if let Some(f) = facts {

@@ -401,21 +401,11 @@ impl<'a> Decoder<'a> {
 
     /// Call `f` with every packet and its repeat count (as [`Decoder::next_run`] gives them),
     /// to the end of the blob. This is the fastest way through a stream: the fast path's state
-    /// lives in registers, and long RDNA streams are decoded by two interleaved chains
-    /// (see `run_two_chains`).
+    /// lives in registers for the whole loop.
     #[inline]
     pub fn for_each_run<F: FnMut(&Packet, u32)>(&mut self, mut f: F) {
-        self.for_each_run_with_block(&mut f, ILP_BLOCK)
-    }
-
-    /// [`Decoder::for_each_run`] with a chosen speculation block size (for tests).
-    #[doc(hidden)]
-    pub fn for_each_run_with_block<F: FnMut(&Packet, u32)>(&mut self, f: &mut F, block: usize) {
         loop {
             if self.fast {
-                if self.table.layout != Layout::Cdna && block > 0 {
-                    self.run_two_chains(f, block);
-                }
                 let data = self.data;
                 let table = self.table;
                 let nops = self.nops_are_zero;
@@ -457,100 +447,6 @@ impl<'a> Decoder<'a> {
                 None => return,
             }
         }
-    }
-
-    /// Decoding is a serial chain (each packet's position depends on the previous packet's
-    /// size), so one chain leaves most of the core idle. Here a second chain decodes the next
-    /// block speculatively, from its first byte, while the first chain decodes the current one;
-    /// the two are independent and run side by side in the core. The speculative chain soon
-    /// falls onto true packet boundaries (packets are short and the stream is half NOP
-    /// padding); when the first chain reaches a position the second one decoded, everything
-    /// the second chain read from there on is the stream's own decode, and is handed out with
-    /// its times shifted onto the first chain's clock. Without such a meeting point the
-    /// speculative work is dropped and decoding simply goes on. RDNA only (CDNA timestamps
-    /// re-anchor the clock, which a chain that starts mid-stream cannot do).
-    fn run_two_chains<F: FnMut(&Packet, u32)>(&mut self, f: &mut F, block: usize) {
-        let data = self.data;
-        let table = self.table;
-        let nops = self.nops_are_zero;
-        let layout = table.layout;
-        let mut buf: Vec<(Packet, u32, i64)> = Vec::new();
-        let (mut pos_a, mut time_a) = (self.pos, self.time);
-        let packet = |raw: u64, info: Info, offset: u64, time: i64| Packet {
-            offset,
-            time,
-            raw,
-            ty: info.ty,
-            nibbles: info.nibbles,
-            index: info.index,
-            layout,
-        };
-        'blocks: loop {
-            let b_start = ((pos_a >> 1) as usize + block) as u64 * 2;
-            let b_end = b_start + 2 * block as u64;
-            if (b_end >> 1) as usize + 16 > data.len() {
-                break;
-            }
-            buf.clear();
-            let (mut pos_b, mut time_b, mut b_live) = (b_start, 0i64, true);
-            loop {
-                let a_live = pos_a < b_start;
-                b_live &= pos_b < b_end;
-                if !a_live && !b_live {
-                    break;
-                }
-                if a_live {
-                    let Some((raw, info, size, count)) = fast_step(data, table, nops, pos_a) else {
-                        break 'blocks;
-                    };
-                    time_a = time_a.wrapping_add(fast_delta(info, raw));
-                    f(&packet(raw, info, pos_a, time_a), count);
-                    pos_a += size as u64;
-                }
-                if b_live {
-                    match fast_step(data, table, nops, pos_b) {
-                        Some((raw, info, size, count)) => {
-                            let before = time_b;
-                            time_b = time_b.wrapping_add(fast_delta(info, raw));
-                            buf.push((packet(raw, info, pos_b, time_b), count, before));
-                            pos_b += size as u64;
-                        }
-                        None => b_live = false,
-                    }
-                }
-            }
-            // Walk the first chain on until it stands where the second one stood.
-            let limit = b_start + 4096;
-            let mut j = 0;
-            let meet = loop {
-                while j < buf.len() && buf[j].0.offset < pos_a {
-                    j += 1;
-                }
-                if j < buf.len() && buf[j].0.offset == pos_a {
-                    break Some(j);
-                }
-                if j >= buf.len() || pos_a > limit {
-                    break None;
-                }
-                let Some((raw, info, size, count)) = fast_step(data, table, nops, pos_a) else {
-                    break 'blocks;
-                };
-                time_a = time_a.wrapping_add(fast_delta(info, raw));
-                f(&packet(raw, info, pos_a, time_a), count);
-                pos_a += size as u64;
-            };
-            if let Some(j) = meet {
-                let shift = time_a.wrapping_sub(buf[j].2);
-                for (p, n, _) in &buf[j..] {
-                    let mut p = *p;
-                    p.time = p.time.wrapping_add(shift);
-                    f(&p, *n);
-                }
-                pos_a = pos_b;
-                time_a = time_b.wrapping_add(shift);
-            }
-        }
-        (self.pos, self.time) = (pos_a, time_a);
     }
 
     #[cold]
@@ -672,14 +568,16 @@ impl<'a> Decoder<'a> {
     }
 }
 
-/// Bytes per speculative block of [`Decoder::for_each_run`]'s second chain.
-const ILP_BLOCK: usize = 16 << 10;
-
 /// One fast-path step at `pos`: the packet's first 64 bits, its table entry, the nibbles it
 /// spans (a whole NOP run) and its repeat count. None near the end of the blob or for a packet
 /// that needs the general path.
 #[inline(always)]
-fn fast_step(data: &[u8], table: &'static Table, nops: bool, pos: u64) -> Option<(u64, Info, u32, u32)> {
+fn fast_step(
+    data: &[u8],
+    table: &'static Table,
+    nops: bool,
+    pos: u64,
+) -> Option<(u64, Info, u32, u32)> {
     let at = (pos >> 1) as usize;
     let bytes = data.get(at..at + 16)?;
     let mut b = [0u8; 8];
@@ -707,14 +605,6 @@ fn fast_step(data: &[u8], table: &'static Table, nops: bool, pos: u64) -> Option
 #[inline(always)]
 fn is_marker_raw(info: Info, raw: u64) -> bool {
     (raw >> info.rt_bit) & 1 == 1 && (raw >> info.pl_bit) & 1 == 0
-}
-
-/// A fast-path packet's delta on RDNA (no CDNA timestamps there).
-#[inline(always)]
-fn fast_delta(info: Info, raw: u64) -> i64 {
-    let delta = ((raw >> info.delta_lo) & info.delta_mask) + info.add as u64;
-    let marker = info.check == 1 && is_marker_raw(info, raw);
-    (delta & (marker as u64).wrapping_sub(1)) as i64
 }
 
 impl Iterator for Decoder<'_> {
