@@ -161,9 +161,16 @@ pub(super) fn decode(bytes: &[u8], target: GfxTarget) -> Result<Instruction, Isa
     }
     // Built from scalars in one go: filling the array word by word and copying the
     // instruction right after stalls store forwarding (measurable on short SOPP words).
-    let w = |k: usize| if k < base / 4 { dword(bytes, k).unwrap_or(0) } else { 0 };
-    let words = [w0, w(1), w(2), w(3), w(4)];
-    let mut insn = Instruction {
+    let w = |k: usize| {
+        if k < base / 4 {
+            dword(bytes, k).unwrap_or(0)
+        } else {
+            0
+        }
+    };
+    let (w1, w2, w3, w4) = (w(1), w(2), w(3), w(4));
+    let words = [w0, w1, w2, w3, w4];
+    let insn = Instruction {
         target,
         encoding,
         opcode: op as u16,
@@ -180,17 +187,16 @@ pub(super) fn decode(bytes: &[u8], target: GfxTarget) -> Result<Instruction, Isa
             need,
             have: bytes.len(),
         })?;
-        // Constant indices keep the words in registers (no store-forwarding stall on copy).
-        match base / 4 {
-            1 => insn.words[1] = lit,
-            2 => insn.words[2] = lit,
-            3 => insn.words[3] = lit,
-            4 => insn.words[4] = lit,
-            _ => {}
-        }
-        insn.len = need as u8;
+        let pick = |k: usize, w: u32| if base / 4 == k { lit } else { w };
+        return Ok(Instruction {
+            words: [w0, pick(1, w1), pick(2, w2), pick(3, w3), pick(4, w4)],
+            len: need as u8,
+            ..insn
+        });
     }
-    Ok(insn)
+    // Rebuilt from scalars: copying `insn` (filled word by word in memory for needs_literal)
+    // would stall store forwarding on every instruction.
+    Ok(Instruction { words, ..insn })
 }
 
 /// Printed unified-format suffix of a VBUFFER tbuffer format ("" for the default format).
