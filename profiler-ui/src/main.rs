@@ -6,7 +6,11 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "wavescope", version, about = "Profiler and tracer for AMD GPUs built around SQTT")]
+#[command(
+    name = "wavescope",
+    version,
+    about = "Profiler and tracer for AMD GPUs built around SQTT"
+)]
 #[command(args_conflicts_with_subcommands = true)]
 struct Args {
     #[command(subcommand)]

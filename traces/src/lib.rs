@@ -6,13 +6,13 @@
 //! - [`model`] and the file formats: tinygrad pickles, wavescope's `.wst`, `.rgp`, Perfetto JSON.
 
 pub mod isa;
-pub mod sqtt;
-pub mod target;
 pub mod model;
 pub mod open;
 pub mod perfetto;
 pub mod pickle;
 pub mod rgp;
+pub mod sqtt;
+pub mod target;
 pub mod tinygrad;
 pub mod wst;
 

@@ -3,9 +3,9 @@
 pub mod capture;
 pub mod convert;
 pub mod decode;
+pub mod devices;
 pub mod disasm;
 pub mod export;
 pub mod info;
 pub mod open;
 pub mod stats;
-pub mod devices;
