@@ -94,6 +94,8 @@ pub struct App {
     config_dir: Option<PathBuf>,
     dialog: Option<FileDialog>,
     screenshot: Option<Screenshot>,
+    /// The view to switch to once loading finishes.
+    pending_view: Option<Tab>,
 }
 
 /// Where recent files are remembered: `$WAVESCOPE_CONFIG_DIR`, else the XDG config dir.
@@ -134,11 +136,19 @@ impl App {
             config_dir,
             dialog: None,
             screenshot: None,
+            pending_view: None,
         };
         if let Some(f) = file {
             app.open(f);
         }
         app
+    }
+
+    /// Show `tab` once the file is loaded; for the SQTT and instruction views, on the last
+    /// kernel that has SQTT data (the demo's most interesting one).
+    pub fn with_view(mut self, tab: Tab) -> App {
+        self.pending_view = Some(tab);
+        self
     }
 
     /// Render one frame of `tab` to a PNG once everything is loaded, then close the window.
@@ -240,7 +250,17 @@ impl App {
     pub fn poll(&mut self) {
         if let State::Loading { rx, path, .. } = &self.state {
             match rx.try_recv() {
-                Ok(Ok(l)) => self.state = State::Loaded(l),
+                Ok(Ok(mut l)) => {
+                    if let Some(tab) = self.pending_view.take() {
+                        if matches!(tab, Tab::Sqtt | Tab::Instructions) {
+                            if let Some(k) = l.sqtt_kernels.last().copied() {
+                                l.open_kernel(k);
+                            }
+                        }
+                        self.tab = tab;
+                    }
+                    self.state = State::Loaded(l)
+                }
                 Ok(Err(error)) => {
                     self.state = State::Failed {
                         path: path.clone(),

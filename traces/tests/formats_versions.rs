@@ -13,7 +13,9 @@ fn pickles_from_tinygrad_0_11_to_0_14_open() {
         let version = e["version"].as_str().unwrap();
         let info = traces::open::info_path(&dir.join(format!("tinygrad-{version}.pkl")))
             .unwrap_or_else(|err| panic!("tinygrad {version}: {err}"));
-        let counts = info.source_event_counts.expect("a pickle reports its event counts");
+        let counts = info
+            .source_event_counts
+            .expect("a pickle reports its event counts");
         let want: std::collections::BTreeMap<String, u64> =
             serde_json::from_value(e["counts"].clone()).unwrap();
         assert_eq!(counts, want, "tinygrad {version}");

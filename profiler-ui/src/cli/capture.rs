@@ -277,7 +277,8 @@ pub fn demo_then_open() -> Result<()> {
     super::open::run(super::open::OpenArgs {
         file: Some(wst.clone()),
         screenshot: None,
-        view: super::open::View::Timeline,
+        // Straight to the waves of the last demo kernel (matmul).
+        view: super::open::View::Sqtt,
         size: "1600x1000".into(),
     })
     .with_context(|| {

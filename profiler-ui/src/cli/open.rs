@@ -15,7 +15,7 @@ pub struct OpenArgs {
     /// Render one frame to this PNG once the file is loaded, then exit.
     #[arg(long)]
     pub screenshot: Option<PathBuf>,
-    /// The view to render for --screenshot.
+    /// The view to show (and to render for --screenshot).
     #[arg(long, value_enum, default_value_t = View::Timeline)]
     pub view: View,
     /// Window size in logical pixels, WIDTHxHEIGHT.
@@ -23,7 +23,7 @@ pub struct OpenArgs {
     pub size: String,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum View {
     Timeline,
     Sqtt,
@@ -61,6 +61,14 @@ pub fn run(a: OpenArgs) -> Result<()> {
         }
         eprintln!("wrote {}", out.display());
         return Ok(());
+    }
+    if a.view != View::Timeline {
+        app = app.with_view(match a.view {
+            View::Timeline => Tab::Timeline,
+            View::Sqtt => Tab::Sqtt,
+            View::Instructions => Tab::Instructions,
+            View::Pmc => Tab::Pmc,
+        });
     }
     profiler_ui::run_gui(app, &title, [w, h]).map_err(anyhow::Error::msg)
 }
