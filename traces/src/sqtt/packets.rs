@@ -345,51 +345,112 @@ macro_rules! rdna {
 pub const TS_DELTA_S8_W3_NIBBLES_72: u8 = 18;
 pub const TS_DELTA_S8_W3_NIBBLES_64: u8 = 16;
 
+// Types laid out the same in both RDNA layouts.
+const VALUINST_T: PacketType = rdna!(
+    "VALUINST",
+    1,
+    3,
+    0b011,
+    11,
+    K::ValuInst,
+    T::Plain,
+    VALUINST_F
+);
+const VMEMEXEC_T: PacketType = rdna!("VMEMEXEC", 2, 4, 0b1111, 7, K::VmemExec, T::Plain, EXEC_F);
+const ALUEXEC_T: PacketType = rdna!("ALUEXEC", 3, 4, 0b1110, 7, K::AluExec, T::Plain, EXEC_F);
+const IMMEDIATE_T: PacketType = rdna!(
+    "IMMEDIATE",
+    4,
+    4,
+    0b1101,
+    11,
+    K::Immediate,
+    T::Plain,
+    IMMEDIATE_F
+);
+const IMMEDIATE_MASK_T: PacketType = rdna!(
+    "IMMEDIATE_MASK",
+    5,
+    5,
+    0b00100,
+    23,
+    K::ImmediateMask,
+    T::Plain,
+    MASK_F
+);
+const WAVERDY_T: PacketType = rdna!("WAVERDY", 6, 5, 0b10100, 23, K::WaveReady, T::Plain, MASK_F);
+const TS_DELTA_S8_W3_T: PacketType = rdna!(
+    "TS_DELTA_S8_W3",
+    7,
+    7,
+    0b0100001,
+    71,
+    K::TimeDelta,
+    T::Plain,
+    D10_8
+);
+const UTILCTR_T: PacketType = rdna!(
+    "UTILCTR",
+    14,
+    7,
+    0b0110001,
+    47,
+    K::UtilCtr,
+    T::Plain,
+    UTILCTR_F
+);
+const TS_DELTA_SHORT_T: PacketType = rdna!(
+    "TS_DELTA_SHORT",
+    15,
+    4,
+    0b1000,
+    7,
+    K::TimeDelta,
+    T::Short,
+    SHORT_F
+);
+const TS_WAVE_STATE_T: PacketType = rdna!(
+    "TS_WAVE_STATE",
+    17,
+    7,
+    0b1010001,
+    23,
+    K::WaveState,
+    T::Plain,
+    WAVE_STATE_F
+);
+const EVENT_T: PacketType = rdna!("EVENT", 18, 8, 0b01100001, 23, K::Event, T::Plain, EVENT_F);
+const EVENT_BIG_T: PacketType = rdna!(
+    "EVENT_BIG",
+    19,
+    8,
+    0b11100001,
+    31,
+    K::Event,
+    T::Plain,
+    EVENT_BIG_F
+);
+const REG_T: PacketType = rdna!("REG", 20, 4, 0b1001, 63, K::Reg, T::Plain, REG_F);
+const SNAPSHOT_T: PacketType = rdna!(
+    "SNAPSHOT",
+    21,
+    7,
+    0b1110001,
+    63,
+    K::Snapshot,
+    T::Plain,
+    SNAPSHOT_F
+);
+
 /// RDNA3 (layout 3) packet types in the reference decoder's key order (rocprof ids 1..=24).
 pub static RDNA3: [PacketType; 24] = [
-    rdna!(
-        "VALUINST",
-        1,
-        3,
-        0b011,
-        11,
-        K::ValuInst,
-        T::Plain,
-        VALUINST_F
-    ),
-    rdna!("VMEMEXEC", 2, 4, 0b1111, 7, K::VmemExec, T::Plain, EXEC_F),
-    rdna!("ALUEXEC", 3, 4, 0b1110, 7, K::AluExec, T::Plain, EXEC_F),
-    rdna!(
-        "IMMEDIATE",
-        4,
-        4,
-        0b1101,
-        11,
-        K::Immediate,
-        T::Plain,
-        IMMEDIATE_F
-    ),
-    rdna!(
-        "IMMEDIATE_MASK",
-        5,
-        5,
-        0b00100,
-        23,
-        K::ImmediateMask,
-        T::Plain,
-        MASK_F
-    ),
-    rdna!("WAVERDY", 6, 5, 0b10100, 23, K::WaveReady, T::Plain, MASK_F),
-    rdna!(
-        "TS_DELTA_S8_W3",
-        7,
-        7,
-        0b0100001,
-        71,
-        K::TimeDelta,
-        T::Plain,
-        D10_8
-    ),
+    VALUINST_T,
+    VMEMEXEC_T,
+    ALUEXEC_T,
+    IMMEDIATE_T,
+    IMMEDIATE_MASK_T,
+    WAVERDY_T,
+    TS_DELTA_S8_W3_T,
     rdna!(
         "WAVEEND",
         8,
@@ -441,59 +502,14 @@ pub static RDNA3: [PacketType; 24] = [
         D7_5
     ),
     rdna!("PERF", 13, 5, 0b10110, 27, K::Perf, T::Plain, PERF3_F),
-    rdna!(
-        "UTILCTR",
-        14,
-        7,
-        0b0110001,
-        47,
-        K::UtilCtr,
-        T::Plain,
-        UTILCTR_F
-    ),
-    rdna!(
-        "TS_DELTA_SHORT",
-        15,
-        4,
-        0b1000,
-        7,
-        K::TimeDelta,
-        T::Short,
-        SHORT_F
-    ),
+    UTILCTR_T,
+    TS_DELTA_SHORT_T,
     NOP,
-    rdna!(
-        "TS_WAVE_STATE",
-        17,
-        7,
-        0b1010001,
-        23,
-        K::WaveState,
-        T::Plain,
-        WAVE_STATE_F
-    ),
-    rdna!("EVENT", 18, 8, 0b01100001, 23, K::Event, T::Plain, EVENT_F),
-    rdna!(
-        "EVENT_BIG",
-        19,
-        8,
-        0b11100001,
-        31,
-        K::Event,
-        T::Plain,
-        EVENT_BIG_F
-    ),
-    rdna!("REG", 20, 4, 0b1001, 63, K::Reg, T::Plain, REG_F),
-    rdna!(
-        "SNAPSHOT",
-        21,
-        7,
-        0b1110001,
-        63,
-        K::Snapshot,
-        T::Plain,
-        SNAPSHOT_F
-    ),
+    TS_WAVE_STATE_T,
+    EVENT_T,
+    EVENT_BIG_T,
+    REG_T,
+    SNAPSHOT_T,
     rdna!(
         "TS_DELTA_OR_MARK",
         22,
@@ -510,49 +526,13 @@ pub static RDNA3: [PacketType; 24] = [
 
 /// RDNA4 (layout 4): RDNA3 with eight types replaced, same key order.
 pub static RDNA4: [PacketType; 24] = [
-    rdna!(
-        "VALUINST",
-        1,
-        3,
-        0b011,
-        11,
-        K::ValuInst,
-        T::Plain,
-        VALUINST_F
-    ),
-    rdna!("VMEMEXEC", 2, 4, 0b1111, 7, K::VmemExec, T::Plain, EXEC_F),
-    rdna!("ALUEXEC", 3, 4, 0b1110, 7, K::AluExec, T::Plain, EXEC_F),
-    rdna!(
-        "IMMEDIATE",
-        4,
-        4,
-        0b1101,
-        11,
-        K::Immediate,
-        T::Plain,
-        IMMEDIATE_F
-    ),
-    rdna!(
-        "IMMEDIATE_MASK",
-        5,
-        5,
-        0b00100,
-        23,
-        K::ImmediateMask,
-        T::Plain,
-        MASK_F
-    ),
-    rdna!("WAVERDY", 6, 5, 0b10100, 23, K::WaveReady, T::Plain, MASK_F),
-    rdna!(
-        "TS_DELTA_S8_W3",
-        7,
-        7,
-        0b0100001,
-        71,
-        K::TimeDelta,
-        T::Plain,
-        D10_8
-    ),
+    VALUINST_T,
+    VMEMEXEC_T,
+    ALUEXEC_T,
+    IMMEDIATE_T,
+    IMMEDIATE_MASK_T,
+    WAVERDY_T,
+    TS_DELTA_S8_W3_T,
     rdna!(
         "WAVEEND_RDNA4",
         8,
@@ -604,59 +584,14 @@ pub static RDNA4: [PacketType; 24] = [
         D9_7
     ),
     rdna!("PERF_RDNA4", 13, 5, 0b10110, 31, K::Perf, T::Plain, PERF4_F),
-    rdna!(
-        "UTILCTR",
-        14,
-        7,
-        0b0110001,
-        47,
-        K::UtilCtr,
-        T::Plain,
-        UTILCTR_F
-    ),
-    rdna!(
-        "TS_DELTA_SHORT",
-        15,
-        4,
-        0b1000,
-        7,
-        K::TimeDelta,
-        T::Short,
-        SHORT_F
-    ),
+    UTILCTR_T,
+    TS_DELTA_SHORT_T,
     NOP,
-    rdna!(
-        "TS_WAVE_STATE",
-        17,
-        7,
-        0b1010001,
-        23,
-        K::WaveState,
-        T::Plain,
-        WAVE_STATE_F
-    ),
-    rdna!("EVENT", 18, 8, 0b01100001, 23, K::Event, T::Plain, EVENT_F),
-    rdna!(
-        "EVENT_BIG",
-        19,
-        8,
-        0b11100001,
-        31,
-        K::Event,
-        T::Plain,
-        EVENT_BIG_F
-    ),
-    rdna!("REG", 20, 4, 0b1001, 63, K::Reg, T::Plain, REG_F),
-    rdna!(
-        "SNAPSHOT",
-        21,
-        7,
-        0b1110001,
-        63,
-        K::Snapshot,
-        T::Plain,
-        SNAPSHOT_F
-    ),
+    TS_WAVE_STATE_T,
+    EVENT_T,
+    EVENT_BIG_T,
+    REG_T,
+    SNAPSHOT_T,
     rdna!(
         "TS_DELTA_OR_MARK_RDNA4",
         22,
