@@ -42,7 +42,26 @@ enum Command {
     Devices(cli::devices::DevicesArgs),
 }
 
+/// `wavescope info x | head` closes stdout early; `println!` then panics with a broken pipe.
+/// A reader that stopped reading is not an error: end quietly instead of printing a panic.
+fn quiet_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.contains("failed printing to stdout") && msg.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_broken_pipe();
     let args = Args::parse();
     let result = match args.command {
         Some(Command::Capture(a)) => cli::capture::run(a),

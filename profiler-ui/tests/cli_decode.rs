@@ -156,3 +156,30 @@ fn bad_input_is_an_error_naming_the_file() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A reader that stops early (`| head`) ends the command quietly, never with a panic.
+#[test]
+fn closed_stdout_is_not_a_panic() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let pkl = shared().join("gfx1100/gemm_run_0/profile.pkl");
+    let blob = shared().join("gfx1100/gemm_run_0/kern0_se0.sqtt");
+    for args in [
+        vec!["info", pkl.to_str().unwrap()],
+        vec!["stats", pkl.to_str().unwrap(), "--json"],
+        vec!["decode", blob.to_str().unwrap(), "--format", "canonical"],
+    ] {
+        let mut child = wavescope()
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = [0u8; 16];
+        child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+        // stdout is now closed.
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
