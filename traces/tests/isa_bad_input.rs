@@ -109,3 +109,13 @@ fn random_words_never_panic() {
         }
     }
 }
+
+/// An input the fuzzer found (a symbol name offset that overflowed when added to the string
+/// table's offset): an error or a parse, never a panic.
+#[test]
+fn fuzzer_findings_do_not_panic() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/codeobj-fuzz-add-overflow.elf");
+    let bytes = std::fs::read(path).unwrap();
+    let _ = traces::isa::CodeObject::parse(&bytes);
+}

@@ -281,7 +281,7 @@ fn by_hand(r: &Reader) -> Result<(Vec<Section>, Vec<Sym>), CodeObjectError> {
         .iter()
         .map(|&(n, typ, addr, offset, size, link)| Section {
             name: strtab_off
-                .map(|b| r.cstr(b + u64::from(n)))
+                .map(|b| r.cstr(b.saturating_add(u64::from(n))))
                 .unwrap_or_default(),
             typ,
             addr,
@@ -304,7 +304,7 @@ fn by_hand(r: &Reader) -> Result<(Vec<Section>, Vec<Sym>), CodeObjectError> {
             let mut sz = [0u8; 8];
             sz.copy_from_slice(&e[16..24]);
             syms.push(Sym {
-                name: r.cstr(str_off + u64::from(name)),
+                name: r.cstr(str_off.saturating_add(u64::from(name))),
                 value: u64::from_le_bytes(v),
                 size: u64::from_le_bytes(sz),
                 typ: e[4] & 0xF,
@@ -367,7 +367,7 @@ impl CodeObject {
                         && s.addr != 0
                 })
                 .ok_or_else(outside)?;
-            let off = sec.offset + (kd.value - sec.addr);
+            let off = sec.offset.saturating_add(kd.value - sec.addr);
             let raw = r
                 .slice("kernel descriptor", off, 64)
                 .map_err(|_| outside())?;
