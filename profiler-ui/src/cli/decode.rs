@@ -253,7 +253,6 @@ fn write_text(
         token_at.entry(t.offset).or_insert(t.wave);
     }
     let mut prev = 0i64;
-    let layout = std::cell::Cell::new(sqtt::Layout::Rdna3);
     for p in Decoder::new(blob, opts) {
         let dt = p.time - prev;
         prev = p.time;
@@ -264,11 +263,6 @@ fn write_text(
         match p.ty.kind {
             Kind::LayoutHeader => {
                 let l = p.get(Role::Layout).unwrap_or(0);
-                layout.set(match l {
-                    3 => sqtt::Layout::Rdna3,
-                    4 => sqtt::Layout::Rdna4,
-                    _ => sqtt::Layout::Cdna,
-                });
                 details = format!("layout {l}");
             }
             Kind::WaveStart | Kind::WaveEnd => {
@@ -290,7 +284,7 @@ fn write_text(
             Kind::Inst | Kind::ValuInst | Kind::Immediate | Kind::ImmediateMask => {
                 let slot = p.get(Role::Wave);
                 if let Some(op) = p.get(Role::Op) {
-                    details = format!("{:<18}", sqtt::op_name(layout.get(), op as u32).to_string());
+                    details = format!("{:<18}", sqtt::op_name(p.layout, op as u32).to_string());
                 }
                 if let Some(mask) = p.get(Role::Mask) {
                     details = format!("mask {mask:#06x}");

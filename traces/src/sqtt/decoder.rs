@@ -71,6 +71,21 @@ impl Packet {
         self.ty.field(role).map(|f| f.get(self.raw))
     }
 
+    /// The compute unit of a wave packet: RDNA `wgp | sa << width(wgp)` (the SA bit sits just
+    /// above the WGP field: bit 3 on layout 3, bit 4 with layout 4's 4-bit WGPs), CDNA `cu`.
+    /// 0 for packets without those fields.
+    pub fn cu(&self) -> u16 {
+        use super::packets::Role;
+        match self.layout {
+            Layout::Cdna => self.get(Role::Cu).unwrap_or(0) as u16,
+            _ => {
+                let wgp = self.get(Role::Wgp).unwrap_or(0) as u16;
+                let shift = self.ty.field(Role::Wgp).map_or(3, |f| f.width());
+                wgp | (self.get(Role::Sa).unwrap_or(0) as u16) << shift
+            }
+        }
+    }
+
     /// All printable fields with their values, in canonical order.
     pub fn fields(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
         self.ty
@@ -297,13 +312,7 @@ impl<'a> Decoder<'a> {
     /// CDNA_TIMESTAMP: when bits [15:4] are zero the packet carries an absolute 48-bit counter;
     /// the first one fixes the offset, later ones replace the time (reference rule, §3.1).
     fn cdna_timestamp(&mut self, raw: u64) {
-        if (raw >> 4) & 0xfff == 0 {
-            let abs = (raw >> 16) as i64;
-            match self.ts_offset {
-                None => self.ts_offset = Some(abs.wrapping_sub(self.time)),
-                Some(off) => self.time = (abs.wrapping_sub(off) & !3) - 4,
-            }
-        }
+        cdna_anchor(raw, &mut self.time, &mut self.ts_offset);
     }
 
     /// A LAYOUT_HEADER switches tables: 4 -> RDNA4, 3 -> keep, anything else -> CDNA with the
@@ -369,31 +378,12 @@ impl<'a> Decoder<'a> {
     pub fn next_run(&mut self) -> Option<(Packet, u32)> {
         if self.fast {
             let pos = self.pos;
-            let at = (pos >> 1) as usize;
-            if let Some(bytes) = self.data.get(at..at + 16) {
-                let mut b = [0u8; 16];
-                b.copy_from_slice(bytes);
-                let raw = (u128::from_le_bytes(b) >> ((pos as u32 & 1) << 2)) as u64;
-                let info = self.table.info[raw as u8 as usize];
-                if info.special == 0 {
-                    let nop_run = (raw & 0xf == 0) & self.nops_are_zero;
-                    // Zero nibbles from the bottom: 1..=16.
-                    let run = ((raw | 1 << 63).trailing_zeros() / 4).max(1) + (raw == 0) as u32;
-                    let size = if nop_run { run } else { info.nibbles as u32 };
-                    let count = if nop_run { run } else { 1 };
-                    let mut delta = ((raw >> info.delta_lo) & info.delta_mask) + info.add as u64;
-                    if info.check != 0 {
-                        if info.check == 2 {
-                            self.cdna_timestamp(raw);
-                        } else if (raw >> info.rt_bit) & 1 == 1 && (raw >> info.pl_bit) & 1 == 0 {
-                            // A realtime marker carries the clock, not a delta.
-                            delta = 0;
-                        }
-                    }
-                    self.time = self.time.wrapping_add(delta as i64);
-                    self.pos = pos + size as u64;
-                    return Some((self.packet(info, pos, self.time, raw, info.nibbles), count));
-                }
+            if let Some((raw, info, size, count)) =
+                fast_step(self.data, self.table, self.nops_are_zero, pos)
+            {
+                fast_advance(info, raw, &mut self.time, &mut self.ts_offset);
+                self.pos = pos + size as u64;
+                return Some((self.packet(info, pos, self.time, raw, info.nibbles), count));
             }
         }
         self.next_run_slow()
@@ -412,22 +402,7 @@ impl<'a> Decoder<'a> {
                 let layout = table.layout;
                 let (mut pos, mut time, mut ts_offset) = (self.pos, self.time, self.ts_offset);
                 while let Some((raw, info, size, count)) = fast_step(data, table, nops, pos) {
-                    let mut delta = ((raw >> info.delta_lo) & info.delta_mask) + info.add as u64;
-                    if info.check != 0 {
-                        if info.check == 2 {
-                            // CDNA timestamp (see `cdna_timestamp`).
-                            if (raw >> 4) & 0xfff == 0 {
-                                let abs = (raw >> 16) as i64;
-                                match ts_offset {
-                                    None => ts_offset = Some(abs.wrapping_sub(time)),
-                                    Some(off) => time = (abs.wrapping_sub(off) & !3) - 4,
-                                }
-                            }
-                        } else if is_marker_raw(info, raw) {
-                            delta = 0;
-                        }
-                    }
-                    time = time.wrapping_add(delta as i64);
+                    fast_advance(info, raw, &mut time, &mut ts_offset);
                     let p = Packet {
                         offset: pos,
                         time,
@@ -605,6 +580,35 @@ fn fast_step(
 #[inline(always)]
 fn is_marker_raw(info: Info, raw: u64) -> bool {
     (raw >> info.rt_bit) & 1 == 1 && (raw >> info.pl_bit) & 1 == 0
+}
+
+/// The fast path's time rule for one packet: its delta (the default TS_DELTA_SHORT offset is in
+/// the table), nothing for a realtime marker, re-anchoring for a CDNA timestamp.
+#[inline(always)]
+fn fast_advance(info: Info, raw: u64, time: &mut i64, ts_offset: &mut Option<i64>) {
+    let mut delta = ((raw >> info.delta_lo) & info.delta_mask) + info.add as u64;
+    if info.check != 0 {
+        if info.check == 2 {
+            cdna_anchor(raw, time, ts_offset);
+        } else if is_marker_raw(info, raw) {
+            // A realtime marker carries the clock, not a delta.
+            delta = 0;
+        }
+    }
+    *time = time.wrapping_add(delta as i64);
+}
+
+/// CDNA_TIMESTAMP: when bits [15:4] are zero the packet carries an absolute 48-bit counter; the
+/// first one fixes the offset, later ones replace the time (reference rule, §3.1).
+#[inline]
+fn cdna_anchor(raw: u64, time: &mut i64, ts_offset: &mut Option<i64>) {
+    if (raw >> 4) & 0xfff == 0 {
+        let abs = (raw >> 16) as i64;
+        match *ts_offset {
+            None => *ts_offset = Some(abs.wrapping_sub(*time)),
+            Some(off) => *time = (abs.wrapping_sub(off) & !3) - 4,
+        }
+    }
 }
 
 impl Iterator for Decoder<'_> {

@@ -121,14 +121,7 @@ pub fn map_insts(
         let layout = p.layout;
         // Only the traced unit: CU 0, SIMD 0 (packets without those fields pass).
         let simd = p.get(Role::Simd).unwrap_or(0);
-        let cu = match layout {
-            Layout::Cdna => p.get(Role::Cu).unwrap_or(0),
-            _ => {
-                let wgp = p.get(Role::Wgp).unwrap_or(0);
-                let shift = p.ty.field(Role::Wgp).map_or(3, |f| f.width());
-                wgp | p.get(Role::Sa).unwrap_or(0) << shift
-            }
-        };
+        let cu = p.cu();
         if cu != 0 || simd != 0 {
             continue;
         }

@@ -370,21 +370,12 @@ impl Analyzer {
     fn wave_id(&self, p: &Packet) -> (u8, u16, u8, u8) {
         let simd = p.get(Role::Simd).unwrap_or(0) as u8;
         let wave = p.get(Role::Wave).unwrap_or(0) as u8;
-        match self.layout {
-            Layout::Cdna => {
-                let sh = p.get(Role::Sa).unwrap_or(0) as u8;
-                let cu = p.get(Role::Cu).unwrap_or(0) as u16;
-                (sh, cu, simd, wave)
-            }
-            Layout::Rdna3 | Layout::Rdna4 => {
-                let wgp = p.get(Role::Wgp).unwrap_or(0) as u16;
-                let sa = p.get(Role::Sa).unwrap_or(0) as u16;
-                // The SA bit sits just above the WGP field: bit 3 with 3-bit WGPs, bit 4 with
-                // layout 4's 4-bit WGPs.
-                let shift = p.ty.field(Role::Wgp).map_or(3, |f| f.width());
-                (0, wgp | sa << shift, simd, wave)
-            }
-        }
+        let sh = match self.layout {
+            Layout::Cdna => p.get(Role::Sa).unwrap_or(0) as u8,
+            // On RDNA the SA bit is part of `cu`.
+            _ => 0,
+        };
+        (sh, p.cu(), simd, wave)
     }
 
     /// Attribute an instruction token to the live wave in `slot` on the traced unit.
