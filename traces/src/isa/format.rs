@@ -72,6 +72,8 @@ pub(super) struct Op {
     pub ctype: CType,
     pub neg: bool,
     pub abs: bool,
+    /// SDWA integer sign extension (`sext(v1)`).
+    pub sext: bool,
     pub imm_fmt: Option<ImmFmt>,
 }
 
@@ -82,6 +84,7 @@ impl Op {
             ctype: CType::C32,
             neg: false,
             abs: false,
+            sext: false,
             imm_fmt: None,
         }
     }
@@ -189,6 +192,10 @@ fn src_operand_a(v: u32, n: u8, literal: u32, arch: Arch) -> Operand {
 }
 
 pub(super) fn literal(i: &Instruction) -> Option<u32> {
+    if i.dpp != 0 {
+        // The dword after a DPP/SDWA instruction's base is its control word, never a literal.
+        return None;
+    }
     let base = match i.encoding {
         Encoding::Vop3 | Encoding::Vop3p | Encoding::Vopd | Encoding::Vinterp => 8,
         _ => 4,
@@ -222,6 +229,23 @@ fn is_bitop3(i: &Instruction) -> bool {
     i.arch == Arch::Gfx9 && i.info.name.starts_with("v_bitop3")
 }
 
+/// Whether LLVM defines an op_sel operand for this VOP3 opcode (learned: `gen/gen_opsel.py`).
+fn vop3_has_opsel(i: &Instruction) -> bool {
+    use super::tables_opsel as t;
+    let set = match i.arch {
+        Arch::Gfx9 => &t::GFX9_VOP3_OPSEL,
+        Arch::Gfx11 => &t::GFX11_VOP3_OPSEL,
+        Arch::Gfx12 => &t::GFX12_VOP3_OPSEL,
+    };
+    let op = usize::from(i.opcode);
+    set.get(op / 64).is_some_and(|w| w >> (op % 64) & 1 != 0)
+}
+
+/// v_fma_mix_f32 / v_fma_mixlo_f16 / v_fma_mixhi_f16 (VOP3P encoding, VOP3-style modifiers).
+fn is_fma_mix(i: &Instruction) -> bool {
+    i.encoding == Encoding::Vop3p && i.info.name.starts_with("v_fma_mix")
+}
+
 fn is_sd(info: &OpInfo) -> bool {
     info.ops
         .iter()
@@ -234,6 +258,16 @@ fn half_op(info: &OpInfo, i: &Instruction, y: bool, out: &mut Ops) {
     let [w0, w1, ..] = i.words;
     for o in info.ops {
         let op = match *o {
+            Opnd::Fixed("vcc") if i.dpp == 3 && i.encoding == Encoding::Vopc => {
+                // VOPC SDWA: SD selects an explicit SGPR pair (or vcc again) as the destination.
+                let w = i.words[1];
+                Op::new(if bits(w, 15, 1) != 0 {
+                    // A 64-bit pair starts at an even register.
+                    src_operand_a(bits(w, 8, 7) & !1, 2, 0, i.arch)
+                } else {
+                    Operand::Special(SpecialReg::Vcc)
+                })
+            }
             Opnd::Fixed(s) => Op::new(fixed_operand(i, s)),
             Opnd::Lit => Op::new(Operand::Literal(lit)),
             Opnd::Imm(fmt) => {
@@ -268,9 +302,23 @@ fn half_op(info: &OpInfo, i: &Instruction, y: bool, out: &mut Ops) {
                 if i.arch == Arch::Gfx9 && mem_acc(i) && !matches!(f, Field::Addr | Field::Vaddr) {
                     to_agpr(&mut op);
                 }
-                if i.dpp == 1 && f == Field::Vsrc1 {
-                    op.neg = bits(i.words[1], 22, 1) != 0;
-                    op.abs = bits(i.words[1], 23, 1) != 0;
+                if f == Field::Vsrc1 {
+                    match i.dpp {
+                        1 if is_e32_true16(i.encoding) => {
+                            op.neg = bits(i.words[1], 22, 1) != 0;
+                            op.abs = bits(i.words[1], 23, 1) != 0;
+                        }
+                        3 => {
+                            sdwa_src(&mut op, i, v, n, 24);
+                            // A constant in src1 prints with the opcode's source type (src0's).
+                            if let Some(Opnd::Src(_, _, _, ct)) =
+                                info.ops.iter().find(|o| matches!(o, Opnd::Src(..)))
+                            {
+                                op.ctype = *ct;
+                            }
+                        }
+                        _ => {}
+                    }
                 }
                 op
             }
@@ -285,18 +333,33 @@ fn half_op(info: &OpInfo, i: &Instruction, y: bool, out: &mut Ops) {
                     // VINTERP has neg bits only (its [10:8] hold wait_exp).
                     op.abs = i.encoding == Encoding::Vop3 && bits(w0, 8 + k, 1) != 0;
                     op.neg = bits(w1, 29 + k, 1) != 0;
+                } else if let (true, Some(k)) = (is_fma_mix(i), op_index(f)) {
+                    // v_fma_mix*: VOP3P's neg_lo/neg_hi act as the f32-style neg/abs modifiers.
+                    op.abs = bits(w0, 8 + k, 1) != 0;
+                    op.neg = bits(w1, 29 + k, 1) != 0;
                 }
-                if i.dpp != 0 && f == Field::Src0 {
-                    // The real src0 is the low byte of the DPP dword.
-                    let r = bits(i.words[1], 0, 8);
-                    op.op = Operand::Vgpr {
-                        first: if half { (r & 0x7F) as u16 } else { r as u16 },
-                        count: n,
-                        hi: half.then_some(r & 0x80 != 0),
-                    };
-                    if i.dpp == 1 {
-                        op.neg = bits(i.words[1], 20, 1) != 0;
-                        op.abs = bits(i.words[1], 21, 1) != 0;
+                if let (Some(dw), Field::Src0) = (i.dpp_word(), f) {
+                    // The real src0 is the low byte of the DPP/SDWA dword.
+                    let r = bits(dw, 0, 8);
+                    if i.dpp == 3 {
+                        sdwa_src(&mut op, i, r, n, 16);
+                    } else if is_e32_true16(i.encoding) {
+                        op.op = Operand::Vgpr {
+                            first: if half { (r & 0x7F) as u16 } else { r as u16 },
+                            count: n,
+                            hi: half.then_some(r & 0x80 != 0),
+                        };
+                        if i.dpp == 1 {
+                            op.neg = bits(dw, 20, 1) != 0;
+                            op.abs = bits(dw, 21, 1) != 0;
+                        }
+                    } else {
+                        // VOP3 DPP keeps its modifiers and op_sel in the VOP3 words.
+                        op.op = Operand::Vgpr {
+                            first: r as u16,
+                            count: n,
+                            hi: half.then_some(bits(w0, 11, 1) != 0),
+                        };
                     }
                 }
                 op
@@ -304,6 +367,24 @@ fn half_op(info: &OpInfo, i: &Instruction, y: bool, out: &mut Ops) {
         };
         out.push(op);
     }
+}
+
+/// An SDWA source: register number `r` (a VGPR, or a scalar operand when the S bit is set) and
+/// its sel/sext/neg/abs bits, which start at bit `lo` of the SDWA dword (16 for src0, 24 for src1).
+fn sdwa_src(op: &mut Op, i: &Instruction, r: u32, n: u8, lo: u32) {
+    let w = i.words[1];
+    op.op = if bits(w, lo + 7, 1) != 0 {
+        src_operand_a(r, n, 0, i.arch)
+    } else {
+        Operand::Vgpr {
+            first: r as u16,
+            count: n,
+            hi: None,
+        }
+    };
+    op.sext = bits(w, lo + 3, 1) != 0;
+    op.neg = bits(w, lo + 4, 1) != 0;
+    op.abs = bits(w, lo + 5, 1) != 0;
 }
 
 fn set_half(op: &mut Op, i: &Instruction, f: Field, v: u32) {
@@ -436,11 +517,13 @@ fn fix_mem_reg9(i: &Instruction, f: Field, op: Op) -> Op {
         (Encoding::Scratch, Field::Saddr) => Op::new(src_operand_a(saddr, 1, 0, Arch::Gfx9)),
         (Encoding::Global, Field::Addr) => v(bits(w1, 0, 8), if saddr == 0x7F { 2 } else { 1 }),
         (Encoding::Scratch, Field::Addr) if bits(w0, 13, 1) == 0 => Op::new(Operand::Off),
-        (Encoding::Mubuf, Field::Vaddr) => match bits(w0, 13, 1) + bits(w0, 12, 1) {
-            0 => Op::new(Operand::Off),
-            n => v(bits(w1, 0, 8), n as u8),
-        },
-        (Encoding::Mubuf, Field::Soffset) => {
+        (Encoding::Mubuf | Encoding::Mtbuf, Field::Vaddr) => {
+            match bits(w0, 13, 1) + bits(w0, 12, 1) {
+                0 => Op::new(Operand::Off),
+                n => v(bits(w1, 0, 8), n as u8),
+            }
+        }
+        (Encoding::Mubuf | Encoding::Mtbuf, Field::Soffset) => {
             Op::new(src_operand_a(bits(w1, 24, 8), 1, 0, Arch::Gfx9))
         }
         _ => op,
@@ -502,9 +585,11 @@ fn operands_into(i: &Instruction, v: &mut Ops) {
 /// gfx90a+ memory `acc` bit: data registers are AGPRs.
 fn mem_acc(i: &Instruction) -> bool {
     match i.encoding {
-        Encoding::Flat | Encoding::Global | Encoding::Scratch | Encoding::Mubuf => {
-            bits(i.words[1], 23, 1) != 0
-        }
+        Encoding::Flat
+        | Encoding::Global
+        | Encoding::Scratch
+        | Encoding::Mubuf
+        | Encoding::Mtbuf => bits(i.words[1], 23, 1) != 0,
         Encoding::Ds => bits(i.words[0], 25, 1) != 0,
         _ => false,
     }
@@ -657,11 +742,24 @@ fn write_reg(out: &mut String, prefix: &str, first: u16, count: u8) {
 }
 
 fn write_operand(out: &mut String, i: &Instruction, o: &Op) {
-    if o.neg {
+    // LLVM writes a negated constant as `neg(2)` / `neg(-2.0)` (a bare `-2` would read as the
+    // constant -2), but keeps `-|..|` when abs is set too.
+    let neg_call = o.neg
+        && !o.abs
+        && matches!(
+            o.op,
+            Operand::InlineInt(_) | Operand::InlineFloat(_) | Operand::Literal(_)
+        );
+    if neg_call {
+        out.push_str("neg(");
+    } else if o.neg {
         out.push('-');
     }
     if o.abs {
         out.push('|');
+    }
+    if o.sext {
+        out.push_str("sext(");
     }
     match o.op {
         Operand::Sgpr { first, count } => write_reg(out, "s", first, count),
@@ -695,8 +793,14 @@ fn write_operand(out: &mut String, i: &Instruction, o: &Op) {
             out.push(['x', 'y', 'z', 'w'][usize::from(chan & 3)]);
         }
     }
+    if o.sext {
+        out.push(')');
+    }
     if o.abs {
         out.push('|');
+    }
+    if neg_call {
+        out.push(')');
     }
 }
 
@@ -927,6 +1031,59 @@ fn write_imm(out: &mut String, i: &Instruction, v: u16, fmt: ImmFmt) {
 
 /// Modifiers printed after the operands.
 fn write_mods(out: &mut String, i: &Instruction) {
+    if i.dpp == 3 {
+        write_sdwa(out, i);
+        return;
+    }
+    write_enc_mods(out, i);
+    if i.dpp != 0 && matches!(i.encoding, Encoding::Vop3 | Encoding::Vop3p) {
+        // VOP3 DPP: the VOP3 modifiers (clamp, op_sel, ...) come first, then the DPP controls.
+        write_dpp(out, i);
+    }
+}
+
+const SDWA_SEL: [&str; 8] = [
+    "BYTE_0",
+    "BYTE_1",
+    "BYTE_2",
+    "BYTE_3",
+    "WORD_0",
+    "WORD_1",
+    "DWORD",
+    "<invalid>",
+];
+const SDWA_UNUSED: [&str; 4] = ["UNUSED_PAD", "UNUSED_SEXT", "UNUSED_PRESERVE", "<invalid>"];
+
+/// gfx9 SDWA controls: `clamp`, output modifier, `dst_sel`/`dst_unused` (not on VOPC) and the
+/// source selects (src1 only on VOP2/VOPC).
+fn write_sdwa(out: &mut String, i: &Instruction) {
+    let w = i.words[1];
+    let vopc = i.encoding == Encoding::Vopc;
+    if !vopc {
+        if bits(w, 13, 1) != 0 {
+            out.push_str(" clamp");
+        }
+        match bits(w, 14, 2) {
+            1 => out.push_str(" mul:2"),
+            2 => out.push_str(" mul:4"),
+            3 => out.push_str(" div:2"),
+            _ => {}
+        }
+        out.push_str(" dst_sel:");
+        out.push_str(SDWA_SEL[bits(w, 8, 3) as usize]);
+        out.push_str(" dst_unused:");
+        out.push_str(SDWA_UNUSED[bits(w, 11, 2) as usize]);
+    }
+    out.push_str(" src0_sel:");
+    out.push_str(SDWA_SEL[bits(w, 16, 3) as usize]);
+    if i.encoding != Encoding::Vop1 {
+        out.push_str(" src1_sel:");
+        out.push_str(SDWA_SEL[bits(w, 24, 3) as usize]);
+    }
+}
+
+/// Modifiers of the encoding itself (everything but DPP/SDWA controls on VOP3).
+fn write_enc_mods(out: &mut String, i: &Instruction) {
     let [w0, w1, ..] = i.words;
     let name = i.info.name;
     if i.arch == Arch::Gfx12 && write_mods12(out, i) {
@@ -945,7 +1102,7 @@ fn write_mods(out: &mut String, i: &Instruction) {
                 .ops
                 .iter()
                 .any(|o| matches!(o, Opnd::Src(_, _, true, _) | Opnd::Reg(_, _, _, true)));
-            if op_sel != 0 && !is_sd(i.info) && has_half {
+            if op_sel != 0 && !is_sd(i.info) && (has_half || vop3_has_opsel(i)) {
                 let nsrc = i
                     .info
                     .ops
@@ -1020,10 +1177,11 @@ fn write_mods(out: &mut String, i: &Instruction) {
             if op_sel_hi & mask != hi_default {
                 let _ = write!(out, " op_sel_hi:[{}]", list(op_sel_hi));
             }
-            if neg_lo & mask != 0 {
+            // v_fma_mix* print neg_lo/neg_hi as the operands' `-` and `|..|` (see half_op).
+            if neg_lo & mask != 0 && !mix {
                 let _ = write!(out, " neg_lo:[{}]", list(neg_lo));
             }
-            if neg_hi & mask != 0 {
+            if neg_hi & mask != 0 && !mix {
                 let _ = write!(out, " neg_hi:[{}]", list(neg_hi));
             }
             if bits(w0, 15, 1) != 0 {
@@ -1158,9 +1316,15 @@ fn write_swizzle(out: &mut String, v: u32) {
     }
 }
 
-/// DPP controls after the operands of a VOP1/VOP2/VOPC `_dpp` instruction.
+/// DPP controls after the operands of a `_dpp` / `_e64_dpp` instruction.
 fn write_dpp(out: &mut String, i: &Instruction) {
-    let w1 = i.words[1];
+    let Some(w1) = i.dpp_word() else { return };
+    // DPP8 with fetch-inactive is the src0 marker 0xEA (VOP3: in word 1).
+    let marker = if matches!(i.encoding, Encoding::Vop3 | Encoding::Vop3p) {
+        bits(i.words[1], 0, 9)
+    } else {
+        bits(i.words[0], 0, 9)
+    };
     if i.dpp == 2 {
         out.push_str(" dpp8:[");
         for k in 0..8 {
@@ -1170,7 +1334,7 @@ fn write_dpp(out: &mut String, i: &Instruction) {
             push_dec(out, bits(w1, 8 + 3 * k, 3));
         }
         out.push(']');
-        if bits(i.words[0], 0, 9) == 0xEA {
+        if marker == 0xEA {
             out.push_str(" fi:1");
         }
         return;
@@ -1490,6 +1654,36 @@ fn write_mods9(out: &mut String, i: &Instruction) -> bool {
                 out.push_str(" lds");
             }
         }
+        Encoding::Mtbuf => {
+            let w1 = i.words[1];
+            let (dfmt, nfmt) = (bits(w0, 19, 4), bits(w0, 23, 3));
+            // The default format (8 bits, unorm) is not printed; otherwise the non-default parts.
+            if dfmt != 1 || nfmt != 0 {
+                out.push_str(" format:[");
+                if dfmt != 1 {
+                    out.push_str(MTBUF_DFMT9[dfmt as usize]);
+                }
+                if nfmt != 0 {
+                    if dfmt != 1 {
+                        out.push(',');
+                    }
+                    out.push_str(MTBUF_NFMT9[nfmt as usize]);
+                }
+                out.push(']');
+            }
+            if bits(w0, 13, 1) != 0 {
+                out.push_str(" idxen");
+            }
+            if bits(w0, 12, 1) != 0 {
+                out.push_str(" offen");
+            }
+            let off = bits(w0, 0, 12);
+            if off != 0 {
+                out.push_str(" offset:");
+                push_dec(out, off);
+            }
+            sc_nt(out, bits(w0, 14, 1), bits(w1, 22, 1), bits(w1, 21, 1));
+        }
         Encoding::Ds => {
             let (o0, o1) = (bits(w0, 0, 8), bits(w0, 8, 8));
             if i.info.name.contains("2st64")
@@ -1518,6 +1712,38 @@ fn write_mods9(out: &mut String, i: &Instruction) -> bool {
     }
     true
 }
+
+/// gfx9 MTBUF data formats (dfmt), LLVM's symbolic names.
+const MTBUF_DFMT9: [&str; 16] = [
+    "BUF_DATA_FORMAT_INVALID",
+    "BUF_DATA_FORMAT_8",
+    "BUF_DATA_FORMAT_16",
+    "BUF_DATA_FORMAT_8_8",
+    "BUF_DATA_FORMAT_32",
+    "BUF_DATA_FORMAT_16_16",
+    "BUF_DATA_FORMAT_10_11_11",
+    "BUF_DATA_FORMAT_11_11_10",
+    "BUF_DATA_FORMAT_10_10_10_2",
+    "BUF_DATA_FORMAT_2_10_10_10",
+    "BUF_DATA_FORMAT_8_8_8_8",
+    "BUF_DATA_FORMAT_32_32",
+    "BUF_DATA_FORMAT_16_16_16_16",
+    "BUF_DATA_FORMAT_32_32_32",
+    "BUF_DATA_FORMAT_32_32_32_32",
+    "BUF_DATA_FORMAT_RESERVED_15",
+];
+
+/// gfx9 MTBUF numeric formats (nfmt).
+const MTBUF_NFMT9: [&str; 8] = [
+    "BUF_NUM_FORMAT_UNORM",
+    "BUF_NUM_FORMAT_SNORM",
+    "BUF_NUM_FORMAT_USCALED",
+    "BUF_NUM_FORMAT_SSCALED",
+    "BUF_NUM_FORMAT_UINT",
+    "BUF_NUM_FORMAT_SINT",
+    "BUF_NUM_FORMAT_RESERVED_6",
+    "BUF_NUM_FORMAT_FLOAT",
+];
 
 /// gfx940-style cache bits, in LLVM's printing order.
 fn sc_nt(out: &mut String, sc0: u32, nt: u32, sc1: u32) {
@@ -1713,7 +1939,15 @@ fn push_signed_hex(out: &mut String, v: i32) {
 }
 
 fn write_half(out: &mut String, i: &Instruction, info: &OpInfo, ops: &[Op]) {
-    if i.dpp != 0 {
+    if matches!(i.encoding, Encoding::Vop3 | Encoding::Vop3p) && i.dpp != 0 {
+        // v_fma_f32 / v_add_f32_e64 -> v_fma_f32_e64_dpp / v_add_f32_e64_dpp.
+        out.push_str(info.name.strip_suffix("_e64").unwrap_or(info.name));
+        out.push_str("_e64_dpp");
+    } else if i.dpp == 3 {
+        // v_mov_b32_e32 -> v_mov_b32_sdwa (VOPC too).
+        out.push_str(info.name.strip_suffix("_e32").unwrap_or(info.name));
+        out.push_str("_sdwa");
+    } else if i.dpp != 0 {
         // v_mov_b32_e32 -> v_mov_b32_dpp; VOPC DPP drops the suffix.
         let base = info.name.strip_suffix("_e32").unwrap_or(info.name);
         out.push_str(base);

@@ -126,6 +126,16 @@ pub(super) fn decode(bytes: &[u8], target: GfxTarget) -> Result<Instruction, Isa
         if dpp != 0 {
             base = 8;
         }
+    } else if matches!(encoding, Encoding::Vop3 | Encoding::Vop3p) {
+        // VOP3 DPP (`_e64_dpp`): the same markers in src0 add a control dword after the pair.
+        match dword(bytes, 1).map(|w1| w1 & 0x1FF) {
+            Some(0xFA) => dpp = 1,
+            Some(0xE9 | 0xEA) => dpp = 2,
+            _ => {}
+        }
+        if dpp != 0 {
+            base = 12;
+        }
     }
     // MIMG: [1:0] counts extra dwords of non-sequential address registers.
     if encoding == Encoding::Mimg {

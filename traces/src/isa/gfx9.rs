@@ -1,12 +1,69 @@
 //! gfx9-encoding dispatch for gfx950 (CDNA3). Scalar and VOP1/VOP2/VOPC words are laid out as on
 //! gfx11; VOP3 uses prefix 0x34, VOP3P (including MFMA) 0x1A7, SMEM 0x30 and DS keeps its opcode in
-//! [24:17]. MTBUF, MIMG, EXP and SDWA are not decoded yet (they report an error).
+//! [24:17]; MTBUF (0x3A) keeps its 4-bit opcode in [18:15] and dfmt/nfmt above it. SDWA is a
+//! VOP1/VOP2/VOPC form (src0 = 0xF9). CDNA has no MIMG or EXP, so those words are not decoded.
 
 use super::gfx11::{lookup, needs_literal};
 use super::table::OpInfo;
 use super::tables_gfx9 as t;
 use super::{dword, Arch, Encoding, Instruction, IsaError};
 use crate::target::GfxTarget;
+
+use super::table::{Field as F, Opnd as O, RegKind as K};
+
+/// MTBUF opcodes (the 16 of gfx9; data VGPRs per opcode, d16 forms packed two per VGPR).
+static MTBUF: [Option<OpInfo>; 16] = [
+    mtbuf("tbuffer_load_format_x", 1),
+    mtbuf("tbuffer_load_format_xy", 2),
+    mtbuf("tbuffer_load_format_xyz", 3),
+    mtbuf("tbuffer_load_format_xyzw", 4),
+    mtbuf("tbuffer_store_format_x", 1),
+    mtbuf("tbuffer_store_format_xy", 2),
+    mtbuf("tbuffer_store_format_xyz", 3),
+    mtbuf("tbuffer_store_format_xyzw", 4),
+    mtbuf("tbuffer_load_format_d16_x", 1),
+    mtbuf("tbuffer_load_format_d16_xy", 1),
+    mtbuf("tbuffer_load_format_d16_xyz", 2),
+    mtbuf("tbuffer_load_format_d16_xyzw", 2),
+    mtbuf("tbuffer_store_format_d16_x", 1),
+    mtbuf("tbuffer_store_format_d16_xy", 1),
+    mtbuf("tbuffer_store_format_d16_xyz", 2),
+    mtbuf("tbuffer_store_format_d16_xyzw", 2),
+];
+
+const fn mtbuf(name: &'static str, data: u8) -> Option<OpInfo> {
+    // One operand list per register count: vdata, vaddr, srsrc, soffset (as MUBUF).
+    const OPS: [&[O]; 4] = [
+        &[
+            O::Reg(F::Vdata, 1, K::V, false),
+            O::Reg(F::Vaddr, 1, K::V, false),
+            O::Reg(F::Srsrc, 4, K::S, false),
+            O::Reg(F::Soffset, 1, K::S, false),
+        ],
+        &[
+            O::Reg(F::Vdata, 2, K::V, false),
+            O::Reg(F::Vaddr, 1, K::V, false),
+            O::Reg(F::Srsrc, 4, K::S, false),
+            O::Reg(F::Soffset, 1, K::S, false),
+        ],
+        &[
+            O::Reg(F::Vdata, 3, K::V, false),
+            O::Reg(F::Vaddr, 1, K::V, false),
+            O::Reg(F::Srsrc, 4, K::S, false),
+            O::Reg(F::Soffset, 1, K::S, false),
+        ],
+        &[
+            O::Reg(F::Vdata, 4, K::V, false),
+            O::Reg(F::Vaddr, 1, K::V, false),
+            O::Reg(F::Srsrc, 4, K::S, false),
+            O::Reg(F::Soffset, 1, K::S, false),
+        ],
+    ];
+    Some(OpInfo {
+        name,
+        ops: OPS[data as usize - 1],
+    })
+}
 
 /// Encoding, opcode and base length (without literal) of the word `w`.
 #[inline(always)]
@@ -44,6 +101,7 @@ fn classify(w: u32) -> Option<(Encoding, u32, usize)> {
             (enc, (w >> 18) & 0x7F, 8)
         }
         0x38 => (Encoding::Mubuf, (w >> 18) & 0x7F, 8),
+        0x3A => (Encoding::Mtbuf, (w >> 15) & 0xF, 8),
         _ => return None,
     })
 }
@@ -67,6 +125,7 @@ fn table(enc: Encoding) -> Option<&'static [Option<OpInfo>]> {
         Encoding::Global => &t::GLOBAL,
         Encoding::Scratch => &t::SCRATCH,
         Encoding::Mubuf => &t::MUBUF,
+        Encoding::Mtbuf => &MTBUF,
         _ => return None,
     })
 }
@@ -93,12 +152,7 @@ pub(super) fn decode(bytes: &[u8], target: GfxTarget) -> Result<Instruction, Isa
     if matches!(encoding, Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc) {
         match w0 & 0x1FF {
             0xFA => dpp = 1,
-            0xF9 => {
-                return Err(IsaError::Unsupported {
-                    word: w0,
-                    what: "SDWA is not decoded yet",
-                })
-            }
+            0xF9 => dpp = 3,
             _ => {}
         }
         if dpp != 0 {

@@ -1,8 +1,9 @@
 //! AMD GPU machine-code decoding and disassembly, and AMDGPU code objects ([`codeobj`]).
 //!
 //! Targets: gfx11 (RDNA3, `gfx11.rs`), gfx12 (RDNA4, `gfx12.rs`: new SMEM, VFLAT/VGLOBAL/VSCRATCH,
-//! VBUFFER, VIMAGE/VSAMPLE layouts) and gfx950 (CDNA3 with gfx9 encodings, `gfx9.rs`; MTBUF, MIMG,
-//! EXP and SDWA are not decoded there yet). Opcode names and operand layouts come from generated
+//! VBUFFER, VIMAGE/VSAMPLE layouts) and gfx950 (CDNA3 with gfx9 encodings, `gfx9.rs`, SDWA and
+//! MTBUF included; CDNA has no MIMG or EXP). DPP covers VOP1/VOP2/VOPC and, on gfx11/gfx12, VOP3
+//! and VOP3P (`_e64_dpp`). Opcode names and operand layouts come from generated
 //! tables (`tables_*.rs`, written by `gen/gen_tables.py`, which learns them from LLVM's
 //! disassembler); printing follows LLVM's syntax so that text can be compared with
 //! `llvm-objdump -d` and pasted into LLVM tools.
@@ -22,6 +23,8 @@ mod tables_gfx12;
 #[rustfmt::skip]
 #[allow(clippy::all)]
 mod tables_gfx9;
+#[rustfmt::skip]
+mod tables_opsel;
 
 pub use codeobj::{CodeObject, CodeObjectError, Kernel, KernelArg, KernelDescriptor};
 pub use table::CType;
@@ -160,7 +163,8 @@ pub struct Instruction {
     words: [u32; 5],
     len: u8,
     arch: Arch,
-    /// DPP variant of a VOP1/VOP2/VOPC instruction: 0 none, 1 DPP16, 2 DPP8.
+    /// DPP/SDWA variant: 0 none, 1 DPP16, 2 DPP8, 3 SDWA (gfx9 VOP1/VOP2/VOPC). On VOP1/VOP2/
+    /// VOPC the control dword is word 1; on VOP3/VOP3P (gfx11+ `_e64_dpp`) it is word 2.
     dpp: u8,
     info: &'static table::OpInfo,
     /// Second half of a VOPD dual-issue instruction.
@@ -200,6 +204,15 @@ impl Instruction {
         }
         let off = i64::from(self.simm16()?) * 4;
         Some(pc.wrapping_add(4).wrapping_add(off as u64))
+    }
+
+    /// The DPP or SDWA control dword, if the instruction has one.
+    pub(crate) fn dpp_word(&self) -> Option<u32> {
+        match (self.dpp, self.encoding) {
+            (0, _) => None,
+            (_, Encoding::Vop3 | Encoding::Vop3p) => Some(self.words[2]),
+            _ => Some(self.words[1]),
+        }
     }
 
     /// SOPP/SOPK 16-bit immediate.
