@@ -298,7 +298,12 @@ fn half_op(info: &OpInfo, i: &Instruction, y: bool, out: &mut Ops) {
                 if half {
                     set_half(&mut op, i, f, v);
                 }
-                op = fix_mem_reg(i, f, op);
+                if matches!(
+                    i.encoding,
+                    Encoding::Global | Encoding::Scratch | Encoding::Mubuf | Encoding::Mtbuf
+                ) {
+                    op = fix_mem_reg(i, f, op);
+                }
                 if i.arch == Arch::Gfx9 && mem_acc(i) && !matches!(f, Field::Addr | Field::Vaddr) {
                     to_agpr(&mut op);
                 }

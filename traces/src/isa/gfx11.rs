@@ -206,6 +206,21 @@ pub(super) fn needs_literal(i: &Instruction) -> bool {
     ) {
         return false;
     }
+    // Fast reject: a source selects the literal with 255, and sources sit at fixed places per
+    // encoding; only when one of those places holds 255 is the exact per-operand walk needed.
+    let [w0, w1, ..] = i.words;
+    let maybe = match i.encoding {
+        E::Sop1 => w0 & 0xFF == 255,
+        E::Sop2 | E::Sopc => w0 & 0xFF == 255 || (w0 >> 8) & 0xFF == 255,
+        E::Sopk => false,
+        E::Vop1 | E::Vop2 | E::Vopc => w0 & 0x1FF == 255,
+        E::Vopd => w0 & 0x1FF == 255 || w1 & 0x1FF == 255,
+        _ => w1 & 0x1FF == 255 || (w1 >> 9) & 0x1FF == 255 || (w1 >> 18) & 0x1FF == 255,
+    };
+    if !maybe {
+        let lit = |info: &OpInfo| info.ops.iter().any(|o| matches!(o, Opnd::Lit));
+        return lit(i.info) || i.info_y.is_some_and(lit);
+    }
     let infos = [Some(i.info), i.info_y];
     for (half, info) in infos.iter().enumerate() {
         let Some(info) = info else { continue };

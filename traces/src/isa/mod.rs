@@ -10,6 +10,8 @@
 
 pub mod codeobj;
 mod format;
+#[rustfmt::skip]
+mod opcode;
 mod gfx11;
 mod gfx12;
 mod gfx9;
@@ -27,7 +29,31 @@ mod tables_gfx9;
 mod tables_opsel;
 
 pub use codeobj::{CodeObject, CodeObjectError, Kernel, KernelArg, KernelDescriptor};
+pub use opcode::Opcode;
 pub use table::CType;
+
+impl Opcode {
+    /// The mnemonic without an encoding suffix (`v_add_f32`).
+    pub fn name(self) -> &'static str {
+        opcode::NAMES[self as usize]
+    }
+
+    /// The operation an LLVM mnemonic names; `_e32`/`_e64`/`_dpp`/`_sdwa` suffixes are ignored.
+    pub fn from_mnemonic(mnemonic: &str) -> Option<Opcode> {
+        let mut m = mnemonic;
+        for suffix in ["_dpp", "_sdwa", "_e32", "_e64"] {
+            m = m.strip_suffix(suffix).unwrap_or(m);
+        }
+        let k = opcode::NAMES.binary_search(&m).ok()?;
+        opcode::ALL.get(k).copied()
+    }
+}
+
+impl std::fmt::Display for Opcode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 use crate::target::{Family, GfxTarget};
 
@@ -183,6 +209,17 @@ impl Instruction {
         self.info.name
     }
 
+    /// The operation (for VOPD, the X half). Every opcode the decoder knows has one (a test walks
+    /// the tables), so `None` would only mean a table and `Opcode` went out of step.
+    pub fn op(&self) -> Option<Opcode> {
+        Opcode::from_mnemonic(self.info.name)
+    }
+
+    /// The Y half's operation of a VOPD dual-issue instruction.
+    pub fn op_y(&self) -> Option<Opcode> {
+        self.info_y.and_then(|y| Opcode::from_mnemonic(y.name))
+    }
+
     /// The raw dwords (only the first `len()/4` are meaningful).
     pub fn words(&self) -> &[u32] {
         &self.words[..self.len as usize / 4]
@@ -332,4 +369,110 @@ pub fn disassemble(code: &[u8], base_addr: u64, target: GfxTarget) -> Disassembl
 pub(crate) fn dword(bytes: &[u8], i: usize) -> Option<u32> {
     let b = bytes.get(i * 4..i * 4 + 4)?;
     Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::table::OpInfo;
+    use super::{tables_gfx11 as g11, tables_gfx12 as g12, tables_gfx9 as g9, Opcode};
+
+    fn names(tables: &[&[Option<OpInfo>]]) -> Vec<&'static str> {
+        tables
+            .iter()
+            .flat_map(|t| t.iter().flatten().map(|i| i.name))
+            .collect()
+    }
+
+    #[test]
+    fn every_table_mnemonic_has_an_opcode() {
+        let mut all = names(&[
+            &g9::SOP2,
+            &g9::SOPK,
+            &g9::SOP1,
+            &g9::SOPC,
+            &g9::SOPP,
+            &g9::SMEM,
+            &g9::VOP2,
+            &g9::VOP1,
+            &g9::VOPC,
+            &g9::VOP3,
+            &g9::VOP3P,
+            &g9::DS,
+            &g9::FLAT,
+            &g9::SCRATCH,
+            &g9::GLOBAL,
+            &g9::MUBUF,
+        ]);
+        all.extend(names(&[
+            &g11::SOP2,
+            &g11::SOPK,
+            &g11::SOP1,
+            &g11::SOPC,
+            &g11::SOPP,
+            &g11::SMEM,
+            &g11::VOP2,
+            &g11::VOP1,
+            &g11::VOPC,
+            &g11::VOP3,
+            &g11::VOP3P,
+            &g11::DS,
+            &g11::FLAT,
+            &g11::SCRATCH,
+            &g11::GLOBAL,
+            &g11::MUBUF,
+            &g11::MTBUF,
+            &g11::MIMG,
+            &g11::VINTERP,
+            &g11::LDSDIR,
+            &g11::VOPDX,
+            &g11::VOPDY,
+        ]));
+        all.extend(names(&[
+            &g12::SOP2,
+            &g12::SOPK,
+            &g12::SOP1,
+            &g12::SOPC,
+            &g12::SOPP,
+            &g12::VOP2,
+            &g12::VOP1,
+            &g12::VOPC,
+            &g12::VOP3,
+            &g12::VOP3P,
+            &g12::DS,
+            &g12::VINTERP,
+            &g12::LDSDIR,
+            &g12::SMEM,
+            &g12::FLAT,
+            &g12::SCRATCH,
+            &g12::GLOBAL,
+            &g12::VBUFFER,
+            &g12::VIMAGE,
+            &g12::VSAMPLE,
+            &g12::VOPDX,
+            &g12::VOPDY,
+        ]));
+        assert!(all.len() > 3000, "{} mnemonics", all.len());
+        for n in all {
+            let op = Opcode::from_mnemonic(n).unwrap_or_else(|| panic!("{n} has no Opcode"));
+            let base = n
+                .strip_suffix("_e32")
+                .or_else(|| n.strip_suffix("_e64"))
+                .unwrap_or(n);
+            assert_eq!(op.name(), base, "{n}");
+        }
+    }
+
+    #[test]
+    fn encodings_share_an_opcode() {
+        let e32 = Opcode::from_mnemonic("v_add_f32_e32");
+        assert_eq!(e32, Some(Opcode::VAddF32));
+        assert_eq!(Opcode::from_mnemonic("v_add_f32_e64_dpp"), e32);
+        assert_eq!(Opcode::from_mnemonic("v_add_f32_sdwa"), e32);
+        assert_eq!(
+            Opcode::from_mnemonic("s_load_b128"),
+            Some(Opcode::SLoadB128)
+        );
+        assert_eq!(Opcode::from_mnemonic("v_not_a_real_op"), None);
+        assert_eq!(Opcode::VAddF32.to_string(), "v_add_f32");
+    }
 }
