@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run wavescope's whole test suite on a fresh Debian machine: installs what the tests need
-# (LLVM 22 for the disassembler comparisons, Xvfb for the screenshot check, tinygrad for the
-# decoder comparisons), then runs every test of the workspace.
+# (LLVM 22 for the disassembler comparisons, Xvfb for the screenshot check, qemu and busybox for
+# the USB test over a real USB stack in a guest, tinygrad for the decoder comparisons), then runs
+# every test of the workspace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,10 +14,20 @@ command -v llvm-objdump-22 >/dev/null || missing+=(llvm-22)
 command -v clang-22 >/dev/null || missing+=(clang-22 lld-22)
 command -v Xvfb >/dev/null || missing+=(xvfb)
 command -v convert >/dev/null && convert -version 2>/dev/null | grep -q ImageMagick || missing+=(imagemagick)
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "== installing: ${missing[*]}"
+# qemu without its recommends: the guest runs headless, and the GUI stack would cost minutes.
+lean=()
+command -v qemu-system-x86_64 >/dev/null || lean+=(qemu-system-x86)
+command -v busybox >/dev/null || lean+=(busybox-static)
+command -v cpio >/dev/null || lean+=(cpio)
+if [ $((${#missing[@]} + ${#lean[@]})) -gt 0 ]; then
+  echo "== installing: ${missing[*]} ${lean[*]}"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  if [ ${#missing[@]} -gt 0 ]; then
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+  if [ ${#lean[@]} -gt 0 ]; then
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${lean[@]}" >/dev/null
+  fi
 fi
 if ! python3 -c "import tinygrad" 2>/dev/null; then
   echo "== installing tinygrad 0.14.0 (reference SQTT decoder)"

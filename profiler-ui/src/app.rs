@@ -15,7 +15,7 @@ use crate::layout::timeline::{Target, TimelineModel};
 use crate::views::insts::SortState;
 use crate::views::sqtt::KernelView;
 use crate::views::timeline::{Action, TimelineState};
-use crate::views::{insts, pmc, sqtt, timeline};
+use crate::views::{compare, insts, pmc, sqtt, timeline};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tab {
@@ -60,6 +60,8 @@ pub struct Loaded {
     )>,
     pub export_result: Option<Result<String, String>>,
     export_dialog: Option<(ExportKind, String)>,
+    /// The capture opened with File > Compare with… (B; this one is A).
+    pub compare: compare::CompareSlot,
 }
 
 pub enum State {
@@ -93,6 +95,8 @@ pub struct App {
     pub recent: Vec<PathBuf>,
     config_dir: Option<PathBuf>,
     dialog: Option<FileDialog>,
+    /// The open dialog picks a capture to compare with rather than one to open.
+    dialog_compare: bool,
     screenshot: Option<Screenshot>,
     /// The view to switch to once loading finishes.
     pending_view: Option<Tab>,
@@ -135,6 +139,7 @@ impl App {
             recent,
             config_dir,
             dialog: None,
+            dialog_compare: false,
             screenshot: None,
             pending_view: None,
         };
@@ -188,7 +193,9 @@ impl App {
     pub fn busy(&self) -> bool {
         match &self.state {
             State::Loading { .. } => true,
-            State::Loaded(l) => l.kernel_job.is_some() || l.export_job.is_some(),
+            State::Loaded(l) => {
+                l.kernel_job.is_some() || l.export_job.is_some() || l.compare.busy()
+            }
             _ => false,
         }
     }
@@ -236,6 +243,13 @@ impl App {
         self.tab = Tab::Sqtt;
         if let Some(l) = self.loaded_mut() {
             l.open_kernel(k);
+        }
+    }
+
+    /// Opens `path` as the capture to compare the loaded one with (compare mode).
+    pub fn compare_with(&mut self, path: PathBuf) {
+        if let Some(l) = self.loaded_mut() {
+            l.compare.start(l.profile.clone(), &l.timeline, path);
         }
     }
 
@@ -361,7 +375,11 @@ impl App {
             match dialog.show(ui.ctx()) {
                 DialogResult::Open(p) => {
                     self.dialog = None;
-                    open_file = Some(p);
+                    if std::mem::take(&mut self.dialog_compare) {
+                        self.compare_with(p);
+                    } else {
+                        open_file = Some(p);
+                    }
                 }
                 DialogResult::Cancel => self.dialog = None,
                 DialogResult::None => {}
@@ -379,6 +397,7 @@ impl App {
         egui::MenuBar::new().ui(ui, |ui| {
             ui.menu_button("File", |ui| {
                 if ui.button("Open…").clicked() {
+                    self.dialog_compare = false;
                     self.dialog = Some(FileDialog::new(
                         self.recent
                             .first()
@@ -398,8 +417,20 @@ impl App {
                         }
                     }
                 });
-                ui.separator();
                 let loaded = self.loaded().is_some();
+                if ui
+                    .add_enabled(loaded, egui::Button::new("Compare with…"))
+                    .clicked()
+                {
+                    self.dialog = Some(FileDialog::new(
+                        self.loaded()
+                            .and_then(|l| l.path.parent())
+                            .map(Path::to_path_buf),
+                    ));
+                    self.dialog_compare = true;
+                    ui.close();
+                }
+                ui.separator();
                 if ui
                     .add_enabled(loaded, egui::Button::new("Export to .rgp…"))
                     .clicked()
@@ -600,6 +631,7 @@ fn load(path: &Path, progress: &Progress) -> Result<Box<Loaded>, String> {
         export_job: None,
         export_result: None,
         export_dialog: None,
+        compare: Default::default(),
     }))
 }
 
@@ -686,6 +718,8 @@ impl Loaded {
                 }
             }
         }
+        let kernel = self.kernel;
+        self.compare.poll(&self.profile, kernel);
         if let Some((_, _, rx, _)) = &self.export_job {
             match rx.try_recv() {
                 Ok(r) => {
@@ -772,6 +806,7 @@ impl Loaded {
                     }
                 });
                 ui.separator();
+                compare::show_strip(ui, &self.compare, &self.timeline, &self.tl.view);
                 if let Some(Action::OpenKernel(k)) =
                     timeline::show(ui, &self.timeline, &mut self.tl)
                 {
@@ -808,7 +843,12 @@ impl Loaded {
                     if *tab == Tab::Sqtt {
                         sqtt::show(ui, kv);
                     } else {
-                        insts::show_table(ui, kv, &mut self.inst_sort);
+                        let compared = self
+                            .kernel
+                            .is_some_and(|k| compare::show_table(ui, &self.compare, k));
+                        if !compared {
+                            insts::show_table(ui, kv, &mut self.inst_sort);
+                        }
                     }
                 }
             }

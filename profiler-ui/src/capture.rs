@@ -96,13 +96,6 @@ impl DeviceSpec {
     }
 
     fn open(&self, opts: DeviceOptions) -> Result<Device> {
-        let not_yet = |what: &str| {
-            anyhow!(
-                "device {}: the {what} path is not available yet in the runtime \
-                 (use --device emu or kfd:N)",
-                self.label()
-            )
-        };
         match self {
             DeviceSpec::Emu => Ok(Device::open_emulated(EmuArch::Gfx1100, opts)
                 .context("opening the emulated gfx1100")?
@@ -110,8 +103,24 @@ impl DeviceSpec {
             DeviceSpec::Kfd(n) => {
                 Device::open_kfd(*n, opts).with_context(|| format!("opening GPU kfd:{n}"))
             }
-            DeviceSpec::EmuPci | DeviceSpec::Pci(_) => Err(not_yet("PCI (AM)")),
-            DeviceSpec::EmuUsb | DeviceSpec::Usb(_) => Err(not_yet("USB (ASM2464)")),
+            DeviceSpec::EmuPci => Ok(Device::open_emulated_pci(EmuArch::Gfx1100, opts)
+                .context("opening the emulated gfx1100 behind the PCI (AM) driver")?
+                .0),
+            DeviceSpec::Pci(n) => {
+                // Taking the GPU from its kernel driver is never implicit.
+                let unbind = std::env::var("WAVESCOPE_PCI_UNBIND").is_ok_and(|v| v == "1");
+                Device::open_pci(*n, opts, unbind)
+                    .with_context(|| format!("opening GPU pci:{n} (driverless PCI path)"))
+            }
+            DeviceSpec::Usb(n) => runtime::usb::open_device(*n, opts)
+                .with_context(|| format!("opening the GPU behind USB bridge usb:{n}")),
+            DeviceSpec::EmuUsb => Ok(runtime::usb::open_emulated(
+                runtime::usb::Firmware::Custom,
+                opts,
+                |t| Box::new(t),
+            )
+            .context("opening the emulated gfx1100 behind the emulated ASM2464 bridge")?
+            .0),
         }
     }
 }
@@ -397,70 +406,53 @@ pub fn run_capture(
     let mut checks = Vec::new();
     let mut warnings = Vec::new();
     let names = device_names(opts.devices.len());
+    // The first failure stops the capture; what every device recorded up to then is still
+    // merged and written, so an unplugged bridge or a hung kernel does not lose the run.
+    let mut failure: Option<anyhow::Error> = None;
     for (di, spec) in opts.devices.iter().enumerate() {
-        let mut dev = spec.open(device_options(spec, opts))?;
-        let offset_us = host_offset(&mut dev, epoch)?;
-        for w in work {
-            let prg = dev
-                .load_program(&w.elf)
-                .context("loading the code object")?;
-            if let Some(n) = &w.name {
-                if *n != prg.name {
-                    bail!(
-                        "the code object's kernel is {:?}, not {n:?} (one kernel per code object)",
-                        prg.name
-                    );
-                }
+        let mut dev = match spec.open(device_options(spec, opts)) {
+            Ok(d) => d,
+            Err(e) => {
+                failure = Some(e.context(format!("opening {}", spec.label())));
+                break;
             }
-            let mut bufs: Vec<GpuBuffer> = Vec::new();
-            let mut values = Vec::new();
-            for a in &w.args {
-                match a {
-                    Arg::Buffer(init) => {
-                        if !values.is_empty() {
-                            bail!("buffer arguments must come before scalars");
-                        }
-                        let b = dev.alloc(init.len().max(4) as u64, AllocKind::VRAM)?;
-                        dev.copyin(&b, init)?;
-                        bufs.push(b);
-                    }
-                    Arg::Scalar(v) => values.push(*v),
-                }
+        };
+        // Before any work: places this device's timeline on the host clock.
+        let offset_us = host_offset(&mut dev, epoch);
+        let known_offset = offset_us.as_ref().ok().copied();
+        let ran = offset_us.and_then(|off| {
+            DeviceRun {
+                dev: &mut dev,
+                name: &names[di],
+                repeat,
+                total,
+                done: &mut done,
+                checks: &mut checks,
+                progress: &mut *progress,
             }
-            let refs: Vec<&GpuBuffer> = bufs.iter().collect();
-            for _ in 0..repeat {
-                progress(done, total, &format!("{} on {}", prg.name, names[di]));
-                dev.launch(&prg, &refs, &values, w.grid, w.block)
-                    .with_context(|| format!("launching {}", prg.name))?;
-                dev.synchronize()
-                    .with_context(|| format!("running {}", prg.name))?;
-                done += 1;
-            }
-            let result = match &w.check {
-                None => None,
-                Some(check) => {
-                    let mut outs = Vec::new();
-                    for (b, a) in bufs.iter().zip(&w.args) {
-                        let Arg::Buffer(init) = a else { continue };
-                        let mut out = vec![0u8; init.len()];
-                        dev.copyout(b, &mut out)?;
-                        outs.push(out);
-                    }
-                    Some(check(&outs))
-                }
-            };
-            checks.push(Check {
-                device: names[di].clone(),
-                kernel: prg.name.clone(),
-                result,
-            });
-            // Buffers stay allocated until the device closes: a free synchronizes and adds a
-            // host-time point per buffer, which only stretches the timeline.
-            drop(bufs);
-        }
+            .all(work)
+            .map(|()| off)
+        });
         progress(done, total, "");
         warnings.extend(dev.warnings().iter().map(|w| format!("{}: {w}", names[di])));
-        profiles.push((dev.profile()?, offset_us));
+        match ran.and_then(|off| Ok((dev.profile()?, off))) {
+            Ok(p) => profiles.push(p),
+            Err(e) => {
+                // No synchronize: the device may be gone. The recorder holds every event and
+                // SQTT blob that completed before the failure.
+                let kept = dev.recorder.to_profile(&dev.props);
+                if let (false, Some(offset_us)) = (kept.kernels.is_empty(), known_offset) {
+                    warnings.push(format!(
+                        "{}: capture stopped early; keeping the {} kernel(s) recorded before",
+                        names[di],
+                        kept.kernels.len()
+                    ));
+                    profiles.push((kept, offset_us));
+                }
+                failure = Some(e.context(format!("capturing on {}", names[di])));
+                break;
+            }
+        }
     }
     let profile = merge(profiles, &names);
     let summary = summarize(&profile, work);
@@ -483,6 +475,20 @@ pub fn run_capture(
         traces::rgp::export_file(&profile, &traces::rgp::ExportOptions { device }, path)
             .with_context(|| format!("writing {}", path.display()))?;
     }
+    if let Some(e) = failure {
+        let saved: Vec<String> = [&opts.wst, &opts.rgp]
+            .into_iter()
+            .flatten()
+            .map(|p| p.display().to_string())
+            .collect();
+        if saved.is_empty() || profile.kernels.is_empty() {
+            return Err(e);
+        }
+        return Err(e.context(format!(
+            "the capture stopped early; what was recorded before is saved in {}",
+            saved.join(" and ")
+        )));
+    }
     Ok(CaptureResult {
         profile,
         wst: opts.wst.clone(),
@@ -491,6 +497,88 @@ pub fn run_capture(
         summary,
         warnings,
     })
+}
+
+/// The workloads of a capture on one device.
+struct DeviceRun<'a> {
+    dev: &'a mut Device,
+    name: &'a str,
+    repeat: usize,
+    total: usize,
+    done: &'a mut usize,
+    checks: &'a mut Vec<Check>,
+    progress: &'a mut dyn FnMut(usize, usize, &str),
+}
+
+impl DeviceRun<'_> {
+    fn all(&mut self, work: &[Workload]) -> Result<()> {
+        work.iter().try_for_each(|w| self.one(w))
+    }
+
+    fn one(&mut self, w: &Workload) -> Result<()> {
+        let dev = &mut *self.dev;
+        let prg = dev
+            .load_program(&w.elf)
+            .context("loading the code object")?;
+        if let Some(n) = &w.name {
+            if *n != prg.name {
+                bail!(
+                    "the code object's kernel is {:?}, not {n:?} (one kernel per code object)",
+                    prg.name
+                );
+            }
+        }
+        let mut bufs: Vec<GpuBuffer> = Vec::new();
+        let mut values = Vec::new();
+        for a in &w.args {
+            match a {
+                Arg::Buffer(init) => {
+                    if !values.is_empty() {
+                        bail!("buffer arguments must come before scalars");
+                    }
+                    let b = dev.alloc(init.len().max(4) as u64, AllocKind::VRAM)?;
+                    dev.copyin(&b, init)?;
+                    bufs.push(b);
+                }
+                Arg::Scalar(v) => values.push(*v),
+            }
+        }
+        let refs: Vec<&GpuBuffer> = bufs.iter().collect();
+        for _ in 0..self.repeat {
+            (self.progress)(
+                *self.done,
+                self.total,
+                &format!("{} on {}", prg.name, self.name),
+            );
+            dev.launch(&prg, &refs, &values, w.grid, w.block)
+                .with_context(|| format!("launching {}", prg.name))?;
+            dev.synchronize()
+                .with_context(|| format!("running {}", prg.name))?;
+            *self.done += 1;
+        }
+        let result = match &w.check {
+            None => None,
+            Some(check) => {
+                let mut outs = Vec::new();
+                for (b, a) in bufs.iter().zip(&w.args) {
+                    let Arg::Buffer(init) = a else { continue };
+                    let mut out = vec![0u8; init.len()];
+                    dev.copyout(b, &mut out)?;
+                    outs.push(out);
+                }
+                Some(check(&outs))
+            }
+        };
+        self.checks.push(Check {
+            device: self.name.to_string(),
+            kernel: prg.name.clone(),
+            result,
+        });
+        // Buffers stay allocated until the device closes: a free synchronizes and adds a
+        // host-time point per buffer, which only stretches the timeline.
+        drop(bufs);
+        Ok(())
+    }
 }
 
 /// `AMD`, `AMD_1`, ...: distinct base names, since `AMD:1` would read as a queue of `AMD`.

@@ -38,6 +38,8 @@ enum Command {
     Open(cli::open::OpenArgs),
     /// Per-instruction timing table of each kernel with SQTT data (--json for scripts).
     Stats(cli::stats::StatsArgs),
+    /// Compare two captures per kernel and per instruction (--json for scripts).
+    Diff(cli::diff::DiffArgs),
     /// List KFD GPU nodes, driverless PCI GPUs and ASM2464 USB bridges.
     Devices(cli::devices::DevicesArgs),
 }
@@ -73,6 +75,7 @@ fn main() -> ExitCode {
         Some(Command::Devices(a)) => cli::devices::run(a),
         Some(Command::Open(a)) => cli::open::run(a),
         Some(Command::Stats(a)) => cli::stats::run(a),
+        Some(Command::Diff(a)) => cli::diff::run(a),
         // No FILE: capture the built-in demo and open it.
         None if args.file.is_none() => cli::capture::demo_then_open(),
         None => cli::open::run(cli::open::OpenArgs {

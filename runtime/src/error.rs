@@ -79,6 +79,8 @@ pub enum Error {
     DeviceHang(FaultReport),
     #[error(transparent)]
     Mmio(#[from] MmioError),
+    #[error(transparent)]
+    Pci(#[from] crate::pci::PciError),
     #[error("code object: {0}")]
     Program(String),
     #[error("unsupported: {0}")]

@@ -17,6 +17,7 @@ pub mod emu;
 pub mod error;
 pub mod kfd;
 pub mod list;
+pub mod pci;
 pub mod platform;
 pub mod pm4;
 pub mod profile;
@@ -26,6 +27,7 @@ pub mod regs;
 pub mod sdma;
 pub mod signal;
 pub mod sqtt;
+pub mod usb;
 
 pub use device::{Device, DeviceOptions};
 pub use error::Error;

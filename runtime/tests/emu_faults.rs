@@ -1,5 +1,6 @@
 //! Bad kernels on the emulated GPU end in a clear device-hang / memory-fault report within a
-//! bounded time, and the process (and a fresh device) keeps working.
+//! bounded time, and the process (and a fresh device) keeps working — on the emulated gfx1100
+//! and gfx1201 (the same sources built for each).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,9 +10,14 @@ use runtime::error::Error;
 use runtime::platform::{AllocKind, Platform};
 use runtime::{Device, DeviceOptions};
 
-fn fixture(name: &str) -> Vec<u8> {
+fn fixture(arch: EmuArch, name: &str) -> Vec<u8> {
+    let sub = if arch == EmuArch::Gfx1201 {
+        "gfx1201/"
+    } else {
+        ""
+    };
     std::fs::read(format!(
-        "{}/../tests/fixtures/kernels/emu/{name}.hsaco",
+        "{}/../tests/fixtures/kernels/emu/{sub}{name}.hsaco",
         env!("CARGO_MANIFEST_DIR")
     ))
     .unwrap()
@@ -32,10 +38,10 @@ fn opts() -> DeviceOptions {
     }
 }
 
-fn device(max_insts: u64) -> Device {
-    let mut se = EmuShaderEngines::new(EmuArch::Gfx1100);
+fn device(arch: EmuArch, max_insts: u64) -> Device {
+    let mut se = EmuShaderEngines::new(arch);
     se.max_wave_instructions = max_insts;
-    let emu = EmuPlatform::with_shader_engines(EmuConfig::new(EmuArch::Gfx1100), Box::new(se));
+    let emu = EmuPlatform::with_shader_engines(EmuConfig::new(arch), Box::new(se));
     let p: Arc<dyn Platform> = Arc::new(emu);
     Device::new(
         Box::new(runtime::kfd::KfdIface::open(p, 0).unwrap()),
@@ -44,9 +50,9 @@ fn device(max_insts: u64) -> Device {
     .unwrap()
 }
 
-fn run(name: &str, idx: u32) -> (Error, Duration) {
-    let mut d = device(5_000_000);
-    let prg = d.load_program(&fixture(name)).unwrap();
+fn run(arch: EmuArch, name: &str, idx: u32) -> (Error, Duration) {
+    let mut d = device(arch, 5_000_000);
+    let prg = d.load_program(&fixture(arch, name)).unwrap();
     let out = d.alloc(4096, AllocKind::VRAM).unwrap();
     let inp = d.alloc(4096, AllocKind::VRAM).unwrap();
     d.copyin(&inp, &idx.to_le_bytes()).unwrap();
@@ -57,10 +63,10 @@ fn run(name: &str, idx: u32) -> (Error, Duration) {
     (e, t.elapsed())
 }
 
-fn still_works() {
+fn still_works(arch: EmuArch) {
     // A fresh device in the same process runs a good kernel.
-    let mut d = device(5_000_000);
-    let prg = d.load_program(&fixture("vadd")).unwrap();
+    let mut d = device(arch, 5_000_000);
+    let prg = d.load_program(&fixture(arch, "vadd")).unwrap();
     let a = d.alloc(256, AllocKind::VRAM).unwrap();
     d.copyin(&a, &[0u8; 256]).unwrap();
     d.launch(&prg, &[&a, &a, &a], &[64], [1, 1, 1], [64, 1, 1])
@@ -68,21 +74,19 @@ fn still_works() {
     d.synchronize().unwrap();
 }
 
-#[test]
-fn infinite_loop_is_a_device_hang() {
-    let (e, t) = run("bad_loop", 0);
+fn infinite_loop_is_a_device_hang(arch: EmuArch) {
+    let (e, t) = run(arch, "bad_loop", 0);
     let Error::DeviceHang(rep) = &e else {
         panic!("expected a device hang, got {e}")
     };
     assert!(rep.mmu_fault.is_none(), "a hang is no memory fault: {e}");
     assert!(e.to_string().contains("timeout"), "{e}");
     assert!(t < Duration::from_secs(30), "reported after {t:?}");
-    still_works();
+    still_works(arch);
 }
 
-#[test]
-fn out_of_bounds_store_is_a_memory_fault() {
-    let (e, _) = run("bad_oob", 0x1000_0000);
+fn out_of_bounds_store_is_a_memory_fault(arch: EmuArch) {
+    let (e, _) = run(arch, "bad_oob", 0x1000_0000);
     let Error::DeviceHang(rep) = &e else {
         panic!("expected a device hang, got {e}")
     };
@@ -91,23 +95,21 @@ fn out_of_bounds_store_is_a_memory_fault() {
         .expect("the KFD memory exception names the address");
     assert!(f.not_present);
     assert!(e.to_string().contains("MMU fault"), "{e}");
-    still_works();
+    still_works(arch);
 }
 
-#[test]
-fn unknown_instruction_stops_the_queue() {
-    let (e, _) = run("bad_inst", 0);
+fn unknown_instruction_stops_the_queue(arch: EmuArch) {
+    let (e, _) = run(arch, "bad_inst", 0);
     assert!(matches!(e, Error::DeviceHang(_)), "{e}");
-    still_works();
+    still_works(arch);
 }
 
-#[test]
-fn unknown_instruction_is_named_with_pc_and_encoding() {
+fn unknown_instruction_is_named_with_pc_and_encoding(arch: EmuArch) {
     // Through the engines directly: the fault text names the PC and the word.
     use runtime::emu::ShaderEngines;
-    let mut se = EmuShaderEngines::new(EmuArch::Gfx1100);
+    let mut se = EmuShaderEngines::new(arch);
     let mut mem = runtime::emu::Memory::new();
-    let elf = fixture("bad_inst");
+    let elf = fixture(arch, "bad_inst");
     let co = runtime::program::parse_code_object(&elf).unwrap();
     let base = mem.reserve(co.image.len() as u64 + 0x1000);
     mem.map(base, (co.image.len() as u64).div_ceil(4096) * 4096)
@@ -130,7 +132,13 @@ fn unknown_instruction_is_named_with_pc_and_encoding() {
         ..Default::default()
     };
     let f = se.dispatch(&regs, &mut mem, &d).unwrap_err();
-    let pc = base + co.kernel.entry_offset + 0x1C;
+    // The `.long 0xffffffff` the source plants after the store (its offset differs per target).
+    let entry = co.kernel.entry_offset as usize;
+    let bad = co.image[entry..]
+        .chunks_exact(4)
+        .position(|w| w == [0xFF; 4])
+        .expect("the planted word");
+    let pc = base + co.kernel.entry_offset + 4 * bad as u64;
     assert_eq!(f.va, pc);
     assert!(
         f.reason.contains(&format!("{pc:#x}")) && f.reason.contains("0xffffffff"),
@@ -140,3 +148,24 @@ fn unknown_instruction_is_named_with_pc_and_encoding() {
     // The store before it happened.
     assert_eq!(mem.read32(out).unwrap(), 1);
 }
+
+/// Every case above, once per emulated generation.
+macro_rules! per_arch {
+    ($($name:ident),* $(,)?) => {
+        mod gfx1100 {
+            use runtime::emu::EmuArch;
+            $(#[test] fn $name() { super::$name(EmuArch::Gfx1100) })*
+        }
+        mod gfx1201 {
+            use runtime::emu::EmuArch;
+            $(#[test] fn $name() { super::$name(EmuArch::Gfx1201) })*
+        }
+    };
+}
+
+per_arch!(
+    infinite_loop_is_a_device_hang,
+    out_of_bounds_store_is_a_memory_fault,
+    unknown_instruction_stops_the_queue,
+    unknown_instruction_is_named_with_pc_and_encoding,
+);

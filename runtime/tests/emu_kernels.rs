@@ -1,5 +1,6 @@
-//! The emulated GPU runs real clang-22 gfx1100 kernels (tests/fixtures/kernels/emu) and the
-//! captured tinygrad kernels through the runtime; results are compared with CPU references.
+//! The emulated GPU runs real clang-22 kernels (tests/fixtures/kernels/emu: gfx1100 builds, and
+//! gfx1201/ the same sources built for RDNA4) and the captured tinygrad kernels of both
+//! generations through the runtime; results are compared with the same CPU references.
 
 use std::time::Duration;
 
@@ -7,9 +8,14 @@ use runtime::emu::EmuArch;
 use runtime::platform::AllocKind;
 use runtime::{Device, DeviceOptions};
 
-fn fixture(name: &str) -> Vec<u8> {
+/// The fixture `name` built for `arch` (gfx1100 at the top of emu/, RDNA4 in emu/gfx1201/).
+fn fixture(arch: EmuArch, name: &str) -> Vec<u8> {
+    let sub = match arch {
+        EmuArch::Gfx1201 => "gfx1201/",
+        _ => "",
+    };
     let p = format!(
-        "{}/../tests/fixtures/kernels/emu/{name}.hsaco",
+        "{}/../tests/fixtures/kernels/emu/{sub}{name}.hsaco",
         env!("CARGO_MANIFEST_DIR")
     );
     std::fs::read(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
@@ -30,8 +36,8 @@ fn opts() -> DeviceOptions {
     }
 }
 
-fn dev() -> Device {
-    Device::open_emulated(EmuArch::Gfx1100, opts()).unwrap().0
+fn dev(arch: EmuArch) -> Device {
+    Device::open_emulated(arch, opts()).unwrap().0
 }
 
 /// Deterministic pseudo-random u32s.
@@ -84,13 +90,12 @@ fn download(d: &mut Device, b: &runtime::platform::GpuBuffer, n: usize) -> Vec<u
     out
 }
 
-#[test]
-fn vadd_matches_cpu() {
-    let mut d = dev();
+fn vadd_matches_cpu(arch: EmuArch) {
+    let mut d = dev(arch);
     let n = 1000usize;
     let a = floats(n, 1, -100.0, 100.0);
     let b = floats(n, 2, -100.0, 100.0);
-    let prg = d.load_program(&fixture("vadd")).unwrap();
+    let prg = d.load_program(&fixture(arch, "vadd")).unwrap();
     let (ba, bb) = (upload(&mut d, &from_f32(&a)), upload(&mut d, &from_f32(&b)));
     let bc = upload(&mut d, &vec![0u8; 4 * n + 256]);
     d.launch(
@@ -109,14 +114,13 @@ fn vadd_matches_cpu() {
     assert!(c[n..].iter().all(|x| x.to_bits() == 0));
 }
 
-#[test]
-fn saxpy_matches_cpu_fma() {
-    let mut d = dev();
+fn saxpy_matches_cpu_fma(arch: EmuArch) {
+    let mut d = dev(arch);
     let n = 777usize;
     let x = floats(n, 3, -10.0, 10.0);
     let y = floats(n, 4, -10.0, 10.0);
     let alpha = 1.7f32;
-    let prg = d.load_program(&fixture("saxpy")).unwrap();
+    let prg = d.load_program(&fixture(arch, "saxpy")).unwrap();
     let (by, bx) = (upload(&mut d, &from_f32(&y)), upload(&mut d, &from_f32(&x)));
     d.launch(
         &prg,
@@ -136,12 +140,11 @@ fn saxpy_matches_cpu_fma() {
     }
 }
 
-#[test]
-fn reduce_with_lds_barriers_and_atomics() {
-    let mut d = dev();
+fn reduce_with_lds_barriers_and_atomics(arch: EmuArch) {
+    let mut d = dev(arch);
     let groups = 5usize;
     let v = rng(256 * groups, 5);
-    let prg = d.load_program(&fixture("reduce")).unwrap();
+    let prg = d.load_program(&fixture(arch, "reduce")).unwrap();
     let bin = upload(&mut d, &from_u32(&v));
     let bout = upload(&mut d, &vec![0u8; 8 * groups]);
     d.launch(
@@ -176,10 +179,10 @@ fn matmul_cpu(a: &[f32], b: &[f32], n: usize) -> Vec<f32> {
     c
 }
 
-pub fn run_matmul(d: &mut Device, n: usize) -> (Vec<f32>, Vec<f32>) {
+pub fn run_matmul(arch: EmuArch, d: &mut Device, n: usize) -> (Vec<f32>, Vec<f32>) {
     let a = floats(n * n, 6, -1.0, 1.0);
     let b = floats(n * n, 7, -1.0, 1.0);
-    let prg = d.load_program(&fixture("matmul")).unwrap();
+    let prg = d.load_program(&fixture(arch, "matmul")).unwrap();
     let (ba, bb) = (upload(d, &from_f32(&a)), upload(d, &from_f32(&b)));
     let bc = upload(d, &vec![0u8; 4 * n * n]);
     let g = (n / 16) as u32;
@@ -188,10 +191,9 @@ pub fn run_matmul(d: &mut Device, n: usize) -> (Vec<f32>, Vec<f32>) {
     (f32s(&download(d, &bc, 4 * n * n)), matmul_cpu(&a, &b, n))
 }
 
-#[test]
-fn tiled_matmul_is_bit_exact() {
-    let mut d = dev();
-    let (got, want) = run_matmul(&mut d, 64);
+fn tiled_matmul_is_bit_exact(arch: EmuArch) {
+    let mut d = dev(arch);
+    let (got, want) = run_matmul(arch, &mut d, 64);
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         assert_eq!(g.to_bits(), w.to_bits(), "c[{i}] = {g} want {w}");
     }
@@ -221,9 +223,8 @@ fn branches_cpu(x: u32) -> (u32, u32) {
     (r, steps)
 }
 
-#[test]
-fn branches_and_exec_masking() {
-    let mut d = dev();
+fn branches_and_exec_masking(arch: EmuArch) {
+    let mut d = dev(arch);
     let n = 256usize;
     // Small values make every path (and long and short loops) occur.
     let v: Vec<u32> = rng(n, 8)
@@ -231,7 +232,7 @@ fn branches_and_exec_masking() {
         .enumerate()
         .map(|(i, x)| if i.is_multiple_of(2) { x % 1000 } else { x })
         .collect();
-    let prg = d.load_program(&fixture("branches")).unwrap();
+    let prg = d.load_program(&fixture(arch, "branches")).unwrap();
     let bin = upload(&mut d, &from_u32(&v));
     let bout = upload(&mut d, &vec![0u8; 8 * n]);
     d.launch(
@@ -254,12 +255,11 @@ fn branches_and_exec_masking() {
     }
 }
 
-#[test]
-fn scratch_private_array() {
-    let mut d = dev();
+fn scratch_private_array(arch: EmuArch) {
+    let mut d = dev(arch);
     let n = 96usize;
     let v = rng(n, 9);
-    let prg = d.load_program(&fixture("scratch")).unwrap();
+    let prg = d.load_program(&fixture(arch, "scratch")).unwrap();
     let bin = upload(&mut d, &from_u32(&v));
     let bout = upload(&mut d, &vec![0u8; 4 * n]);
     d.launch(
@@ -281,6 +281,41 @@ fn scratch_private_array() {
     }
 }
 
+fn returning_global_atomics(arch: EmuArch) {
+    let mut d = dev(arch);
+    let prg = d.load_program(&fixture(arch, "atomic_rtn")).unwrap();
+    let out = upload(&mut d, &[0u8; 256]);
+    let ctr = upload(&mut d, &from_u32(&[0, 100, 101, 102, 103]));
+    d.launch(&prg, &[&out, &ctr], &[], [1, 1, 1], [32, 1, 1])
+        .unwrap();
+    let o = u32s(&download(&mut d, &out, 256));
+    let c = u32s(&download(&mut d, &ctr, 20));
+    // Lanes take their turns in lane order (as the hardware's atomic unit and clang's
+    // wave-level scan of the add do).
+    let mut slots = [100u32, 101, 102, 103];
+    for i in 0..32u32 {
+        let prefix: u32 = (0..i).map(|j| j + 1).sum();
+        assert_eq!(o[i as usize], prefix, "old counter seen by lane {i}");
+        let k = (i & 3) as usize;
+        assert_eq!(
+            o[32 + i as usize],
+            slots[k],
+            "old slot value seen by lane {i}"
+        );
+        slots[k] = i;
+    }
+    assert_eq!(
+        c,
+        vec![
+            (1..=32).sum::<u32>(),
+            slots[0],
+            slots[1],
+            slots[2],
+            slots[3]
+        ]
+    );
+}
+
 /// Distance in units in the last place.
 fn ulps(a: f32, b: f32) -> u32 {
     if a.is_nan() && b.is_nan() {
@@ -297,13 +332,12 @@ fn ulps(a: f32, b: f32) -> u32 {
     (o(a) as i64 - o(b) as i64).unsigned_abs() as u32
 }
 
-#[test]
-fn transcendentals_within_ulps_and_integer_division_exact() {
-    let mut d = dev();
+fn transcendentals_within_ulps_and_integer_division_exact(arch: EmuArch) {
+    let mut d = dev(arch);
     let n = 128usize;
     let x = floats(n, 10, 0.01, 50.0);
     let iv = rng(2 * n, 11);
-    let prg = d.load_program(&fixture("trans")).unwrap();
+    let prg = d.load_program(&fixture(arch, "trans")).unwrap();
     let bx = upload(&mut d, &from_f32(&x));
     let bi = upload(&mut d, &from_u32(&iv));
     let bo = upload(&mut d, &vec![0u8; 24 * n]);
@@ -342,8 +376,14 @@ fn transcendentals_within_ulps_and_integer_division_exact() {
     }
 }
 
-fn shared(path: &str) -> Option<Vec<u8>> {
-    let p = format!("/work/shared/traces/{path}");
+/// A program of the `arch` capture in /work/shared/traces (the RDNA4 ones were captured on gfx1200
+/// hardware reporting target 120001, which the emulated gfx1201 is).
+fn shared(arch: EmuArch, path: &str) -> Option<Vec<u8>> {
+    let dir = match arch {
+        EmuArch::Gfx1201 => "gfx1200",
+        _ => "gfx1100",
+    };
+    let p = format!("/work/shared/traces/{dir}/{path}");
     match std::fs::read(&p) {
         Ok(b) => Some(b),
         Err(_) => {
@@ -353,18 +393,18 @@ fn shared(path: &str) -> Option<Vec<u8>> {
     }
 }
 
-#[test]
-fn captured_plus_kernel_adds_three_floats() {
-    let Some(elf) = shared("gfx1100/plus_run_0/program0_E_3.elf") else {
+fn captured_plus_kernel_adds_three_floats(arch: EmuArch) {
+    let Some(elf) = shared(arch, "plus_run_0/program0_E_3.elf") else {
         return;
     };
-    let mut d = dev();
+    let mut d = dev(arch);
     let prg = d.load_program(&elf).unwrap();
     let a = [1.5f32, -2.25, 1e10];
     let b = [0.25f32, 8.0, -3.0];
     let (ba, bb) = (upload(&mut d, &from_f32(&a)), upload(&mut d, &from_f32(&b)));
     let out = upload(&mut d, &[0u8; 12]);
-    // The capture launched it as one group of 3 threads (NUM_THREAD_X = 3 in its REG packets).
+    // The captures launched it as one group of 3 threads (NUM_THREAD_X = 3 in their REG
+    // packets) on 12-byte buffers.
     d.launch(&prg, &[&out, &ba, &bb], &[], [1, 1, 1], [3, 1, 1])
         .unwrap();
     let r = f32s(&download(&mut d, &out, 12));
@@ -373,15 +413,14 @@ fn captured_plus_kernel_adds_three_floats() {
     }
 }
 
-#[test]
-fn captured_gemm_kernel_multiplies_32x32() {
-    let Some(elf) = shared("gfx1100/gemm_run_0/program0_r_32_32_16_2.elf") else {
+fn captured_gemm_kernel_multiplies_32x32(arch: EmuArch) {
+    let Some(elf) = shared(arch, "gemm_run_0/program0_r_32_32_16_2.elf") else {
         return;
     };
     // r_32_32_16_2 (from its disassembly): out[y*32+x] = sum_k a[y*32+k] * b[k*32+x] over
     // k < 32; grid (32, 32) groups of 16 threads, each thread two k's (fma then fmac), thread 0
     // sums the 16 partials from LDS in order starting from 0.0.
-    let mut d = dev();
+    let mut d = dev(arch);
     let prg = d.load_program(&elf).unwrap();
     let a = floats(1024, 12, -2.0, 2.0);
     let b = floats(1024, 13, -2.0, 2.0);
@@ -402,3 +441,30 @@ fn captured_gemm_kernel_multiplies_32x32() {
         }
     }
 }
+
+/// Every case above, once per emulated generation.
+macro_rules! per_arch {
+    ($($name:ident),* $(,)?) => {
+        mod gfx1100 {
+            use runtime::emu::EmuArch;
+            $(#[test] fn $name() { super::$name(EmuArch::Gfx1100) })*
+        }
+        mod gfx1201 {
+            use runtime::emu::EmuArch;
+            $(#[test] fn $name() { super::$name(EmuArch::Gfx1201) })*
+        }
+    };
+}
+
+per_arch!(
+    vadd_matches_cpu,
+    saxpy_matches_cpu_fma,
+    reduce_with_lds_barriers_and_atomics,
+    tiled_matmul_is_bit_exact,
+    branches_and_exec_masking,
+    scratch_private_array,
+    transcendentals_within_ulps_and_integer_division_exact,
+    captured_plus_kernel_adds_three_floats,
+    captured_gemm_kernel_multiplies_32x32,
+    returning_global_atomics,
+);

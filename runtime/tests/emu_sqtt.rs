@@ -1,6 +1,7 @@
 //! SQTT from the emulated shader engines: what the encoder wrote equals what our decoder (both
 //! framings) and tinygrad's decoder read back, waves land inside the kernel's timestamp range,
-//! and a too-small buffer gives the buffer-full warning.
+//! and a too-small buffer gives the buffer-full warning. Each check runs on the emulated gfx1100
+//! (SQTT layout 3) and gfx1201 (layout 4) with the same fixture sources built for each.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -45,20 +46,25 @@ impl ShaderEngines for Rec {
     }
 }
 
-fn fixture(name: &str) -> Vec<u8> {
+fn fixture(arch: EmuArch, name: &str) -> Vec<u8> {
+    let sub = if arch == EmuArch::Gfx1201 {
+        "gfx1201/"
+    } else {
+        ""
+    };
     std::fs::read(format!(
-        "{}/../tests/fixtures/kernels/emu/{name}.hsaco",
+        "{}/../tests/fixtures/kernels/emu/{sub}{name}.hsaco",
         env!("CARGO_MANIFEST_DIR")
     ))
     .unwrap()
 }
 
-fn device(buf: u64) -> (Device, Arc<Mutex<Vec<Written>>>) {
+fn device(arch: EmuArch, buf: u64) -> (Device, Arc<Mutex<Vec<Written>>>) {
     let out = Arc::new(Mutex::new(Vec::new()));
     let emu = EmuPlatform::with_shader_engines(
-        EmuConfig::new(EmuArch::Gfx1100),
+        EmuConfig::new(arch),
         Box::new(Rec {
-            inner: EmuShaderEngines::new(EmuArch::Gfx1100),
+            inner: EmuShaderEngines::new(arch),
             out: out.clone(),
         }),
     );
@@ -120,9 +126,9 @@ type Capture = (Vec<Vec<u8>>, Vec<Written>, (i128, i128), Vec<String>);
 
 /// Runs one case with SQTT on; returns the per-SE blobs, what the encoder wrote, and the
 /// kernel's [start, end] in GPU ticks.
-fn capture(c: &Case, buf: u64) -> Capture {
-    let (mut dev, rec) = device(buf);
-    let prg = dev.load_program(&fixture(c.name)).unwrap();
+fn capture(arch: EmuArch, c: &Case, buf: u64) -> Capture {
+    let (mut dev, rec) = device(arch, buf);
+    let prg = dev.load_program(&fixture(arch, c.name)).unwrap();
     let mut bufs = Vec::new();
     for i in 0..c.bufs {
         let b = dev.alloc(c.bytes as u64, AllocKind::VRAM).unwrap();
@@ -152,12 +158,11 @@ fn capture(c: &Case, buf: u64) -> Capture {
     (blobs, w, range, dev.warnings().to_vec())
 }
 
-#[test]
-fn encoder_output_round_trips_through_our_decoder() {
+fn encoder_output_round_trips_through_our_decoder(arch: EmuArch) {
     for c in cases() {
-        let (blobs, written, (st, en), warnings) = capture(&c, 1 << 20);
+        let (blobs, written, (st, en), warnings) = capture(arch, &c, 1 << 20);
         assert!(warnings.is_empty(), "{}: {warnings:?}", c.name);
-        assert_eq!(blobs.len(), 6, "one blob per SE");
+        assert_eq!(blobs.len(), arch.num_se() as usize, "one blob per SE");
         let mut waves = 0u64;
         let mut analyses = Vec::new();
         for (se, blob) in blobs.iter().enumerate() {
@@ -253,8 +258,7 @@ fn encoder_output_round_trips_through_our_decoder() {
     }
 }
 
-#[test]
-fn tinygrad_decoder_reads_the_same_counts() {
+fn tinygrad_decoder_reads_the_same_counts(arch: EmuArch) {
     let ok = std::process::Command::new("python3")
         .args(["-c", "import tinygrad.renderer.amd.sqtt"])
         .output()
@@ -267,10 +271,13 @@ fn tinygrad_decoder_reads_the_same_counts() {
         );
         return;
     }
-    let dir = std::env::temp_dir().join(format!("wavescope-emu-sqtt-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!(
+        "wavescope-emu-sqtt-{arch:?}-{}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     for c in cases() {
-        let (blobs, written, _, _) = capture(&c, 1 << 20);
+        let (blobs, written, _, _) = capture(arch, &c, 1 << 20);
         for (se, blob) in blobs.iter().enumerate() {
             let p = dir.join(format!("{}_{se}.sqtt", c.name));
             std::fs::write(&p, blob).unwrap();
@@ -297,8 +304,7 @@ fn tinygrad_decoder_reads_the_same_counts() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn small_buffer_fills_and_warns() {
+fn small_buffer_fills_and_warns(arch: EmuArch) {
     // A 256x256 matmul: thousands of instruction tokens on the traced SEs.
     let c = Case {
         name: "matmul",
@@ -308,7 +314,7 @@ fn small_buffer_fills_and_warns() {
         global: [16, 16, 1],
         local: [16, 16, 1],
     };
-    let (blobs, written, _, warnings) = capture(&c, 4096);
+    let (blobs, written, _, warnings) = capture(arch, &c, 4096);
     assert!(
         blobs.iter().any(|b| b.len() == 4096),
         "a full SE buffer holds exactly its size"
@@ -321,3 +327,23 @@ fn small_buffer_fills_and_warns() {
     let a = traces::sqtt::analyze(&blobs[0], None).unwrap();
     assert!(a.instruction_packets < written[0].inst_tokens);
 }
+
+/// Every check above, once per emulated generation (SQTT layout 3 and 4).
+macro_rules! per_arch {
+    ($($name:ident),* $(,)?) => {
+        mod gfx1100 {
+            use runtime::emu::EmuArch;
+            $(#[test] fn $name() { super::$name(EmuArch::Gfx1100) })*
+        }
+        mod gfx1201 {
+            use runtime::emu::EmuArch;
+            $(#[test] fn $name() { super::$name(EmuArch::Gfx1201) })*
+        }
+    };
+}
+
+per_arch!(
+    encoder_output_round_trips_through_our_decoder,
+    tinygrad_decoder_reads_the_same_counts,
+    small_buffer_fills_and_warns,
+);

@@ -5,6 +5,8 @@
 //! - [`isa`]: AMD machine-code decoding and disassembly (RDNA3, RDNA4, CDNA3/gfx950) and code objects.
 //! - [`model`] and the file formats: tinygrad pickles, wavescope's `.wst`, `.rgp`, Perfetto JSON.
 
+pub mod analysis;
+pub mod diff;
 pub mod isa;
 pub mod model;
 pub mod open;

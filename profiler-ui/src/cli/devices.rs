@@ -24,5 +24,16 @@ pub fn run(a: DevicesArgs) -> Result<()> {
         None => Arc::new(HostPlatform::new()),
     };
     print!("{}", runtime::list::list_devices(p.as_ref()).render());
+    // The bridges as libusb sees them (what `--device usb:N` opens), read-only.
+    println!("USB bridges (libusb, --device usb:N):");
+    if a.emulated.is_some() {
+        println!("  emulated ASM2464 with the emulated gfx1100 behind it: --device emu-usb");
+        return Ok(());
+    }
+    match runtime::usb::list_bridges() {
+        Ok(v) if v.is_empty() => println!("  none"),
+        Ok(v) => v.iter().for_each(|l| println!("  {l}")),
+        Err(e) => println!("  none ({e})"),
+    }
     Ok(())
 }

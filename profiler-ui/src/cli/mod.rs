@@ -4,6 +4,7 @@ pub mod capture;
 pub mod convert;
 pub mod decode;
 pub mod devices;
+pub mod diff;
 pub mod disasm;
 pub mod export;
 pub mod info;

@@ -1,6 +1,7 @@
 //! The views: each draws into a `Ui` from the data in `crate::data` and the geometry of
 //! `crate::layout`.
 
+pub mod compare;
 pub mod insts;
 pub mod pmc;
 pub mod sqtt;

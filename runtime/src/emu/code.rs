@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use traces::isa::{decode, Encoding, Instruction};
-use traces::target::GfxTarget;
+use traces::target::{Family, GfxTarget};
 
 use super::cycles::Class;
 use super::exec::ops::{self, K};
@@ -86,7 +86,22 @@ impl Program {
             let (res, len) = match r {
                 Ok(i) => {
                     let len = i.len();
-                    (build(&i).map_err(|e| format!("{e} ({})", i.text())), len)
+                    let words = |i: &Instruction| {
+                        i.words()
+                            .iter()
+                            .map(|w| format!("{w:08X}"))
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    };
+                    let r = build(&i).map_err(|e| {
+                        format!(
+                            "{e} ({}; {:?} encoding {})",
+                            i.text(),
+                            i.encoding,
+                            words(&i)
+                        )
+                    });
+                    (r, len)
                 }
                 Err(e) => (Err(e.to_string()), 4),
             };
@@ -185,11 +200,27 @@ pub fn build(i: &Instruction) -> Result<Op, String> {
     let w0 = w.first().copied().unwrap_or(0);
     let w1 = w.get(1).copied().unwrap_or(0);
     let lit = i.literal().unwrap_or(0);
+    // RDNA4 moved the memory fields, renamed some operations and added others; everything
+    // else (SOP*, VOP*, VOPD, DS) keeps the gfx11 layout.
+    let g12 = i.target.family() == Some(Family::Rdna4);
+    let look: fn(Encoding, &str) -> Option<(K, Class)> =
+        if g12 { ops::lookup12 } else { ops::lookup };
     let name = base_name(i.mnemonic());
+    let name = if g12 { ops::alias12(name) } else { name };
+    // DPP (src0 = 0xFA / 0xE9 / 0xEA with a control dword): lane shuffles are not emulated, and
+    // reading the marker as an inline constant would compute garbage.
+    let dpp_src = match i.encoding {
+        Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc => Some(w0 & 0x1FF),
+        Encoding::Vop3 | Encoding::Vop3p if w.len() >= 3 => Some(w1 & 0x1FF),
+        _ => None,
+    };
+    if matches!(dpp_src, Some(0xFA | 0xE9 | 0xEA)) {
+        return Err(format!("{name}: DPP operands are not emulated"));
+    }
     let (k, class) = if i.encoding == Encoding::Vopd {
         (K::Nop, Class::Valu)
     } else {
-        ops::lookup(i.encoding, name)
+        look(i.encoding, name)
             .ok_or_else(|| format!("instruction {name} ({:?}) is not emulated", i.encoding))?
     };
     let mut op = blank(i, k, class);
@@ -217,7 +248,12 @@ pub fn build(i: &Instruction) -> Result<Op, String> {
         Encoding::Smem => {
             op.d = ((w0 >> 6) & 0x7F) as u16;
             op.src[0] = Src::S(((w0 & 0x3F) << 1) as u8);
-            op.imm = sext(w1 & 0x1F_FFFF, 21);
+            // gfx12 widened the immediate offset to 24 bits.
+            op.imm = if g12 {
+                sext(w1 & 0xFF_FFFF, 24)
+            } else {
+                sext(w1 & 0x1F_FFFF, 21)
+            };
             op.imm1 = ((w1 >> 25) & 0x7F) as i32;
         }
         Encoding::Vop1 => {
@@ -280,9 +316,9 @@ pub fn build(i: &Instruction) -> Result<Op, String> {
                 .nth(1)
                 .and_then(|s| s.split_whitespace().next())
                 .ok_or("VOPD without a Y half")?;
-            let xk = ops::lookup(Encoding::Vop2, vopd_base(name))
+            let xk = look(Encoding::Vop2, vopd_base(name))
                 .ok_or_else(|| format!("VOPD X {name} is not emulated"))?;
-            let yk = ops::lookup(Encoding::Vop2, vopd_base(yname))
+            let yk = look(Encoding::Vop2, vopd_base(yname))
                 .ok_or_else(|| format!("VOPD Y {yname} is not emulated"))?;
             op.k = xk.0;
             op.class = Class::Valu;
@@ -312,6 +348,24 @@ pub fn build(i: &Instruction) -> Result<Op, String> {
             op.src[2] = Src::V(((w1 >> 16) & 0xFF) as u16);
             op.d = ((w1 >> 24) & 0xFF) as u16;
         }
+        Encoding::Flat | Encoding::Global | Encoding::Scratch if g12 => {
+            // VFLAT/VGLOBAL/VSCRATCH: saddr [6:0]; vdst w1[7:0], SVE w1[17], th w1[22:20],
+            // vsrc (data) w1[30:23]; vaddr w2[7:0], signed 24-bit offset w2[31:8].
+            let w2 = w.get(2).copied().unwrap_or(0);
+            op.imm = (w2 as i32) >> 8;
+            op.src[0] = Src::V((w2 & 0xFF) as u16);
+            op.src[1] = Src::V(((w1 >> 23) & 0xFF) as u16);
+            op.imm1 = (w0 & 0x7F) as i32;
+            op.d = (w1 & 0xFF) as u16;
+            if i.encoding == Encoding::Scratch && w1 & (1 << 17) == 0 {
+                op.src[0] = Src::None;
+            }
+            if let Class::Vmem { saddr, .. } = &mut op.class {
+                *saddr = op.imm1 != 124;
+            }
+            // th bit 0 (TH_ATOMIC_RETURN) makes an atomic return the old value.
+            atomic_return(&mut op, (w1 >> 20) & 1 != 0);
+        }
         Encoding::Flat | Encoding::Global | Encoding::Scratch => {
             op.imm = sext(w0 & 0x1FFF, 13);
             op.src[0] = Src::V((w1 & 0xFF) as u16);
@@ -325,11 +379,23 @@ pub fn build(i: &Instruction) -> Result<Op, String> {
             if let Class::Vmem { saddr, .. } = &mut op.class {
                 *saddr = op.imm1 != 124;
             }
+            // GLC makes an atomic return the old value.
+            atomic_return(&mut op, (w0 >> 14) & 1 != 0);
         }
-        Encoding::Mubuf => {}
+        Encoding::Mubuf if !g12 => {}
         e => return Err(format!("{e:?} instructions are not emulated")),
     }
     Ok(op)
+}
+
+/// Whether a FLAT/GLOBAL atomic returns the pre-op value (an encoding bit, not the name).
+fn atomic_return(op: &mut Op, rtn: bool) {
+    if let K::GAtomic(a, _, n) = op.k {
+        op.k = K::GAtomic(a, rtn, n);
+        if let Class::Vmem { store, .. } = &mut op.class {
+            *store = !rtn;
+        }
+    }
 }
 
 fn vopd_base(n: &str) -> &str {

@@ -13,7 +13,8 @@
 //! | LDS | 1 (+1 per extra dword) | 40 (lgkm) |
 //! | global/flat load | 1 (+1 per extra dword) | 300 (vm) |
 //! | global/flat store | 1 (+1 per extra dword) | 300 (vs) |
-//! | s_barrier | 1, then waits for the last wave of the work-group | – |
+//! | s_barrier (gfx12 s_barrier_wait) | 1, then waits for the last wave of the work-group | – |
+//! | gfx12 s_barrier_signal | 1 | – |
 //!
 //! Waves do not contend for their SIMD (each wave has its own clock); the SPI launches one
 //! wave per [`WAVE_LAUNCH`] cycles per SE. The shader clock is [`SHADER_CLOCK_HZ`]; the 100 MHz
@@ -45,6 +46,10 @@ pub enum Class {
     /// s_nop, s_waitcnt*, s_clause...: an IMMEDIATE token.
     Immediate,
     Barrier,
+    /// gfx12 s_barrier_signal (INST BARRIER_SIGNAL).
+    BarrierSignal,
+    /// gfx12 s_barrier_wait: blocks like s_barrier; no token (`exclude_barrier_wait`).
+    BarrierWait,
     Smem,
     Valu,
     ValuTrans,
@@ -149,6 +154,8 @@ impl Class {
                 }
             }
             Class::Barrier => 0x13,
+            Class::BarrierSignal => 0x7a,
+            Class::BarrierWait => return None,
             c => return c.inst_op_rdna3(),
         })
     }

@@ -2,7 +2,8 @@
 //! KFD path GPU VA == CPU VA, so the same addresses serve both). The CPU reaches it only through
 //! [`crate::platform::Mmio`] views, so the emulator sees every store.
 
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
 
 /// An access to an address no region backs (the emulated device reports it as an MMU fault).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -23,6 +24,65 @@ pub struct Memory {
     next_va: u64,
     /// Bytes currently backed.
     pub backed: u64,
+    /// The PCI path's GPU virtual memory: when set, engine addresses are GPU VAs translated
+    /// through the GMC page tables in emulated VRAM; regions are then keyed by physical
+    /// location (system pages by bus address, VRAM at [`PHYS_VRAM`] + offset). `None` on KFD,
+    /// where VA == region address (the fast path).
+    pub vm: Option<Box<Gpuvm>>,
+}
+
+/// Region key of VRAM offset 0 on the PCI path (above every 48-bit bus address).
+pub const PHYS_VRAM: u64 = 1 << 56;
+
+/// PTE/PDE bits of the GFX11 page-table format (pci-am-interface.md §1.5).
+pub mod pte {
+    pub const VALID: u64 = 1 << 0;
+    pub const SYSTEM: u64 = 1 << 1;
+    pub const SNOOPED: u64 = 1 << 2;
+    pub const EXECUTABLE: u64 = 1 << 4;
+    pub const READABLE: u64 = 1 << 5;
+    pub const WRITEABLE: u64 = 1 << 6;
+    pub const FRAG_SHIFT: u32 = 7;
+    pub const MTYPE_UC: u64 = 3 << 48;
+    pub const PDE_PTE: u64 = 1 << 54;
+    pub const ADDR_MASK: u64 = 0x0000_FFFF_FFFF_F000;
+}
+
+/// Where a GPU virtual page lives, as the page-table walk found it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Translation {
+    /// Region key of the byte (see [`Memory::vm`]).
+    pub key: u64,
+    /// Leaf entry flags (low 12 bits and the MTYPE/PDE_PTE bits).
+    pub flags: u64,
+    /// Page size of the leaf: 4 KiB (PTB), 2 MiB (PDB0 as PTE) or 1 GiB (PDB1 as PTE).
+    pub page_size: u64,
+}
+
+/// VMID 0 of the GC/MM hub as the emulated GMC sees it: a 4-level table rooted in VRAM, the VA
+/// range of the context, and a per-4-KiB-page TLB that only an invalidation request clears (as
+/// on hardware, a driver that forgets to invalidate sees stale translations).
+pub struct Gpuvm {
+    /// VRAM offset of the root directory (PDB2).
+    pub root: u64,
+    /// Context VA range in bytes, inclusive end.
+    pub start: u64,
+    pub end: u64,
+    tlb: RefCell<HashMap<u64, (u64, u64)>>,
+}
+
+impl Gpuvm {
+    pub fn new(root: u64, start: u64, end: u64) -> Self {
+        Gpuvm {
+            root,
+            start,
+            end,
+            tlb: RefCell::new(HashMap::new()),
+        }
+    }
+    pub fn invalidate(&self) {
+        self.tlb.borrow_mut().clear();
+    }
 }
 
 pub const VA_BASE: u64 = 0x2000_0000_0000;
@@ -33,7 +93,102 @@ impl Memory {
             regions: BTreeMap::new(),
             next_va: VA_BASE,
             backed: 0,
+            vm: None,
         }
+    }
+
+    /// Walks the page tables for `va` without using or filling the TLB (what the GMC model and
+    /// the page-table tests read). `None`: not mapped (or no context set up).
+    pub fn walk(&self, va: u64) -> Option<Translation> {
+        let vm = self.vm.as_ref()?;
+        if va < vm.start || va > vm.end {
+            return None;
+        }
+        let mut table = PHYS_VRAM + vm.root;
+        for shift in [39u32, 30, 21, 12] {
+            let idx = (va >> shift) & 0x1FF;
+            let mut b = [0u8; 8];
+            self.raw_read(table + idx * 8, &mut b).ok()?;
+            let e = u64::from_le_bytes(b);
+            if e & pte::VALID == 0 {
+                return None;
+            }
+            let addr = e & pte::ADDR_MASK;
+            let base = if e & pte::SYSTEM != 0 {
+                addr
+            } else {
+                PHYS_VRAM + addr
+            };
+            let leaf = shift == 12 || ((shift == 30 || shift == 21) && e & pte::PDE_PTE != 0);
+            if leaf {
+                let size = 1u64 << shift;
+                return Some(Translation {
+                    key: base + (va & (size - 1)),
+                    flags: e & !pte::ADDR_MASK,
+                    page_size: size,
+                });
+            }
+            table = base;
+        }
+        None
+    }
+
+    /// Translates through the TLB (filling it). The result is the key of `va` itself.
+    fn translate(&self, va: u64, write: bool) -> Option<u64> {
+        let vm = self.vm.as_ref()?;
+        let page = va >> 12;
+        let hit = vm.tlb.borrow().get(&page).copied();
+        let (key, flags) = match hit {
+            Some(x) => x,
+            None => {
+                let t = self.walk(va & !0xFFF)?;
+                vm.tlb.borrow_mut().insert(page, (t.key, t.flags));
+                (t.key, t.flags)
+            }
+        };
+        let need = if write { pte::WRITEABLE } else { pte::READABLE };
+        if flags & need == 0 {
+            return None;
+        }
+        Some(key + (va & 0xFFF))
+    }
+
+    /// Splits a VA access into per-page physical pieces: (key, offset into the buffer, len).
+    fn pieces(
+        &self,
+        va: u64,
+        len: usize,
+        write: bool,
+    ) -> Result<Vec<(u64, usize, usize)>, MemFault> {
+        let fault = MemFault {
+            va,
+            len: len as u64,
+        };
+        let mut out = Vec::new();
+        let mut done = 0usize;
+        while done < len {
+            let cur = va.checked_add(done as u64).ok_or(fault)?;
+            let n = ((0x1000 - (cur & 0xFFF)) as usize).min(len - done);
+            let key = self.translate(cur, write).ok_or(MemFault {
+                va: cur,
+                len: n as u64,
+            })?;
+            // Merge physically contiguous pages into one piece.
+            match out.last_mut() {
+                Some((k, _, l)) if *k + *l as u64 == key => *l += n,
+                _ => out.push((key, done, n)),
+            }
+            done += n;
+        }
+        Ok(out)
+    }
+
+    /// Reads by physical key (VRAM: [`PHYS_VRAM`] + offset; system: bus address).
+    pub fn read_phys(&self, key: u64, out: &mut [u8]) -> Result<(), MemFault> {
+        self.raw_read(key, out)
+    }
+    pub fn write_phys(&mut self, key: u64, data: &[u8]) -> Result<(), MemFault> {
+        self.raw_write(key, data)
     }
 
     /// Hands out `len` bytes of fresh address space (2 MiB aligned for large ranges, like the
@@ -101,6 +256,28 @@ impl Memory {
     }
 
     pub fn read(&self, va: u64, out: &mut [u8]) -> Result<(), MemFault> {
+        if self.vm.is_none() {
+            return self.raw_read(va, out);
+        }
+        for (key, at, n) in self.pieces(va, out.len(), false)? {
+            self.raw_read(key, &mut out[at..at + n])
+                .map_err(|_| MemFault { va, len: n as u64 })?;
+        }
+        Ok(())
+    }
+
+    pub fn write(&mut self, va: u64, data: &[u8]) -> Result<(), MemFault> {
+        if self.vm.is_none() {
+            return self.raw_write(va, data);
+        }
+        for (key, at, n) in self.pieces(va, data.len(), true)? {
+            self.raw_write(key, &data[at..at + n])
+                .map_err(|_| MemFault { va, len: n as u64 })?;
+        }
+        Ok(())
+    }
+
+    fn raw_read(&self, va: u64, out: &mut [u8]) -> Result<(), MemFault> {
         let (s, off) = self.locate(va, out.len() as u64)?;
         let r = self.regions.get(&s).ok_or(MemFault {
             va,
@@ -114,7 +291,7 @@ impl Memory {
         Ok(())
     }
 
-    pub fn write(&mut self, va: u64, data: &[u8]) -> Result<(), MemFault> {
+    fn raw_write(&mut self, va: u64, data: &[u8]) -> Result<(), MemFault> {
         let (s, off) = self.locate(va, data.len() as u64)?;
         let fault = MemFault {
             va,
@@ -146,6 +323,15 @@ impl Memory {
     /// Reads `n` dwords into `out` (cleared first).
     pub fn read_dwords(&self, va: u64, n: usize, out: &mut Vec<u32>) -> Result<(), MemFault> {
         out.clear();
+        if self.vm.is_some() {
+            let mut b = vec![0u8; n * 4];
+            self.read(va, &mut b)?;
+            out.extend(
+                b.chunks_exact(4)
+                    .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+            );
+            return Ok(());
+        }
         let (s, off) = self.locate(va, n as u64 * 4)?;
         let r = self.regions.get(&s).ok_or(MemFault {
             va,

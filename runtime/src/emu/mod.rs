@@ -1,7 +1,7 @@
 //! The emulated GPU behind the [`Platform`] trait: a virtual `/dev/kfd` with sysfs topology and
 //! IP discovery ([`kfd`]), memory ([`mem`]), a register file ([`regfile`]), the PM4 command
 //! processor ([`cp`]) and the SDMA engine ([`sdma`]). Kernel execution is handed to a
-//! [`ShaderEngines`] implementation: [`EmuShaderEngines`] ([`se`], interpreting gfx11 code with
+//! [`ShaderEngines`] implementation: [`EmuShaderEngines`] ([`se`], interpreting gfx11 and gfx12 code with
 //! [`exec`], timing it with [`cycles`] and writing SQTT with [`sqtt_enc`]); [`NullShaderEngines`]
 //! runs no code.
 //!
@@ -10,12 +10,14 @@
 //! come from a deterministic emulated 100 MHz clock that advances per packet and per dispatch.
 
 pub mod arch;
+pub mod asm24;
 pub mod code;
 pub mod cp;
 pub mod cycles;
 pub mod exec;
 pub mod kfd;
 pub mod mem;
+pub mod pci;
 pub mod regfile;
 pub mod sdma;
 pub mod se;
@@ -141,7 +143,8 @@ pub struct EmuPlatform {
 
 impl EmuPlatform {
     /// The emulated GPU with the interpreting shader engines where the target's code can be
-    /// run (gfx11); other targets keep [`NullShaderEngines`] until their decoder exists.
+    /// run (gfx11 and gfx12); gfx950 keeps [`NullShaderEngines`] (queues, copies and SQTT
+    /// control work; no shader code runs) until its interpreter exists.
     pub fn new(cfg: EmuConfig) -> Self {
         let se = EmuShaderEngines::new(cfg.arch);
         if se.can_execute() {

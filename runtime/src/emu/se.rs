@@ -21,6 +21,8 @@ use super::shader::{DeviceFault, DispatchInfo, DispatchResult, ShaderEngines};
 use super::sqtt_enc::{self, Ev, EvKind, Written};
 use crate::regs::{self, IpRegs};
 
+/// SGPR-file slot of ttmp0 (gfx11/gfx12 operand encoding 108..=123).
+const TTMP0: usize = 108;
 /// Wave slots per SIMD.
 const SLOTS: usize = 16;
 const SIMDS_PER_WGP: usize = 4;
@@ -91,7 +93,7 @@ struct SeTrace {
     written: Written,
 }
 
-/// The emulated shader engines: the default for emulated gfx11 devices.
+/// The emulated shader engines: the default for emulated gfx11 and gfx12 devices.
 pub struct EmuShaderEngines {
     arch: EmuArch,
     target: GfxTarget,
@@ -131,9 +133,9 @@ impl EmuShaderEngines {
         }
     }
 
-    /// Whether this target's instructions can be interpreted (gfx11 today).
+    /// Whether this target's instructions can be interpreted (gfx11 and gfx12).
     pub fn can_execute(&self) -> bool {
-        self.target.family() == Some(Family::Rdna3)
+        matches!(self.target.family(), Some(Family::Rdna3 | Family::Rdna4))
     }
 
     fn gfx12(&self) -> bool {
@@ -310,6 +312,13 @@ impl ShaderEngines for EmuShaderEngines {
             waves.clear();
             for (wv, p) in places.iter().enumerate() {
                 let mut w = Wave::new(lanes, vgprs, priv_bytes);
+                if self.gfx12() {
+                    // Architected SGPRs: the work-group id is in TTMP9 (x) and TTMP7 (y in
+                    // [15:0], z in [31:16]) whatever the descriptor enables.
+                    w.s[TTMP0 + 9] = gx;
+                    w.s[TTMP0 + 7] = (gy & 0xFFFF) | (gz << 16);
+                    w.split_counters = true;
+                }
                 for (i, v) in d.user_data.iter().enumerate().take(user_n) {
                     w.s[i] = *v;
                 }
@@ -512,6 +521,9 @@ fn token(class: Class, taken: bool, slot: u8, gfx12: bool) -> Option<EvKind> {
     match class {
         Class::Silent => None,
         Class::Valu => Some(EvKind::Valu { slot }),
+        // RDNA4 issues v_cmpx as a plain VALUINST (the gfx1200 gemm capture), RDNA3 as
+        // INST VALU_CMPX.
+        Class::ValuCmpx if gfx12 => Some(EvKind::Valu { slot }),
         Class::Immediate => Some(EvKind::Immediate { slot }),
         Class::Branch => Some(EvKind::Inst {
             slot,

@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 use super::code::{Op, Program, Src};
 use super::cycles::{self, Class};
 use super::mem::Memory;
-use ops::{At, Br, Cmp, Mem, Ty, K, L};
+use ops::{At, Br, Cmp, Mem, Ty, K, L, W12};
 
 /// SGPR-file slots of the special registers (the operand encoding).
 pub const VCC: usize = 106;
@@ -46,7 +46,12 @@ pub struct Wave {
     pub time: u64,
     vm: VecDeque<u64>,
     vs: VecDeque<u64>,
+    /// gfx11 lgkmcnt (SMEM and LDS); with `split_counters` the gfx12 kmcnt (SMEM only).
     lgkm: VecDeque<u64>,
+    /// gfx12 dscnt (LDS, and FLAT, which may address LDS).
+    ds: VecDeque<u64>,
+    /// gfx12 counters: LDS completes on `ds`, not `lgkm`.
+    pub split_counters: bool,
     /// Private (scratch) memory, `priv_bytes` per lane.
     pub private: Vec<u8>,
     pub priv_bytes: u32,
@@ -121,6 +126,8 @@ impl Wave {
             vm: VecDeque::new(),
             vs: VecDeque::new(),
             lgkm: VecDeque::new(),
+            ds: VecDeque::new(),
+            split_counters: false,
             private: vec![0; (priv_bytes as usize) * lanes as usize],
             priv_bytes,
             trace: None,
@@ -264,6 +271,7 @@ impl Wave {
         let mut t = self.time;
         Self::wait(&mut self.vm, 0, &mut t);
         Self::wait(&mut self.lgkm, 0, &mut t);
+        Self::wait(&mut self.ds, 0, &mut t);
         self.vs.clear();
         self.time = t;
     }
@@ -475,6 +483,26 @@ pub fn step(w: &mut Wave, cx: &mut Ctx<'_>) -> Result<Step, Fault> {
             Wave::wait(&mut w.lgkm, lgkm, &mut t);
             w.time = t;
         }
+        K::Wait12(q) => {
+            let v = op.imm as u32;
+            let (lo, hi) = ((v & 0x3F) as usize, ((v >> 8) & 0x3F) as usize);
+            let mut t = w.time;
+            match q {
+                W12::Load => Wave::wait(&mut w.vm, lo, &mut t),
+                W12::Store => Wave::wait(&mut w.vs, lo, &mut t),
+                W12::Km => Wave::wait(&mut w.lgkm, lo & 0x1F, &mut t),
+                W12::Ds => Wave::wait(&mut w.ds, lo, &mut t),
+                W12::LoadDs => {
+                    Wave::wait(&mut w.vm, hi, &mut t);
+                    Wave::wait(&mut w.ds, lo, &mut t);
+                }
+                W12::StoreDs => {
+                    Wave::wait(&mut w.vs, hi, &mut t);
+                    Wave::wait(&mut w.ds, lo, &mut t);
+                }
+            }
+            w.time = t;
+        }
         K::WaitVs => {
             let n = (op.imm as u32 & 0x3F) as usize;
             let mut t = w.time;
@@ -621,33 +649,17 @@ fn valu_or_mem(w: &mut Wave, cx: &mut Ctx<'_>, op: &Op, pc: u64, exec: u64) -> R
     let mut t1 = [0u32; 64];
     let mut t2 = [0u32; 64];
     let mut r = [0u32; 64];
+    if let Some(y) = &op.y {
+        // VOPD: both halves read their operands before either writes.
+        let mut ry = [0u32; 64];
+        vopd_half(w, op, &mut r, pc)?;
+        vopd_half(w, y, &mut ry, pc)?;
+        w.vwrite(op.d, &r, exec, pc)?;
+        w.vwrite(y.d, &ry, exec, pc)?;
+        return Ok(());
+    }
     match op.k {
         K::V(f, float) => {
-            if let Some(y) = &op.y {
-                // VOPD: both halves read their operands before either writes.
-                let mut ry = [0u32; 64];
-                {
-                    let a = w.vsrc(op.src[0], &mut t0, pc)?;
-                    let b = w.vsrc(op.src[1], &mut t1, pc)?;
-                    let c = w.vsrc(op.src[2], &mut t2, pc)?;
-                    f(&mut r, a, b, c);
-                }
-                let K::V(fy, _) = y.k else {
-                    return Err(Fault::Illegal {
-                        pc,
-                        what: "VOPD Y half is not a lane op".into(),
-                    });
-                };
-                {
-                    let a = w.vsrc(y.src[0], &mut t0, pc)?;
-                    let b = w.vsrc(y.src[1], &mut t1, pc)?;
-                    let c = w.vsrc(y.src[2], &mut t2, pc)?;
-                    fy(&mut ry, a, b, c);
-                }
-                w.vwrite(op.d, &r, exec, pc)?;
-                w.vwrite(y.d, &ry, exec, pc)?;
-                return Ok(());
-            }
             if op.abs | op.neg != 0 {
                 let mut m = [[0u32; 64]; 3];
                 for (k, mk) in m.iter_mut().enumerate() {
@@ -1005,14 +1017,53 @@ fn valu_or_mem(w: &mut Wave, cx: &mut Ctx<'_>, op: &Op, pc: u64, exec: u64) -> R
         K::GLoad(m) => vmem_load(w, cx, op, pc, exec, m)?,
         K::GStore(m) => vmem_store(w, cx, op, pc, exec, m)?,
         K::GAtomic(a, rtn, n) => vmem_atomic(w, cx, op, pc, exec, a, rtn, n)?,
-        K::DsLoad(_) | K::DsStore(_) | K::DsLoad2(..) | K::DsStore2(..) | K::DsAtomic(..) => {
+        K::DsLoad(_)
+        | K::DsStore(_)
+        | K::DsLoad2(..)
+        | K::DsStore2(..)
+        | K::DsAtomic(..)
+        | K::DsBpermute
+        | K::DsSwizzle => {
             ds(w, cx, op, pc, exec)?;
-            w.lgkm.push_back(w.time + cycles::LDS_LATENCY);
+            let done = w.time + cycles::LDS_LATENCY;
+            if w.split_counters {
+                w.ds.push_back(done);
+            } else {
+                w.lgkm.push_back(done);
+            }
         }
         _ => {
             return Err(Fault::Illegal {
                 pc,
                 what: format!("{} has no implementation in this position", op.mnemonic),
+            })
+        }
+    }
+    Ok(())
+}
+
+/// One half of a VOPD pair computed into `out` (lane ops and v_dual_cndmask_b32).
+fn vopd_half(w: &Wave, h: &Op, out: &mut L, pc: u64) -> Result<(), Fault> {
+    let mut t0 = [0u32; 64];
+    let mut t1 = [0u32; 64];
+    let mut t2 = [0u32; 64];
+    let a = w.vsrc(h.src[0], &mut t0, pc)?;
+    let b = w.vsrc(h.src[1], &mut t1, pc)?;
+    match h.k {
+        K::V(f, _) => {
+            let c = w.vsrc(h.src[2], &mut t2, pc)?;
+            f(out, a, b, c);
+        }
+        K::Cndmask => {
+            let mask = w.mask_get(VCC);
+            for i in 0..64 {
+                out[i] = if mask >> i & 1 != 0 { b[i] } else { a[i] };
+            }
+        }
+        _ => {
+            return Err(Fault::Illegal {
+                pc,
+                what: format!("VOPD half {} is not emulated", h.mnemonic),
             })
         }
     }
@@ -1225,6 +1276,7 @@ fn vmem_load(
         w.vwrite(op.d + k as u16, &out[k], exec, pc)?;
     }
     w.vm.push_back(w.time + cycles::VMEM_LATENCY);
+    flat_ds(w, op);
     Ok(())
 }
 
@@ -1266,6 +1318,7 @@ fn vmem_store(
                 .write(lo, &sb)
                 .map_err(|_| mem_fault(pc, lo, hi - lo, "vector store"))?;
             w.vs.push_back(w.time + cycles::VMEM_LATENCY);
+            flat_ds(w, op);
             return Ok(());
         }
     }
@@ -1277,6 +1330,7 @@ fn vmem_store(
         }
     }
     w.vs.push_back(w.time + cycles::VMEM_LATENCY);
+    flat_ds(w, op);
     Ok(())
 }
 
@@ -1331,7 +1385,16 @@ fn vmem_atomic(
     } else {
         w.vs.push_back(w.time + cycles::VMEM_LATENCY);
     }
+    flat_ds(w, op);
     Ok(())
+}
+
+/// gfx12 FLAT instructions also count on dscnt (they may address LDS); clang waits for both.
+#[inline]
+fn flat_ds(w: &mut Wave, op: &Op) {
+    if w.split_counters && op.enc == traces::isa::Encoding::Flat {
+        w.ds.push_back(w.time + cycles::VMEM_LATENCY);
+    }
 }
 
 fn lds_read(lds: &[u8], a: u32, out: &mut [u8]) {
@@ -1360,6 +1423,38 @@ fn ds(w: &mut Wave, cx: &mut Ctx<'_>, op: &Op, pc: u64, exec: u64) -> Result<(),
         }
     };
     match op.k {
+        K::DsBpermute | K::DsSwizzle => {
+            // Inactive source lanes read as 0 (the ISA's `tmp` copy takes active lanes only).
+            let src = if matches!(op.k, K::DsBpermute) {
+                data(w, 1, 0)?
+            } else {
+                addr
+            };
+            let mut out = [0u32; 64];
+            for i in 0..lanes {
+                if exec >> i & 1 == 0 {
+                    continue;
+                }
+                let j = if matches!(op.k, K::DsBpermute) {
+                    (addr[i].wrapping_add(off16) >> 2) as usize & (lanes - 1)
+                } else if off16 >= 0xC000 {
+                    // Rotate (0xC000..) and FFT (0xE000..) modes.
+                    return Err(Fault::Illegal {
+                        pc,
+                        what: format!("ds_swizzle_b32 offset {off16:#x}: mode not emulated"),
+                    });
+                } else if off16 & 0x8000 != 0 {
+                    // Quad permute: lane i takes lane (i & !3) + off[2(i%4)+1 : 2(i%4)].
+                    (i & !3) + ((off16 >> (2 * (i & 3))) & 3) as usize
+                } else {
+                    // Bit-mask mode within groups of 32: ((i & and) | or) ^ xor.
+                    let (and, or, xor) = (off16 & 0x1F, (off16 >> 5) & 0x1F, (off16 >> 10) & 0x1F);
+                    (i & !31) | ((((i as u32 & 31) & and) | or) ^ xor) as usize
+                };
+                out[i] = if exec >> j & 1 != 0 { src[j] } else { 0 };
+            }
+            w.vwrite(op.d, &out, exec, pc)?;
+        }
         K::DsLoad(m) => {
             let mut out = [[0u32; 64]; 4];
             let mut buf = [0u8; 16];

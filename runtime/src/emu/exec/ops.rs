@@ -87,6 +87,18 @@ pub enum At {
     AddF32,
 }
 
+/// The counters of a gfx12 `s_wait_*` instruction (simm16 layout: one count in [5:0], or for
+/// the combined forms loadcnt/storecnt in [13:8] and dscnt in [5:0]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum W12 {
+    Load,
+    Store,
+    Km,
+    Ds,
+    LoadDs,
+    StoreDs,
+}
+
 /// What an instruction does.
 #[derive(Debug, Clone, Copy)]
 pub enum K {
@@ -94,6 +106,8 @@ pub enum K {
     SNop,
     Waitcnt,
     WaitVs,
+    /// gfx12 `s_wait_*cnt`: which counters the simm16 bounds.
+    Wait12(W12),
     Endpgm,
     Barrier,
     Branch(Br),
@@ -145,6 +159,10 @@ pub enum K {
     DsLoad2(u8, bool),
     DsStore2(u8, bool),
     DsAtomic(At, bool),
+    /// ds_bpermute_b32: each lane reads DATA0 of lane (ADDR + offset) / 4.
+    DsBpermute,
+    /// ds_swizzle_b32: lanes exchange ADDR's value as the offset's pattern says.
+    DsSwizzle,
     /// Cache invalidates/writebacks: no effect on the emulated (coherent) memory.
     CacheOp,
 }
@@ -994,6 +1012,11 @@ fn vmem(enc: Encoding, n: &str) -> Option<(K, Class)> {
 fn ds(n: &str) -> Option<(K, Class)> {
     let rest = n.strip_prefix("ds_")?;
     let lc = |d: u8, store: bool| Class::Lds { dwords: d, store };
+    match rest {
+        "bpermute_b32" => return Some((K::DsBpermute, lc(1, false))),
+        "swizzle_b32" => return Some((K::DsSwizzle, lc(1, false))),
+        _ => {}
+    }
     if let Some(t) = rest.strip_prefix("load_2addr_stride64_") {
         let d = mem_ty(t)?.dwords;
         return Some((K::DsLoad2(d, true), lc(2 * d, false)));
@@ -1110,5 +1133,102 @@ pub fn lookup(enc: Encoding, n: &str) -> Option<(K, Class)> {
             _ => None,
         },
         _ => None,
+    }
+}
+
+/// gfx12 (RDNA4) names of operations whose gfx11 semantics are unchanged.
+pub fn alias12(n: &str) -> &str {
+    match n {
+        "s_add_co_i32" => "s_add_i32",
+        "s_sub_co_i32" => "s_sub_i32",
+        "s_add_co_u32" => "s_add_u32",
+        "s_sub_co_u32" => "s_sub_u32",
+        "s_add_co_ci_u32" => "s_addc_u32",
+        "s_sub_co_ci_u32" => "s_subb_u32",
+        "v_mad_co_u64_u32" => "v_mad_u64_u32",
+        "v_mad_co_i64_i32" => "v_mad_i64_i32",
+        // IEEE minNum/maxNum: what gfx11's v_min/max_f32 compute in IEEE mode.
+        "v_max_num_f32" => "v_max_f32",
+        "v_min_num_f32" => "v_min_f32",
+        "v_max3_num_f32" => "v_max3_f32",
+        "v_min3_num_f32" => "v_min3_f32",
+        "v_med3_num_f32" => "v_med3_f32",
+        _ => n,
+    }
+}
+
+/// IEEE 754-2019 minimum/maximum (gfx12 v_minimum/v_maximum): NaN propagates, -0 < +0.
+fn fminimum(a: f32, b: f32) -> f32 {
+    if a.is_nan() || b.is_nan() {
+        f32::NAN
+    } else if a == b {
+        if a.is_sign_negative() {
+            a
+        } else {
+            b
+        }
+    } else {
+        a.min(b)
+    }
+}
+fn fmaximum(a: f32, b: f32) -> f32 {
+    if a.is_nan() || b.is_nan() {
+        f32::NAN
+    } else if a == b {
+        if a.is_sign_positive() {
+            a
+        } else {
+            b
+        }
+    } else {
+        a.max(b)
+    }
+}
+
+/// Semantics and class of `name` on gfx12: the operations RDNA4 added or split, then the gfx11
+/// table under the gfx11 name ([`alias12`]).
+pub fn lookup12(enc: Encoding, n: &str) -> Option<(K, Class)> {
+    use Encoding as E;
+    let v = |f: VFn| Some((K::V(f, true), Class::Valu));
+    let s = |f: SFn| Some((K::S(f, 0b111), Class::Salu));
+    match (enc, n) {
+        (E::Sopp, "s_wait_loadcnt") => Some((K::Wait12(W12::Load), Class::Immediate)),
+        (E::Sopp, "s_wait_storecnt") => Some((K::Wait12(W12::Store), Class::Immediate)),
+        (E::Sopp, "s_wait_kmcnt") => Some((K::Wait12(W12::Km), Class::Immediate)),
+        (E::Sopp, "s_wait_dscnt") => Some((K::Wait12(W12::Ds), Class::Immediate)),
+        (E::Sopp, "s_wait_loadcnt_dscnt") => Some((K::Wait12(W12::LoadDs), Class::Immediate)),
+        (E::Sopp, "s_wait_storecnt_dscnt") => Some((K::Wait12(W12::StoreDs), Class::Immediate)),
+        // Counters of operations the emulator does not issue (sampler, BVH, export).
+        (E::Sopp, "s_wait_samplecnt" | "s_wait_bvhcnt" | "s_wait_expcnt") => {
+            Some((K::Nop, Class::Immediate))
+        }
+        // Dependency hints: no token on hardware either (sqtt-format.md §7.2).
+        (E::Sopp, "s_wait_alu") => Some((K::Nop, Class::Silent)),
+        // Split barrier: the wave arrives at signal and blocks at wait. With
+        // `exclude_barrier_wait` (how captures are configured) only the signal has a token.
+        (E::Sop1, "s_barrier_signal") => Some((K::Nop, Class::BarrierSignal)),
+        (E::Sopp, "s_barrier_wait") => Some((K::Barrier, Class::BarrierWait)),
+        (E::Global, "global_inv" | "global_wb" | "global_wbinv") => {
+            Some((K::CacheOp, Class::Immediate))
+        }
+        (E::Smem, "s_load_b96") => Some((K::Smem(3), Class::Smem)),
+        (E::Sop2, "s_add_nc_u64") => s(sf!(|a, b, s| (a.wrapping_add(b), None))),
+        (E::Sop2, "s_sub_nc_u64") => s(sf!(|a, b, s| (a.wrapping_sub(b), None))),
+        (E::Sop2, "s_mul_u64") => s(sf!(|a, b, s| (a.wrapping_mul(b), None))),
+        (E::Vop1 | E::Vop2 | E::Vop3, "v_maximum_f32") => {
+            v(vf!(|a, b, c| fb(fmaximum(fl(a), fl(b)))))
+        }
+        (E::Vop1 | E::Vop2 | E::Vop3, "v_minimum_f32") => {
+            v(vf!(|a, b, c| fb(fminimum(fl(a), fl(b)))))
+        }
+        (E::Vop3, "v_maximum3_f32") => {
+            v(vf!(|a, b, c| fb(fmaximum(fmaximum(fl(a), fl(b)), fl(c)))))
+        }
+        (E::Vop3, "v_minimum3_f32") => {
+            v(vf!(|a, b, c| fb(fminimum(fminimum(fl(a), fl(b)), fl(c)))))
+        }
+        (E::Vop3, "v_maxmin_num_f32") => v(vf!(|a, b, c| fb(fmin(fmax(fl(a), fl(b)), fl(c))))),
+        (E::Vop3, "v_minmax_num_f32") => v(vf!(|a, b, c| fb(fmax(fmin(fl(a), fl(b)), fl(c))))),
+        _ => lookup(enc, alias12(n)),
     }
 }

@@ -1,0 +1,220 @@
+//! `wavescope diff A B [--kernel NAME] [--json]`: what got faster or slower between two
+//! captures, per kernel and per instruction (`traces::diff`; the JSON schema is in
+//! docs/diff-json.md).
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use traces::diff::{self, DiffOptions, InstDiff, InstStatus, KernelDiff, ProfileDiff};
+
+#[derive(Args)]
+pub struct DiffArgs {
+    /// The baseline capture (profile.pkl, .wst or .rgp).
+    pub a: PathBuf,
+    /// The capture to compare with it.
+    pub b: PathBuf,
+    /// Only kernels whose name contains this.
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// Print JSON (schema wavescope-diff/1, docs/diff-json.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Instruction rows per kernel in the text output (all with --json).
+    #[arg(long, default_value_t = 25)]
+    pub top: usize,
+}
+
+/// Opens both files and compares them.
+pub fn compute(
+    a: &std::path::Path,
+    b: &std::path::Path,
+    kernel: Option<String>,
+) -> Result<ProfileDiff> {
+    let (_, pa) = traces::open::open_path(a).with_context(|| format!("opening {}", a.display()))?;
+    let (_, pb) = traces::open::open_path(b).with_context(|| format!("opening {}", b.display()))?;
+    Ok(diff::diff_profiles(
+        &pa,
+        &a.display().to_string(),
+        &pb,
+        &b.display().to_string(),
+        &DiffOptions { kernel },
+    ))
+}
+
+pub fn run(a: DiffArgs) -> Result<()> {
+    let d = compute(&a.a, &a.b, a.kernel.clone())?;
+    if d.kernels.is_empty() {
+        anyhow::bail!(
+            "no kernel{} in either capture",
+            a.kernel
+                .map(|k| format!(" matching {k:?}"))
+                .unwrap_or_default()
+        );
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&d)?);
+    } else {
+        print!("{}", text(&d, a.top));
+    }
+    Ok(())
+}
+
+/// The JSON spelling of an enum value (`code`, `alignment`), for the text output too.
+fn word<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn opt_us(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{v:.3}"))
+}
+
+fn status_mark(s: InstStatus) -> &'static str {
+    match s {
+        InstStatus::Same => " ",
+        InstStatus::Changed => "~",
+        InstStatus::Removed => "-",
+        InstStatus::Added => "+",
+    }
+}
+
+fn kernel_text(out: &mut String, k: &KernelDiff, top: usize) {
+    let idx = |s: &Option<diff::KernelSide>| s.as_ref().map_or("-".into(), |s| s.index.to_string());
+    let _ = writeln!(
+        out,
+        "{} (A #{} / B #{}, matched by {})",
+        k.name,
+        idx(&k.a),
+        idx(&k.b),
+        word(&k.matched_by)
+    );
+    let g = |f: &dyn Fn(&diff::KernelSide) -> String, s: &Option<diff::KernelSide>| {
+        s.as_ref().map_or("-".into(), f)
+    };
+    let _ = writeln!(
+        out,
+        "  GPU time  {:>12} µs -> {:>12} µs   ratio {}",
+        g(&|s| opt_us(s.gpu_time_us), &k.a),
+        g(&|s| opt_us(s.gpu_time_us), &k.b),
+        k.time_ratio.map_or("-".into(), |r| format!("{r:.3}"))
+    );
+    let _ = writeln!(
+        out,
+        "  waves {} -> {}, waves in flight {} -> {}, instructions executed {} -> {} (static {} -> {})",
+        g(&|s| s.waves.to_string(), &k.a),
+        g(&|s| s.waves.to_string(), &k.b),
+        g(&|s| format!("{:.2}", s.waves_in_flight), &k.a),
+        g(&|s| format!("{:.2}", s.waves_in_flight), &k.b),
+        g(&|s| s.executed_instructions.to_string(), &k.a),
+        g(&|s| s.executed_instructions.to_string(), &k.b),
+        g(&|s| s.static_instructions.to_string(), &k.a),
+        g(&|s| s.static_instructions.to_string(), &k.b),
+    );
+    if k.instructions.is_empty() {
+        return;
+    }
+    let s = &k.summary;
+    let _ = writeln!(
+        out,
+        "  instructions by {}: {} same, {} changed, {} removed, {} added",
+        word(&k.instruction_match),
+        s.same,
+        s.changed,
+        s.removed,
+        s.added
+    );
+    let _ = writeln!(
+        out,
+        "    {:<8} {:<8} {:<44} {:>7} {:>7} {:>9} {:>9} {:>9} {:>8} {:>8} {:>6} {:>6}",
+        "A",
+        "B",
+        "instruction",
+        "hits A",
+        "hits B",
+        "total A",
+        "total B",
+        "Δtotal",
+        "mean A",
+        "mean B",
+        "max A",
+        "max B"
+    );
+    // Rows that ran somewhere, or that were edited; identical never-run code is noise.
+    let shown: Vec<&InstDiff> = k
+        .instructions
+        .iter()
+        .filter(|r| {
+            r.status != InstStatus::Same
+                || r.a.as_ref().is_some_and(|s| s.count > 0)
+                || r.b.as_ref().is_some_and(|s| s.count > 0)
+        })
+        .collect();
+    for r in shown.iter().take(top) {
+        let key = |s: &Option<diff::InstSide>| s.as_ref().map_or("".into(), |s| s.key.clone());
+        let text = match (&r.a, &r.b) {
+            (Some(a), Some(b)) if a.text != b.text => format!("{} => {}", a.text, b.text),
+            (Some(a), _) => a.text.clone(),
+            (None, Some(b)) => b.text.clone(),
+            (None, None) => String::new(),
+        };
+        let num = |s: &Option<diff::InstSide>, f: &dyn Fn(&diff::InstSide) -> String| {
+            s.as_ref().map_or("-".into(), f)
+        };
+        let _ = writeln!(
+            out,
+            "  {} {:<8} {:<8} {:<44.44} {:>7} {:>7} {:>9} {:>9} {:>+9} {:>8} {:>8} {:>6} {:>6}",
+            status_mark(r.status),
+            key(&r.a),
+            key(&r.b),
+            text,
+            num(&r.a, &|s| s.count.to_string()),
+            num(&r.b, &|s| s.count.to_string()),
+            num(&r.a, &|s| s.total.to_string()),
+            num(&r.b, &|s| s.total.to_string()),
+            r.delta.total,
+            num(&r.a, &|s| format!("{:.1}", s.mean)),
+            num(&r.b, &|s| format!("{:.1}", s.mean)),
+            num(&r.a, &|s| s.max.to_string()),
+            num(&r.b, &|s| s.max.to_string()),
+        );
+    }
+    if shown.len() > top {
+        let _ = writeln!(
+            out,
+            "    ... {} more rows (--top N, or --json)",
+            shown.len() - top
+        );
+    }
+}
+
+/// The human-readable report.
+pub fn text(d: &ProfileDiff, top: usize) -> String {
+    let mut out = String::new();
+    let t = |x: &Option<String>| x.clone().unwrap_or_else(|| "?".into());
+    let _ = writeln!(
+        out,
+        "A: {} ({}, {} kernels)",
+        d.a.file,
+        t(&d.a.target),
+        d.a.kernels
+    );
+    let _ = writeln!(
+        out,
+        "B: {} ({}, {} kernels)",
+        d.b.file,
+        t(&d.b.target),
+        d.b.kernels
+    );
+    if d.cross_arch {
+        let _ = writeln!(out, "different architectures: kernels compare by time only");
+    }
+    for k in &d.kernels {
+        let _ = writeln!(out);
+        kernel_text(&mut out, k, top);
+    }
+    out
+}

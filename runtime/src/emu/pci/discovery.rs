@@ -1,0 +1,107 @@
+//! The IP discovery binary of the emulated gfx1100 (layout in pci-am-interface.md §1.2): binary
+//! header, one die of `ip_v4` records with 32-bit bases, and a GC info v1.0 table.
+
+use crate::pci::am::discovery::{checksum, hw_id, BINARY_SIGNATURE, IPDS_SIGNATURE, TABLE_SIZE};
+use crate::pci::am::AmIp;
+use crate::regs;
+
+/// MP0/MP1 segment bases (navi, from shared/amd-registers/ip_base_offsets.json).
+pub const MP_BASES: [u32; 5] = [0x16000, 0xDC_0000, 0xE0_0000, 0xE4_0000, 0x243_FC00];
+
+/// One discovery record: IP, (major, minor, revision), segment bases.
+pub type IpRecord = (AmIp, (u8, u8, u8), Vec<u32>);
+
+/// The records of the emulated Navi31.
+pub fn navi31_ips() -> Vec<IpRecord> {
+    let b = |n: &str| {
+        regs::static_bases(11, n)
+            .map(<[u32]>::to_vec)
+            .unwrap_or_default()
+    };
+    vec![
+        (AmIp::Gc, (11, 0, 0), b("GC")),
+        (AmIp::Sdma0, (6, 0, 0), b("SDMA0")),
+        (AmIp::Mmhub, (3, 0, 0), b("MMHUB")),
+        (AmIp::Nbio, (4, 3, 0), {
+            // The kernel header's sixth NBIO segment (pci-am-interface.md §3.3), past BAR5:
+            // registers there are reached through RSMU_INDEX/DATA.
+            let mut v = b("NBIO");
+            v.push(0x404_0000);
+            v
+        }),
+        (AmIp::Mp0, (13, 0, 0), MP_BASES.to_vec()),
+        (AmIp::Mp1, (13, 0, 0), MP_BASES.to_vec()),
+        (AmIp::Hdp, (6, 0, 0), b("HDP")),
+        (AmIp::Osssys, (6, 0, 0), b("OSSSYS")),
+    ]
+}
+
+fn put16(b: &mut [u8], at: usize, v: u16) {
+    b[at..at + 2].copy_from_slice(&v.to_le_bytes());
+}
+fn put32(b: &mut [u8], at: usize, v: u32) {
+    b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+}
+
+/// Builds the table. `gc`: (num_se, wgp0_per_sa, wgp1_per_sa, sa_per_se, waves, slots, lds KiB).
+pub fn build(gc: (u32, u32, u32, u32, u32, u32, u32)) -> Vec<u8> {
+    let mut b = vec![0u8; TABLE_SIZE];
+    let ip_off = 0x40usize;
+    let die_off = ip_off + 0x60;
+    // Die: header then records.
+    let ips = navi31_ips();
+    put16(&mut b, die_off, 0);
+    put16(&mut b, die_off + 2, ips.len() as u16);
+    let mut at = die_off + 4;
+    for (ip, (maj, min, rev), bases) in &ips {
+        put16(&mut b, at, hw_id(*ip));
+        b[at + 2] = 0;
+        b[at + 3] = bases.len() as u8;
+        b[at + 4] = *maj;
+        b[at + 5] = *min;
+        b[at + 6] = *rev;
+        at += 8;
+        for base in bases {
+            put32(&mut b, at, *base);
+            at += 4;
+        }
+    }
+    let ip_size = at - ip_off;
+    put32(&mut b, ip_off, IPDS_SIGNATURE);
+    put16(&mut b, ip_off + 4, 4);
+    put16(&mut b, ip_off + 6, ip_size as u16);
+    put16(&mut b, ip_off + 12, 1);
+    put16(&mut b, ip_off + 14, 0);
+    put16(&mut b, ip_off + 16, die_off as u16);
+    // GC info v1.0 after the IP table.
+    let gc_off = (at + 0xF) & !0xF;
+    put32(&mut b, gc_off, 0x5843_4749); // "IGCX"-style table id; not checked by the driver.
+    put16(&mut b, gc_off + 4, 1);
+    put16(&mut b, gc_off + 6, 0);
+    let fields = 17usize;
+    put32(&mut b, gc_off + 8, (12 + 4 * fields) as u32);
+    let (se, wgp0, wgp1, sa, waves, slots, lds) = gc;
+    let vals = [
+        se, wgp0, wgp1, 4, 24, 1024, 0, 0, 0, 0, 0, 32, waves, slots, lds, 1, sa,
+    ];
+    for (i, v) in vals.iter().enumerate() {
+        put32(&mut b, gc_off + 12 + 4 * i, *v);
+    }
+    let end = gc_off + 12 + 4 * fields;
+    // Binary header with table list entries 0 (IP) and 1 (GC).
+    put32(&mut b, 0, BINARY_SIGNATURE);
+    put16(&mut b, 4, 1);
+    put16(&mut b, 6, 0);
+    put16(&mut b, 10, end as u16);
+    put16(&mut b, 12, ip_off as u16);
+    let ipsum = checksum(&b[ip_off..ip_off + ip_size]);
+    put16(&mut b, 14, ipsum);
+    put16(&mut b, 16, ip_size as u16);
+    put16(&mut b, 20, gc_off as u16);
+    let gsum = checksum(&b[gc_off..end]);
+    put16(&mut b, 22, gsum);
+    put16(&mut b, 24, (end - gc_off) as u16);
+    let sum = checksum(&b[10..end]);
+    put16(&mut b, 8, sum);
+    b
+}

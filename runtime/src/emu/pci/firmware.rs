@@ -1,0 +1,170 @@
+//! Synthetic linux-firmware files for the emulated gfx1100: the real header layouts
+//! (`common_firmware_header` + the per-kind headers of pci-am-interface.md §2) around small
+//! deterministic payloads. Nothing real is shipped or needed; the emulated PSP records which
+//! blobs it was handed and checks their sizes against what these headers say.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::pci::am::firmware::psp_fw;
+use crate::pci::PciError;
+
+/// MEC RS64 program start written into the gfx v2 header (byte address).
+pub const MEC_START: u64 = 0x0001_2340_0000;
+
+/// The six files of a Navi31 and their names.
+pub const FILES: [&str; 6] = [
+    "psp_13_0_0_sos.bin",
+    "smu_13_0_0.bin",
+    "sdma_6_0_0.bin",
+    "gc_11_0_0_mec.bin",
+    "gc_11_0_0_imu.bin",
+    "gc_11_0_0_rlc.bin",
+];
+
+/// A deterministic payload (distinct per tag) so tests can recognise blobs.
+pub fn payload(tag: u32, len: usize) -> Vec<u8> {
+    let mut x = tag.wrapping_mul(0x9E37_79B9) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect()
+}
+
+fn put32(b: &mut [u8], at: usize, v: u32) {
+    b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+}
+
+/// common_firmware_header into `b` (whose length is the file size).
+fn common(b: &mut [u8], hsize: u32, maj: u16, min: u16, usize_: u32, uoff: u32) {
+    let n = b.len() as u32;
+    put32(b, 0, n);
+    put32(b, 4, hsize);
+    b[8..10].copy_from_slice(&maj.to_le_bytes());
+    b[10..12].copy_from_slice(&min.to_le_bytes());
+    b[12..14].copy_from_slice(&11u16.to_le_bytes());
+    put32(b, 16, 0x0100_0000);
+    put32(b, 20, usize_);
+    put32(b, 24, uoff);
+}
+
+/// Writes all firmware files into `dir`.
+pub fn write_synthetic(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    // PSP SOS v2: descriptors at 36, payloads after the header.
+    let parts = [
+        psp_fw::KDB,
+        psp_fw::SPL,
+        psp_fw::SYS_DRV,
+        psp_fw::SOC_DRV,
+        psp_fw::INTF_DRV,
+        psp_fw::DBG_DRV,
+        psp_fw::RAS_DRV,
+        psp_fw::SOS,
+        psp_fw::TOC,
+    ];
+    let hsize = 36 + 16 * parts.len();
+    let uoff = 0x200usize;
+    let plen = 0x300usize;
+    let mut b = vec![0u8; uoff + plen * parts.len()];
+    common(
+        &mut b,
+        hsize as u32,
+        2,
+        0,
+        (plen * parts.len()) as u32,
+        uoff as u32,
+    );
+    put32(&mut b, 32, parts.len() as u32);
+    for (i, t) in parts.iter().enumerate() {
+        let at = 36 + 16 * i;
+        put32(&mut b, at, *t);
+        put32(&mut b, at + 4, 1);
+        put32(&mut b, at + 8, (i * plen) as u32);
+        put32(&mut b, at + 12, plen as u32);
+        let p = payload(0x100 + t, plen);
+        b[uoff + i * plen..uoff + (i + 1) * plen].copy_from_slice(&p);
+    }
+    std::fs::write(dir.join(FILES[0]), &b)?;
+
+    // SMU: smc v1.0 (header + ucode_start_addr).
+    let mut b = vec![0u8; 0x100 + 0x800];
+    common(&mut b, 36, 1, 0, 0x800, 0x100);
+    b[0x100..].copy_from_slice(&payload(18, 0x800));
+    std::fs::write(dir.join(FILES[1]), &b)?;
+
+    // SDMA v2.0: ctx at the array offset, ctl at ctl_ucode_offset.
+    let (ctx, ctl) = (0x400usize, 0x200usize);
+    let mut b = vec![0u8; 0x100 + ctx + ctl];
+    common(&mut b, 64, 2, 0, (ctx + ctl) as u32, 0x100);
+    put32(&mut b, 36, ctx as u32);
+    put32(&mut b, 48, (0x100 + ctx) as u32);
+    put32(&mut b, 52, ctl as u32);
+    b[0x100..0x100 + ctx].copy_from_slice(&payload(71, ctx));
+    b[0x100 + ctx..].copy_from_slice(&payload(72, ctl));
+    std::fs::write(dir.join(FILES[2]), &b)?;
+
+    // MEC gfx v2.0: code + stack data, start address.
+    let (code, data) = (0x600usize, 0x100usize);
+    let mut b = vec![0u8; 0x100 + code + data];
+    common(&mut b, 60, 2, 0, code as u32, 0x100);
+    put32(&mut b, 36, code as u32);
+    put32(&mut b, 40, 0x100);
+    put32(&mut b, 44, data as u32);
+    put32(&mut b, 48, (0x100 + code) as u32);
+    put32(&mut b, 52, MEC_START as u32);
+    put32(&mut b, 56, (MEC_START >> 32) as u32);
+    b[0x100..0x100 + code].copy_from_slice(&payload(89, code));
+    b[0x100 + code..].copy_from_slice(&payload(94, data));
+    std::fs::write(dir.join(FILES[3]), &b)?;
+
+    // IMU v1.0: IRAM then DRAM after the array offset.
+    let (iram, dram) = (0x300usize, 0x180usize);
+    let mut b = vec![0u8; 0x100 + iram + dram];
+    common(&mut b, 48, 1, 0, (iram + dram) as u32, 0x100);
+    put32(&mut b, 32, iram as u32);
+    put32(&mut b, 36, 0x100);
+    put32(&mut b, 40, dram as u32);
+    put32(&mut b, 44, (0x100 + iram) as u32);
+    b[0x100..0x100 + iram].copy_from_slice(&payload(68, iram));
+    b[0x100 + iram..].copy_from_slice(&payload(69, dram));
+    std::fs::write(dir.join(FILES[4]), &b)?;
+
+    // RLC v2.3: G at the array offset; IRAM, DRAM, P, V at absolute offsets.
+    let g = 0x500usize;
+    let pieces = [(26u32, 0x200usize), (48, 0x100), (25, 0x180), (7, 0x80)];
+    let total: usize = g + pieces.iter().map(|p| p.1).sum::<usize>();
+    let mut b = vec![0u8; 0x100 + total];
+    common(&mut b, 204, 2, 3, g as u32, 0x100);
+    b[0x100..0x100 + g].copy_from_slice(&payload(8, g));
+    let mut at = 0x100 + g;
+    for (i, (t, n)) in pieces.iter().enumerate() {
+        let (size_at, off_at) = [(156, 160), (164, 168), (180, 184), (196, 200)][i];
+        put32(&mut b, size_at, *n as u32);
+        put32(&mut b, off_at, at as u32);
+        b[at..at + n].copy_from_slice(&payload(*t, *n));
+        at += n;
+    }
+    std::fs::write(dir.join(FILES[5]), &b)?;
+    Ok(())
+}
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// A fresh temporary directory holding the synthetic files.
+pub fn temp_firmware_dir() -> Result<PathBuf, PciError> {
+    let dir = std::env::temp_dir().join(format!(
+        "wavescope-emu-fw-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    write_synthetic(&dir).map_err(|e| PciError::Firmware {
+        file: dir.display().to_string(),
+        msg: format!("writing the synthetic firmware: {e}"),
+    })?;
+    Ok(dir)
+}

@@ -1,0 +1,984 @@
+//! The emulated PCI GPU: a Navi31 (gfx1100) seen as a PCI function, backed by the same emulated
+//! engines as the KFD emulator (CP, SDMA, shader engines), so the real AM driver
+//! ([`crate::pci::am`]) runs unchanged against it.
+//!
+//! # Plain API (what a fake USB bridge or any other transport calls)
+//!
+//! [`EmuPciGpu`] is `Clone` (a handle) and `Send + Sync`:
+//! - `config_read(offset, len) -> u32`, `config_write(offset, len, value)`: 256-byte config space
+//!   (vendor 0x1002, device 0x744c, COMMAND at 0x04 — bus mastering must be set before queues run).
+//! - `bar_read(bar, offset, &mut [u8])`, `bar_write(bar, offset, &[u8])`: BAR0 = VRAM (byte
+//!   addressed, 1 GiB by default), BAR2 = doorbells (8 KiB; a 64-bit store to slot *i* at byte
+//!   8·i sets that queue's write pointer and runs the queues), BAR5 = registers (2 MiB; dword
+//!   accesses; register *r* at byte 4·r; the register model answers the bring-up handshakes).
+//! - DMA memory: the GPU reaches system memory by bus address. `alloc_dma(size) -> bus address`
+//!   backs fresh pages, `add_dma_region(bus, len)` backs a caller-chosen range (e.g. a bridge's
+//!   SRAM window), `dma_read(bus, &mut [u8])` / `dma_write(bus, &[u8])` access it from the host
+//!   side, `free_dma(bus)` releases it.
+//! - `wait_interrupt()` runs pending work and reports whether an MSI was raised since last call.
+//!
+//! It also implements [`crate::pci::PciDevice`] directly (BAR views, system pages), which is how
+//! `Device::open_emulated_pci` and the tests use it. GPU virtual addresses of the engines go
+//! through the GMC page tables the driver wrote into emulated VRAM ([`crate::emu::mem::Gpuvm`]);
+//! a miss becomes a latched protection fault, an IH ring entry and an MSI.
+
+pub mod discovery;
+pub mod firmware;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::cp::{Queue, QueueKindEmu};
+use super::mem::{Gpuvm, Translation, PHYS_VRAM};
+use super::{EmuArch, EmuConfig, EmuPlatform, EmuState, EmuStats};
+use crate::pci::am::firmware::{fw_type, BL_SOS};
+use crate::pci::am::{ih, psp, regs, smu, AmIp, AmReg, RCC_CONFIG_MEMSIZE};
+use crate::pci::{PciDevice, PciError, PciResult, SysMem};
+use crate::platform::{check_range, Mmio, MmioError};
+
+/// FB base the emulated MM hub reports (MC address of VRAM offset 0).
+pub const MC_BASE: u64 = 0x80_0000_0000;
+/// Byte address REMAP_HDP_MEM_FLUSH_CNTL hands out (amdgpu's MMIO remap hole).
+pub const HDP_FLUSH_BYTE: u32 = 0x7F000;
+pub const BAR2_SIZE: u64 = 0x2000;
+pub const BAR5_SIZE: u64 = 2 << 20;
+/// First bus address handed out for system pages (as tinygrad's mock: from 4 GiB up).
+pub const SYS_BASE: u64 = 0x1_0000_0000;
+/// TMR size the emulated PSP asks for in its LOAD_TOC response.
+pub const TMR_SIZE: u32 = 0x10_0000;
+
+#[derive(Debug, Clone)]
+pub struct EmuPciConfig {
+    pub arch: EmuArch,
+    pub vram_size: u64,
+    /// BAR0 size (VRAM beyond it is not CPU-visible).
+    pub bar0_size: u64,
+    /// `false`: the PSP never answers (dead or unpowered security processor).
+    pub psp_responds: bool,
+    /// The GPU was left running by amdgpu (or a crashed run): SOS and SMU answer at power-on
+    /// until a mode-1 reset.
+    pub left_running: bool,
+    pub device_id: u16,
+}
+
+impl EmuPciConfig {
+    pub fn new(arch: EmuArch) -> Self {
+        EmuPciConfig {
+            arch,
+            vram_size: 1 << 30,
+            bar0_size: 1 << 30,
+            psp_responds: true,
+            left_running: false,
+            device_id: 0x744c,
+        }
+    }
+}
+
+/// One register write seen on BAR5.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RegWrite {
+    pub addr: u32,
+    pub value: u32,
+}
+
+/// What the emulated PSP and SMU were told.
+#[derive(Debug, Clone, Default)]
+pub struct FirmwareLog {
+    /// Bootloader commands (C2PMSG_35), in order, with the first 8 bytes of the blob at the
+    /// address given in C2PMSG_36.
+    pub bootloader: Vec<(u32, [u8; 8])>,
+    /// Ring command ids, in order.
+    pub psp_cmds: Vec<u32>,
+    /// LOAD_IP_FW: (fw type, bytes, first 8 bytes of the blob read from VRAM).
+    pub loaded: Vec<(u32, u32, [u8; 8])>,
+    /// SMU (message, argument).
+    pub smu_msgs: Vec<(u32, u32)>,
+    pub hdp_flushes: u64,
+    pub tlb_invalidations: u64,
+}
+
+struct Model {
+    cfg: EmuPciConfig,
+    config: [u8; 256],
+    names: HashMap<u32, &'static str>,
+    a: Addrs,
+    writes: Vec<RegWrite>,
+    log: FirmwareLog,
+    sos_alive: bool,
+    psp_ring: Option<(u64, u32)>,
+    psp_rptr: u32,
+    smu_loaded: bool,
+    next_sys: u64,
+    irq: u32,
+    ih_wptr: u64,
+    rsmu_index: u32,
+}
+
+/// Absolute dword addresses of the registers the model interprets.
+struct Addrs {
+    psp35: u32,
+    psp36: u32,
+    psp64: u32,
+    psp67: u32,
+    psp69: u32,
+    psp70: u32,
+    psp71: u32,
+    psp81: u32,
+    smu66: u32,
+    smu82: u32,
+    smu90: u32,
+    gc_inv_req: u32,
+    gc_inv_ack: u32,
+    mm_inv_req: u32,
+    mm_inv_ack: u32,
+    mm_inv_sem: u32,
+    gc_ctx_cntl: u32,
+    gc_pt_base: [u32; 2],
+    gc_pt_start: [u32; 2],
+    gc_pt_end: [u32; 2],
+    gc_fault: [u32; 3],
+    hqd_active: u32,
+    hqd_dequeue: u32,
+    grbm_gfx_cntl: u32,
+    pq_base: [u32; 2],
+    pq_control: u32,
+    rptr_report: [u32; 2],
+    wptr_poll: [u32; 2],
+    pq_doorbell: u32,
+    sdma_rb_cntl: u32,
+    sdma_rb_base: [u32; 2],
+    sdma_rptr_addr: [u32; 2],
+    sdma_wptr_poll: [u32; 2],
+    sdma_doorbell_off: u32,
+    rlc_bootload: u32,
+    ih_base: [u32; 2],
+    ih_cntl: u32,
+    ih_wptr_addr: [u32; 2],
+    rsmu_index: u32,
+    rsmu_data: u32,
+    fb_base_mm: u32,
+    fb_top_mm: u32,
+    fb_base_gc: u32,
+    fb_top_gc: u32,
+    hdp_remap: u32,
+}
+
+fn bases() -> HashMap<AmIp, Vec<u32>> {
+    discovery::navi31_ips()
+        .into_iter()
+        .map(|(ip, _, b)| (ip, b))
+        .collect()
+}
+
+fn resolve(b: &HashMap<AmIp, Vec<u32>>, r: AmReg) -> u32 {
+    b.get(&r.ip)
+        .and_then(|v| v.get(usize::from(r.seg)))
+        .map(|base| base + r.offset)
+        .unwrap_or(u32::MAX)
+}
+
+impl Addrs {
+    fn new(b: &HashMap<AmIp, Vec<u32>>) -> Self {
+        use regs::*;
+        let a = |r| resolve(b, r);
+        Addrs {
+            psp35: a(MP0_SMN_C2PMSG_35),
+            psp36: a(MP0_SMN_C2PMSG_36),
+            psp64: a(MP0_SMN_C2PMSG_64),
+            psp67: a(MP0_SMN_C2PMSG_67),
+            psp69: a(MP0_SMN_C2PMSG_69),
+            psp70: a(MP0_SMN_C2PMSG_70),
+            psp71: a(MP0_SMN_C2PMSG_71),
+            psp81: a(MP0_SMN_C2PMSG_81),
+            smu66: a(MP1_SMN_C2PMSG_66),
+            smu82: a(MP1_SMN_C2PMSG_82),
+            smu90: a(MP1_SMN_C2PMSG_90),
+            gc_inv_req: a(GCVM_INVALIDATE_ENG17_REQ),
+            gc_inv_ack: a(GCVM_INVALIDATE_ENG17_ACK),
+            mm_inv_req: a(MMVM_INVALIDATE_ENG17_REQ),
+            mm_inv_ack: a(MMVM_INVALIDATE_ENG17_ACK),
+            mm_inv_sem: a(MMVM_INVALIDATE_ENG17_SEM),
+            gc_ctx_cntl: a(GCVM_CONTEXT0_CNTL),
+            gc_pt_base: [
+                a(GCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32),
+                a(GCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32),
+            ],
+            gc_pt_start: [
+                a(GCVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32),
+                a(GCVM_CONTEXT0_PAGE_TABLE_START_ADDR_HI32),
+            ],
+            gc_pt_end: [
+                a(GCVM_CONTEXT0_PAGE_TABLE_END_ADDR_LO32),
+                a(GCVM_CONTEXT0_PAGE_TABLE_END_ADDR_HI32),
+            ],
+            gc_fault: [
+                a(GCVM_L2_PROTECTION_FAULT_STATUS),
+                a(GCVM_L2_PROTECTION_FAULT_ADDR_LO32),
+                a(GCVM_L2_PROTECTION_FAULT_ADDR_HI32),
+            ],
+            hqd_active: a(CP_HQD_ACTIVE),
+            hqd_dequeue: a(CP_HQD_DEQUEUE_REQUEST),
+            grbm_gfx_cntl: a(GRBM_GFX_CNTL),
+            pq_base: [a(CP_HQD_PQ_BASE), a(CP_HQD_PQ_BASE_HI)],
+            pq_control: a(CP_HQD_PQ_CONTROL),
+            rptr_report: [
+                a(CP_HQD_PQ_RPTR_REPORT_ADDR),
+                a(CP_HQD_PQ_RPTR_REPORT_ADDR_HI),
+            ],
+            wptr_poll: [a(CP_HQD_PQ_WPTR_POLL_ADDR), a(CP_HQD_PQ_WPTR_POLL_ADDR_HI)],
+            pq_doorbell: a(CP_HQD_PQ_DOORBELL_CONTROL),
+            sdma_rb_cntl: a(SDMA0_QUEUE0_RB_CNTL),
+            sdma_rb_base: [a(SDMA0_QUEUE0_RB_BASE), a(SDMA0_QUEUE0_RB_BASE_HI)],
+            sdma_rptr_addr: [
+                a(SDMA0_QUEUE0_RB_RPTR_ADDR_LO),
+                a(SDMA0_QUEUE0_RB_RPTR_ADDR_HI),
+            ],
+            sdma_wptr_poll: [
+                a(SDMA0_QUEUE0_RB_WPTR_POLL_ADDR_LO),
+                a(SDMA0_QUEUE0_RB_WPTR_POLL_ADDR_HI),
+            ],
+            sdma_doorbell_off: a(SDMA0_QUEUE0_DOORBELL_OFFSET),
+            rlc_bootload: a(RLC_RLCS_BOOTLOAD_STATUS),
+            ih_base: [a(IH_RB_BASE), a(IH_RB_BASE_HI)],
+            ih_cntl: a(IH_RB_CNTL),
+            ih_wptr_addr: [a(IH_RB_WPTR_ADDR_LO), a(IH_RB_WPTR_ADDR_HI)],
+            rsmu_index: a(BIF_BX_PF0_RSMU_INDEX),
+            rsmu_data: a(BIF_BX_PF0_RSMU_DATA),
+            fb_base_mm: a(MMMC_VM_FB_LOCATION_BASE),
+            fb_top_mm: a(MMMC_VM_FB_LOCATION_TOP),
+            fb_base_gc: a(GCMC_VM_FB_LOCATION_BASE),
+            fb_top_gc: a(GCMC_VM_FB_LOCATION_TOP),
+            hdp_remap: a(BIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL),
+        }
+    }
+}
+
+struct Inner {
+    emu: EmuPlatform,
+    model: Mutex<Model>,
+}
+
+/// The emulated PCI GPU (a cheap handle; clones share the device).
+#[derive(Clone)]
+pub struct EmuPciGpu {
+    inner: Arc<Inner>,
+}
+
+fn u64_of(st: &EmuState, r: [u32; 2]) -> u64 {
+    u64::from(st.core.regs.read(r[0])) | u64::from(st.core.regs.read(r[1])) << 32
+}
+
+impl EmuPciGpu {
+    pub fn new(cfg: EmuPciConfig) -> PciResult<Self> {
+        let gpu = Self::build(cfg)?;
+        Ok(gpu)
+    }
+
+    /// The device with other shader engines (e.g. a recording or faulting one).
+    pub fn with_shader_engines(
+        cfg: EmuPciConfig,
+        shader: Box<dyn super::ShaderEngines>,
+    ) -> PciResult<Self> {
+        let gpu = Self::build(cfg)?;
+        gpu.inner.emu.set_shader_engines(shader);
+        Ok(gpu)
+    }
+
+    fn build(cfg: EmuPciConfig) -> PciResult<Self> {
+        if cfg.arch != EmuArch::Gfx1100 {
+            return Err(PciError::NoDevice {
+                detail: format!(
+                    "the emulated PCI GPU models gfx1100 only (asked for {:?})",
+                    cfg.arch
+                ),
+            });
+        }
+        let mut ecfg = EmuConfig::new(cfg.arch);
+        ecfg.kfd_present = false;
+        ecfg.gpu_node = false;
+        let emu = EmuPlatform::new(ecfg);
+        let b = bases();
+        let a = Addrs::new(&b);
+        let names = regs::ALL
+            .iter()
+            .map(|r| (resolve(&b, *r), r.name))
+            .collect();
+        {
+            let mut st = emu.shared.lock();
+            st.mem
+                .map(PHYS_VRAM, cfg.vram_size)
+                .map_err(|_| PciError::OutOfMemory {
+                    what: "host memory for the emulated VRAM",
+                    size: cfg.vram_size,
+                })?;
+            // The discovery table at VRAM end − 64 KiB.
+            let gc = (6, 4, 0, 2, 16, 32, 64);
+            let tbl = discovery::build(gc);
+            let at = PHYS_VRAM + cfg.vram_size - crate::pci::am::discovery::TABLE_FROM_END;
+            st.mem
+                .write_phys(at, &tbl)
+                .map_err(|_| PciError::Discovery {
+                    offset: at - PHYS_VRAM,
+                    msg: "cannot place the emulated table".into(),
+                })?;
+            let fb = ((MC_BASE >> 24) & 0xFF_FFFF) as u32;
+            let top = (((MC_BASE + cfg.vram_size - 1) >> 24) & 0xFF_FFFF) as u32;
+            for (r, v) in [
+                (a.fb_base_mm, fb),
+                (a.fb_top_mm, top),
+                (a.fb_base_gc, fb),
+                (a.fb_top_gc, top),
+                (a.hdp_remap, HDP_FLUSH_BYTE),
+            ] {
+                st.core.regs.write(r, v);
+            }
+        }
+        let left = cfg.left_running;
+        if left {
+            let mut st = emu.shared.lock();
+            st.core.regs.write(a.psp81, 1);
+            st.core.regs.write(a.psp64, 1 << 31);
+        }
+        let mut config = [0u8; 256];
+        config[0..2].copy_from_slice(&crate::pci::AMD_VENDOR.to_le_bytes());
+        config[2..4].copy_from_slice(&cfg.device_id.to_le_bytes());
+        config[0x0B] = 0x03; // display controller
+        Ok(EmuPciGpu {
+            inner: Arc::new(Inner {
+                emu,
+                model: Mutex::new(Model {
+                    cfg,
+                    config,
+                    names,
+                    a,
+                    writes: Vec::new(),
+                    log: FirmwareLog::default(),
+                    sos_alive: left,
+                    psp_ring: None,
+                    psp_rptr: 0,
+                    smu_loaded: left,
+                    next_sys: SYS_BASE,
+                    irq: 0,
+                    ih_wptr: 0,
+                    rsmu_index: 0,
+                }),
+            }),
+        })
+    }
+
+    fn model(&self) -> MutexGuard<'_, Model> {
+        self.inner.model.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The engines behind the device (stats, clock, shader-engine replacement).
+    pub fn platform(&self) -> &EmuPlatform {
+        &self.inner.emu
+    }
+    pub fn stats(&self) -> EmuStats {
+        self.inner.emu.stats()
+    }
+
+    /// Every BAR5 write so far, in order.
+    pub fn reg_writes(&self) -> Vec<RegWrite> {
+        self.model().writes.clone()
+    }
+    /// The register name of an absolute dword address (registers the driver uses).
+    pub fn reg_name(&self, addr: u32) -> Option<&'static str> {
+        self.model().names.get(&addr).copied()
+    }
+    pub fn firmware_log(&self) -> FirmwareLog {
+        self.model().log.clone()
+    }
+
+    /// Walks the GC hub's page tables for `va` (no TLB): what the engines would reach.
+    pub fn translate(&self, va: u64) -> Option<Translation> {
+        self.inner.emu.shared.lock().mem.walk(va)
+    }
+    /// Reads memory by GPU virtual address, as the engines would (through the TLB and tables).
+    pub fn read_va(&self, va: u64, out: &mut [u8]) -> bool {
+        self.inner.emu.shared.lock().mem.read(va, out).is_ok()
+    }
+    /// Reads emulated physical memory by region key (VRAM: [`PHYS_VRAM`] + offset).
+    pub fn read_phys(&self, key: u64, out: &mut [u8]) -> bool {
+        self.inner.emu.shared.lock().mem.read_phys(key, out).is_ok()
+    }
+
+    // ---- plain API ----
+
+    pub fn config_read(&self, offset: u16, len: u8) -> u32 {
+        let m = self.model();
+        let mut b = [0u8; 4];
+        for (i, x) in b.iter_mut().enumerate().take(usize::from(len.min(4))) {
+            *x = m
+                .config
+                .get(usize::from(offset) + i)
+                .copied()
+                .unwrap_or(0xFF);
+        }
+        u32::from_le_bytes(b)
+    }
+
+    pub fn config_write(&self, offset: u16, len: u8, value: u32) {
+        let mut m = self.model();
+        // Vendor/device/class are read-only.
+        if offset < 0x04 || (0x08..0x0C).contains(&offset) {
+            return;
+        }
+        for (i, v) in value
+            .to_le_bytes()
+            .iter()
+            .enumerate()
+            .take(usize::from(len.min(4)))
+        {
+            if let Some(x) = m.config.get_mut(usize::from(offset) + i) {
+                *x = *v;
+            }
+        }
+    }
+
+    fn bus_master(m: &Model) -> bool {
+        m.config[4] & 0x4 != 0
+    }
+
+    pub fn bar_len(&self, bar: u8) -> u64 {
+        match bar {
+            0 => self.model().cfg.bar0_size,
+            2 => BAR2_SIZE,
+            5 => BAR5_SIZE,
+            _ => 0,
+        }
+    }
+
+    pub fn bar_read(&self, bar: u8, offset: u64, out: &mut [u8]) -> Result<(), MmioError> {
+        let len = self.bar_len(bar);
+        check_range(0, len, offset, out.len() as u64)?;
+        match bar {
+            0 => {
+                let st = self.inner.emu.shared.lock();
+                st.mem
+                    .read_phys(PHYS_VRAM + offset, out)
+                    .map_err(|_| MmioError {
+                        base: 0,
+                        offset,
+                        len: out.len() as u64,
+                        size: len,
+                    })
+            }
+            2 => {
+                let st = self.inner.emu.shared.lock();
+                for (i, b) in out.iter_mut().enumerate() {
+                    let o = offset + i as u64;
+                    let v = st
+                        .queues
+                        .iter()
+                        .find(|q| u64::from(q.doorbell) == o / 8)
+                        .map(|q| q.wptr)
+                        .unwrap_or(0);
+                    *b = v.to_le_bytes()[(o % 8) as usize];
+                }
+                Ok(())
+            }
+            _ => {
+                let mut m = self.model();
+                for (i, chunk) in out.chunks_mut(4).enumerate() {
+                    let addr = ((offset + 4 * i as u64) / 4) as u32;
+                    let v = self.reg_read(&mut m, addr);
+                    let n = chunk.len();
+                    chunk.copy_from_slice(&v.to_le_bytes()[..n]);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    pub fn bar_write(&self, bar: u8, offset: u64, data: &[u8]) -> Result<(), MmioError> {
+        let len = self.bar_len(bar);
+        check_range(0, len, offset, data.len() as u64)?;
+        match bar {
+            0 => {
+                let mut st = self.inner.emu.shared.lock();
+                st.mem
+                    .write_phys(PHYS_VRAM + offset, data)
+                    .map_err(|_| MmioError {
+                        base: 0,
+                        offset,
+                        len: data.len() as u64,
+                        size: len,
+                    })
+            }
+            2 => {
+                if !offset.is_multiple_of(8) || data.len() != 8 {
+                    return Ok(());
+                }
+                let mut b = [0u8; 8];
+                b.copy_from_slice(data);
+                let v = u64::from_le_bytes(b);
+                let mut m = self.model();
+                let mut st = self.inner.emu.shared.lock();
+                for q in st
+                    .queues
+                    .iter_mut()
+                    .filter(|q| u64::from(q.doorbell) == offset / 8)
+                {
+                    q.wptr = v;
+                }
+                if Self::bus_master(&m) {
+                    st.pump();
+                    Self::check_fault(&mut m, &mut st);
+                }
+                Ok(())
+            }
+            _ => {
+                let mut m = self.model();
+                for (i, chunk) in data.chunks(4).enumerate() {
+                    let mut b = [0u8; 4];
+                    b[..chunk.len()].copy_from_slice(chunk);
+                    let addr = ((offset + 4 * i as u64) / 4) as u32;
+                    self.reg_write(&mut m, addr, u32::from_le_bytes(b));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Backs fresh system pages; returns their bus address.
+    pub fn alloc_dma(&self, size: u64) -> Option<u64> {
+        let size = size.div_ceil(0x1000) * 0x1000;
+        let mut m = self.model();
+        let bus = m.next_sys;
+        self.inner.emu.shared.lock().mem.map(bus, size).ok()?;
+        // A guard page between allocations keeps separate buffers non-contiguous.
+        m.next_sys = bus + size + 0x1000;
+        Some(bus)
+    }
+    pub fn add_dma_region(&self, bus: u64, len: u64) -> bool {
+        self.inner.emu.shared.lock().mem.map(bus, len).is_ok()
+    }
+    pub fn free_dma(&self, bus: u64) -> bool {
+        self.inner.emu.shared.lock().mem.unmap(bus)
+    }
+    pub fn dma_read(&self, bus: u64, out: &mut [u8]) -> bool {
+        self.inner.emu.shared.lock().mem.read_phys(bus, out).is_ok()
+    }
+    pub fn dma_write(&self, bus: u64, data: &[u8]) -> bool {
+        self.inner
+            .emu
+            .shared
+            .lock()
+            .mem
+            .write_phys(bus, data)
+            .is_ok()
+    }
+
+    /// Runs pending queue work; returns whether an MSI was raised since the last call.
+    pub fn wait_interrupt(&self) -> bool {
+        let mut m = self.model();
+        let mut st = self.inner.emu.shared.lock();
+        if Self::bus_master(&m) {
+            st.pump();
+            Self::check_fault(&mut m, &mut st);
+        }
+        let raised = m.irq > 0;
+        m.irq = 0;
+        raised
+    }
+
+    // ---- register model ----
+
+    fn reg_read(&self, m: &mut Model, addr: u32) -> u32 {
+        let st = self.inner.emu.shared.lock();
+        let a = &m.a;
+        if addr == RCC_CONFIG_MEMSIZE {
+            return (m.cfg.vram_size >> 20) as u32;
+        }
+        if addr == a.rsmu_data {
+            let target = m.rsmu_index / 4;
+            drop(st);
+            return if target == a.rsmu_data {
+                0
+            } else {
+                self.reg_read(m, target)
+            };
+        }
+        if addr == a.psp35 {
+            return if m.cfg.psp_responds { 1 << 31 } else { 0 };
+        }
+        if addr == a.mm_inv_sem {
+            return 1;
+        }
+        if (addr == a.psp64 || addr == a.psp81) && !m.cfg.psp_responds {
+            return 0;
+        }
+        st.core.regs.read(addr)
+    }
+
+    fn reg_write(&self, m: &mut Model, addr: u32, v: u32) {
+        m.writes.push(RegWrite { addr, value: v });
+        let mut st = self.inner.emu.shared.lock();
+        if addr == m.a.rsmu_index {
+            m.rsmu_index = v;
+            return;
+        }
+        if addr == m.a.rsmu_data {
+            let target = m.rsmu_index / 4;
+            drop(st);
+            if target != m.a.rsmu_data {
+                self.reg_write(m, target, v);
+            }
+            return;
+        }
+        st.core.regs.write(addr, v);
+        let a = &m.a;
+        if addr == HDP_FLUSH_BYTE / 4 {
+            m.log.hdp_flushes += 1;
+        } else if addr == a.psp35 {
+            if m.cfg.psp_responds {
+                let mc = u64::from(st.core.regs.read(a.psp36)) << 20;
+                let mut head = [0u8; 8];
+                if let Some(k) = Self::mc_key(m, mc) {
+                    let _ = st.mem.read_phys(k, &mut head);
+                }
+                m.log.bootloader.push((v, head));
+                if v == BL_SOS {
+                    m.sos_alive = true;
+                    st.core.regs.write(a.psp81, 1);
+                    st.core.regs.write(a.psp64, 1 << 31);
+                }
+            }
+        } else if addr == a.psp64 {
+            if m.cfg.psp_responds && m.sos_alive {
+                if v == psp::RING_TYPE_KM << 16 {
+                    let mc = u64_of(&st, [a.psp69, a.psp70]);
+                    m.psp_ring = Some((mc, st.core.regs.read(a.psp71)));
+                    m.psp_rptr = 0;
+                } else if v == psp::CMD_DESTROY_RINGS {
+                    m.psp_ring = None;
+                    st.core.regs.write(a.psp71, 0);
+                }
+                st.core.regs.write(a.psp64, 1 << 31);
+            }
+        } else if addr == a.psp67 {
+            if m.cfg.psp_responds {
+                Self::psp_ring(m, &mut st, v);
+            }
+        } else if addr == a.smu66 {
+            if m.smu_loaded {
+                let arg = st.core.regs.read(a.smu82);
+                m.log.smu_msgs.push((v, arg));
+                let out = match v {
+                    smu::MSG_GET_SMU_VERSION => Some(0x0050_4000),
+                    smu::MSG_GET_DPM_FREQ_BY_INDEX => {
+                        let (clk, lvl) = (arg >> 16, arg & 0xFFFF);
+                        if lvl == 0xFF {
+                            Some(3)
+                        } else {
+                            Some(500 + 100 * clk + 1000 * lvl.min(2))
+                        }
+                    }
+                    _ => None,
+                };
+                if let Some(o) = out {
+                    st.core.regs.write(a.smu82, o);
+                }
+                st.core.regs.write(a.smu90, 1);
+                if v == smu::MSG_MODE1_RESET {
+                    // Mode-1 reset: PSP and SMU back to their power-on state, queues gone.
+                    m.sos_alive = false;
+                    m.smu_loaded = false;
+                    m.psp_ring = None;
+                    st.core.regs.write(a.psp81, 0);
+                    st.core.regs.write(a.psp64, 0);
+                    st.core.regs.write(a.psp71, 0);
+                    st.queues.clear();
+                    st.mem.vm = None;
+                }
+            }
+        } else if addr == a.gc_inv_req || addr == a.mm_inv_req {
+            m.log.tlb_invalidations += 1;
+            if let Some(vm) = &st.mem.vm {
+                vm.invalidate();
+            }
+            let ack = if addr == a.gc_inv_req {
+                a.gc_inv_ack
+            } else {
+                a.mm_inv_ack
+            };
+            st.core.regs.write(ack, v & 0xFFFF);
+        } else if addr == a.gc_ctx_cntl {
+            st.mem.vm = if v & 1 != 0 {
+                let root = u64_of(&st, a.gc_pt_base) & crate::emu::mem::pte::ADDR_MASK;
+                let start = u64_of(&st, a.gc_pt_start) << 12;
+                let end = (u64_of(&st, a.gc_pt_end) << 12) | 0xFFF;
+                Some(Box::new(Gpuvm::new(root, start, end)))
+            } else {
+                None
+            };
+        } else if addr == a.hqd_active {
+            let sel = st.core.regs.read(a.grbm_gfx_cntl);
+            if v & 1 != 0 && (sel >> 2) & 3 == 1 {
+                let ring = u64_of(&st, a.pq_base) << 8;
+                let qs = st.core.regs.read(a.pq_control) & 0x3F;
+                let bytes = 4u64 << (qs + 1);
+                let rptr = u64_of(&st, a.rptr_report);
+                let wptr = u64_of(&st, a.wptr_poll);
+                let db = (st.core.regs.read(a.pq_doorbell) >> 2) & 0x3FF_FFFF;
+                st.queues.retain(|q| q.kind != QueueKindEmu::Pm4);
+                st.queues.push(Queue::new(
+                    QueueKindEmu::Pm4,
+                    ring,
+                    bytes,
+                    rptr,
+                    wptr,
+                    db / 2,
+                    0,
+                ));
+            }
+        } else if addr == a.hqd_dequeue {
+            if v != 0 {
+                st.queues.retain(|q| q.kind != QueueKindEmu::Pm4);
+                st.core.regs.write(a.hqd_active, 0);
+            }
+        } else if addr == a.sdma_rb_cntl {
+            st.queues.retain(|q| q.kind != QueueKindEmu::Sdma);
+            if v & 1 != 0 {
+                let ring = u64_of(&st, a.sdma_rb_base) << 8;
+                let bytes = 4u64 << ((v >> 1) & 0x1F);
+                let rptr = u64_of(&st, a.sdma_rptr_addr);
+                let wptr = u64_of(&st, a.sdma_wptr_poll);
+                let db = (st.core.regs.read(a.sdma_doorbell_off) >> 2) & 0x3FF_FFFF;
+                st.queues.push(Queue::new(
+                    QueueKindEmu::Sdma,
+                    ring,
+                    bytes,
+                    rptr,
+                    wptr,
+                    db / 2,
+                    0,
+                ));
+            }
+        }
+    }
+
+    /// VRAM region key of an MC address.
+    fn mc_key(m: &Model, mc: u64) -> Option<u64> {
+        (mc >= MC_BASE && mc < MC_BASE + m.cfg.vram_size).then(|| PHYS_VRAM + (mc - MC_BASE))
+    }
+
+    /// The PSP executes the ring frames up to the new write pointer (dwords).
+    fn psp_ring(m: &mut Model, st: &mut EmuState, wptr: u32) {
+        let Some((ring_mc, size)) = m.psp_ring else {
+            return;
+        };
+        let Some(ring) = Self::mc_key(m, ring_mc) else {
+            return;
+        };
+        let size_dw = (size / 4).max(16);
+        let rd = |st: &EmuState, key: u64| -> u32 {
+            let mut b = [0u8; 4];
+            let _ = st.mem.read_phys(key, &mut b);
+            u32::from_le_bytes(b)
+        };
+        while m.psp_rptr % size_dw != wptr % size_dw {
+            let f = ring + u64::from(m.psp_rptr % size_dw) * 4;
+            let cmd_mc = u64::from(rd(st, f)) | u64::from(rd(st, f + 4)) << 32;
+            let fence_mc = u64::from(rd(st, f + 12)) | u64::from(rd(st, f + 16)) << 32;
+            let fence_val = rd(st, f + 20);
+            m.psp_rptr = (m.psp_rptr + 16) % size_dw;
+            let (Some(cmd), Some(fence)) = (Self::mc_key(m, cmd_mc), Self::mc_key(m, fence_mc))
+            else {
+                continue;
+            };
+            let id = rd(st, cmd + 8);
+            m.log.psp_cmds.push(id);
+            let arg = |i: u64| rd(st, cmd + 28 + 4 * i);
+            let mut status = 0u32;
+            let mut tmr = 0u32;
+            match id {
+                psp::CMD_LOAD_TOC => tmr = TMR_SIZE,
+                psp::CMD_LOAD_IP_FW => {
+                    let mc = u64::from(arg(0)) | u64::from(arg(1)) << 32;
+                    let (len, ty) = (arg(2), arg(3));
+                    let mut head = [0u8; 8];
+                    match Self::mc_key(m, mc) {
+                        Some(k) if len > 0 && st.mem.read_phys(k, &mut head).is_ok() => {
+                            m.log.loaded.push((ty, len, head));
+                            if ty == fw_type::SMU {
+                                m.smu_loaded = true;
+                            }
+                        }
+                        _ => status = 0xFFFF_0007,
+                    }
+                }
+                psp::CMD_AUTOLOAD_RLC => {
+                    // RLC autoload needs the RLC_G image and the MEC code to have been loaded.
+                    let has = |t| m.log.loaded.iter().any(|l| l.0 == t);
+                    if has(fw_type::RLC_G) && has(fw_type::RS64_MEC) {
+                        st.core.regs.write(m.a.rlc_bootload, 1 << 31);
+                    } else {
+                        status = 0xFFFF_0008;
+                    }
+                }
+                _ => {}
+            }
+            let _ = st
+                .mem
+                .write_phys(cmd + psp::RESP_STATUS, &status.to_le_bytes());
+            let _ = st
+                .mem
+                .write_phys(cmd + psp::RESP_TMR_SIZE, &tmr.to_le_bytes());
+            let _ = st.mem.write_phys(fence, &fence_val.to_le_bytes());
+        }
+    }
+
+    /// A queue fault becomes the GC hub's latched fault, an IH entry and an MSI.
+    fn check_fault(m: &mut Model, st: &mut EmuState) {
+        let Some(f) = st.core.fault.take() else {
+            return;
+        };
+        let a = &m.a;
+        // mapping_error; client id 0x1B (UTCL2), vmid 0.
+        st.core.regs.write(a.gc_fault[0], 1 << 8 | 0x1B << 9);
+        st.core.regs.write(a.gc_fault[1], (f.va >> 12) as u32);
+        st.core
+            .regs
+            .write(a.gc_fault[2], ((f.va >> 44) & 0xF) as u32);
+        let cntl = st.core.regs.read(a.ih_cntl);
+        if cntl & 1 == 0 {
+            return;
+        }
+        let rb_size = (cntl >> 1) & 0x1F;
+        let bytes = 4u64 << rb_size.saturating_sub(1);
+        let (Some(base), Some(wkey)) = (
+            Self::mc_key(m, u64_of(st, a.ih_base) << 8),
+            Self::mc_key(m, u64_of(st, a.ih_wptr_addr)),
+        ) else {
+            return;
+        };
+        let mut e = [0u32; 8];
+        e[0] = ih::CLIENT_UTCL2;
+        e[1] = st.core.clock as u32;
+        e[4] = (f.va >> 12) as u32;
+        e[5] = ((f.va >> 44) & 0xF) as u32;
+        let bytes_e: Vec<u8> = e.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let _ = st.mem.write_phys(base + m.ih_wptr, &bytes_e);
+        m.ih_wptr = (m.ih_wptr + ih::ENTRY_SIZE) % bytes.max(ih::ENTRY_SIZE);
+        let _ = st.mem.write_phys(wkey, &(m.ih_wptr as u32).to_le_bytes());
+        m.irq += 1;
+    }
+}
+
+/// A BAR as an [`Mmio`] view over the plain API.
+pub struct EmuBar {
+    gpu: EmuPciGpu,
+    bar: u8,
+    len: u64,
+}
+
+impl Mmio for EmuBar {
+    fn addr(&self) -> u64 {
+        0
+    }
+    fn size(&self) -> u64 {
+        self.len
+    }
+    fn read_bytes(&self, offset: u64, out: &mut [u8]) -> Result<(), MmioError> {
+        self.gpu.bar_read(self.bar, offset, out)
+    }
+    fn write_bytes(&self, offset: u64, data: &[u8]) -> Result<(), MmioError> {
+        self.gpu.bar_write(self.bar, offset, data)
+    }
+}
+
+/// The CPU view of system pages (bus address = region key).
+pub struct EmuDmaView {
+    gpu: EmuPciGpu,
+    bus: u64,
+    len: u64,
+}
+
+impl Mmio for EmuDmaView {
+    fn addr(&self) -> u64 {
+        self.bus
+    }
+    fn size(&self) -> u64 {
+        self.len
+    }
+    fn read_bytes(&self, offset: u64, out: &mut [u8]) -> Result<(), MmioError> {
+        check_range(self.bus, self.len, offset, out.len() as u64)?;
+        if self.gpu.dma_read(self.bus + offset, out) {
+            Ok(())
+        } else {
+            Err(MmioError {
+                base: self.bus,
+                offset,
+                len: out.len() as u64,
+                size: self.len,
+            })
+        }
+    }
+    fn write_bytes(&self, offset: u64, data: &[u8]) -> Result<(), MmioError> {
+        check_range(self.bus, self.len, offset, data.len() as u64)?;
+        if self.gpu.dma_write(self.bus + offset, data) {
+            Ok(())
+        } else {
+            Err(MmioError {
+                base: self.bus,
+                offset,
+                len: data.len() as u64,
+                size: self.len,
+            })
+        }
+    }
+}
+
+impl PciDevice for EmuPciGpu {
+    fn bus_id(&self) -> String {
+        "emu-pci:0000:03:00.0".into()
+    }
+    fn config_read(&self, offset: u16, len: u8) -> PciResult<u32> {
+        Ok(EmuPciGpu::config_read(self, offset, len))
+    }
+    fn config_write(&self, offset: u16, len: u8, value: u32) -> PciResult<()> {
+        EmuPciGpu::config_write(self, offset, len, value);
+        Ok(())
+    }
+    fn bar_len(&self, bar: u8) -> u64 {
+        EmuPciGpu::bar_len(self, bar)
+    }
+    fn bar(&self, bar: u8) -> PciResult<Arc<dyn Mmio>> {
+        let len = EmuPciGpu::bar_len(self, bar);
+        if len == 0 {
+            return Err(PciError::NoDevice {
+                detail: format!("emulated GPU has no BAR{bar}"),
+            });
+        }
+        Ok(Arc::new(EmuBar {
+            gpu: self.clone(),
+            bar,
+            len,
+        }))
+    }
+    fn alloc_sysmem(&self, size: u64) -> PciResult<SysMem> {
+        let size = size.div_ceil(0x1000) * 0x1000;
+        let bus = self.alloc_dma(size).ok_or(PciError::OutOfMemory {
+            what: "emulated system memory",
+            size,
+        })?;
+        Ok(SysMem {
+            cpu: Arc::new(EmuDmaView {
+                gpu: self.clone(),
+                bus,
+                len: size,
+            }),
+            pages: (0..size / 0x1000).map(|i| bus + i * 0x1000).collect(),
+        })
+    }
+    fn free_sysmem(&self, mem: &SysMem) {
+        if let Some(p) = mem.pages.first() {
+            self.free_dma(*p);
+        }
+    }
+    fn wait_interrupt(&self, _timeout_ms: u32) -> PciResult<bool> {
+        Ok(EmuPciGpu::wait_interrupt(self))
+    }
+}

@@ -1,0 +1,359 @@
+//! linux-firmware `amdgpu/` files (pci-am-interface.md §2): the common header and the per-kind
+//! headers that locate the blobs PSP loads. Headers are little-endian structs from the kernel's
+//! `amdgpu_ucode.h`; every bound is checked and errors name the file and offset.
+
+use std::path::Path;
+
+use crate::pci::{PciError, PciResult};
+
+/// PSP bootloader commands (C2PMSG_35) for the SOS components, in load order.
+pub const BL_KDB: u32 = 0x80000;
+pub const BL_SPL: u32 = 0x1000_0000;
+pub const BL_SYS_DRV: u32 = 0x10000;
+pub const BL_SOC_DRV: u32 = 0xB0000;
+pub const BL_INTF_DRV: u32 = 0xD0000;
+pub const BL_DBG_DRV: u32 = 0xC0000;
+pub const BL_RAS_DRV: u32 = 0xE0000;
+pub const BL_SOS: u32 = 0x20000;
+
+/// `enum psp_fw_type` of the v2 PSP header's descriptors.
+pub mod psp_fw {
+    pub const SOS: u32 = 1;
+    pub const SYS_DRV: u32 = 2;
+    pub const KDB: u32 = 3;
+    pub const TOC: u32 = 4;
+    pub const SPL: u32 = 5;
+    pub const SOC_DRV: u32 = 7;
+    pub const INTF_DRV: u32 = 8;
+    pub const DBG_DRV: u32 = 9;
+    pub const RAS_DRV: u32 = 10;
+}
+
+/// `GFX_FW_TYPE_*` ids of LOAD_IP_FW.
+pub mod fw_type {
+    pub const RLC_V: u32 = 7;
+    pub const RLC_G: u32 = 8;
+    pub const SMU: u32 = 18;
+    pub const RLC_P: u32 = 25;
+    pub const RLC_IRAM: u32 = 26;
+    pub const RLC_DRAM_BOOT: u32 = 48;
+    pub const IMU_I: u32 = 68;
+    pub const IMU_D: u32 = 69;
+    pub const SDMA_TH0: u32 = 71;
+    pub const SDMA_TH1: u32 = 72;
+    pub const RS64_MEC: u32 = 89;
+    pub const RS64_MEC_P0_STACK: u32 = 94;
+}
+
+/// A blob for the PSP bootloader (SOS components).
+#[derive(Debug, Clone)]
+pub struct SosComponent {
+    pub name: &'static str,
+    pub bl_cmd: u32,
+    pub data: Vec<u8>,
+}
+
+/// A blob for LOAD_IP_FW.
+#[derive(Debug, Clone)]
+pub struct IpFw {
+    pub name: String,
+    pub fw_type: u32,
+    pub data: Vec<u8>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Firmware {
+    pub sos: Vec<SosComponent>,
+    pub toc: Vec<u8>,
+    pub smu: IpFw,
+    /// Everything after SMU, in load order (RLC_G last: it starts the autoload).
+    pub ip: Vec<IpFw>,
+    /// MEC RS64 program start (byte address) from the gfx v2 header.
+    pub mec_start: u64,
+}
+
+/// File names for an IP-version set.
+pub struct FirmwareNames {
+    pub sos: String,
+    pub smu: String,
+    pub sdma: String,
+    pub mec: String,
+    pub imu: String,
+    pub rlc: String,
+}
+
+fn v(x: (u32, u32, u32)) -> String {
+    format!("{}_{}_{}", x.0, x.1, x.2)
+}
+
+impl FirmwareNames {
+    pub fn new(
+        gc: (u32, u32, u32),
+        mp0: (u32, u32, u32),
+        mp1: (u32, u32, u32),
+        sdma: (u32, u32, u32),
+    ) -> Self {
+        FirmwareNames {
+            sos: format!("psp_{}_sos.bin", v(mp0)),
+            smu: format!("smu_{}.bin", v(mp1)),
+            sdma: format!("sdma_{}.bin", v(sdma)),
+            mec: format!("gc_{}_mec.bin", v(gc)),
+            imu: format!("gc_{}_imu.bin", v(gc)),
+            rlc: format!("gc_{}_rlc.bin", v(gc)),
+        }
+    }
+}
+
+/// A firmware file with checked little-endian access.
+pub struct FwFile<'a> {
+    pub name: &'a str,
+    pub b: &'a [u8],
+}
+
+impl FwFile<'_> {
+    fn err(&self, msg: impl Into<String>) -> PciError {
+        PciError::Firmware {
+            file: self.name.to_string(),
+            msg: msg.into(),
+        }
+    }
+    pub fn u32(&self, at: usize) -> PciResult<u32> {
+        let s = self
+            .b
+            .get(at..at + 4)
+            .ok_or_else(|| self.err(format!("truncated: no u32 at offset {at:#x}")))?;
+        Ok(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+    }
+    pub fn u16(&self, at: usize) -> PciResult<u16> {
+        let s = self
+            .b
+            .get(at..at + 2)
+            .ok_or_else(|| self.err(format!("truncated: no u16 at offset {at:#x}")))?;
+        Ok(u16::from_le_bytes([s[0], s[1]]))
+    }
+    pub fn slice(&self, off: u32, len: u32, what: &str) -> PciResult<Vec<u8>> {
+        let (o, l) = (off as usize, len as usize);
+        self.b
+            .get(o..o.saturating_add(l))
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| {
+                self.err(format!(
+                    "{what}: {len:#x} bytes at offset {off:#x} run past the end ({:#x} bytes)",
+                    self.b.len()
+                ))
+            })
+    }
+    /// Checks the common header; returns (header major, minor, ucode size, ucode array offset).
+    pub fn common(&self) -> PciResult<(u16, u16, u32, u32)> {
+        let size = self.u32(0)?;
+        if size as usize != self.b.len() {
+            return Err(self.err(format!(
+                "header size_bytes {size:#x} at offset 0 does not match the file size {:#x}",
+                self.b.len()
+            )));
+        }
+        let hsize = self.u32(4)?;
+        if hsize < 32 || hsize as usize > self.b.len() {
+            return Err(self.err(format!(
+                "header_size_bytes {hsize:#x} at offset 4 is invalid"
+            )));
+        }
+        let (maj, min) = (self.u16(8)?, self.u16(10)?);
+        let usize_ = self.u32(20)?;
+        let uoff = self.u32(24)?;
+        self.slice(uoff, usize_, "ucode array")?;
+        Ok((maj, min, usize_, uoff))
+    }
+}
+
+fn read(dir: &Path, name: &str) -> PciResult<Vec<u8>> {
+    let p = dir.join(name);
+    std::fs::read(&p).map_err(|e| PciError::Firmware {
+        file: p.display().to_string(),
+        msg: format!(
+            "{e} (install linux-firmware's amdgpu/ files, e.g. Debian's firmware-amd-graphics, or point WAVESCOPE_AMDGPU_FIRMWARE at a directory holding them)"
+        ),
+    })
+}
+
+impl Firmware {
+    pub fn load(dir: &Path, names: &FirmwareNames) -> PciResult<Firmware> {
+        let mut ip = Vec::new();
+        // PSP SOS: v2 header with descriptors {fw_type, fw_version, offset, size} at 36.
+        let sosb = read(dir, &names.sos)?;
+        let f = FwFile {
+            name: &names.sos,
+            b: &sosb,
+        };
+        let (maj, _, _, uoff) = f.common()?;
+        if maj != 2 {
+            return Err(f.err(format!(
+                "PSP header version {maj} (only v2 descriptors are supported)"
+            )));
+        }
+        let count = f.u32(32)?;
+        if count > 32 {
+            return Err(f.err(format!("{count} descriptors at offset 0x20")));
+        }
+        let mut parts = std::collections::HashMap::new();
+        for i in 0..count as usize {
+            let at = 36 + 16 * i;
+            let t = f.u32(at)?;
+            let off = f.u32(at + 8)?;
+            let sz = f.u32(at + 12)?;
+            let data = f.slice(uoff.saturating_add(off), sz, &format!("descriptor {i}"))?;
+            parts.insert(t, data);
+        }
+        let order: [(&'static str, u32, u32); 8] = [
+            ("KDB", psp_fw::KDB, BL_KDB),
+            ("SPL", psp_fw::SPL, BL_SPL),
+            ("SYS_DRV", psp_fw::SYS_DRV, BL_SYS_DRV),
+            ("SOC_DRV", psp_fw::SOC_DRV, BL_SOC_DRV),
+            ("INTF_DRV", psp_fw::INTF_DRV, BL_INTF_DRV),
+            ("DBG_DRV", psp_fw::DBG_DRV, BL_DBG_DRV),
+            ("RAS_DRV", psp_fw::RAS_DRV, BL_RAS_DRV),
+            ("SOS", psp_fw::SOS, BL_SOS),
+        ];
+        let mut sos = Vec::new();
+        for (name, t, cmd) in order {
+            if let Some(d) = parts.remove(&t) {
+                sos.push(SosComponent {
+                    name,
+                    bl_cmd: cmd,
+                    data: d,
+                });
+            }
+        }
+        if !sos.iter().any(|c| c.bl_cmd == BL_SOS) {
+            return Err(f.err("no SOS component among the descriptors"));
+        }
+        let toc = parts
+            .remove(&psp_fw::TOC)
+            .ok_or_else(|| f.err("no TOC component among the descriptors"))?;
+
+        // SMU: smc v1 header, ucode at the array offset.
+        let smub = read(dir, &names.smu)?;
+        let f = FwFile {
+            name: &names.smu,
+            b: &smub,
+        };
+        let (_, _, usz, uoff) = f.common()?;
+        let smu = IpFw {
+            name: names.smu.clone(),
+            fw_type: fw_type::SMU,
+            data: f.slice(uoff, usz, "SMU ucode")?,
+        };
+
+        // IMU: iram then dram after the array offset.
+        let imub = read(dir, &names.imu)?;
+        let f = FwFile {
+            name: &names.imu,
+            b: &imub,
+        };
+        let (_, _, _, uoff) = f.common()?;
+        let (isz, dsz) = (f.u32(32)?, f.u32(40)?);
+        ip.push(IpFw {
+            name: format!("{} IRAM", names.imu),
+            fw_type: fw_type::IMU_I,
+            data: f.slice(uoff, isz, "IMU IRAM")?,
+        });
+        ip.push(IpFw {
+            name: format!("{} DRAM", names.imu),
+            fw_type: fw_type::IMU_D,
+            data: f.slice(uoff.saturating_add(isz), dsz, "IMU DRAM")?,
+        });
+
+        // SDMA v2: ctx (TH0) at the array offset, ctl (TH1) at ctl_ucode_offset.
+        let sdmab = read(dir, &names.sdma)?;
+        let f = FwFile {
+            name: &names.sdma,
+            b: &sdmab,
+        };
+        let (maj, _, _, uoff) = f.common()?;
+        if maj != 2 {
+            return Err(f.err(format!("SDMA header version {maj} (expected 2)")));
+        }
+        let ctx_sz = f.u32(36)?;
+        let (ctl_off, ctl_sz) = (f.u32(48)?, f.u32(52)?);
+        ip.push(IpFw {
+            name: format!("{} TH1", names.sdma),
+            fw_type: fw_type::SDMA_TH1,
+            data: f.slice(ctl_off, ctl_sz, "SDMA ctl ucode")?,
+        });
+        ip.push(IpFw {
+            name: format!("{} TH0", names.sdma),
+            fw_type: fw_type::SDMA_TH0,
+            data: f.slice(uoff, ctx_sz, "SDMA ctx ucode")?,
+        });
+
+        // MEC: gfx v2 header, code + stack data, program start address.
+        let mecb = read(dir, &names.mec)?;
+        let f = FwFile {
+            name: &names.mec,
+            b: &mecb,
+        };
+        let (maj, _, _, _) = f.common()?;
+        if maj != 2 {
+            return Err(f.err(format!("gfx header version {maj} (RS64 MEC needs v2)")));
+        }
+        let (usz, uoff, dsz, doff) = (f.u32(36)?, f.u32(40)?, f.u32(44)?, f.u32(48)?);
+        let mec_start = u64::from(f.u32(52)?) | u64::from(f.u32(56)?) << 32;
+        ip.push(IpFw {
+            name: format!("{} code", names.mec),
+            fw_type: fw_type::RS64_MEC,
+            data: f.slice(uoff, usz, "MEC code")?,
+        });
+        ip.push(IpFw {
+            name: format!("{} stack", names.mec),
+            fw_type: fw_type::RS64_MEC_P0_STACK,
+            data: f.slice(doff, dsz, "MEC stack")?,
+        });
+
+        // RLC v2.x: IRAM/DRAM (v2.2+), P/V (v2.3), G (main ucode) last.
+        let rlcb = read(dir, &names.rlc)?;
+        let f = FwFile {
+            name: &names.rlc,
+            b: &rlcb,
+        };
+        let (maj, min, usz, uoff) = f.common()?;
+        if maj != 2 {
+            return Err(f.err(format!("RLC header version {maj} (expected 2)")));
+        }
+        if min >= 2 {
+            ip.push(IpFw {
+                name: format!("{} IRAM", names.rlc),
+                fw_type: fw_type::RLC_IRAM,
+                data: f.slice(f.u32(160)?, f.u32(156)?, "RLC IRAM")?,
+            });
+            ip.push(IpFw {
+                name: format!("{} DRAM", names.rlc),
+                fw_type: fw_type::RLC_DRAM_BOOT,
+                data: f.slice(f.u32(168)?, f.u32(164)?, "RLC DRAM")?,
+            });
+        }
+        if min >= 3 {
+            ip.push(IpFw {
+                name: format!("{} P", names.rlc),
+                fw_type: fw_type::RLC_P,
+                data: f.slice(f.u32(184)?, f.u32(180)?, "RLC P")?,
+            });
+            ip.push(IpFw {
+                name: format!("{} V", names.rlc),
+                fw_type: fw_type::RLC_V,
+                data: f.slice(f.u32(200)?, f.u32(196)?, "RLC V")?,
+            });
+        }
+        ip.push(IpFw {
+            name: format!("{} G", names.rlc),
+            fw_type: fw_type::RLC_G,
+            data: f.slice(uoff, usz, "RLC G ucode")?,
+        });
+        Ok(Firmware {
+            sos,
+            toc,
+            smu,
+            ip,
+            mec_start,
+        })
+    }
+}

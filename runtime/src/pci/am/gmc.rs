@@ -1,0 +1,468 @@
+//! GMC (pci-am-interface.md §1.4, §1.5): the VRAM and VA allocators, the 4-level GFX11 page
+//! tables (VMID 0) written into VRAM through BAR0, hub setup for the MM and GC hubs, HDP flush
+//! and TLB invalidation.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::{regs, RegIo};
+use crate::emu::mem::pte;
+use crate::pci::{PciError, PciResult};
+use crate::platform::Mmio;
+
+pub const BOOT_SIZE: u64 = 32 << 20;
+pub const RESERVED_TOP: u64 = 64 << 20;
+pub const VA_BASE: u64 = 0x2000_0000_0000;
+pub const VA_SIZE: u64 = 512 << 30;
+const PAGE: u64 = 0x1000;
+
+/// First-fit range allocator with power-of-two alignment (free ranges merged on free).
+#[derive(Debug, Clone)]
+pub struct RangeAlloc {
+    free: BTreeMap<u64, u64>,
+    pub base: u64,
+    pub size: u64,
+}
+
+impl RangeAlloc {
+    pub fn new(base: u64, size: u64) -> Self {
+        let mut free = BTreeMap::new();
+        if size > 0 {
+            free.insert(base, size);
+        }
+        RangeAlloc { free, base, size }
+    }
+    pub fn alloc(&mut self, size: u64, align: u64) -> Option<u64> {
+        let align = align.max(1);
+        let (start, len, at) = self.free.iter().find_map(|(&s, &l)| {
+            let at = s.div_ceil(align) * align;
+            (at + size <= s + l).then_some((s, l, at))
+        })?;
+        self.free.remove(&start);
+        if at > start {
+            self.free.insert(start, at - start);
+        }
+        if at + size < start + len {
+            self.free.insert(at + size, start + len - at - size);
+        }
+        Some(at)
+    }
+    pub fn free(&mut self, at: u64, size: u64) {
+        let (mut s, mut e) = (at, at + size);
+        if let Some((&ps, &pl)) = self.free.range(..at).next_back() {
+            if ps + pl == at {
+                self.free.remove(&ps);
+                s = ps;
+            }
+        }
+        if let Some(&nl) = self.free.get(&e) {
+            self.free.remove(&e);
+            e += nl;
+        }
+        self.free.insert(s, e - s);
+    }
+    pub fn free_bytes(&self) -> u64 {
+        self.free.values().sum()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hub {
+    Mm,
+    Gc,
+}
+
+/// A physically contiguous piece of a mapping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PhysRun {
+    pub addr: u64,
+    pub len: u64,
+    pub system: bool,
+}
+
+pub struct Gmc {
+    vram: Arc<dyn Mmio>,
+    pub vram_size: u64,
+    /// MC address of VRAM offset 0 (FB base).
+    pub mc_base: u64,
+    pub boot: RangeAlloc,
+    pub main: RangeAlloc,
+    pub va: RangeAlloc,
+    booting: bool,
+    /// VRAM offset of the root directory (PDB2).
+    pub root: u64,
+    /// Page-table pages allocated (VRAM offsets), for the teardown and tests.
+    pub tables: Vec<u64>,
+    /// Byte address of the HDP flush register (from REMAP_HDP_MEM_FLUSH_CNTL).
+    hdp_flush_addr: u32,
+    scratch_page: u64,
+    dummy_page: u64,
+}
+
+impl Gmc {
+    pub fn new(regs: &RegIo, vram: Arc<dyn Mmio>, vram_size: u64) -> PciResult<Self> {
+        let fb = regs.read(regs::MMMC_VM_FB_LOCATION_BASE)?;
+        let mc_base = u64::from(fb & 0xFF_FFFF) << 24;
+        let hdp = regs.read(regs::BIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL)?;
+        let main_end = vram_size.saturating_sub(RESERVED_TOP);
+        let mut g = Gmc {
+            vram,
+            vram_size,
+            mc_base,
+            boot: RangeAlloc::new(0, BOOT_SIZE),
+            main: RangeAlloc::new(BOOT_SIZE, main_end.saturating_sub(BOOT_SIZE)),
+            va: RangeAlloc::new(VA_BASE, VA_SIZE),
+            booting: true,
+            root: 0,
+            tables: Vec::new(),
+            hdp_flush_addr: hdp & 0x7_FFFC,
+            scratch_page: 0,
+            dummy_page: 0,
+        };
+        g.root = g.alloc_table()?;
+        g.scratch_page = g.palloc(PAGE, PAGE)?;
+        g.dummy_page = g.palloc(PAGE, PAGE)?;
+        Ok(g)
+    }
+
+    /// The BAR0 view (VRAM offset = BAR offset).
+    pub fn vram(&self) -> std::sync::Arc<dyn Mmio> {
+        self.vram.clone()
+    }
+
+    pub fn boot_done(&mut self) {
+        self.booting = false;
+    }
+
+    /// Physical VRAM (offset); boot memory while booting (§1.4), the main heap afterwards.
+    pub fn palloc(&mut self, size: u64, align: u64) -> PciResult<u64> {
+        let size = size.div_ceil(PAGE) * PAGE;
+        let a = if self.booting {
+            &mut self.boot
+        } else {
+            &mut self.main
+        };
+        a.alloc(size, align.max(PAGE)).ok_or(PciError::OutOfMemory {
+            what: if self.booting { "boot VRAM" } else { "VRAM" },
+            size,
+        })
+    }
+
+    pub fn pfree(&mut self, at: u64, size: u64) {
+        let size = size.div_ceil(PAGE) * PAGE;
+        if at < BOOT_SIZE {
+            self.boot.free(at, size);
+        } else {
+            self.main.free(at, size);
+        }
+    }
+
+    pub fn mc(&self, paddr: u64) -> u64 {
+        self.mc_base + paddr
+    }
+
+    /// A VA range aligned to the largest power of two ≤ size (capped at 1 GiB).
+    pub fn valloc(&mut self, size: u64) -> PciResult<u64> {
+        let size = size.div_ceil(PAGE) * PAGE;
+        let align = (1u64 << (63 - size.leading_zeros())).clamp(PAGE, 1 << 30);
+        self.va.alloc(size, align).ok_or(PciError::OutOfMemory {
+            what: "GPU virtual address space",
+            size,
+        })
+    }
+
+    pub fn vfree(&mut self, va: u64, size: u64) {
+        self.va.free(va, size.div_ceil(PAGE) * PAGE);
+    }
+
+    fn alloc_table(&mut self) -> PciResult<u64> {
+        let t = self.palloc(PAGE, PAGE)?;
+        self.vram.write_bytes(t, &[0u8; PAGE as usize])?;
+        self.tables.push(t);
+        Ok(t)
+    }
+
+    fn entry(&self, table: u64, idx: u64) -> PciResult<u64> {
+        Ok(self.vram.read64(table + idx * 8)?)
+    }
+
+    /// The directory below `table[idx]`, created if missing.
+    fn dir(&mut self, table: u64, idx: u64) -> PciResult<u64> {
+        let e = self.entry(table, idx)?;
+        if e & pte::VALID != 0 && e & pte::PDE_PTE == 0 {
+            return Ok(e & pte::ADDR_MASK);
+        }
+        let t = self.alloc_table()?;
+        self.vram.write64(table + idx * 8, t | pte::VALID)?;
+        Ok(t)
+    }
+
+    /// Maps `va` onto the runs (in order). Huge entries are used where VA and physical address
+    /// are both aligned (1 GiB at PDB1, 2 MiB at PDB0); the rest are 4 KiB PTEs whose fragment
+    /// field gives the contiguous, aligned extent.
+    pub fn map(&mut self, va: u64, runs: &[PhysRun], uncached: bool) -> PciResult<()> {
+        let mut cur = va;
+        for run in runs {
+            let mut flags = pte::VALID | pte::READABLE | pte::WRITEABLE | pte::EXECUTABLE;
+            if run.system {
+                flags |= pte::SYSTEM | pte::SNOOPED;
+            }
+            if uncached {
+                flags |= pte::MTYPE_UC;
+            }
+            let mut off = 0u64;
+            while off < run.len {
+                let (v, p, left) = (cur + off, run.addr + off, run.len - off);
+                let pdb1 = self.dir(self.root, (v >> 39) & 0x1FF)?;
+                let ok = |sz: u64| v % sz == 0 && p % sz == 0 && left >= sz;
+                if ok(1 << 30) {
+                    self.vram
+                        .write64(pdb1 + ((v >> 30) & 0x1FF) * 8, p | flags | pte::PDE_PTE)?;
+                    off += 1 << 30;
+                    continue;
+                }
+                let pdb0 = self.dir(pdb1, (v >> 30) & 0x1FF)?;
+                if ok(2 << 20) {
+                    self.vram
+                        .write64(pdb0 + ((v >> 21) & 0x1FF) * 8, p | flags | pte::PDE_PTE)?;
+                    off += 2 << 20;
+                    continue;
+                }
+                let ptb = self.dir(pdb0, (v >> 21) & 0x1FF)?;
+                // Consecutive 4 KiB entries up to the end of this PTB or of the run.
+                let first = (v >> 12) & 0x1FF;
+                let n = (512 - first).min(left / PAGE);
+                let align = v.trailing_zeros().min(p.trailing_zeros());
+                let extent = 63 - left.leading_zeros();
+                let frag = u64::from(align.min(extent).saturating_sub(12).min(31));
+                let mut bytes = Vec::with_capacity(n as usize * 8);
+                for i in 0..n {
+                    let e = (p + i * PAGE) | flags | frag << pte::FRAG_SHIFT;
+                    bytes.extend_from_slice(&e.to_le_bytes());
+                }
+                self.vram.write_bytes(ptb + first * 8, &bytes)?;
+                off += n * PAGE;
+            }
+            cur += run.len;
+        }
+        Ok(())
+    }
+
+    /// Clears the leaf entries of `[va, va+size)`.
+    pub fn unmap(&mut self, va: u64, size: u64) -> PciResult<()> {
+        let end = va + size;
+        let mut v = va;
+        while v < end {
+            let e2 = self.entry(self.root, (v >> 39) & 0x1FF)?;
+            if e2 & pte::VALID == 0 {
+                return Err(PciError::NotMapped { va: v });
+            }
+            let pdb1 = e2 & pte::ADDR_MASK;
+            let i1 = (v >> 30) & 0x1FF;
+            let e1 = self.entry(pdb1, i1)?;
+            if e1 & pte::PDE_PTE != 0 {
+                self.vram.write64(pdb1 + i1 * 8, 0)?;
+                v += 1 << 30;
+                continue;
+            }
+            let pdb0 = e1 & pte::ADDR_MASK;
+            let i0 = (v >> 21) & 0x1FF;
+            let e0 = self.entry(pdb0, i0)?;
+            if e0 & pte::PDE_PTE != 0 {
+                self.vram.write64(pdb0 + i0 * 8, 0)?;
+                v += 2 << 20;
+                continue;
+            }
+            let ptb = e0 & pte::ADDR_MASK;
+            let first = (v >> 12) & 0x1FF;
+            let n = (512 - first).min((end - v) / PAGE);
+            self.vram
+                .write_bytes(ptb + first * 8, &vec![0u8; n as usize * 8])?;
+            v += n * PAGE;
+        }
+        Ok(())
+    }
+
+    /// Hub init (§1.6 GMC) for the MM hub (at boot) or the GC hub (in GFX init).
+    pub fn init_hub(&self, r: &RegIo, hub: Hub) -> PciResult<()> {
+        use regs::*;
+        let mm = hub == Hub::Mm;
+        let pick = |m, g| if mm { m } else { g };
+        let mc_end = self.mc_base + self.vram_size - 1;
+        r.write(pick(MMMC_VM_AGP_BASE, GCMC_VM_AGP_BASE), 0)?;
+        r.write(
+            pick(MMMC_VM_AGP_BOT, GCMC_VM_AGP_BOT),
+            (0xFFFF_FFFF_FFFFu64 >> 24) as u32,
+        )?;
+        r.write(pick(MMMC_VM_AGP_TOP, GCMC_VM_AGP_TOP), 0)?;
+        r.write(
+            pick(
+                MMMC_VM_SYSTEM_APERTURE_LOW_ADDR,
+                GCMC_VM_SYSTEM_APERTURE_LOW_ADDR,
+            ),
+            (self.mc_base >> 18) as u32,
+        )?;
+        r.write(
+            pick(
+                MMMC_VM_SYSTEM_APERTURE_HIGH_ADDR,
+                GCMC_VM_SYSTEM_APERTURE_HIGH_ADDR,
+            ),
+            (mc_end >> 18) as u32,
+        )?;
+        if mm {
+            let sp = self.mc(self.scratch_page) >> 12;
+            r.write(MMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB, sp as u32)?;
+            r.write(MMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB, (sp >> 32) as u32)?;
+            let dp = self.mc(self.dummy_page) >> 12;
+            r.write(MMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32, dp as u32)?;
+            r.write(
+                MMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32,
+                (dp >> 32) as u32,
+            )?;
+            // active_page_migration_pte_read_retry.
+            r.update(MMVM_L2_PROTECTION_FAULT_CNTL2, 1 << 18, 1 << 18)?;
+        }
+        // enable_l1_tlb, system_access_mode 3, advanced driver model, mtype UC (3).
+        r.write(
+            pick(MMMC_VM_MX_L1_TLB_CNTL, GCMC_VM_MX_L1_TLB_CNTL),
+            1 | 3 << 3 | 1 << 6 | 3 << 11,
+        )?;
+        // enable_l2_cache, default page out to system memory, context1 identity mode 1.
+        r.write(pick(MMVM_L2_CNTL, GCVM_L2_CNTL), 1 | 1 << 11 | 1 << 19)?;
+        r.write(pick(MMVM_L2_CNTL2, GCVM_L2_CNTL2), 0x3)?;
+        // bank_select 9, bigk fragment size 6, 4k/bigk associativity.
+        r.write(
+            pick(MMVM_L2_CNTL3, GCVM_L2_CNTL3),
+            9 | 6 << 15 | 1 << 20 | 1 << 31,
+        )?;
+        if mm {
+            r.write(MMVM_L2_CNTL4, 1)?;
+            r.write(MMVM_L2_CNTL5, 0x1FF << 4)?;
+        }
+        let vm_end = (VA_BASE + (1u64 << 48) - 1).min(0x7FFF_FFFF_FFFF);
+        let ctx = [
+            (
+                pick(
+                    MMVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32,
+                    GCVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32,
+                ),
+                (VA_BASE >> 12) as u32,
+            ),
+            (
+                pick(
+                    MMVM_CONTEXT0_PAGE_TABLE_START_ADDR_HI32,
+                    GCVM_CONTEXT0_PAGE_TABLE_START_ADDR_HI32,
+                ),
+                (VA_BASE >> 44) as u32,
+            ),
+            (
+                pick(
+                    MMVM_CONTEXT0_PAGE_TABLE_END_ADDR_LO32,
+                    GCVM_CONTEXT0_PAGE_TABLE_END_ADDR_LO32,
+                ),
+                (vm_end >> 12) as u32,
+            ),
+            (
+                pick(
+                    MMVM_CONTEXT0_PAGE_TABLE_END_ADDR_HI32,
+                    GCVM_CONTEXT0_PAGE_TABLE_END_ADDR_HI32,
+                ),
+                (vm_end >> 44) as u32,
+            ),
+            (
+                pick(
+                    MMVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32,
+                    GCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32,
+                ),
+                (self.root | 1) as u32,
+            ),
+            (
+                pick(
+                    MMVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32,
+                    GCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32,
+                ),
+                (self.root >> 32) as u32,
+            ),
+        ];
+        for (reg, v) in ctx {
+            r.write(reg, v)?;
+        }
+        // enable_context, depth 3, every protection-fault interrupt/default bit (9..=22).
+        r.write(
+            pick(MMVM_CONTEXT0_CNTL, GCVM_CONTEXT0_CNTL),
+            1 | 3 << 1 | 0x7F_FE00 | 0x180_0000,
+        )?;
+        self.invalidate(r, hub)
+    }
+
+    /// TLB invalidation of VMID 0 on one hub (engine 17), waiting for the ACK.
+    pub fn invalidate(&self, r: &RegIo, hub: Hub) -> PciResult<()> {
+        use regs::*;
+        let req = 1 | 0x1F << 19; // vmid 0, invalidate L2 PTEs, PDE0/1/2, L1 PTEs.
+        if hub == Hub::Mm {
+            r.poll(
+                MMVM_INVALIDATE_ENG17_SEM,
+                1,
+                1,
+                100,
+                "MM hub",
+                "invalidation semaphore",
+            )?;
+            r.write(MMVM_INVALIDATE_ENG17_REQ, req)?;
+            r.poll(
+                MMVM_INVALIDATE_ENG17_ACK,
+                1,
+                1,
+                100,
+                "MM hub",
+                "TLB invalidation ack",
+            )?;
+            r.write(MMVM_INVALIDATE_ENG17_SEM, 0)?;
+        } else {
+            r.write(GCVM_INVALIDATE_ENG17_REQ, req)?;
+            r.poll(
+                GCVM_INVALIDATE_ENG17_ACK,
+                1,
+                1,
+                100,
+                "GC hub",
+                "TLB invalidation ack",
+            )?;
+        }
+        Ok(())
+    }
+
+    /// HDP flush then TLB invalidation on both hubs (after every mapping change).
+    pub fn flush_tlbs(&self, r: &RegIo, gc_up: bool) -> PciResult<()> {
+        self.flush_hdp(r)?;
+        self.invalidate(r, Hub::Mm)?;
+        if gc_up {
+            self.invalidate(r, Hub::Gc)?;
+        }
+        Ok(())
+    }
+
+    pub fn flush_hdp(&self, r: &RegIo) -> PciResult<()> {
+        r.wreg(self.hdp_flush_addr / 4, 0)
+    }
+
+    /// Reads the latched protection fault of a hub: (status, faulting VA).
+    pub fn fault_status(&self, r: &RegIo, hub: Hub) -> PciResult<(u32, u64)> {
+        use regs::*;
+        let (s, lo, hi) = match hub {
+            Hub::Gc => (
+                GCVM_L2_PROTECTION_FAULT_STATUS,
+                GCVM_L2_PROTECTION_FAULT_ADDR_LO32,
+                GCVM_L2_PROTECTION_FAULT_ADDR_HI32,
+            ),
+            Hub::Mm => (
+                MMVM_L2_PROTECTION_FAULT_STATUS,
+                MMVM_L2_PROTECTION_FAULT_ADDR_LO32,
+                MMVM_L2_PROTECTION_FAULT_ADDR_HI32,
+            ),
+        };
+        let st = r.read(s)?;
+        let va = (u64::from(r.read(lo)?) | u64::from(r.read(hi)? & 0xF) << 32) << 12;
+        Ok((st, va))
+    }
+}

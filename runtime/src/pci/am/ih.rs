@@ -1,0 +1,123 @@
+//! IH, the interrupt handler ring (pci-am-interface.md §1.6 IH): two 512 KiB rings in boot VRAM
+//! with a write-pointer page each. Unlike tinygrad v0.11.0 the handler decodes entries: a GPU
+//! page fault (UTCL2 client) becomes an [`IhEvent::VmFault`] that ends a wait with a clear error.
+
+use std::sync::Arc;
+
+use super::gmc::Gmc;
+use super::{regs, RegIo};
+use crate::pci::PciResult;
+use crate::platform::Mmio;
+
+pub const RING_SIZE: u64 = 512 << 10;
+pub const ENTRY_SIZE: u64 = 32;
+/// IH client ids (soc15_ih_clientid.h).
+pub const CLIENT_UTCL2: u32 = 0x1B;
+pub const CLIENT_VMC: u32 = 0x12;
+/// IH doorbell index of ring 0 (AMDGPU_NAVI10_DOORBELL_IH).
+pub const DOORBELL_IH: u32 = 376;
+
+/// A decoded IH entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IhEvent {
+    /// GPU page fault: client (UTCL2 = GC hub, VMC = MM hub), VMID and faulting VA.
+    VmFault { client: u32, vmid: u32, va: u64 },
+    /// Anything else (end-of-pipe, SDMA trap, ...): client and source id.
+    Other { client: u32, src_id: u32 },
+}
+
+#[derive(Default)]
+pub struct Ih {
+    /// (ring VRAM offset, wptr page VRAM offset) per ring.
+    rings: Vec<(u64, u64)>,
+    rptr: u64,
+}
+
+impl Ih {
+    pub fn init(&mut self, r: &RegIo, gmc: &mut Gmc) -> PciResult<()> {
+        use regs::*;
+        for ring in 0..2u32 {
+            let base = gmc.palloc(RING_SIZE, 0x1000)?;
+            let wptr = gmc.palloc(0x1000, 0x1000)?;
+            let mc = gmc.mc(base);
+            let (rb_base, rb_base_hi, cntl, rptr_r, wptr_r, dbr) = if ring == 0 {
+                (
+                    IH_RB_BASE,
+                    IH_RB_BASE_HI,
+                    IH_RB_CNTL,
+                    IH_RB_RPTR,
+                    IH_RB_WPTR,
+                    IH_DOORBELL_RPTR,
+                )
+            } else {
+                (
+                    IH_RB_BASE_RING1,
+                    IH_RB_BASE_HI_RING1,
+                    IH_RB_CNTL_RING1,
+                    IH_RB_RPTR_RING1,
+                    IH_RB_WPTR_RING1,
+                    IH_DOORBELL_RPTR_RING1,
+                )
+            };
+            r.write(rb_base, (mc >> 8) as u32)?;
+            r.write(rb_base_hi, (mc >> 40) as u32)?;
+            // mc_space 4, wptr_overflow_clear, rb_size = bit_length(size/4), mc_snoop; ring 0:
+            // wptr_overflow_enable + rptr_rearm; ring 1: rb_full_drain_enable.
+            let rb_size = 64 - (RING_SIZE / 4).leading_zeros();
+            let mut c = 4 << 28 | 1 << 31 | rb_size << 1 | 1 << 20;
+            c |= if ring == 0 { 1 << 16 | 1 << 21 } else { 1 << 9 };
+            r.write(cntl, c)?;
+            if ring == 0 {
+                let wmc = gmc.mc(wptr);
+                r.write(IH_RB_WPTR_ADDR_LO, wmc as u32)?;
+                r.write(IH_RB_WPTR_ADDR_HI, (wmc >> 32) as u32)?;
+            }
+            r.write(rptr_r, 0)?;
+            r.write(wptr_r, 0)?;
+            r.write(dbr, ((DOORBELL_IH + ring) * 2) | 1 << 28)?;
+            // rb_enable (+ enable_intr on ring 0).
+            r.write(cntl, c | 1 | if ring == 0 { 1 << 17 } else { 0 })?;
+            self.rings.push((base, wptr));
+        }
+        Ok(())
+    }
+
+    /// Reads new entries of ring 0 (write pointer from its page), advances RPTR.
+    pub fn drain(&mut self, r: &RegIo, vram: &Arc<dyn Mmio>) -> PciResult<Vec<IhEvent>> {
+        let Some(&(base, wpage)) = self.rings.first() else {
+            return Ok(Vec::new());
+        };
+        let wptr = u64::from(vram.read32(wpage)?) & (RING_SIZE - 1) & !(ENTRY_SIZE - 1);
+        let mut out = Vec::new();
+        while self.rptr != wptr {
+            let mut e = [0u8; ENTRY_SIZE as usize];
+            vram.read_bytes(base + self.rptr, &mut e)?;
+            let dw =
+                |i: usize| u32::from_le_bytes([e[4 * i], e[4 * i + 1], e[4 * i + 2], e[4 * i + 3]]);
+            let client = dw(0) & 0xFF;
+            let src_id = (dw(0) >> 8) & 0xFF;
+            let vmid = (dw(0) >> 24) & 0xF;
+            out.push(if client == CLIENT_UTCL2 || client == CLIENT_VMC {
+                IhEvent::VmFault {
+                    client,
+                    vmid,
+                    va: u64::from(dw(4)) << 12 | u64::from(dw(5) & 0xF) << 44,
+                }
+            } else {
+                IhEvent::Other { client, src_id }
+            });
+            self.rptr = (self.rptr + ENTRY_SIZE) & (RING_SIZE - 1);
+        }
+        r.write(regs::IH_RB_RPTR, self.rptr as u32)?;
+        Ok(out)
+    }
+
+    pub fn fini(&mut self, r: &RegIo) -> PciResult<()> {
+        if self.rings.is_empty() {
+            return Ok(());
+        }
+        r.update(regs::IH_RB_CNTL, 1 | 1 << 17, 0)?;
+        r.update(regs::IH_RB_CNTL_RING1, 1, 0)?;
+        Ok(())
+    }
+}

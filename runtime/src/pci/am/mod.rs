@@ -1,0 +1,341 @@
+//! The userspace AMD GPU driver ("AM", pci-am-interface.md): IP discovery, then the bring-up
+//! order of §1.3 — SOC → GMC (MM hub) → IH → PSP (firmware) → SMU → GFX → SDMA → clocks — and an
+//! orderly teardown. Everything goes through a [`PciDevice`]: registers through BAR5, VRAM
+//! through BAR0, doorbells through BAR2, system memory through its DMA pages.
+
+pub mod discovery;
+pub mod firmware;
+pub mod gfx;
+pub mod gmc;
+pub mod ih;
+pub mod psp;
+pub mod regs;
+pub mod sdma;
+pub mod smu;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::pci::{PciDevice, PciError, PciOptions, PciResult, BAR_DOORBELL, BAR_MMIO, BAR_VRAM};
+use crate::platform::Mmio;
+use discovery::Discovery;
+use firmware::{Firmware, FirmwareNames};
+
+/// The IP blocks whose registers the driver touches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum AmIp {
+    Gc,
+    Sdma0,
+    Mmhub,
+    Nbio,
+    Mp0,
+    Mp1,
+    Hdp,
+    Osssys,
+}
+
+pub const ALL_IPS: [AmIp; 8] = [
+    AmIp::Gc,
+    AmIp::Sdma0,
+    AmIp::Mmhub,
+    AmIp::Nbio,
+    AmIp::Mp0,
+    AmIp::Mp1,
+    AmIp::Hdp,
+    AmIp::Osssys,
+];
+
+/// A register: its IP, dword offset within segment `seg` of the IP's bases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AmReg {
+    pub ip: AmIp,
+    pub offset: u32,
+    pub seg: u8,
+    pub name: &'static str,
+}
+
+/// `RCC_CONFIG_MEMSIZE`: VRAM size in MiB at a fixed dword address, readable before discovery.
+pub const RCC_CONFIG_MEMSIZE: u32 = 0xDE3;
+/// Written to SCRATCH_REG7 once the GPU is up (tinygrad v0.11.0's AMDev.Version).
+pub const AM_VERSION: u32 = 0xA000_0006;
+
+/// Register access through BAR5 (indirect through RSMU_INDEX/DATA beyond the BAR).
+pub struct RegIo {
+    pub mmio: Arc<dyn Mmio>,
+    bases: Vec<(AmIp, Vec<u32>)>,
+}
+
+impl RegIo {
+    pub fn new(mmio: Arc<dyn Mmio>) -> Self {
+        RegIo {
+            mmio,
+            bases: Vec::new(),
+        }
+    }
+    pub fn set_bases(&mut self, ip: AmIp, bases: Vec<u32>) {
+        self.bases.retain(|(i, _)| *i != ip);
+        self.bases.push((ip, bases));
+    }
+    pub fn bases(&self, ip: AmIp) -> Option<&[u32]> {
+        self.bases
+            .iter()
+            .find(|(i, _)| *i == ip)
+            .map(|(_, b)| b.as_slice())
+    }
+    pub fn addr(&self, r: AmReg) -> PciResult<u32> {
+        let b = self.bases(r.ip).ok_or_else(|| PciError::Discovery {
+            offset: 0,
+            msg: format!("{:?} has no base addresses (needed for {})", r.ip, r.name),
+        })?;
+        let base = b
+            .get(usize::from(r.seg))
+            .ok_or_else(|| PciError::Discovery {
+                offset: 0,
+                msg: format!(
+                    "{:?} has no segment {} (needed for {})",
+                    r.ip, r.seg, r.name
+                ),
+            })?;
+        Ok(base + r.offset)
+    }
+    pub fn rreg(&self, addr: u32) -> PciResult<u32> {
+        let byte = u64::from(addr) * 4;
+        if byte + 4 <= self.mmio.size() {
+            return Ok(self.mmio.read32(byte)?);
+        }
+        let (idx, data) = self.rsmu()?;
+        self.mmio.write32(u64::from(idx) * 4, byte as u32)?;
+        Ok(self.mmio.read32(u64::from(data) * 4)?)
+    }
+    pub fn wreg(&self, addr: u32, v: u32) -> PciResult<()> {
+        let byte = u64::from(addr) * 4;
+        if byte + 4 <= self.mmio.size() {
+            return Ok(self.mmio.write32(byte, v)?);
+        }
+        let (idx, data) = self.rsmu()?;
+        self.mmio.write32(u64::from(idx) * 4, byte as u32)?;
+        Ok(self.mmio.write32(u64::from(data) * 4, v)?)
+    }
+    fn rsmu(&self) -> PciResult<(u32, u32)> {
+        Ok((
+            self.addr(regs::BIF_BX_PF0_RSMU_INDEX)?,
+            self.addr(regs::BIF_BX_PF0_RSMU_DATA)?,
+        ))
+    }
+    pub fn read(&self, r: AmReg) -> PciResult<u32> {
+        self.rreg(self.addr(r)?)
+    }
+    pub fn write(&self, r: AmReg, v: u32) -> PciResult<()> {
+        self.wreg(self.addr(r)?, v)
+    }
+    /// Read-modify-write of the bits in `mask`.
+    pub fn update(&self, r: AmReg, mask: u32, v: u32) -> PciResult<()> {
+        let old = self.read(r)?;
+        self.write(r, (old & !mask) | (v & mask))
+    }
+    /// Polls until `(reg & mask) == value`; a timeout names the block and what it waited for.
+    pub fn poll(
+        &self,
+        r: AmReg,
+        mask: u32,
+        value: u32,
+        timeout_ms: u64,
+        block: &'static str,
+        what: &str,
+    ) -> PciResult<u32> {
+        let t0 = Instant::now();
+        let mut spins = 0u32;
+        loop {
+            let v = self.read(r)?;
+            if v & mask == value {
+                return Ok(v);
+            }
+            if t0.elapsed() > Duration::from_millis(timeout_ms) {
+                return Err(PciError::Timeout {
+                    block,
+                    what: what.to_string(),
+                    reg: r.name,
+                    value: v,
+                    ms: timeout_ms,
+                });
+            }
+            spins += 1;
+            if spins > 100 {
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        }
+    }
+}
+
+/// The brought-up GPU: BAR views, discovered IPs and the per-IP state.
+pub struct AmDevice {
+    pub pci: Arc<dyn PciDevice>,
+    pub regs: RegIo,
+    pub vram: Arc<dyn Mmio>,
+    pub doorbells: Arc<dyn Mmio>,
+    pub disc: Discovery,
+    pub vram_size: u64,
+    pub gmc: gmc::Gmc,
+    pub ih: ih::Ih,
+    pub psp: psp::Psp,
+    pub smu: smu::Smu,
+    pub fw: Firmware,
+    pub timeout_ms: u64,
+    pub gfx_queue: Option<gfx::ComputeQueue>,
+    pub sdma_queue: Option<sdma::SdmaQueue>,
+    finished: bool,
+}
+
+impl AmDevice {
+    /// Discovery, firmware and the full bring-up.
+    pub fn boot(pci: Arc<dyn PciDevice>, opts: &PciOptions) -> PciResult<AmDevice> {
+        let mmio = pci.bar(BAR_MMIO)?;
+        let vram = pci.bar(BAR_VRAM)?;
+        let doorbells = pci.bar(BAR_DOORBELL)?;
+        let mut regs = RegIo::new(mmio);
+
+        // §1.2: VRAM size, then the discovery binary at VRAM end − 64 KiB through BAR0.
+        let vram_size = u64::from(regs.rreg(RCC_CONFIG_MEMSIZE)?) << 20;
+        if vram_size < (128 << 20) {
+            return Err(PciError::Discovery {
+                offset: 0,
+                msg: format!(
+                    "RCC_CONFIG_MEMSIZE reports {} MiB of VRAM (is the GPU powered and out of reset?)",
+                    vram_size >> 20
+                ),
+            });
+        }
+        let doff = vram_size - discovery::TABLE_FROM_END;
+        if doff + discovery::TABLE_SIZE as u64 > vram.size() {
+            return Err(PciError::Discovery {
+                offset: doff,
+                msg: format!(
+                    "the table lies beyond BAR0 ({:#x} bytes): enable Resizable BAR so BAR0 covers all VRAM",
+                    vram.size()
+                ),
+            });
+        }
+        let mut tbl = vec![0u8; discovery::TABLE_SIZE];
+        vram.read_bytes(doff, &mut tbl)?;
+        let disc = Discovery::parse(&tbl, doff)?;
+        for ip in ALL_IPS {
+            // SDMA registers live in GC's register space on GC 11 (SDMA0 reports the same bases).
+            let b = disc.ip(ip)?.bases.clone();
+            regs.set_bases(ip, b);
+        }
+
+        let ver = |ip| disc.ip(ip).map(|i| i.version);
+        let names = FirmwareNames::new(
+            ver(AmIp::Gc)?,
+            ver(AmIp::Mp0)?,
+            ver(AmIp::Mp1)?,
+            ver(AmIp::Sdma0)?,
+        );
+        let fw = Firmware::load(&opts.firmware_dir, &names)?;
+
+        let gmc = gmc::Gmc::new(&regs, vram.clone(), vram_size)?;
+        let mut dev = AmDevice {
+            pci,
+            regs,
+            vram,
+            doorbells,
+            disc,
+            vram_size,
+            gmc,
+            ih: ih::Ih::default(),
+            psp: psp::Psp::default(),
+            smu: smu::Smu::default(),
+            fw,
+            timeout_ms: opts.handshake_timeout_ms,
+            gfx_queue: None,
+            sdma_queue: None,
+            finished: false,
+        };
+        if let Err(e) = dev.full_boot() {
+            // A failed bring-up has no queues or clocks to undo (and the handshakes that failed
+            // would only time out again): just stop interrupts.
+            dev.finished = true;
+            let _ = dev.ih.fini(&dev.regs);
+            return Err(e);
+        }
+        Ok(dev)
+    }
+
+    fn full_boot(&mut self) -> PciResult<()> {
+        // §1.3: a GPU left running by amdgpu or a crashed run answers on both mailboxes: reset it.
+        if psp::sos_alive(&self.regs)? && smu::alive(&self.regs, 100)? {
+            smu::send(&self.regs, smu::MSG_MODE1_RESET, 0, self.timeout_ms)?;
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        self.soc_init()?;
+        self.gmc.init_hub(&self.regs, gmc::Hub::Mm)?;
+        self.ih.init(&self.regs, &mut self.gmc)?;
+        self.doorbell_enable(1, 0, 0, ih::DOORBELL_IH * 2, 2)?;
+        self.psp
+            .init(&self.regs, &mut self.gmc, &self.fw, self.timeout_ms)?;
+        self.smu.init(&self.regs, &mut self.gmc, self.timeout_ms)?;
+        gfx::init(self)?;
+        sdma::init(self)?;
+        self.smu.set_clocks(&self.regs, true, self.timeout_ms)?;
+        self.gmc.boot_done();
+        self.regs.write(regs::SCRATCH_REG7, AM_VERSION)?;
+        Ok(())
+    }
+
+    /// SOC: no soft reset of function 2 (the audio function), doorbell aperture on.
+    fn soc_init(&mut self) -> PciResult<()> {
+        self.regs.update(regs::RCC_DEV0_EPF2_STRAP2, 1 << 7, 0)?;
+        self.regs
+            .write(regs::RCC_DEV0_EPF0_RCC_DOORBELL_APER_EN, 1)?;
+        Ok(())
+    }
+
+    /// Programs an S2A doorbell port (routes a doorbell range to an engine).
+    pub fn doorbell_enable(
+        &self,
+        port: u32,
+        awid: u32,
+        awaddr_31_28: u32,
+        offset: u32,
+        size: u32,
+    ) -> PciResult<()> {
+        let r = match port {
+            0 => regs::S2A_DOORBELL_ENTRY_0_CTRL,
+            1 => regs::S2A_DOORBELL_ENTRY_1_CTRL,
+            2 => regs::S2A_DOORBELL_ENTRY_2_CTRL,
+            _ => regs::S2A_DOORBELL_ENTRY_3_CTRL,
+        };
+        let v = 1
+            | (awid & 0x1F) << 1
+            | (offset & 0x3FF) << 7
+            | (size & 0xFF) << 17
+            | (awaddr_31_28 & 0xF) << 28;
+        self.regs.write(r, v)
+    }
+
+    /// Makes CPU writes through BAR0 visible to the GPU.
+    pub fn flush_hdp(&self) -> PciResult<()> {
+        self.gmc.flush_hdp(&self.regs)
+    }
+
+    /// Orderly teardown: queues off, clocks low, interrupts drained, GPU marked clean.
+    pub fn fini(&mut self) -> PciResult<()> {
+        if self.finished {
+            return Ok(());
+        }
+        self.finished = true;
+        gfx::fini(self)?;
+        sdma::fini(self)?;
+        self.smu.set_clocks(&self.regs, false, self.timeout_ms)?;
+        self.ih.drain(&self.regs, &self.vram)?;
+        self.ih.fini(&self.regs)?;
+        self.regs.write(regs::SCRATCH_REG6, 0)?;
+        Ok(())
+    }
+}
+
+impl Drop for AmDevice {
+    fn drop(&mut self) {
+        let _ = self.fini();
+    }
+}

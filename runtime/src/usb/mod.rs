@@ -1,0 +1,128 @@
+//! The USB path (usb-asm24.md): a GPU behind an ASM2464PD USB-to-PCIe bridge. The `usb` crate
+//! speaks the bridge's protocol and sets up the PCIe bus; here the GPU becomes a
+//! [`crate::pci::PciDevice`] ([`device::UsbPciDevice`]) so the driverless PCI driver runs over
+//! USB unchanged, and [`iface::UsbIface`] is its [`crate::platform::GpuIface`] with USB buffer
+//! placement. [`link::UsbLink`] shares the bridge between the device, its views and the stats.
+//!
+//! Opening: [`open_bridge`] takes any [`::usb::UsbTransport`] (the real rusb one, or the emulated
+//! bridge of [`crate::emu::usb`]), brings the controller up, enumerates the bus behind it and
+//! returns the PCI device.
+
+pub mod device;
+pub mod iface;
+pub mod link;
+
+use std::sync::Arc;
+
+use ::usb::{setup_bars, Asm24, BusLayout, UsbTransport};
+
+use crate::device::DeviceOptions;
+use crate::error::{Error, Result};
+use device::UsbPciDevice;
+use link::UsbLink;
+
+/// Controller up, bus enumerated, GPU BARs assigned.
+pub fn open_bridge(t: Box<dyn UsbTransport>) -> Result<Arc<UsbPciDevice>> {
+    let ctrl = Asm24::new(t).map_err(|e| Error::Invalid(format!("USB bridge: {e}")))?;
+    let link = UsbLink::new(ctrl);
+    let ep = link
+        .with(|c| setup_bars(c, BusLayout::default()))
+        .map_err(|e| Error::Invalid(format!("USB bridge: PCIe setup: {e}")))?;
+    Ok(Arc::new(UsbPciDevice::new(link, ep)))
+}
+
+/// Opens real bridge number `index` through libusb.
+pub fn open_rusb(index: usize, detach_kernel_driver: bool) -> Result<Arc<UsbPciDevice>> {
+    let t = ::usb::rusb_transport::RusbTransport::open(
+        index,
+        ::usb::rusb_transport::OpenOptions {
+            detach_kernel_driver,
+        },
+    )
+    .map_err(|e| Error::Invalid(format!("USB bridge usb:{index}: {e}")))?;
+    open_bridge(Box::new(t))
+}
+
+pub use ::usb::Firmware;
+
+/// Device options for USB (usb-asm24.md §6): small rings and kernel-argument area; staging
+/// buffers (in VRAM, written with streamed TLPs) of 4 MiB so a chunk, its SDMA packets and the
+/// doorbell share one submission.
+pub fn device_options(mut o: DeviceOptions) -> DeviceOptions {
+    o.compute_ring_size = 0x2000;
+    o.sdma_ring_size = 0x1000;
+    o.kernargs_size = 0x10000;
+    o.staging_chunk = 4 << 20;
+    o.staging_count = 2;
+    o
+}
+
+/// ASM2464 bridges libusb sees, one line each, or why USB cannot be listed here.
+pub fn list_bridges() -> std::result::Result<Vec<String>, String> {
+    ::usb::rusb_transport::list_bridges()
+        .map(|v| {
+            v.iter()
+                .map(|b| {
+                    format!(
+                        "usb:{} bus {} port {} address {}: {:04x}:{:04x} {}",
+                        b.index, b.bus, b.port, b.address, b.vid, b.pid, b.what
+                    )
+                })
+                .collect()
+        })
+        .map_err(|e| e.to_string())
+}
+
+/// Opens real bridge `index` as a device. The kernel driver (uas/usb-storage) is detached only
+/// when `WAVESCOPE_USB_DETACH=1`.
+pub fn open_device(index: usize, opts: DeviceOptions) -> Result<crate::device::Device> {
+    let detach = std::env::var("WAVESCOPE_USB_DETACH").is_ok_and(|v| v == "1");
+    let dev = open_rusb(index, detach)?;
+    let link = dev.link.clone();
+    let iface = iface::UsbIface::new(dev, &crate::pci::PciOptions::default())?;
+    crate::device::Device::new(Box::new(iface), device_options(opts))
+        .map_err(|e| iface::with_cause(e, &link))
+}
+
+/// The emulated USB eGPU: the fake bridge's transport handle and the GPU behind it.
+pub struct EmuUsb {
+    pub gpu: crate::emu::pci::EmuPciGpu,
+    pub transport: ::usb::device::CoreTransport<crate::emu::asm24::EmuGpuEndpoint>,
+    pub link: Arc<UsbLink>,
+    /// What enumeration found behind the bridge.
+    pub endpoint: ::usb::Endpoint,
+}
+
+/// Opens the emulated gfx1100 behind the emulated ASM2464 (`fw` protocol) through the real USB
+/// code path: controller, enumeration, [`UsbPciDevice`], the AM driver, [`iface::UsbIface`].
+/// `wrap` may put the transport behind a fault injector.
+pub fn open_emulated(
+    fw: ::usb::Firmware,
+    opts: DeviceOptions,
+    wrap: impl FnOnce(
+        ::usb::device::CoreTransport<crate::emu::asm24::EmuGpuEndpoint>,
+    ) -> Box<dyn UsbTransport>,
+) -> Result<(crate::device::Device, EmuUsb)> {
+    use crate::emu::pci::{EmuPciConfig, EmuPciGpu};
+    let gpu = EmuPciGpu::new(EmuPciConfig::new(crate::emu::EmuArch::Gfx1100))?;
+    let transport = crate::emu::asm24::fake_transport(gpu.clone(), fw);
+    let dev = open_bridge(wrap(transport.clone()))?;
+    let link = dev.link.clone();
+    let endpoint = dev.endpoint.clone();
+    let popts = crate::pci::PciOptions {
+        firmware_dir: crate::emu::pci::firmware::temp_firmware_dir()?,
+        ..Default::default()
+    };
+    let iface = iface::UsbIface::new(dev, &popts)?;
+    let device = crate::device::Device::new(Box::new(iface), device_options(opts))
+        .map_err(|e| iface::with_cause(e, &link))?;
+    Ok((
+        device,
+        EmuUsb {
+            gpu,
+            transport,
+            link,
+            endpoint,
+        },
+    ))
+}

@@ -1,0 +1,287 @@
+//! emu_sqtt.rs on the emulated PCI GPU through the real PCI (AM) driver (generated from it; only
+//! the device opener differs; the 30-second tinygrad-decoder comparison stays in emu_sqtt.rs,
+//! since it checks the decoder, not the device path). SQTT from the emulated shader engines: what the encoder wrote equals what our decoder (both
+//! framings) and tinygrad's decoder read back, waves land inside the kernel's timestamp range,
+//! and a too-small buffer gives the buffer-full warning.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use runtime::emu::sqtt_enc::Written;
+use runtime::emu::{
+    DeviceFault, DispatchInfo, DispatchResult, EmuArch, EmuShaderEngines, Memory, RegFile,
+    ShaderEngines,
+};
+use runtime::platform::AllocKind;
+use runtime::{Device, DeviceOptions};
+use traces::sqtt::{analyze_with, AnalyzeOptions, DecodeOptions, Framing};
+
+/// The real engines, recording what each SE stream contained.
+struct Rec {
+    inner: EmuShaderEngines,
+    out: Arc<Mutex<Vec<Written>>>,
+}
+
+impl ShaderEngines for Rec {
+    fn dispatch(
+        &mut self,
+        r: &RegFile,
+        m: &mut Memory,
+        d: &DispatchInfo,
+    ) -> Result<DispatchResult, DeviceFault> {
+        self.inner.dispatch(r, m, d)
+    }
+    fn sqtt_start(&mut self, n: u32) {
+        self.inner.sqtt_start(n);
+        *self.out.lock().unwrap() = vec![Written::default(); n as usize];
+    }
+    fn sqtt_reg_write(&mut self, a: u32, v: u32, c: u64) {
+        self.inner.sqtt_reg_write(a, v, c)
+    }
+    fn sqtt_finish(&mut self, se: u32) -> Vec<u8> {
+        let b = self.inner.sqtt_finish(se);
+        if let Some(w) = self.inner.last_written.get(se as usize) {
+            self.out.lock().unwrap()[se as usize] = *w;
+        }
+        b
+    }
+}
+
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(format!(
+        "{}/../tests/fixtures/kernels/emu/{name}.hsaco",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+fn device(buf: u64) -> (Device, Arc<Mutex<Vec<Written>>>) {
+    let out = Arc::new(Mutex::new(Vec::new()));
+    let gpu = runtime::emu::pci::EmuPciGpu::with_shader_engines(
+        runtime::emu::pci::EmuPciConfig::new(EmuArch::Gfx1100),
+        Box::new(Rec {
+            inner: EmuShaderEngines::new(EmuArch::Gfx1100),
+            out: out.clone(),
+        }),
+    )
+    .unwrap();
+    let fw = runtime::emu::pci::firmware::temp_firmware_dir().unwrap();
+    let popts = runtime::pci::PciOptions {
+        firmware_dir: fw.clone(),
+        ..Default::default()
+    };
+    let opts = DeviceOptions {
+        wait_timeout: Duration::from_secs(5),
+        compute_ring_size: 1 << 20,
+        sdma_ring_size: 1 << 16,
+        kernargs_size: 1 << 20,
+        staging_chunk: 1 << 20,
+        staging_count: 2,
+        profile: true,
+        sqtt: true,
+        sqtt_buffer_size: buf,
+        sqtt_itrace_se_mask: 0b11,
+    };
+    let dev = Device::open_on_pci(Arc::new(gpu), opts, &popts).unwrap();
+    std::fs::remove_dir_all(&fw).ok();
+    (dev, out)
+}
+
+struct Case {
+    name: &'static str,
+    bufs: usize,
+    bytes: usize,
+    values: Vec<u32>,
+    global: [u32; 3],
+    local: [u32; 3],
+}
+
+fn cases() -> Vec<Case> {
+    let c = |name, bufs, bytes, values: Vec<u32>, global, local| Case {
+        name,
+        bufs,
+        bytes,
+        values,
+        global,
+        local,
+    };
+    vec![
+        c("vadd", 3, 4096, vec![1000], [16, 1, 1], [64, 1, 1]),
+        c(
+            "saxpy",
+            2,
+            4096,
+            vec![1.5f32.to_bits(), 1000],
+            [8, 1, 1],
+            [128, 1, 1],
+        ),
+        c("reduce", 2, 8192, vec![], [4, 1, 1], [256, 1, 1]),
+        c("matmul", 3, 16384, vec![64], [4, 4, 1], [16, 16, 1]),
+        c("branches", 2, 4096, vec![], [8, 1, 1], [64, 1, 1]),
+        c("scratch", 2, 4096, vec![], [8, 1, 1], [32, 1, 1]),
+        c("trans", 4, 16384, vec![], [2, 1, 1], [64, 1, 1]),
+    ]
+}
+
+/// Blobs, what was written, the kernel's GPU tick range, the device's warnings.
+type Capture = (Vec<Vec<u8>>, Vec<Written>, (i128, i128), Vec<String>);
+
+/// Runs one case with SQTT on; returns the per-SE blobs, what the encoder wrote, and the
+/// kernel's [start, end] in GPU ticks.
+fn capture(c: &Case, buf: u64) -> Capture {
+    let (mut dev, rec) = device(buf);
+    let prg = dev.load_program(&fixture(c.name)).unwrap();
+    let mut bufs = Vec::new();
+    for i in 0..c.bufs {
+        let b = dev.alloc(c.bytes as u64, AllocKind::VRAM).unwrap();
+        // Inputs of 1.0f / small integers keep every kernel on its common path.
+        let data: Vec<u8> = (0..c.bytes / 4)
+            .flat_map(|k| ((k as u32 % 97) + i as u32).to_le_bytes())
+            .collect();
+        dev.copyin(&b, &data).unwrap();
+        bufs.push(b);
+    }
+    let refs: Vec<_> = bufs.iter().collect();
+    dev.launch(&prg, &refs, &c.values, c.global, c.local)
+        .unwrap();
+    let prof = dev.profile().unwrap();
+    let blobs: Vec<Vec<u8>> = prof
+        .sqtt
+        .iter()
+        .map(|t| prof.blob(t.blob).to_vec())
+        .collect();
+    let k = prof
+        .kernels
+        .iter()
+        .find(|k| k.name == prg.name)
+        .expect("kernel range");
+    let range = (k.gpu_start.unwrap(), k.gpu_end.unwrap());
+    let w = rec.lock().unwrap().clone();
+    (blobs, w, range, dev.warnings().to_vec())
+}
+
+#[test]
+fn encoder_output_round_trips_through_our_decoder() {
+    for c in cases() {
+        let (blobs, written, (st, en), warnings) = capture(&c, 1 << 20);
+        assert!(warnings.is_empty(), "{}: {warnings:?}", c.name);
+        assert_eq!(blobs.len(), 6, "one blob per SE");
+        let mut waves = 0u64;
+        let mut analyses = Vec::new();
+        for (se, blob) in blobs.iter().enumerate() {
+            assert_eq!(blob.len() % 32, 0, "32-byte units");
+            let mut per = Vec::new();
+            for framing in [Framing::Reference, Framing::Hardware] {
+                let opts = AnalyzeOptions {
+                    decode: DecodeOptions {
+                        framing,
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                };
+                let a = analyze_with(blob, None, opts).unwrap();
+                assert_eq!(
+                    a.waves.len() as u64,
+                    written[se].waves,
+                    "{} SE{se} waves ({framing:?})",
+                    c.name
+                );
+                assert_eq!(
+                    a.instruction_packets, written[se].inst_tokens,
+                    "{} SE{se} tokens ({framing:?})",
+                    c.name
+                );
+                assert_eq!(
+                    a.markers.len() as u64,
+                    written[se].markers,
+                    "{} SE{se} markers",
+                    c.name
+                );
+                assert!(
+                    a.wave_anomalies.is_empty(),
+                    "{} SE{se}: {:?}",
+                    c.name,
+                    a.wave_anomalies
+                );
+                assert!(!a.packet_counts.contains_key("TS_DELTA_S8_W3"));
+                per.push(a);
+            }
+            // Same packets both ways.
+            assert_eq!(
+                per[0]
+                    .packet_counts
+                    .iter()
+                    .filter(|(k, _)| **k != "NOP")
+                    .collect::<Vec<_>>(),
+                per[1]
+                    .packet_counts
+                    .iter()
+                    .filter(|(k, _)| **k != "NOP")
+                    .collect::<Vec<_>>(),
+                "{} SE{se}",
+                c.name
+            );
+            if se < 2 {
+                assert!(
+                    written[se].inst_tokens > 0 || written[se].waves == 0,
+                    "{} SE{se} is itraced",
+                    c.name
+                );
+            } else {
+                assert_eq!(
+                    written[se].inst_tokens, 0,
+                    "{} SE{se} is not itraced",
+                    c.name
+                );
+            }
+            waves += per[0].waves.len() as u64;
+            analyses.push(per.swap_remove(0));
+        }
+        let threads = c.local.iter().product::<u32>();
+        let expect = c.global.iter().product::<u32>() as u64 * threads.div_ceil(32) as u64;
+        assert_eq!(
+            waves, expect,
+            "{}: every wave of the dispatch has a WAVESTART/WAVEEND",
+            c.name
+        );
+        // Absolute time: every wave lies inside the kernel's RELEASE_MEM timestamps.
+        let refs: Vec<_> = analyses.iter().collect();
+        let maps = traces::sqtt::dispatch_time_maps(&refs, Some(st as u64));
+        for (a, m) in analyses.iter().zip(&maps) {
+            let m = m.as_ref().expect("time map from the markers");
+            for w in &a.waves {
+                let (s, e) = (m.ticks(w.start).unwrap(), m.ticks(w.end).unwrap());
+                assert!(
+                    s >= st as f64 && e <= en as f64 && s <= e,
+                    "{}: wave [{s}, {e}] outside [{st}, {en}]",
+                    c.name
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn small_buffer_fills_and_warns() {
+    // A 256x256 matmul: thousands of instruction tokens on the traced SEs.
+    let c = Case {
+        name: "matmul",
+        bufs: 3,
+        bytes: 256 * 256 * 4,
+        values: vec![256],
+        global: [16, 16, 1],
+        local: [16, 16, 1],
+    };
+    let (blobs, written, _, warnings) = capture(&c, 4096);
+    assert!(
+        blobs.iter().any(|b| b.len() == 4096),
+        "a full SE buffer holds exactly its size"
+    );
+    assert!(
+        warnings.iter().any(|w| w.contains("is full")),
+        "{warnings:?}"
+    );
+    // The truncated stream still decodes (fewer tokens than were produced).
+    let a = traces::sqtt::analyze(&blobs[0], None).unwrap();
+    assert!(a.instruction_packets < written[0].inst_tokens);
+}

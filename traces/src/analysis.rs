@@ -1,0 +1,427 @@
+//! Per-kernel SQTT analysis of a [`Profile`]: every SE blob of a kernel run decoded and aligned
+//! to the GPU clock, instruction tokens mapped to PCs, per-wave instruction lists and the
+//! per-instruction latency table. Pure and headless: the app's views, `wavescope stats` and
+//! [`crate::diff`] share it (it moved here from the app so the diff engine can use it).
+
+use std::collections::HashMap;
+
+use crate::model::{KernelExec, Profile};
+use crate::sqtt::{self, AnalyzeOptions, BlobAnalysis, InstToken, TokenKind};
+use serde::Serialize;
+
+/// The x unit of a kernel's SQTT view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum XUnit {
+    /// Microseconds since the kernel's start on the GPU clock (every SE aligned by its markers).
+    Micros,
+    /// Shader cycles since each blob's start (no markers to align the SEs).
+    Cycles,
+}
+
+/// One SE of a kernel run.
+pub struct SeTrace {
+    pub se: u32,
+    pub itrace: bool,
+    pub analysis: BlobAnalysis,
+    /// Why the blob could not be decoded, if it could not.
+    pub error: Option<String>,
+    /// x of each wave's start and end (same order as `analysis.waves`).
+    pub wave_x: Vec<(f64, f64)>,
+    /// x of each token (same order as `analysis.tokens`).
+    pub token_x: Vec<f64>,
+    /// Tokens grouped by wave (CSR): `token_order[token_start[w]..token_start[w+1]]` are the
+    /// token indices of wave `w` in time order.
+    pub token_order: Vec<u32>,
+    pub token_start: Vec<u32>,
+    /// PC of each token when the program was available to map them (`u64::MAX`: unmapped);
+    /// empty when nothing was mapped.
+    pub token_pc: Vec<u64>,
+    /// Why instruction mapping stopped early, if it did.
+    pub map_error: Option<String>,
+}
+
+impl SeTrace {
+    /// Token indices of wave `w`, in time order.
+    pub fn wave_tokens(&self, w: usize) -> &[u32] {
+        let a = self.token_start.get(w).copied().unwrap_or(0) as usize;
+        let b = self.token_start.get(w + 1).copied().unwrap_or(0) as usize;
+        self.token_order.get(a..b).unwrap_or(&[])
+    }
+
+    /// Builds the x coordinates and the token index from an analysis.
+    pub fn new(
+        se: u32,
+        itrace: bool,
+        analysis: BlobAnalysis,
+        to_x: &dyn Fn(i64) -> f64,
+    ) -> SeTrace {
+        let wave_x = analysis
+            .waves
+            .iter()
+            .map(|w| (to_x(w.start), to_x(w.end)))
+            .collect();
+        let token_x = analysis.tokens.iter().map(|t| to_x(t.time)).collect();
+        let (token_order, token_start) = group_tokens(&analysis.tokens, analysis.waves.len());
+        SeTrace {
+            se,
+            itrace,
+            analysis,
+            error: None,
+            wave_x,
+            token_x,
+            token_order,
+            token_start,
+            token_pc: Vec::new(),
+            map_error: None,
+        }
+    }
+
+    /// Maps this SE's tokens to PCs of `code` (traces::sqtt::map), filling `token_pc` and
+    /// adding disassembly to `disasm`.
+    pub fn map_pcs(
+        &mut self,
+        blob: &[u8],
+        code: &crate::isa::CodeObject,
+        disasm: &mut HashMap<u64, String>,
+    ) {
+        let m = sqtt::map::map_insts(blob, code, Some(&self.analysis), Default::default());
+        let by_offset: HashMap<u64, &sqtt::map::MappedInst> =
+            m.insts.iter().map(|mi| (mi.offset, mi)).collect();
+        let mut any = false;
+        self.token_pc = self
+            .analysis
+            .tokens
+            .iter()
+            .map(|t| match by_offset.get(&t.offset) {
+                Some(mi) => {
+                    any = true;
+                    disasm.entry(mi.pc).or_insert_with(|| mi.inst.text());
+                    mi.pc
+                }
+                None => u64::MAX,
+            })
+            .collect();
+        if !any {
+            self.token_pc.clear();
+        }
+        self.map_error = m
+            .error
+            .map(|e| format!("nibble {}: {}", e.offset, e.message));
+    }
+}
+
+/// Counting sort of tokens by wave (stable, so each wave keeps time order).
+fn group_tokens(tokens: &[InstToken], waves: usize) -> (Vec<u32>, Vec<u32>) {
+    let mut start = vec![0u32; waves + 1];
+    for t in tokens {
+        if let Some(c) = start.get_mut(t.wave as usize + 1) {
+            *c += 1;
+        }
+    }
+    for i in 1..start.len() {
+        start[i] += start[i - 1];
+    }
+    let mut fill = start.clone();
+    let mut order = vec![0u32; start.last().copied().unwrap_or(0) as usize];
+    for (i, t) in tokens.iter().enumerate() {
+        if let Some(f) = fill.get_mut(t.wave as usize) {
+            if let Some(slot) = order.get_mut(*f as usize) {
+                *slot = i as u32;
+            }
+            *f += 1;
+        }
+    }
+    (order, start)
+}
+
+/// The SQTT data of one kernel run.
+pub struct KernelSqtt {
+    pub kernel: usize,
+    pub name: String,
+    pub unit: XUnit,
+    pub ses: Vec<SeTrace>,
+    /// Duration of the kernel in x units (from its GPU timestamps), if known.
+    pub kernel_len: Option<f64>,
+    /// Disassembly by PC, for mapped tokens.
+    pub disasm: HashMap<u64, String>,
+}
+
+impl KernelSqtt {
+    pub fn wave_count(&self) -> usize {
+        self.ses.iter().map(|s| s.analysis.waves.len()).sum()
+    }
+
+    /// x range covered by all waves.
+    pub fn x_range(&self) -> (f64, f64) {
+        let mut lo = f64::INFINITY;
+        let mut hi = f64::NEG_INFINITY;
+        for s in &self.ses {
+            for &(a, b) in &s.wave_x {
+                lo = lo.min(a);
+                hi = hi.max(b);
+            }
+        }
+        if lo > hi {
+            (0.0, self.kernel_len.unwrap_or(1.0).max(1e-3))
+        } else {
+            (lo, hi)
+        }
+    }
+}
+
+/// Whether an SQTT stream belongs to a kernel run.
+pub fn sqtt_matches(p: &Profile, k: &KernelExec, s: &crate::model::SqttTrace) -> bool {
+    let same_dev = s.device == k.device
+        || match (
+            p.devices.get(s.device as usize),
+            p.devices.get(k.device as usize),
+        ) {
+            (Some(a), Some(b)) => a.process == b.process && a.base_name() == b.base_name(),
+            _ => false,
+        };
+    same_dev
+        && Some(s.kern) == k.kern
+        && (s.exec_tag.is_none() || k.exec_tag.is_none() || s.exec_tag == k.exec_tag)
+}
+
+/// Kernels that have SQTT data.
+pub fn kernels_with_sqtt(p: &Profile) -> Vec<usize> {
+    (0..p.kernels.len())
+        .filter(|&i| p.sqtt.iter().any(|s| sqtt_matches(p, &p.kernels[i], s)))
+        .collect()
+}
+
+/// Decodes every SE blob of kernel `ki` and aligns them on the GPU clock.
+/// `progress` is called with (done, total) after each SE.
+pub fn analyze_kernel(
+    p: &Profile,
+    ki: usize,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Option<KernelSqtt> {
+    let k = p.kernels.get(ki)?;
+    let target = p.props_device(k.device).and_then(|d| d.target());
+    let streams: Vec<_> = p.sqtt.iter().filter(|s| sqtt_matches(p, k, s)).collect();
+    let mut analyses = Vec::with_capacity(streams.len());
+    for (i, s) in streams.iter().enumerate() {
+        let r = sqtt::analyze_with(p.blob(s.blob), target, AnalyzeOptions::default());
+        analyses.push(r.map_err(|e| e.to_string()));
+        progress(i + 1, streams.len());
+    }
+    let empty = BlobAnalysis::default();
+    let refs: Vec<&BlobAnalysis> = analyses
+        .iter()
+        .map(|a| a.as_ref().unwrap_or(&empty))
+        .collect();
+    let start_ticks = k.gpu_start.and_then(|t| u64::try_from(t).ok());
+    let maps = sqtt::dispatch_time_maps(&refs, start_ticks);
+    let all_mapped = !maps.is_empty()
+        && maps
+            .iter()
+            .zip(&analyses)
+            .all(|(m, a)| m.is_some() || a.is_err());
+    let unit = if all_mapped {
+        XUnit::Micros
+    } else {
+        XUnit::Cycles
+    };
+    // Origin: the kernel's GPU start when known, else the earliest mapped wave.
+    let origin_us = match k.gpu_start {
+        Some(t) => t as f64 / 100.0,
+        None => {
+            let mut lo = f64::INFINITY;
+            for (m, a) in maps.iter().zip(&refs) {
+                if let (Some(m), Some(w)) = (m, a.waves.first()) {
+                    lo = lo.min(m.us(w.start).unwrap_or(f64::INFINITY));
+                }
+            }
+            if lo.is_finite() {
+                lo
+            } else {
+                0.0
+            }
+        }
+    };
+    let kernel_len = match (k.gpu_start, k.gpu_end) {
+        (Some(a), Some(b)) if unit == XUnit::Micros => Some((b - a) as f64 / 100.0),
+        _ => None,
+    };
+    let mut ses = Vec::new();
+    for ((s, a), m) in streams.iter().zip(analyses).zip(maps) {
+        match a {
+            Ok(a) => {
+                let st = match (&m, unit) {
+                    (Some(m), XUnit::Micros) => SeTrace::new(s.se, s.itrace, a, &|c| {
+                        m.us(c).map_or(0.0, |us| us - origin_us)
+                    }),
+                    _ => SeTrace::new(s.se, s.itrace, a, &|c| c as f64),
+                };
+                ses.push(st);
+            }
+            Err(e) => {
+                let mut st = SeTrace::new(s.se, s.itrace, BlobAnalysis::default(), &|c| c as f64);
+                st.error = Some(e);
+                ses.push(st);
+            }
+        }
+    }
+    // Map itraced SEs' tokens to PCs when the program's code object is in the profile.
+    let mut disasm = HashMap::new();
+    let code = k
+        .kern
+        .and_then(|kern| p.program_for(k.device, kern))
+        .and_then(|prog| prog.elf)
+        .and_then(|elf| crate::isa::CodeObject::parse(p.blob(elf)).ok());
+    if let Some(code) = &code {
+        for (st, s) in ses.iter_mut().zip(&streams) {
+            if st.itrace && st.error.is_none() && !st.analysis.tokens.is_empty() {
+                st.map_pcs(p.blob(s.blob), code, &mut disasm);
+            }
+        }
+    }
+    ses.sort_by_key(|s| s.se);
+    Some(KernelSqtt {
+        kernel: ki,
+        name: k.name.clone(),
+        unit,
+        ses,
+        kernel_len,
+        disasm,
+    })
+}
+
+/// Short display name of a token.
+pub fn token_name(t: &InstToken) -> String {
+    match (t.kind, t.op) {
+        (TokenKind::Inst, Some(op)) => op.to_string(),
+        (TokenKind::Inst, None) => "INST".into(),
+        (TokenKind::ValuInst, _) => "VALUINST".into(),
+        (TokenKind::Immediate, _) => "IMMEDIATE".into(),
+        (TokenKind::ImmediateMask, _) => "IMMEDIATE".into(),
+    }
+}
+
+/// One instruction of a wave, as listed when the wave is clicked.
+#[derive(Debug, Clone, Serialize)]
+pub struct WaveInst {
+    pub index: usize,
+    /// Issue time in shader cycles (blob time).
+    pub cycle: i64,
+    /// Issue time in view units.
+    pub x: f64,
+    /// Cycles since the previous instruction of the wave (or the wave's start).
+    pub gap: i64,
+    pub name: String,
+    pub pc: Option<u64>,
+    pub disasm: Option<String>,
+}
+
+/// The instructions of wave `w` of SE `se_idx`.
+pub fn wave_insts(k: &KernelSqtt, se_idx: usize, w: usize) -> Vec<WaveInst> {
+    let Some(se) = k.ses.get(se_idx) else {
+        return Vec::new();
+    };
+    let Some(wave) = se.analysis.waves.get(w) else {
+        return Vec::new();
+    };
+    let mut prev = wave.start;
+    let mut out = Vec::new();
+    for (i, &ti) in se.wave_tokens(w).iter().enumerate() {
+        let Some(t) = se.analysis.tokens.get(ti as usize) else {
+            continue;
+        };
+        let pc = se
+            .token_pc
+            .get(ti as usize)
+            .copied()
+            .filter(|&p| p != u64::MAX);
+        out.push(WaveInst {
+            index: i,
+            cycle: t.time,
+            x: se.token_x.get(ti as usize).copied().unwrap_or(0.0),
+            gap: t.time - prev,
+            name: token_name(t),
+            pc,
+            disasm: pc.and_then(|p| k.disasm.get(&p).cloned()),
+        });
+        prev = t.time;
+    }
+    out
+}
+
+/// One row of the instruction timing table: all executions of one instruction.
+#[derive(Debug, Clone, Serialize)]
+pub struct InstStat {
+    /// `0x1700` when PCs are known, else `#12` (position in the wave's instruction stream).
+    pub key: String,
+    /// The PC (ELF virtual address) when tokens were mapped to the program.
+    #[serde(skip)]
+    pub pc: Option<u64>,
+    pub name: String,
+    pub count: u64,
+    /// Latency = cycles from the previous instruction's issue (or the wave's start) to this one.
+    pub total: i64,
+    pub mean: f64,
+    pub min: i64,
+    pub median: i64,
+    pub max: i64,
+    /// Share of all latency cycles of the kernel spent before this instruction.
+    pub share: f64,
+}
+
+/// The instruction table of a kernel over every itraced SE.
+///
+/// Without PC mapping, instructions are identified by their position in each wave's token
+/// stream plus the op name, which is exact for straight-line kernels and an approximation
+/// for kernels with divergent control flow.
+pub fn inst_stats(k: &KernelSqtt) -> Vec<InstStat> {
+    // Key: (PC or u64::MAX, position when the PC is unknown, name).
+    let mut groups: HashMap<(u64, usize, String), Vec<i64>> = HashMap::new();
+    for (si, se) in k.ses.iter().enumerate() {
+        for w in 0..se.analysis.waves.len() {
+            for wi in wave_insts(k, si, w) {
+                let key = match (wi.pc, wi.disasm) {
+                    (Some(pc), Some(d)) => (pc, 0, d),
+                    _ => (u64::MAX, wi.index, wi.name),
+                };
+                groups.entry(key).or_default().push(wi.gap);
+            }
+        }
+    }
+    let grand: i64 = groups.values().flatten().sum();
+    let mut rows: Vec<InstStat> = groups
+        .into_iter()
+        .map(|((pc, idx, name), mut v)| {
+            v.sort_unstable();
+            let total: i64 = v.iter().sum();
+            let n = v.len().max(1);
+            InstStat {
+                key: if pc == u64::MAX {
+                    format!("#{idx}")
+                } else {
+                    format!("0x{pc:x}")
+                },
+                pc: (pc != u64::MAX).then_some(pc),
+                name,
+                count: v.len() as u64,
+                total,
+                mean: total as f64 / n as f64,
+                min: v.first().copied().unwrap_or(0),
+                median: v.get(v.len() / 2).copied().unwrap_or(0),
+                max: v.last().copied().unwrap_or(0),
+                share: if grand > 0 {
+                    total as f64 / grand as f64
+                } else {
+                    0.0
+                },
+            }
+        })
+        .collect();
+    rows.sort_by_key(|r| {
+        let num = match r.key.strip_prefix("0x") {
+            Some(h) => u64::from_str_radix(h, 16).unwrap_or(0),
+            None => r.key.trim_start_matches('#').parse().unwrap_or(0),
+        };
+        (r.key.starts_with('#'), num)
+    });
+    rows
+}
