@@ -2,8 +2,13 @@
 //! CPU time to lay out (our views + egui) and tessellate one frame of the SQTT view, fully
 //! zoomed out and zoomed in, and resident memory against the trace's in-memory size.
 //! `cargo bench -p profiler-ui --bench frame`; exits non-zero when a budget is exceeded.
+//!
+//! Frame times are this thread's CPU time (CLOCK_THREAD_CPUTIME_ID), so other processes on a
+//! busy machine do not count; wall time is printed beside it.
 
 use std::time::Instant;
+
+use nix::time::{clock_gettime, ClockId};
 
 use profiler_ui::data::{KernelSqtt, SeTrace, XUnit};
 use profiler_ui::layout::view::TimeView;
@@ -24,7 +29,7 @@ fn rss_bytes() -> usize {
 
 fn synth() -> (KernelSqtt, usize) {
     let ses = 6;
-    let per_se = WAVES / ses;
+    let per_se = WAVES.div_ceil(ses);
     let rows_per_se = 16 * 4 * 16; // WGP x SIMD x slot
     let mut out = Vec::new();
     let mut trace_bytes = 0;
@@ -55,7 +60,8 @@ fn synth() -> (KernelSqtt, usize) {
                 end_offset: 0,
             });
         }
-        // Tokens on the traced SIMD 0 of the first two SEs, 10 per wave.
+        // Tokens on the traced SIMD 0 of the first two SEs (a quarter of the waves), 13 per
+        // wave until each of the two holds half of TOKENS.
         if se < 2 {
             let want = TOKENS / 2;
             a.tokens.reserve_exact(want);
@@ -63,9 +69,9 @@ fn synth() -> (KernelSqtt, usize) {
             while a.tokens.len() < want && w < a.waves.len() {
                 if a.waves[w].simd == 0 {
                     let s = a.waves[w].start;
-                    for k in 0..10 {
+                    for k in 0..13 {
                         a.tokens.push(InstToken {
-                            time: s + 20 + k * 80,
+                            time: s + 20 + k * 65,
                             wave: w as u32,
                             kind: if k % 3 == 0 {
                                 TokenKind::ValuInst
@@ -76,7 +82,7 @@ fn synth() -> (KernelSqtt, usize) {
                             offset: 0,
                         });
                     }
-                    a.waves[w].insts = 10;
+                    a.waves[w].insts = 13;
                 }
                 w += 1;
             }
@@ -98,7 +104,14 @@ fn synth() -> (KernelSqtt, usize) {
     )
 }
 
-fn frame_ms(ctx: &egui::Context, kv: &mut KernelView) -> f64 {
+fn thread_cpu_s() -> f64 {
+    clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID)
+        .map(|t| t.tv_sec() as f64 + t.tv_nsec() as f64 * 1e-9)
+        .unwrap_or(f64::NAN)
+}
+
+/// (CPU ms, wall ms) of one frame.
+fn frame_ms(ctx: &egui::Context, kv: &mut KernelView) -> (f64, f64) {
     let input = egui::RawInput {
         screen_rect: Some(egui::Rect::from_min_size(
             egui::Pos2::ZERO,
@@ -107,6 +120,7 @@ fn frame_ms(ctx: &egui::Context, kv: &mut KernelView) -> f64 {
         ..Default::default()
     };
     let t = Instant::now();
+    let c = thread_cpu_s();
     let out = ctx.run_ui(input, |ui| {
         egui::CentralPanel::default().show(ui, |ui| {
             profiler_ui::views::sqtt::show(ui, kv);
@@ -114,7 +128,7 @@ fn frame_ms(ctx: &egui::Context, kv: &mut KernelView) -> f64 {
     });
     let prims = ctx.tessellate(out.shapes, out.pixels_per_point);
     std::hint::black_box(prims);
-    t.elapsed().as_secs_f64() * 1e3
+    ((thread_cpu_s() - c) * 1e3, t.elapsed().as_secs_f64() * 1e3)
 }
 
 fn main() {
@@ -123,16 +137,17 @@ fn main() {
     let (k, trace_bytes) = synth();
     let mut kv = KernelView::new(k);
     let rss1 = rss_bytes();
+    let tokens: usize = kv.data.ses.iter().map(|s| s.analysis.tokens.len()).sum();
     println!(
-        "synthetic trace: {} waves, {} tokens, {} rows; built in {:.1} s",
+        "synthetic trace: {} waves, {tokens} tokens, {} rows; built in {:.1} s",
         kv.data.wave_count(),
-        kv.data
-            .ses
-            .iter()
-            .map(|s| s.analysis.tokens.len())
-            .sum::<usize>(),
         kv.rows.rows.len(),
         t.elapsed().as_secs_f64()
+    );
+    // The budget is for this size; a smaller trace would not prove it.
+    assert!(
+        kv.data.wave_count() >= WAVES && tokens >= TOKENS,
+        "the synthetic trace is smaller than {WAVES} waves and {TOKENS} tokens"
     );
     let ctx = egui::Context::default();
     let (a, b) = kv.data.x_range();
@@ -145,17 +160,22 @@ fn main() {
         ),
     ] {
         kv.state.view = view;
-        for _ in 0..3 {
+        // The first frame after a zoom change rebuilds what depends on the view; shown apart.
+        let (first, _) = frame_ms(&ctx, &mut kv);
+        for _ in 0..2 {
             frame_ms(&ctx, &mut kv);
         }
-        let mut v: Vec<f64> = (0..30).map(|_| frame_ms(&ctx, &mut kv)).collect();
-        v.sort_by(f64::total_cmp);
-        let (med, max) = (v[v.len() / 2], v[v.len() - 1]);
+        let (mut cpu, mut wall): (Vec<f64>, Vec<f64>) =
+            (0..30).map(|_| frame_ms(&ctx, &mut kv)).unzip();
+        cpu.sort_by(f64::total_cmp);
+        wall.sort_by(f64::total_cmp);
+        let (med, max) = (cpu[cpu.len() / 2], cpu[cpu.len() - 1]);
         let ok = med <= BUDGET_MS;
         failed |= !ok;
         println!(
-            "frame {name}: median {med:.2} ms, max {max:.2} ms (budget {BUDGET_MS} ms) {}",
-            if ok { "ok" } else { "OVER" }
+            "frame {name}: CPU median {med:.2} ms, max {max:.2} ms (budget {BUDGET_MS} ms) {}; first frame {first:.2} ms; wall median {:.2} ms",
+            if ok { "ok" } else { "OVER" },
+            wall[wall.len() / 2]
         );
     }
     let rss = rss1.saturating_sub(rss0);

@@ -50,4 +50,25 @@ fn stats_json_matches_the_reference_instruction_count() {
     assert_eq!(insts[0]["count"].as_u64(), Some(10));
     let share: f64 = insts.iter().map(|i| i["share"].as_f64().unwrap()).sum();
     assert!((share - 1.0).abs() < 1e-6);
+    // Stall: cycles above the best case of the token kind, so never more than the latency and
+    // never less than what lies above the instruction's own best case.
+    for i in insts {
+        let (total, count, min) = (
+            i["total"].as_i64().unwrap(),
+            i["count"].as_i64().unwrap(),
+            i["min"].as_i64().unwrap(),
+        );
+        let stall = i["stall"].as_i64().unwrap();
+        assert!(total - count * min <= stall && stall <= total, "{i}");
+    }
+    // The kernel's costliest instruction is the wait for its global loads: nearly all stall.
+    let top = insts
+        .iter()
+        .max_by_key(|i| i["total"].as_i64().unwrap())
+        .unwrap();
+    assert!(
+        top["name"].as_str().unwrap().starts_with("s_waitcnt"),
+        "{top}"
+    );
+    assert!(top["stall_share"].as_f64().unwrap() > 0.9, "{top}");
 }

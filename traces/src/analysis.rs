@@ -366,6 +366,12 @@ pub struct InstStat {
     pub max: i64,
     /// Share of all latency cycles of the kernel spent before this instruction.
     pub share: f64,
+    /// Pre-issue stall: cycles beyond the best case of this instruction's kind (the smallest
+    /// latency any instruction with the same SQTT token shows in the kernel), summed over its
+    /// executions. What is left, `total - stall`, is the issue cost itself.
+    pub stall: i64,
+    /// `stall / total`: how much of this instruction's latency was waiting.
+    pub stall_share: f64,
 }
 
 /// The instruction table of a kernel over every itraced SE.
@@ -374,23 +380,39 @@ pub struct InstStat {
 /// stream plus the op name, which is exact for straight-line kernels and an approximation
 /// for kernels with divergent control flow.
 pub fn inst_stats(k: &KernelSqtt) -> Vec<InstStat> {
-    // Key: (PC or u64::MAX, position when the PC is unknown, name).
-    let mut groups: HashMap<(u64, usize, String), Vec<i64>> = HashMap::new();
+    // Key: (PC or u64::MAX, position when the PC is unknown, name). Value: (latency, token
+    // kind) per execution.
+    let mut groups: HashMap<(u64, usize, String), Vec<(i64, String)>> = HashMap::new();
+    // The best case of each token kind: a latency above it was spent waiting before issue.
+    let mut best: HashMap<String, i64> = HashMap::new();
     for (si, se) in k.ses.iter().enumerate() {
         for w in 0..se.analysis.waves.len() {
             for wi in wave_insts(k, si, w) {
+                let b = best.entry(wi.name.clone()).or_insert(i64::MAX);
+                *b = (*b).min(wi.gap);
+                let kind = wi.name.clone();
                 let key = match (wi.pc, wi.disasm) {
                     (Some(pc), Some(d)) => (pc, 0, d),
                     _ => (u64::MAX, wi.index, wi.name),
                 };
-                groups.entry(key).or_default().push(wi.gap);
+                groups.entry(key).or_default().push((wi.gap, kind));
             }
         }
     }
-    let grand: i64 = groups.values().flatten().sum();
+    let groups: HashMap<(u64, usize, String), (Vec<i64>, i64)> = groups
+        .into_iter()
+        .map(|(key, v)| {
+            let stall = v
+                .iter()
+                .map(|(gap, kind)| (gap - best.get(kind).copied().unwrap_or(*gap)).max(0))
+                .sum();
+            (key, (v.into_iter().map(|(gap, _)| gap).collect(), stall))
+        })
+        .collect();
+    let grand: i64 = groups.values().flat_map(|(v, _)| v).sum();
     let mut rows: Vec<InstStat> = groups
         .into_iter()
-        .map(|((pc, idx, name), mut v)| {
+        .map(|((pc, idx, name), (mut v, stall))| {
             v.sort_unstable();
             let total: i64 = v.iter().sum();
             let n = v.len().max(1);
@@ -410,6 +432,12 @@ pub fn inst_stats(k: &KernelSqtt) -> Vec<InstStat> {
                 max: v.last().copied().unwrap_or(0),
                 share: if grand > 0 {
                     total as f64 / grand as f64
+                } else {
+                    0.0
+                },
+                stall,
+                stall_share: if total > 0 {
+                    stall as f64 / total as f64
                 } else {
                     0.0
                 },

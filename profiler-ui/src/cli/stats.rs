@@ -78,12 +78,12 @@ pub fn run(a: StatsArgs) -> Result<()> {
             println!("  error: {e}");
         }
         println!(
-            "  {:<8} {:<40} {:>6} {:>9} {:>8} {:>6} {:>6} {:>6} {:>6}",
-            "instr", "name", "count", "total", "mean", "min", "median", "max", "share"
+            "  {:<8} {:<40} {:>6} {:>9} {:>8} {:>6} {:>6} {:>6} {:>6} {:>6}",
+            "instr", "name", "count", "total", "mean", "min", "median", "max", "share", "stall"
         );
         for r in &k.instructions {
             println!(
-                "  {:<8} {:<40.40} {:>6} {:>9} {:>8.1} {:>6} {:>6} {:>6} {:>5.1}%",
+                "  {:<8} {:<40.40} {:>6} {:>9} {:>8.1} {:>6} {:>6} {:>6} {:>5.1}% {:>5.0}%",
                 r.key,
                 r.name,
                 r.count,
@@ -92,7 +92,8 @@ pub fn run(a: StatsArgs) -> Result<()> {
                 r.min,
                 r.median,
                 r.max,
-                r.share * 100.0
+                r.share * 100.0,
+                r.stall_share * 100.0
             );
         }
     }

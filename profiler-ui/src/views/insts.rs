@@ -14,7 +14,7 @@ pub struct SortState {
     pub desc: bool,
 }
 
-pub const COLUMNS: [&str; 9] = [
+pub const COLUMNS: [&str; 10] = [
     "Instr",
     "Name",
     "Count",
@@ -24,6 +24,7 @@ pub const COLUMNS: [&str; 9] = [
     "Median",
     "Max",
     "Share",
+    "Stall",
 ];
 
 pub fn sort_rows(rows: &mut [InstStat], s: SortState) {
@@ -46,7 +47,8 @@ pub fn sort_rows(rows: &mut [InstStat], s: SortState) {
             5 => a.min.cmp(&b.min),
             6 => a.median.cmp(&b.median),
             7 => a.max.cmp(&b.max),
-            _ => a.share.total_cmp(&b.share),
+            8 => a.share.total_cmp(&b.share),
+            _ => a.stall_share.total_cmp(&b.stall_share),
         };
         if s.desc {
             o.reverse()
@@ -139,7 +141,7 @@ pub fn show_table(ui: &mut Ui, kv: &mut KernelView, sort: &mut SortState) {
         .map(|s| s.se.to_string())
         .collect();
     ui.label(format!(
-        "{} instructions from the itraced SEs {} · latency = cycles from the previous instruction's issue · instructions keyed by position in the wave (PCs when mapped)",
+        "{} instructions from the itraced SEs {} · latency = cycles from the previous instruction's issue · stall = latency above the best case of the same token kind · instructions keyed by position in the wave (PCs when mapped)",
         kv.stats.len(),
         itraced.join(", ")
     ));
@@ -152,7 +154,8 @@ pub fn show_table(ui: &mut Ui, kv: &mut KernelView, sort: &mut SortState) {
         .column(Column::auto().at_least(50.0))
         .column(Column::auto().at_least(340.0))
         .columns(Column::auto().at_least(60.0), 6)
-        .column(Column::remainder().at_least(110.0))
+        .column(Column::auto().at_least(110.0))
+        .column(Column::remainder().at_least(60.0))
         .header(20.0, |mut h| {
             for (ci, t) in COLUMNS.iter().enumerate() {
                 h.col(|ui| {
@@ -207,6 +210,13 @@ pub fn show_table(ui: &mut Ui, kv: &mut KernelView, sort: &mut SortState) {
                         );
                         ui.monospace(format!("{:.1}%", r.share * 100.0));
                     });
+                });
+                row.col(|ui| {
+                    ui.monospace(format!("{:.0}%", r.stall_share * 100.0))
+                        .on_hover_text(format!(
+                            "{} of {} cycles waited before issue (above the best case of its token kind)",
+                            r.stall, r.total
+                        ));
                 });
             });
         });
