@@ -100,6 +100,8 @@ pub struct App {
     screenshot: Option<Screenshot>,
     /// The view to switch to once loading finishes.
     pending_view: Option<Tab>,
+    /// The capture to compare with once loading finishes (`open A --compare B`).
+    pending_compare: Option<PathBuf>,
 }
 
 /// Where recent files are remembered: `$WAVESCOPE_CONFIG_DIR`, else the XDG config dir.
@@ -142,6 +144,7 @@ impl App {
             dialog_compare: false,
             screenshot: None,
             pending_view: None,
+            pending_compare: None,
         };
         if let Some(f) = file {
             app.open(f);
@@ -157,6 +160,12 @@ impl App {
     }
 
     /// Render one frame of `tab` to a PNG once everything is loaded, then close the window.
+    /// Compares the file being opened with `b` once it has loaded.
+    pub fn with_compare(mut self, b: PathBuf) -> App {
+        self.pending_compare = Some(b);
+        self
+    }
+
     pub fn with_screenshot(mut self, out: PathBuf, tab: Tab) -> App {
         self.tab = Tab::Timeline;
         self.screenshot = Some(Screenshot {
@@ -273,7 +282,10 @@ impl App {
                         }
                         self.tab = tab;
                     }
-                    self.state = State::Loaded(l)
+                    self.state = State::Loaded(l);
+                    if let Some(b) = self.pending_compare.take() {
+                        self.compare_with(b);
+                    }
                 }
                 Ok(Err(error)) => {
                     self.state = State::Failed {

@@ -80,6 +80,7 @@ fn main() -> ExitCode {
         None if args.file.is_none() => cli::capture::demo_then_open(),
         None => cli::open::run(cli::open::OpenArgs {
             file: args.file,
+            compare: None,
             screenshot: None,
             view: cli::open::View::Timeline,
             size: "1600x1000".into(),

@@ -276,6 +276,7 @@ pub fn demo_then_open() -> Result<()> {
     println!("opening {}", shown(&wst));
     super::open::run(super::open::OpenArgs {
         file: Some(wst.clone()),
+        compare: None,
         screenshot: None,
         // Straight to the waves of the last demo kernel (matmul).
         view: super::open::View::Sqtt,

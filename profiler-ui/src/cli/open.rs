@@ -1,4 +1,4 @@
-//! `wavescope open FILE [--screenshot OUT.png] [--view timeline|sqtt|instructions|pmc]`:
+//! `wavescope open FILE [--compare B] [--screenshot OUT.png] [--view timeline|sqtt|instructions|pmc]`:
 //! the desktop window, or one rendered frame written as a PNG.
 
 use std::path::PathBuf;
@@ -12,6 +12,10 @@ use profiler_ui::App;
 pub struct OpenArgs {
     /// A tinygrad profile.pkl, a .wst or an .rgp file.
     pub file: Option<PathBuf>,
+    /// Compare FILE (A) with this capture (B): both timelines aligned at their first kernel, the
+    /// instruction table with A, B and delta columns (like File > Compare with...).
+    #[arg(long, value_name = "B")]
+    pub compare: Option<PathBuf>,
     /// Render one frame to this PNG once the file is loaded, then exit.
     #[arg(long)]
     pub screenshot: Option<PathBuf>,
@@ -38,6 +42,12 @@ pub fn run(a: OpenArgs) -> Result<()> {
         .and_then(|(w, h)| Some((w.parse::<f32>().ok()?, h.parse::<f32>().ok()?)))
         .ok_or_else(|| anyhow::anyhow!("--size wants WIDTHxHEIGHT, got {}", a.size))?;
     let mut app = App::new(a.file.clone());
+    if let Some(b) = &a.compare {
+        if a.file.is_none() {
+            bail!("--compare needs a FILE to compare with it");
+        }
+        app = app.with_compare(b.clone());
+    }
     let title = match &a.file {
         Some(f) => format!("wavescope · {}", f.display()),
         None => "wavescope".to_string(),

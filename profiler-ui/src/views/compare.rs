@@ -338,7 +338,7 @@ pub fn show_table(ui: &mut Ui, slot: &CompareSlot, k: usize) -> bool {
     });
     let s = &d.summary;
     ui.label(format!(
-        "instructions matched by {:?}: {} same, {} changed, {} removed, {} added · sorted by |Δ total|",
+        "instructions matched by {:?}: {} same, {} changed, {} removed, {} added · sorted by |Δ total| until a header is clicked",
         d.instruction_match, s.same, s.changed, s.removed, s.added
     ));
     if d.instructions.is_empty() {
@@ -347,7 +347,13 @@ pub fn show_table(ui: &mut Ui, slot: &CompareSlot, k: usize) -> bool {
         );
         return true;
     }
+    // Sort state lives in egui's memory: (column, descending); None keeps the engine's order
+    // (|Δ total|, largest first). Clicking a header sorts by it, again reverses.
+    let sort_id = ui.scope_id().with("compare_sort");
+    let mut sort: Option<(usize, bool)> = ui.data(|m| m.get_temp(sort_id)).flatten();
+    let order = sorted_order(&d.instructions, sort);
     let rows = &d.instructions;
+    let mut clicked = None;
     TableBuilder::new(ui)
         .id_salt("compare_table")
         .striped(true)
@@ -356,28 +362,30 @@ pub fn show_table(ui: &mut Ui, slot: &CompareSlot, k: usize) -> bool {
         .column(Column::auto().at_least(300.0))
         .columns(Column::auto().at_least(58.0), 8)
         .header(20.0, |mut h| {
-            for t in [
-                "",
-                "A",
-                "B",
-                "Instruction",
-                "Hits A",
-                "Hits B",
-                "Total A",
-                "Total B",
-                "Δ total",
-                "Mean A",
-                "Mean B",
-                "Δ mean",
-            ] {
+            for (ci, t) in COLUMNS.iter().enumerate() {
                 h.col(|ui| {
-                    ui.strong(t);
+                    let arrow = match sort {
+                        Some((c, true)) if c == ci => " v",
+                        Some((c, false)) if c == ci => " ^",
+                        _ => "",
+                    };
+                    if ci == 0 {
+                        ui.strong(*t);
+                    } else if ui
+                        .add(
+                            egui::Button::new(RichText::new(format!("{t}{arrow}")).strong())
+                                .frame(false),
+                        )
+                        .clicked()
+                    {
+                        clicked = Some(ci);
+                    }
                 });
             }
         })
         .body(|body| {
             body.rows(17.0, rows.len(), |mut row| {
-                let r = &rows[row.index()];
+                let r = &rows[order[row.index()]];
                 let (mark, col) = status_mark(r.status);
                 row.col(|ui| {
                     let t = RichText::new(mark).strong();
@@ -434,5 +442,80 @@ pub fn show_table(ui: &mut Ui, slot: &CompareSlot, k: usize) -> bool {
                 });
             });
         });
+    if let Some(c) = clicked {
+        sort = match sort {
+            Some((sc, desc)) if sc == c => Some((c, !desc)),
+            // Numbers start largest first, names and addresses in order.
+            _ => Some((c, c >= 4)),
+        };
+        ui.data_mut(|m| m.insert_temp(sort_id, sort));
+    }
     true
+}
+
+/// Column titles of the compare table; [`sorted_order`] sorts by their index.
+pub const COLUMNS: [&str; 12] = [
+    "",
+    "A",
+    "B",
+    "Instruction",
+    "Hits A",
+    "Hits B",
+    "Total A",
+    "Total B",
+    "Δ total",
+    "Mean A",
+    "Mean B",
+    "Δ mean",
+];
+
+/// Row indices of `rows` sorted by column `sort.0` (descending when `sort.1`); a side that is
+/// missing sorts as the smallest value. `None`: the engine's order.
+pub fn sorted_order(rows: &[traces::diff::InstDiff], sort: Option<(usize, bool)>) -> Vec<usize> {
+    use std::cmp::Ordering;
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    let Some((col, desc)) = sort else {
+        return order;
+    };
+    fn side(r: &traces::diff::InstDiff, b: bool) -> Option<&traces::diff::InstSide> {
+        if b {
+            r.b.as_ref()
+        } else {
+            r.a.as_ref()
+        }
+    }
+    let addr = |s: Option<&traces::diff::InstSide>| s.and_then(|s| s.offset);
+    let num = |r: &traces::diff::InstDiff| -> f64 {
+        let f = |s: Option<&traces::diff::InstSide>, g: fn(&traces::diff::InstSide) -> f64| {
+            s.map_or(f64::NEG_INFINITY, g)
+        };
+        match col {
+            4 => f(side(r, false), |s| s.count as f64),
+            5 => f(side(r, true), |s| s.count as f64),
+            6 => f(side(r, false), |s| s.total as f64),
+            7 => f(side(r, true), |s| s.total as f64),
+            8 => r.delta.total as f64,
+            9 => f(side(r, false), |s| s.mean),
+            10 => f(side(r, true), |s| s.mean),
+            _ => r.delta.mean,
+        }
+    };
+    order.sort_by(|&x, &y| {
+        let (a, b) = (&rows[x], &rows[y]);
+        let o = match col {
+            1 => addr(side(a, false)).cmp(&addr(side(b, false))),
+            2 => addr(side(a, true)).cmp(&addr(side(b, true))),
+            3 => {
+                fn t(r: &traces::diff::InstDiff) -> Option<&str> {
+                    r.a.as_ref().or(r.b.as_ref()).map(|s| s.text.as_str())
+                }
+                t(a).cmp(&t(b))
+            }
+            _ => num(a).total_cmp(&num(b)),
+        };
+        let o = if desc { o.reverse() } else { o };
+        // Ties keep the aligned code order.
+        o.then(a.position.cmp(&b.position)).then(Ordering::Equal)
+    });
+    order
 }
