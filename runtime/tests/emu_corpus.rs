@@ -2,7 +2,7 @@
 //! through the interpreter's pre-decoder: every instruction either becomes an operation or is
 //! an error naming the PC, the instruction and its encoding — never skipped. The kernels whose
 //! every instruction is emulated are listed; a change that drops one fails here. Then most of
-//! those kernels run through the runtime on the emulated gfx1100 and gfx1201 against CPU
+//! those kernels run through the runtime on every emulated backend against CPU
 //! references written from their OpenCL source (bit-exact: integer results, and float results
 //! of single correctly rounded operations in the source's order). Not run: scratch.cl (its
 //! 256 B/lane private array exceeds the 128 B/lane scratch the runtime sets up, so it ends in a
@@ -11,6 +11,9 @@
 
 // Lane loops index inputs and outputs together.
 #![allow(clippy::needless_range_loop)]
+
+#[macro_use]
+mod common;
 
 use runtime::emu::code::Program;
 use runtime::emu::exec::ops::{Br, K};
@@ -142,10 +145,13 @@ const FULL: &[&str] = &[
 const GFX1100_FULL: &[&str] = FULL;
 const GFX1200_FULL: &[&str] = FULL;
 
-// ---- Corpus kernels run through the runtime against CPU references (both generations) ----
+// ---- Corpus kernels run through the runtime against CPU references (every backend) ----
 
+use common::{
+    download, f32s, floats, from_f32, from_u32, from_u64, opts, rng, u32s, upload, Target,
+};
 use runtime::emu::EmuArch;
-use runtime::platform::{AllocKind, GpuBuffer};
+use runtime::platform::GpuBuffer;
 use runtime::{Device, DeviceOptions};
 
 fn corpus_elf(arch: EmuArch, name: &str) -> Vec<u8> {
@@ -161,54 +167,12 @@ fn corpus_elf(arch: EmuArch, name: &str) -> Vec<u8> {
     std::fs::read(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
 }
 
-fn dev(arch: EmuArch) -> Device {
-    let opts = DeviceOptions {
+fn dev(t: Target) -> Device {
+    t.device(DeviceOptions {
         wait_timeout: std::time::Duration::from_secs(2),
-        compute_ring_size: 1 << 20,
-        sdma_ring_size: 1 << 16,
-        kernargs_size: 1 << 20,
-        staging_chunk: 1 << 20,
-        staging_count: 2,
         profile: false,
-        sqtt: false,
-        sqtt_buffer_size: 1 << 20,
-        sqtt_itrace_se_mask: 0b11,
-    };
-    Device::open_emulated(arch, opts).unwrap().0
-}
-
-fn rng(n: usize, seed: u32) -> Vec<u32> {
-    let mut x = seed.wrapping_mul(2654435761) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x
-        })
-        .collect()
-}
-
-fn bytes32(v: &[u32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-fn bytes64(v: &[u64]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-fn up(d: &mut Device, data: &[u8]) -> GpuBuffer {
-    let b = d.alloc(data.len().max(4) as u64, AllocKind::VRAM).unwrap();
-    d.copyin(&b, data).unwrap();
-    b
-}
-
-fn down32(d: &mut Device, b: &GpuBuffer, n: usize) -> Vec<u32> {
-    let mut out = vec![0u8; 4 * n];
-    d.copyout(b, &mut out).unwrap();
-    out.chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
+        ..opts()
+    })
 }
 
 /// Lanes of the one work-group every case launches.
@@ -216,39 +180,33 @@ const N: usize = 32;
 
 /// Runs `name` as one group of N threads on `bufs` (inputs uploaded, output zeroed) and returns
 /// the first buffer's N dwords.
-fn run1(
-    arch: EmuArch,
-    name: &str,
-    inputs: &[Vec<u8>],
-    out_bytes: usize,
-    values: &[u32],
-) -> Vec<u32> {
-    let mut d = dev(arch);
-    let prg = d.load_program(&corpus_elf(arch, name)).unwrap();
-    let out = up(&mut d, &vec![0u8; out_bytes]);
-    let ins: Vec<GpuBuffer> = inputs.iter().map(|b| up(&mut d, b)).collect();
+fn run1(t: Target, name: &str, inputs: &[Vec<u8>], out_bytes: usize, values: &[u32]) -> Vec<u32> {
+    let mut d = dev(t);
+    let prg = d.load_program(&corpus_elf(t.arch(), name)).unwrap();
+    let out = upload(&mut d, &vec![0u8; out_bytes]);
+    let ins: Vec<GpuBuffer> = inputs.iter().map(|b| upload(&mut d, b)).collect();
     let mut refs = vec![&out];
     refs.extend(ins.iter());
     d.launch(&prg, &refs, values, [1, 1, 1], [N as u32, 1, 1])
         .unwrap();
-    down32(&mut d, &out, out_bytes / 4)
+    u32s(&download(&mut d, &out, out_bytes))
 }
 
-fn select(arch: EmuArch) {
+fn select(t: Target) {
     let x: Vec<f32> = rng(N, 1)
         .iter()
         .map(|v| (*v >> 8) as f32 / 1e4 - 800.0)
         .collect();
     let c: Vec<u32> = rng(N, 2).iter().map(|v| v & 1).collect();
-    let xb = bytes32(&x.iter().map(|f| f.to_bits()).collect::<Vec<_>>());
-    let r = run1(arch, "select", &[xb, bytes32(&c)], 4 * N, &[]);
+    let xb = from_u32(&x.iter().map(|f| f.to_bits()).collect::<Vec<_>>());
+    let r = run1(t, "select", &[xb, from_u32(&c)], 4 * N, &[]);
     for i in 0..N {
         let want = if c[i] != 0 { x[i] } else { -x[i] * 0.25 };
-        assert_eq!(r[i], want.to_bits(), "{arch:?} o[{i}]");
+        assert_eq!(r[i], want.to_bits(), "{t:?} o[{i}]");
     }
 }
 
-fn i64_ops(arch: EmuArch) {
+fn i64_ops(t: Target) {
     let x: Vec<u64> = rng(2 * (N + 2), 3)
         .chunks(2)
         .map(|c| u64::from(c[0]) | (u64::from(c[1]) << 32))
@@ -257,7 +215,7 @@ fn i64_ops(arch: EmuArch) {
         .chunks(2)
         .map(|c| u64::from(c[0]) | (u64::from(c[1]) << 32))
         .collect();
-    let r = run1(arch, "i64", &[bytes64(&x), bytes64(&y)], 8 * N, &[]);
+    let r = run1(t, "i64", &[from_u64(&x), from_u64(&y)], 8 * N, &[]);
     for i in 0..N {
         let (xi, x1, x2) = (x[i] as i64, x[i + 1] as i64, x[i + 2] as i64);
         let want = xi
@@ -267,17 +225,17 @@ fn i64_ops(arch: EmuArch) {
             .wrapping_add(xi ^ x2)
             .wrapping_add(y[i].max(y[i + 1]) as i64) as u64;
         let got = u64::from(r[2 * i]) | (u64::from(r[2 * i + 1]) << 32);
-        assert_eq!(got, want, "{arch:?} o[{i}]");
+        assert_eq!(got, want, "{t:?} o[{i}]");
     }
 }
 
-fn intdiv(arch: EmuArch) {
+fn intdiv(t: Target) {
     let x: Vec<u32> = rng(N + 1, 5)
         .iter()
         .map(|v| (*v as i32 >> (v & 15)) as u32 | 1)
         .collect();
     let y: Vec<u32> = rng(N + 3, 6).iter().map(|v| (v >> (v & 7)) | 1).collect();
-    let r = run1(arch, "intdiv", &[bytes32(&x), bytes32(&y)], 4 * N, &[]);
+    let r = run1(t, "intdiv", &[from_u32(&x), from_u32(&y)], 4 * N, &[]);
     for i in 0..N {
         let (a, b) = (x[i] as i32, x[i + 1] as i32);
         let want = a
@@ -285,14 +243,14 @@ fn intdiv(arch: EmuArch) {
             .wrapping_add(a % 7)
             .wrapping_add((y[i] / y[i + 2]) as i32)
             .wrapping_add((y[i] % y[i + 3]) as i32);
-        assert_eq!(r[i] as i32, want, "{arch:?} o[{i}]");
+        assert_eq!(r[i] as i32, want, "{t:?} o[{i}]");
     }
 }
 
-fn smem(arch: EmuArch) {
+fn smem(t: Target) {
     let x = rng(32, 7);
     let v: Vec<u32> = rng(8, 8);
-    let r = run1(arch, "smem", &[bytes32(&x)], 4 * N, &v);
+    let r = run1(t, "smem", &[from_u32(&x)], 4 * N, &v);
     let a: Vec<i32> = v.iter().map(|x| *x as i32).collect();
     let xs: Vec<i32> = x.iter().map(|x| *x as i32).collect();
     let want = xs[0]
@@ -305,26 +263,26 @@ fn smem(arch: EmuArch) {
         .wrapping_add(a[4] ^ a[5])
         .wrapping_add(a[6] | a[7]);
     for (i, g) in r.iter().enumerate().take(N) {
-        assert_eq!(*g as i32, want, "{arch:?} o[{i}]");
+        assert_eq!(*g as i32, want, "{t:?} o[{i}]");
     }
 }
 
-fn ballot(arch: EmuArch) {
+fn ballot(t: Target) {
     let x: Vec<u32> = rng(N, 9).iter().map(|v| v % 12).collect();
-    let r = run1(arch, "ballot", &[bytes32(&x)], 4 * N, &[]);
+    let r = run1(t, "ballot", &[from_u32(&x)], 4 * N, &[]);
     let mask = (0..N).fold(0u32, |m, i| m | (u32::from(x[i] > 5) << i));
     for i in 0..N {
         let want = x[0]
             .wrapping_add(x[3])
             .wrapping_add(mask)
             .wrapping_add(i as u32);
-        assert_eq!(r[i], want, "{arch:?} o[{i}]");
+        assert_eq!(r[i], want, "{t:?} o[{i}]");
     }
 }
 
-fn bits(arch: EmuArch) {
+fn bits(t: Target) {
     let x = rng(N + 2, 10);
-    let r = run1(arch, "bits", &[bytes32(&x)], 4 * N, &[]);
+    let r = run1(t, "bits", &[from_u32(&x)], 4 * N, &[]);
     for i in 0..N {
         let v = x[i];
         let sbfe = (((v >> 2) << 23) as i32 >> 23) as u32;
@@ -340,75 +298,40 @@ fn bits(arch: EmuArch) {
             .wrapping_add(sbfe)
             .wrapping_add(align)
             .wrapping_add(perm);
-        assert_eq!(r[i], want, "{arch:?} o[{i}] (v = {v:#x})");
+        assert_eq!(r[i], want, "{t:?} o[{i}] (v = {v:#x})");
     }
-}
-
-/// Every run above, once per emulated generation.
-macro_rules! per_arch {
-    ($($name:ident),* $(,)?) => {
-        mod gfx1100 {
-            use runtime::emu::EmuArch;
-            $(#[test] fn $name() { super::$name(EmuArch::Gfx1100) })*
-        }
-        mod gfx1201 {
-            use runtime::emu::EmuArch;
-            $(#[test] fn $name() { super::$name(EmuArch::Gfx1201) })*
-        }
-    };
 }
 
 /// Runs `name` on buffers initialised with `bufs` and returns every buffer's contents after.
 fn run(
-    arch: EmuArch,
+    t: Target,
     name: &str,
     bufs: &[Vec<u8>],
     values: &[u32],
     grid: [u32; 3],
     local: [u32; 3],
 ) -> Vec<Vec<u8>> {
-    let mut d = dev(arch);
-    let prg = d.load_program(&corpus_elf(arch, name)).unwrap();
-    let bs: Vec<GpuBuffer> = bufs.iter().map(|b| up(&mut d, b)).collect();
+    let mut d = dev(t);
+    let prg = d.load_program(&corpus_elf(t.arch(), name)).unwrap();
+    let bs: Vec<GpuBuffer> = bufs.iter().map(|b| upload(&mut d, b)).collect();
     let refs: Vec<&GpuBuffer> = bs.iter().collect();
     d.launch(&prg, &refs, values, grid, local).unwrap();
     bs.iter()
         .zip(bufs)
-        .map(|(b, init)| {
-            let mut out = vec![0u8; init.len()];
-            d.copyout(b, &mut out).unwrap();
-            out
-        })
+        .map(|(b, init)| download(&mut d, b, init.len()))
         .collect()
 }
 
-fn f32s(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
-}
-
-fn fbytes(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-fn floats(n: usize, seed: u32, lo: f32, hi: f32) -> Vec<f32> {
-    rng(n, seed)
-        .into_iter()
-        .map(|v| lo + (hi - lo) * (v >> 8) as f32 / (1u32 << 24) as f32)
-        .collect()
-}
-
-fn minmax(arch: EmuArch) {
+fn minmax(t: Target) {
     let x = floats(N + 1, 11, -0.5, 1.5);
     let xi: Vec<u32> = rng(N + 1, 12)
         .iter()
         .map(|v| ((*v as i32) >> 22) as u32)
         .collect();
     let r = run(
-        arch,
+        t,
         "minmax",
-        &[vec![0; 4 * N], fbytes(&x), vec![0; 4 * N], bytes32(&xi)],
+        &[vec![0; 4 * N], from_f32(&x), vec![0; 4 * N], from_u32(&xi)],
         &[],
         [1, 1, 1],
         [N as u32, 1, 1],
@@ -417,19 +340,19 @@ fn minmax(arch: EmuArch) {
     for i in 0..N {
         // fminf(fmaxf(x, 0), 1); the inputs hold no NaN.
         let want = x[i].clamp(0.0, 1.0) * x[i + 1];
-        assert_eq!(o[i].to_bits(), want.to_bits(), "{arch:?} o[{i}]");
+        assert_eq!(o[i].to_bits(), want.to_bits(), "{t:?} o[{i}]");
         let (a, b) = (xi[i] as i32, xi[i + 1] as i32);
         let wi = a.min(100).wrapping_add(b.wrapping_abs());
-        assert_eq!(oi[i].to_bits() as i32, wi, "{arch:?} oi[{i}]");
+        assert_eq!(oi[i].to_bits() as i32, wi, "{t:?} oi[{i}]");
     }
 }
 
-fn lds2(arch: EmuArch) {
+fn lds2(t: Target) {
     let x = floats(4 * 128, 13, -10.0, 10.0);
     let r = run(
-        arch,
+        t,
         "lds2",
-        &[vec![0; 16 * 64], fbytes(&x)],
+        &[vec![0; 16 * 64], from_f32(&x)],
         &[],
         [1, 1, 1],
         [64, 1, 1],
@@ -438,22 +361,18 @@ fn lds2(arch: EmuArch) {
     for t in 0..64 {
         for c in 0..4 {
             let want = x[4 * (127 - t) + c] + x[4 * (t ^ 5) + c];
-            assert_eq!(
-                o[4 * t + c].to_bits(),
-                want.to_bits(),
-                "{arch:?} o[{t}].{c}"
-            );
+            assert_eq!(o[4 * t + c].to_bits(), want.to_bits(), "{t:?} o[{t}].{c}");
         }
     }
 }
 
-fn transpose(arch: EmuArch) {
+fn transpose(t: Target) {
     let n = 32usize;
     let x = floats(n * n, 14, -1.0, 1.0);
     let r = run(
-        arch,
+        t,
         "transpose",
-        &[vec![0; 4 * n * n], fbytes(&x)],
+        &[vec![0; 4 * n * n], from_f32(&x)],
         &[n as u32],
         [2, 2, 1],
         [16, 16, 1],
@@ -461,18 +380,18 @@ fn transpose(arch: EmuArch) {
     let o = f32s(&r[0]);
     for row in 0..n {
         for col in 0..n {
-            assert_eq!(o[col * n + row], x[row * n + col], "{arch:?} ({row},{col})");
+            assert_eq!(o[col * n + row], x[row * n + col], "{t:?} ({row},{col})");
         }
     }
 }
 
-fn reduce_tree(arch: EmuArch) {
+fn reduce_tree(t: Target) {
     let g = 3usize;
     let x = floats(256 * g, 15, -4.0, 4.0);
     let r = run(
-        arch,
+        t,
         "reduce",
-        &[vec![0; 4 * g], fbytes(&x)],
+        &[vec![0; 4 * g], from_f32(&x)],
         &[],
         [g as u32, 1, 1],
         [256, 1, 1],
@@ -487,20 +406,20 @@ fn reduce_tree(arch: EmuArch) {
             }
             h >>= 1;
         }
-        assert_eq!(o[k].to_bits(), s[0].to_bits(), "{arch:?} o[{k}]");
+        assert_eq!(o[k].to_bits(), s[0].to_bits(), "{t:?} o[{k}]");
     }
 }
 
-fn branches(arch: EmuArch) {
+fn branches(t: Target) {
     let n = 40usize;
     let x: Vec<u32> = rng(n, 16)
         .iter()
         .map(|v| ((*v as i32) % 20) as u32)
         .collect();
     let r = run(
-        arch,
+        t,
         "branches",
-        &[vec![0; 4 * N], bytes32(&x)],
+        &[vec![0; 4 * N], from_u32(&x)],
         &[n as u32],
         [1, 1, 1],
         [N as u32, 1, 1],
@@ -520,22 +439,23 @@ fn branches(arch: EmuArch) {
         assert_eq!(
             i32::from_le_bytes([c[0], c[1], c[2], c[3]]),
             s,
-            "{arch:?} o[{i}]"
+            "{t:?} o[{i}]"
         );
     }
 }
 
-fn bperm(arch: EmuArch) {
+fn bperm(t: Target) {
     let x = rng(N, 18);
-    let r = run1(arch, "bperm", &[bytes32(&x)], 4 * N, &[]);
+    let r = run1(t, "bperm", &[from_u32(&x)], 4 * N, &[]);
     for i in 0..N {
         // ds_bpermute from lane i^1, plus ds_swizzle with and-mask 0x1f (the identity).
         let want = x[i ^ 1].wrapping_add(x[i]);
-        assert_eq!(r[i], want, "{arch:?} o[{i}]");
+        assert_eq!(r[i], want, "{t:?} o[{i}]");
     }
 }
 
-per_arch!(
+// Every run above, on every emulated backend (PCI and USB run the gfx1100 builds).
+per_target!(
     bperm,
     select,
     i64_ops,

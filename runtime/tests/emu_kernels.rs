@@ -1,121 +1,31 @@
 //! The emulated GPU runs real clang-22 kernels (tests/fixtures/kernels/emu: gfx1100 builds, and
 //! gfx1201/ the same sources built for RDNA4) and the captured tinygrad kernels of both
-//! generations through the runtime; results are compared with the same CPU references.
+//! generations through the runtime; results are compared with the same CPU references. Every
+//! case runs on every emulated backend (KFD gfx1100/gfx1201, PCI and USB gfx1100).
 
-use std::time::Duration;
+#[macro_use]
+mod common;
 
+use common::{
+    download, f32s, fixture, floats, from_f32, from_u32, opts, rng, shared, u32s, upload, Target,
+};
 use runtime::emu::EmuArch;
-use runtime::platform::AllocKind;
 use runtime::{Device, DeviceOptions};
 
-/// The fixture `name` built for `arch` (gfx1100 at the top of emu/, RDNA4 in emu/gfx1201/).
-fn fixture(arch: EmuArch, name: &str) -> Vec<u8> {
-    let sub = match arch {
-        EmuArch::Gfx1201 => "gfx1201/",
-        _ => "",
-    };
-    let p = format!(
-        "{}/../tests/fixtures/kernels/emu/{sub}{name}.hsaco",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    std::fs::read(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
+fn dev(t: Target) -> Device {
+    t.device(DeviceOptions {
+        wait_timeout: std::time::Duration::from_secs(2),
+        ..opts()
+    })
 }
 
-fn opts() -> DeviceOptions {
-    DeviceOptions {
-        wait_timeout: Duration::from_secs(2),
-        compute_ring_size: 1 << 20,
-        sdma_ring_size: 1 << 16,
-        kernargs_size: 1 << 20,
-        staging_chunk: 1 << 20,
-        staging_count: 2,
-        profile: true,
-        sqtt: false,
-        sqtt_buffer_size: 1 << 20,
-        sqtt_itrace_se_mask: 0b11,
-    }
+fn vadd_matches_cpu(t: Target) {
+    common::check_vadd(&mut dev(t), t.arch(), 1000, 1);
 }
 
-fn dev(arch: EmuArch) -> Device {
-    Device::open_emulated(arch, opts()).unwrap().0
-}
-
-/// Deterministic pseudo-random u32s.
-fn rng(n: usize, seed: u32) -> Vec<u32> {
-    let mut x = seed.wrapping_mul(2654435761) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x
-        })
-        .collect()
-}
-
-fn floats(n: usize, seed: u32, lo: f32, hi: f32) -> Vec<f32> {
-    rng(n, seed)
-        .into_iter()
-        .map(|v| lo + (hi - lo) * (v >> 8) as f32 / (1u32 << 24) as f32)
-        .collect()
-}
-
-fn u32s(b: &[u8]) -> Vec<u32> {
-    b.chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
-}
-
-fn f32s(b: &[u8]) -> Vec<f32> {
-    u32s(b).into_iter().map(f32::from_bits).collect()
-}
-
-fn from_u32(v: &[u32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-fn from_f32(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect()
-}
-
-fn upload(d: &mut Device, data: &[u8]) -> runtime::platform::GpuBuffer {
-    let b = d.alloc(data.len().max(4) as u64, AllocKind::VRAM).unwrap();
-    d.copyin(&b, data).unwrap();
-    b
-}
-
-fn download(d: &mut Device, b: &runtime::platform::GpuBuffer, n: usize) -> Vec<u8> {
-    let mut out = vec![0u8; n];
-    d.copyout(b, &mut out).unwrap();
-    out
-}
-
-fn vadd_matches_cpu(arch: EmuArch) {
-    let mut d = dev(arch);
-    let n = 1000usize;
-    let a = floats(n, 1, -100.0, 100.0);
-    let b = floats(n, 2, -100.0, 100.0);
-    let prg = d.load_program(&fixture(arch, "vadd")).unwrap();
-    let (ba, bb) = (upload(&mut d, &from_f32(&a)), upload(&mut d, &from_f32(&b)));
-    let bc = upload(&mut d, &vec![0u8; 4 * n + 256]);
-    d.launch(
-        &prg,
-        &[&bc, &ba, &bb],
-        &[n as u32],
-        [n.div_ceil(64) as u32, 1, 1],
-        [64, 1, 1],
-    )
-    .unwrap();
-    let c = f32s(&download(&mut d, &bc, 4 * n + 256));
-    for i in 0..n {
-        assert_eq!(c[i].to_bits(), (a[i] + b[i]).to_bits(), "c[{i}]");
-    }
-    // The guard `i < n` kept the tail untouched.
-    assert!(c[n..].iter().all(|x| x.to_bits() == 0));
-}
-
-fn saxpy_matches_cpu_fma(arch: EmuArch) {
-    let mut d = dev(arch);
+fn saxpy_matches_cpu_fma(t: Target) {
+    let arch = t.arch();
+    let mut d = dev(t);
     let n = 777usize;
     let x = floats(n, 3, -10.0, 10.0);
     let y = floats(n, 4, -10.0, 10.0);
@@ -140,8 +50,9 @@ fn saxpy_matches_cpu_fma(arch: EmuArch) {
     }
 }
 
-fn reduce_with_lds_barriers_and_atomics(arch: EmuArch) {
-    let mut d = dev(arch);
+fn reduce_with_lds_barriers_and_atomics(t: Target) {
+    let arch = t.arch();
+    let mut d = dev(t);
     let groups = 5usize;
     let v = rng(256 * groups, 5);
     let prg = d.load_program(&fixture(arch, "reduce")).unwrap();
@@ -179,7 +90,7 @@ fn matmul_cpu(a: &[f32], b: &[f32], n: usize) -> Vec<f32> {
     c
 }
 
-pub fn run_matmul(arch: EmuArch, d: &mut Device, n: usize) -> (Vec<f32>, Vec<f32>) {
+fn run_matmul(arch: EmuArch, d: &mut Device, n: usize) -> (Vec<f32>, Vec<f32>) {
     let a = floats(n * n, 6, -1.0, 1.0);
     let b = floats(n * n, 7, -1.0, 1.0);
     let prg = d.load_program(&fixture(arch, "matmul")).unwrap();
@@ -191,8 +102,9 @@ pub fn run_matmul(arch: EmuArch, d: &mut Device, n: usize) -> (Vec<f32>, Vec<f32
     (f32s(&download(d, &bc, 4 * n * n)), matmul_cpu(&a, &b, n))
 }
 
-fn tiled_matmul_is_bit_exact(arch: EmuArch) {
-    let mut d = dev(arch);
+fn tiled_matmul_is_bit_exact(t: Target) {
+    let arch = t.arch();
+    let mut d = dev(t);
     let (got, want) = run_matmul(arch, &mut d, 64);
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         assert_eq!(g.to_bits(), w.to_bits(), "c[{i}] = {g} want {w}");
@@ -223,8 +135,9 @@ fn branches_cpu(x: u32) -> (u32, u32) {
     (r, steps)
 }
 
-fn branches_and_exec_masking(arch: EmuArch) {
-    let mut d = dev(arch);
+fn branches_and_exec_masking(t: Target) {
+    let arch = t.arch();
+    let mut d = dev(t);
     let n = 256usize;
     // Small values make every path (and long and short loops) occur.
     let v: Vec<u32> = rng(n, 8)
@@ -255,8 +168,9 @@ fn branches_and_exec_masking(arch: EmuArch) {
     }
 }
 
-fn scratch_private_array(arch: EmuArch) {
-    let mut d = dev(arch);
+fn scratch_private_array(t: Target) {
+    let arch = t.arch();
+    let mut d = dev(t);
     let n = 96usize;
     let v = rng(n, 9);
     let prg = d.load_program(&fixture(arch, "scratch")).unwrap();
@@ -281,8 +195,9 @@ fn scratch_private_array(arch: EmuArch) {
     }
 }
 
-fn returning_global_atomics(arch: EmuArch) {
-    let mut d = dev(arch);
+fn returning_global_atomics(t: Target) {
+    let arch = t.arch();
+    let mut d = dev(t);
     let prg = d.load_program(&fixture(arch, "atomic_rtn")).unwrap();
     let out = upload(&mut d, &[0u8; 256]);
     let ctr = upload(&mut d, &from_u32(&[0, 100, 101, 102, 103]));
@@ -332,8 +247,9 @@ fn ulps(a: f32, b: f32) -> u32 {
     (o(a) as i64 - o(b) as i64).unsigned_abs() as u32
 }
 
-fn transcendentals_within_ulps_and_integer_division_exact(arch: EmuArch) {
-    let mut d = dev(arch);
+fn transcendentals_within_ulps_and_integer_division_exact(t: Target) {
+    let arch = t.arch();
+    let mut d = dev(t);
     let n = 128usize;
     let x = floats(n, 10, 0.01, 50.0);
     let iv = rng(2 * n, 11);
@@ -376,28 +292,11 @@ fn transcendentals_within_ulps_and_integer_division_exact(arch: EmuArch) {
     }
 }
 
-/// A program of the `arch` capture in /work/shared/traces (the RDNA4 ones were captured on gfx1200
-/// hardware reporting target 120001, which the emulated gfx1201 is).
-fn shared(arch: EmuArch, path: &str) -> Option<Vec<u8>> {
-    let dir = match arch {
-        EmuArch::Gfx1201 => "gfx1200",
-        _ => "gfx1100",
-    };
-    let p = format!("/work/shared/traces/{dir}/{path}");
-    match std::fs::read(&p) {
-        Ok(b) => Some(b),
-        Err(_) => {
-            eprintln!("SKIPPED: {p} is not available");
-            None
-        }
-    }
-}
-
-fn captured_plus_kernel_adds_three_floats(arch: EmuArch) {
-    let Some(elf) = shared(arch, "plus_run_0/program0_E_3.elf") else {
+fn captured_plus_kernel_adds_three_floats(t: Target) {
+    let Some(elf) = shared(t.arch(), "plus_run_0/program0_E_3.elf") else {
         return;
     };
-    let mut d = dev(arch);
+    let mut d = dev(t);
     let prg = d.load_program(&elf).unwrap();
     let a = [1.5f32, -2.25, 1e10];
     let b = [0.25f32, 8.0, -3.0];
@@ -413,14 +312,14 @@ fn captured_plus_kernel_adds_three_floats(arch: EmuArch) {
     }
 }
 
-fn captured_gemm_kernel_multiplies_32x32(arch: EmuArch) {
-    let Some(elf) = shared(arch, "gemm_run_0/program0_r_32_32_16_2.elf") else {
+fn captured_gemm_kernel_multiplies_32x32(t: Target) {
+    let Some(elf) = shared(t.arch(), "gemm_run_0/program0_r_32_32_16_2.elf") else {
         return;
     };
     // r_32_32_16_2 (from its disassembly): out[y*32+x] = sum_k a[y*32+k] * b[k*32+x] over
     // k < 32; grid (32, 32) groups of 16 threads, each thread two k's (fma then fmac), thread 0
     // sums the 16 partials from LDS in order starting from 0.0.
-    let mut d = dev(arch);
+    let mut d = dev(t);
     let prg = d.load_program(&elf).unwrap();
     let a = floats(1024, 12, -2.0, 2.0);
     let b = floats(1024, 13, -2.0, 2.0);
@@ -442,21 +341,8 @@ fn captured_gemm_kernel_multiplies_32x32(arch: EmuArch) {
     }
 }
 
-/// Every case above, once per emulated generation.
-macro_rules! per_arch {
-    ($($name:ident),* $(,)?) => {
-        mod gfx1100 {
-            use runtime::emu::EmuArch;
-            $(#[test] fn $name() { super::$name(EmuArch::Gfx1100) })*
-        }
-        mod gfx1201 {
-            use runtime::emu::EmuArch;
-            $(#[test] fn $name() { super::$name(EmuArch::Gfx1201) })*
-        }
-    };
-}
-
-per_arch!(
+// Every case above, on every emulated backend.
+per_target!(
     vadd_matches_cpu,
     saxpy_matches_cpu_fma,
     reduce_with_lds_barriers_and_atomics,

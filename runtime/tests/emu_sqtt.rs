@@ -1,17 +1,20 @@
 //! SQTT from the emulated shader engines: what the encoder wrote equals what our decoder (both
 //! framings) and tinygrad's decoder read back, waves land inside the kernel's timestamp range,
 //! and a too-small buffer gives the buffer-full warning. Each check runs on the emulated gfx1100
-//! (SQTT layout 3) and gfx1201 (layout 4) with the same fixture sources built for each.
+//! (SQTT layout 3) and gfx1201 (layout 4) with the same fixture sources built for each, and the
+//! device-path checks on the emulated PCI and USB gfx1100 too.
+
+#[macro_use]
+mod common;
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
+use common::{fixture, opts, Target};
 use runtime::emu::sqtt_enc::Written;
 use runtime::emu::{
-    DeviceFault, DispatchInfo, DispatchResult, EmuArch, EmuConfig, EmuPlatform, EmuShaderEngines,
-    Memory, RegFile, ShaderEngines,
+    DeviceFault, DispatchInfo, DispatchResult, EmuShaderEngines, Memory, RegFile, ShaderEngines,
 };
-use runtime::platform::{AllocKind, Platform};
+use runtime::platform::AllocKind;
 use runtime::{Device, DeviceOptions};
 use traces::sqtt::{analyze_with, AnalyzeOptions, DecodeOptions, Framing};
 
@@ -46,43 +49,19 @@ impl ShaderEngines for Rec {
     }
 }
 
-fn fixture(arch: EmuArch, name: &str) -> Vec<u8> {
-    let sub = if arch == EmuArch::Gfx1201 {
-        "gfx1201/"
-    } else {
-        ""
-    };
-    std::fs::read(format!(
-        "{}/../tests/fixtures/kernels/emu/{sub}{name}.hsaco",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap()
-}
-
-fn device(arch: EmuArch, buf: u64) -> (Device, Arc<Mutex<Vec<Written>>>) {
+fn device(t: Target, buf: u64) -> (Device, Arc<Mutex<Vec<Written>>>) {
     let out = Arc::new(Mutex::new(Vec::new()));
-    let emu = EmuPlatform::with_shader_engines(
-        EmuConfig::new(arch),
-        Box::new(Rec {
-            inner: EmuShaderEngines::new(arch),
-            out: out.clone(),
-        }),
-    );
-    let p: Arc<dyn Platform> = Arc::new(emu);
+    let rec = Box::new(Rec {
+        inner: EmuShaderEngines::new(t.arch()),
+        out: out.clone(),
+    });
     let opts = DeviceOptions {
-        wait_timeout: Duration::from_secs(5),
-        compute_ring_size: 1 << 20,
-        sdma_ring_size: 1 << 16,
-        kernargs_size: 1 << 20,
         staging_chunk: 1 << 20,
-        staging_count: 2,
-        profile: true,
         sqtt: true,
         sqtt_buffer_size: buf,
-        sqtt_itrace_se_mask: 0b11,
+        ..opts()
     };
-    let dev = Device::new(Box::new(runtime::kfd::KfdIface::open(p, 0).unwrap()), opts).unwrap();
-    (dev, out)
+    (t.open_with(opts, rec).0, out)
 }
 
 struct Case {
@@ -126,9 +105,9 @@ type Capture = (Vec<Vec<u8>>, Vec<Written>, (i128, i128), Vec<String>);
 
 /// Runs one case with SQTT on; returns the per-SE blobs, what the encoder wrote, and the
 /// kernel's [start, end] in GPU ticks.
-fn capture(arch: EmuArch, c: &Case, buf: u64) -> Capture {
-    let (mut dev, rec) = device(arch, buf);
-    let prg = dev.load_program(&fixture(arch, c.name)).unwrap();
+fn capture(t: Target, c: &Case, buf: u64) -> Capture {
+    let (mut dev, rec) = device(t, buf);
+    let prg = dev.load_program(&fixture(t.arch(), c.name)).unwrap();
     let mut bufs = Vec::new();
     for i in 0..c.bufs {
         let b = dev.alloc(c.bytes as u64, AllocKind::VRAM).unwrap();
@@ -158,11 +137,11 @@ fn capture(arch: EmuArch, c: &Case, buf: u64) -> Capture {
     (blobs, w, range, dev.warnings().to_vec())
 }
 
-fn encoder_output_round_trips_through_our_decoder(arch: EmuArch) {
+fn encoder_output_round_trips_through_our_decoder(t: Target) {
     for c in cases() {
-        let (blobs, written, (st, en), warnings) = capture(arch, &c, 1 << 20);
+        let (blobs, written, (st, en), warnings) = capture(t, &c, 1 << 20);
         assert!(warnings.is_empty(), "{}: {warnings:?}", c.name);
-        assert_eq!(blobs.len(), arch.num_se() as usize, "one blob per SE");
+        assert_eq!(blobs.len(), t.arch().num_se() as usize, "one blob per SE");
         let mut waves = 0u64;
         let mut analyses = Vec::new();
         for (se, blob) in blobs.iter().enumerate() {
@@ -258,7 +237,7 @@ fn encoder_output_round_trips_through_our_decoder(arch: EmuArch) {
     }
 }
 
-fn tinygrad_decoder_reads_the_same_counts(arch: EmuArch) {
+fn tinygrad_decoder_reads_the_same_counts(t: Target) {
     let ok = std::process::Command::new("python3")
         .args(["-c", "import tinygrad.renderer.amd.sqtt"])
         .output()
@@ -271,13 +250,10 @@ fn tinygrad_decoder_reads_the_same_counts(arch: EmuArch) {
         );
         return;
     }
-    let dir = std::env::temp_dir().join(format!(
-        "wavescope-emu-sqtt-{arch:?}-{}",
-        std::process::id()
-    ));
+    let dir = std::env::temp_dir().join(format!("wavescope-emu-sqtt-{t:?}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for c in cases() {
-        let (blobs, written, _, _) = capture(arch, &c, 1 << 20);
+        let (blobs, written, _, _) = capture(t, &c, 1 << 20);
         for (se, blob) in blobs.iter().enumerate() {
             let p = dir.join(format!("{}_{se}.sqtt", c.name));
             std::fs::write(&p, blob).unwrap();
@@ -304,7 +280,7 @@ fn tinygrad_decoder_reads_the_same_counts(arch: EmuArch) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-fn small_buffer_fills_and_warns(arch: EmuArch) {
+fn small_buffer_fills_and_warns(t: Target) {
     // A 256x256 matmul: thousands of instruction tokens on the traced SEs.
     let c = Case {
         name: "matmul",
@@ -314,7 +290,7 @@ fn small_buffer_fills_and_warns(arch: EmuArch) {
         global: [16, 16, 1],
         local: [16, 16, 1],
     };
-    let (blobs, written, _, warnings) = capture(arch, &c, 4096);
+    let (blobs, written, _, warnings) = capture(t, &c, 4096);
     assert!(
         blobs.iter().any(|b| b.len() == 4096),
         "a full SE buffer holds exactly its size"
@@ -328,22 +304,10 @@ fn small_buffer_fills_and_warns(arch: EmuArch) {
     assert!(a.instruction_packets < written[0].inst_tokens);
 }
 
-/// Every check above, once per emulated generation (SQTT layout 3 and 4).
-macro_rules! per_arch {
-    ($($name:ident),* $(,)?) => {
-        mod gfx1100 {
-            use runtime::emu::EmuArch;
-            $(#[test] fn $name() { super::$name(EmuArch::Gfx1100) })*
-        }
-        mod gfx1201 {
-            use runtime::emu::EmuArch;
-            $(#[test] fn $name() { super::$name(EmuArch::Gfx1201) })*
-        }
-    };
-}
-
-per_arch!(
+// Every check above, on every emulated backend; the tinygrad comparison (about 15 s a run)
+// checks the decoder, not the device path, so it runs on the KFD targets only (one per layout).
+per_target!(
     encoder_output_round_trips_through_our_decoder,
-    tinygrad_decoder_reads_the_same_counts,
+    tinygrad_decoder_reads_the_same_counts except [pci_gfx1100, usb_gfx1100],
     small_buffer_fills_and_warns,
 );

@@ -1,14 +1,16 @@
 //! The captured tinygrad kernels (shared/traces/{gfx1100,gfx1200}/{plus,gemm}_run_0) run on the
-//! emulated gfx1100 / gfx1201 with SQTT on: mapping the emulated instruction tokens onto the
-//! program (`traces::sqtt::map::map_insts`) walks every wave through the same PCs, with the same
-//! token classes, as mapping the hardware capture does.
+//! emulated gfx1100 / gfx1201 with SQTT on (on every emulated backend): mapping the emulated
+//! instruction tokens onto the program (`traces::sqtt::map::map_insts`) walks every wave through
+//! the same PCs, with the same token classes, as mapping the hardware capture does.
+
+#[macro_use]
+mod common;
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
-use runtime::emu::EmuArch;
+use common::{opts, shared_dir, Target};
 use runtime::platform::AllocKind;
-use runtime::{Device, DeviceOptions};
+use runtime::DeviceOptions;
 use traces::isa::CodeObject;
 use traces::sqtt::{self, map::map_insts, DecodeOptions};
 
@@ -44,8 +46,9 @@ fn walks(blobs: &[Vec<u8>], code: &CodeObject, ctx: &str) -> BTreeSet<Walk> {
     out
 }
 
-fn case(arch: EmuArch, dir: &str, elf: &str, bytes: [usize; 3], grid: [u32; 3], local: [u32; 3]) {
-    let root = format!("/work/shared/traces/{dir}");
+fn case(t: Target, run: &str, elf: &str, bytes: [usize; 3], grid: [u32; 3], local: [u32; 3]) {
+    let root = shared_dir(t.arch(), run);
+    let root = root.display();
     let Ok(bin) = std::fs::read(format!("{root}/{elf}")) else {
         eprintln!("SKIPPED: {root} is not available");
         return;
@@ -61,19 +64,10 @@ fn case(arch: EmuArch, dir: &str, elf: &str, bytes: [usize; 3], grid: [u32; 3], 
         }
     }
     // The same launch on the emulated device.
-    let opts = DeviceOptions {
-        wait_timeout: Duration::from_secs(5),
-        compute_ring_size: 1 << 20,
-        sdma_ring_size: 1 << 16,
-        kernargs_size: 1 << 20,
-        staging_chunk: 1 << 20,
-        staging_count: 2,
-        profile: true,
+    let mut d = t.device(DeviceOptions {
         sqtt: true,
-        sqtt_buffer_size: 1 << 20,
-        sqtt_itrace_se_mask: 0b11,
-    };
-    let mut d = Device::open_emulated(arch, opts).unwrap().0;
+        ..opts()
+    });
     let prg = d.load_program(&bin).unwrap();
     let bufs: Vec<_> = bytes
         .iter()
@@ -96,7 +90,7 @@ fn case(arch: EmuArch, dir: &str, elf: &str, bytes: [usize; 3], grid: [u32; 3], 
         .filter(|t| t.itrace)
         .map(|t| prof.blob(t.blob).to_vec())
         .collect();
-    let ctx = format!("{arch:?} {dir}");
+    let ctx = format!("{t:?} {run}");
     let (w_real, w_emu) = (walks(&real, &code, &ctx), walks(&emu, &code, &ctx));
     assert!(
         !w_emu.is_empty(),
@@ -122,43 +116,17 @@ fn case(arch: EmuArch, dir: &str, elf: &str, bytes: [usize; 3], grid: [u32; 3], 
     }
 }
 
-#[test]
-fn captured_plus_walks_like_hardware() {
-    case(
-        EmuArch::Gfx1100,
-        "gfx1100/plus_run_0",
-        "program0_E_3.elf",
-        [12, 12, 12],
-        [1, 1, 1],
-        [3, 1, 1],
-    );
-    case(
-        EmuArch::Gfx1201,
-        "gfx1200/plus_run_0",
-        "program0_E_3.elf",
-        [12, 12, 12],
-        [1, 1, 1],
-        [3, 1, 1],
-    );
+fn captured_plus_walks_like_hardware(t: Target) {
+    let e = "program0_E_3.elf";
+    case(t, "plus_run_0", e, [12; 3], [1, 1, 1], [3, 1, 1]);
 }
 
-#[test]
-fn captured_gemm_walks_like_hardware() {
+fn captured_gemm_walks_like_hardware(t: Target) {
     let g = "program0_r_32_32_16_2.elf";
-    case(
-        EmuArch::Gfx1100,
-        "gfx1100/gemm_run_0",
-        g,
-        [4096; 3],
-        [32, 32, 1],
-        [16, 1, 1],
-    );
-    case(
-        EmuArch::Gfx1201,
-        "gfx1200/gemm_run_0",
-        g,
-        [4096; 3],
-        [32, 32, 1],
-        [16, 1, 1],
-    );
+    case(t, "gemm_run_0", g, [4096; 3], [32, 32, 1], [16, 1, 1]);
 }
+
+per_target!(
+    captured_plus_walks_like_hardware,
+    captured_gemm_walks_like_hardware,
+);

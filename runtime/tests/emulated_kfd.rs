@@ -1,81 +1,65 @@
-//! The runtime on the emulated GPU through the real KFD code path (KfdIface over EmuPlatform).
+//! The runtime on the emulated GPU: copies, kernel ranges in the profile, the emulated clock and
+//! ring wrap-around on every emulated backend (KFD gfx1100/gfx1201, PCI and USB gfx1100); then
+//! the KFD code path's own errors (KfdIface over EmuPlatform).
+
+#[macro_use]
+mod common;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::{opts, pattern, Target, E3_ELF};
 use runtime::emu::{EmuArch, EmuConfig, EmuPlatform, FaultingShaderEngines, ShaderEngines};
 use runtime::error::Error;
 use runtime::kfd::{ioctl, KfdIface};
 use runtime::platform::{AllocKind, Errno, GpuIface, Platform};
 use runtime::{Device, DeviceOptions};
 
-const ELF: &[u8] = include_bytes!("data/gfx1100_E_3.elf");
-
-fn small_opts() -> DeviceOptions {
-    DeviceOptions {
-        wait_timeout: Duration::from_secs(5),
-        compute_ring_size: 1 << 20,
-        sdma_ring_size: 1 << 16,
-        kernargs_size: 1 << 20,
-        staging_chunk: 64 << 10,
-        staging_count: 2,
-        profile: true,
-        sqtt: false,
-        sqtt_buffer_size: 1 << 20,
-        sqtt_itrace_se_mask: 0b11,
-    }
+fn copy_round_trip(mut dev: Device, emu: &EmuPlatform, what: &str) {
+    // Larger than the staging chunks × count, so slots are reused (not on USB, whose staging is
+    // 2 × 4 MiB); odd size on purpose.
+    let data = pattern(300_001, 7);
+    let a = dev.alloc(data.len() as u64, AllocKind::VRAM).unwrap();
+    let b = dev.alloc(data.len() as u64, AllocKind::VRAM).unwrap();
+    dev.copyin(&a, &data).unwrap();
+    dev.copy(&b, &a, data.len() as u64).unwrap();
+    let mut back = vec![0u8; data.len()];
+    dev.copyout(&b, &mut back).unwrap();
+    assert!(
+        back == data,
+        "{what}: bytes differ after host -> device -> device -> host"
+    );
+    let st = emu.stats();
+    assert!(
+        st.sdma_bytes_copied >= 3 * data.len() as u64,
+        "{what}: SDMA copied {}",
+        st.sdma_bytes_copied
+    );
+    dev.free(a).unwrap();
+    dev.free(b).unwrap();
 }
 
-fn open(arch: EmuArch, opts: DeviceOptions) -> (Device, EmuPlatform) {
-    Device::open_emulated(arch, opts).unwrap()
+fn copy_round_trip_through_sdma(t: Target) {
+    let (dev, emu) = t.open(opts());
+    copy_round_trip(dev, emu.platform(), &format!("{t:?}"));
 }
 
-fn pattern(n: usize, seed: u32) -> Vec<u8> {
-    let mut x = seed;
-    (0..n)
-        .map(|_| {
-            x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-            (x >> 24) as u8
-        })
-        .collect()
-}
-
+/// The emulated gfx950 (KFD only; it runs no kernels) copies too.
 #[test]
-fn copy_round_trip_through_sdma() {
-    for arch in EmuArch::ALL {
-        let (mut dev, emu) = open(arch, small_opts());
-        // Larger than the staging chunks × count, so slots are reused; odd size on purpose.
-        let data = pattern(300_001, 7);
-        let a = dev.alloc(data.len() as u64, AllocKind::VRAM).unwrap();
-        let b = dev.alloc(data.len() as u64, AllocKind::VRAM).unwrap();
-        dev.copyin(&a, &data).unwrap();
-        dev.copy(&b, &a, data.len() as u64).unwrap();
-        let mut back = vec![0u8; data.len()];
-        dev.copyout(&b, &mut back).unwrap();
-        assert!(
-            back == data,
-            "{arch:?}: bytes differ after host -> device -> device -> host"
-        );
-        let st = emu.stats();
-        assert!(
-            st.sdma_bytes_copied >= 3 * data.len() as u64,
-            "{arch:?}: SDMA copied {}",
-            st.sdma_bytes_copied
-        );
-        dev.free(a).unwrap();
-        dev.free(b).unwrap();
-    }
+fn copy_round_trip_through_sdma_on_gfx950() {
+    let (dev, emu) = Device::open_emulated(EmuArch::Gfx950, opts()).unwrap();
+    copy_round_trip(dev, &emu, "Gfx950");
 }
 
-#[test]
-fn kernel_range_lands_in_profile_and_wst_reopens() {
-    let (mut dev, emu) = open(EmuArch::Gfx1100, small_opts());
-    let prg = dev.load_program(ELF).unwrap();
+fn kernel_range_lands_in_profile_and_wst_reopens(t: Target) {
+    let (mut dev, emu) = t.open(opts());
+    let emu = emu.platform();
+    let prg = dev.load_program(E3_ELF).unwrap();
     assert_eq!(prg.name, "E_3");
     // llvm-readelf: .rodata at 0x5c0 (descriptor), .text at 0x1600.
     assert_eq!(prg.code.kernel.descriptor_offset, 0x5C0);
     assert_eq!(prg.code.kernel.entry_offset, 0x1600);
-    assert_eq!(&prg.code.image[0x1600..0x1800], &ELF[0x600..0x800]);
+    assert_eq!(&prg.code.image[0x1600..0x1800], &E3_ELF[0x600..0x800]);
     let out = dev.alloc(64, AllocKind::VRAM).unwrap();
     let inp = dev.alloc(64, AllocKind::VRAM).unwrap();
     for _ in 0..3 {
@@ -88,7 +72,8 @@ fn kernel_range_lands_in_profile_and_wst_reopens() {
     let d = st.recent_dispatches.last().unwrap();
     assert_eq!(d.pgm_addr, prg.prog_addr);
     assert_eq!(d.local, [3, 1, 1]);
-    // The kernarg pointer is in the user data and the kernargs hold the buffer VAs.
+    // The kernarg pointer is in the user data and the kernargs (read through the GPU page
+    // tables on PCI and USB) hold the buffer VAs.
     let kva = u64::from(d.user_data[0]) | (u64::from(d.user_data[1]) << 32);
     let mut ka = [0u8; 16];
     emu.read_mem(kva, &mut ka).unwrap();
@@ -114,37 +99,41 @@ fn kernel_range_lands_in_profile_and_wst_reopens() {
     assert_eq!(prof.programs.len(), 1);
     assert!(prof.points.len() >= 2, "allocations are recorded");
 
-    let dir = std::env::temp_dir().join(format!("wavescope-runtime-test-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!(
+        "wavescope-runtime-test-{t:?}-{}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("emulated.wst");
     dev.save_trace(&path).unwrap();
     let back = traces::wst::open(&path).unwrap();
     assert_eq!(back.kernels.len(), 3);
     assert_eq!(back.kernels[0].gpu_start, prof.kernels[0].gpu_start);
-    assert_eq!(back.blob(back.programs[0].elf.unwrap()), ELF);
+    assert_eq!(back.blob(back.programs[0].elf.unwrap()), E3_ELF);
     std::fs::remove_dir_all(&dir).ok();
 }
 
-#[test]
-fn signals_and_timestamps_on_the_emulated_clock() {
-    let (mut dev, emu) = open(EmuArch::Gfx1201, small_opts());
-    let t0 = emu.clock();
+fn signals_and_timestamps_on_the_emulated_clock(t: Target) {
+    let (mut dev, emu) = t.open(opts());
+    let t0 = emu.platform().clock();
     let buf = dev.alloc(4096, AllocKind::VRAM).unwrap();
     dev.copyin(&buf, &[1, 2, 3, 4]).unwrap();
     dev.synchronize().unwrap();
-    assert!(emu.clock() > t0);
+    assert!(emu.platform().clock() > t0);
     let prof = dev.profile().unwrap();
     let copy = prof.ranges.iter().find(|r| r.device == 1).unwrap();
     assert!(copy.end.unwrap() > copy.start);
 }
 
-#[test]
-fn ten_thousand_dispatches_without_overrunning_the_ring() {
-    let mut opts = small_opts();
-    opts.profile = false;
-    opts.compute_ring_size = 64 << 10; // 16 Ki dwords: the ring wraps ~90 times
-    let (mut dev, emu) = open(EmuArch::Gfx1100, opts);
-    let prg = dev.load_program(ELF).unwrap();
+fn ten_thousand_dispatches_without_overrunning_the_ring(t: Target) {
+    let opts = DeviceOptions {
+        profile: false,
+        // 16 Ki dwords: the ring wraps ~90 times (USB's own 8 KiB ring, more often).
+        compute_ring_size: 64 << 10,
+        ..opts()
+    };
+    let (mut dev, emu) = t.open(opts);
+    let prg = dev.load_program(E3_ELF).unwrap();
     let out = dev.alloc(64, AllocKind::VRAM).unwrap();
     for _ in 0..10_000 {
         dev.launch(&prg, &[&out, &out, &out], &[], [1, 1, 1], [3, 1, 1])
@@ -153,6 +142,14 @@ fn ten_thousand_dispatches_without_overrunning_the_ring() {
     dev.synchronize().unwrap();
     assert_eq!(emu.stats().dispatches, 10_000);
 }
+
+// The E_3 kernel is gfx1100 code, so its cases leave out the gfx1201.
+per_target!(
+    copy_round_trip_through_sdma,
+    kernel_range_lands_in_profile_and_wst_reopens except [kfd_gfx1201],
+    signals_and_timestamps_on_the_emulated_clock,
+    ten_thousand_dispatches_without_overrunning_the_ring except [kfd_gfx1201],
+);
 
 #[test]
 fn missing_kfd_is_a_clear_error() {
@@ -201,7 +198,7 @@ fn failing_ioctls_name_the_call_and_errno() {
     let p: Arc<dyn Platform> = Arc::new(emu.clone());
     let iface = KfdIface::open(p, 0).unwrap();
     emu.set_fail_ioctl(Some((ioctl::AMDKFD_IOC_CREATE_QUEUE, Errno::EBUSY)));
-    let e = Device::new(Box::new(iface), small_opts()).err().unwrap();
+    let e = Device::new(Box::new(iface), opts()).err().unwrap();
     let msg = e.to_string();
     assert!(
         msg.contains("AMDKFD_IOC_CREATE_QUEUE") && msg.contains("EBUSY"),
@@ -232,12 +229,16 @@ fn allocation_errnos_become_bar_and_memory_errors() {
     );
 }
 
+/// KFD only: its memory event names the faulting address exactly (the IH fault entry of PCI and
+/// USB, only its page; pci_emulated.rs checks that).
 #[test]
 fn device_hang_becomes_a_fault_report() {
-    let mut opts = small_opts();
-    opts.wait_timeout = Duration::from_millis(200);
-    let (mut dev, emu) = open(EmuArch::Gfx1100, opts);
-    let prg = dev.load_program(ELF).unwrap();
+    let opts = DeviceOptions {
+        wait_timeout: Duration::from_millis(200),
+        ..opts()
+    };
+    let (mut dev, emu) = Device::open_emulated(EmuArch::Gfx1100, opts).unwrap();
+    let prg = dev.load_program(E3_ELF).unwrap();
     let out = dev.alloc(64, AllocKind::VRAM).unwrap();
     let faulting: Box<dyn ShaderEngines> = Box::new(FaultingShaderEngines);
     emu.set_shader_engines(faulting);

@@ -2,8 +2,9 @@
 //! the emulated device) follows the order of pci-am-interface.md §1.3/§1.6 block by block, and
 //! the PSP/SMU saw the firmware and messages the spec lists.
 
-use std::sync::Arc;
+mod common;
 
+use common::boot_pci;
 use runtime::emu::pci::{firmware, EmuPciConfig, EmuPciGpu};
 use runtime::emu::EmuArch;
 use runtime::pci::am::firmware::{
@@ -11,7 +12,6 @@ use runtime::pci::am::firmware::{
 };
 use runtime::pci::am::{psp, smu};
 use runtime::pci::iface::PciIface;
-use runtime::pci::PciOptions;
 
 struct Trace {
     names: Vec<(&'static str, u32)>,
@@ -57,15 +57,8 @@ impl Trace {
 }
 
 fn boot() -> (PciIface, EmuPciGpu) {
-    let gpu = EmuPciGpu::new(EmuPciConfig::new(EmuArch::Gfx1100)).unwrap();
-    let fw = firmware::temp_firmware_dir().unwrap();
-    let popts = PciOptions {
-        firmware_dir: fw.clone(),
-        ..Default::default()
-    };
-    let iface = PciIface::new(Arc::new(gpu.clone()), &popts).unwrap();
-    std::fs::remove_dir_all(&fw).ok();
-    (iface, gpu)
+    let (iface, gpu) = boot_pci(EmuPciConfig::new(EmuArch::Gfx1100));
+    (iface.unwrap(), gpu)
 }
 
 #[test]
@@ -324,14 +317,7 @@ fn gfx_starts_the_mec_and_sdma_queue_is_enabled_last() {
 fn a_gpu_left_running_gets_a_mode1_reset_first() {
     let mut cfg = EmuPciConfig::new(EmuArch::Gfx1100);
     cfg.left_running = true;
-    let gpu = EmuPciGpu::new(cfg).unwrap();
-    let fw = firmware::temp_firmware_dir().unwrap();
-    let popts = PciOptions {
-        firmware_dir: fw.clone(),
-        ..Default::default()
-    };
-    let iface = PciIface::new(Arc::new(gpu.clone()), &popts);
-    std::fs::remove_dir_all(&fw).ok();
+    let (iface, gpu) = boot_pci(cfg);
     iface.unwrap();
     let log = gpu.firmware_log();
     let msgs: Vec<u32> = log.smu_msgs.iter().map(|m| m.0).collect();

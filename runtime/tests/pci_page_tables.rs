@@ -2,25 +2,18 @@
 //! page is then translated by walking the tables the emulated GMC reads (in emulated VRAM), and
 //! must land on the physical page the driver chose and that the CPU view wrote.
 
-use std::sync::Arc;
+mod common;
 
+use common::boot_pci;
 use runtime::emu::mem::{pte, PHYS_VRAM};
-use runtime::emu::pci::{firmware, EmuPciConfig, EmuPciGpu};
+use runtime::emu::pci::{EmuPciConfig, EmuPciGpu};
 use runtime::emu::EmuArch;
 use runtime::pci::iface::PciIface;
-use runtime::pci::PciOptions;
 use runtime::platform::{AllocKind, GpuBuffer, GpuIface};
 
 fn boot() -> (PciIface, EmuPciGpu) {
-    let gpu = EmuPciGpu::new(EmuPciConfig::new(EmuArch::Gfx1100)).unwrap();
-    let fw = firmware::temp_firmware_dir().unwrap();
-    let popts = PciOptions {
-        firmware_dir: fw.clone(),
-        ..Default::default()
-    };
-    let iface = PciIface::new(Arc::new(gpu.clone()), &popts).unwrap();
-    std::fs::remove_dir_all(&fw).ok();
-    (iface, gpu)
+    let (iface, gpu) = boot_pci(EmuPciConfig::new(EmuArch::Gfx1100));
+    (iface.unwrap(), gpu)
 }
 
 const PAGE: u64 = 0x1000;
@@ -153,14 +146,7 @@ fn every_page_of_every_size_translates_to_its_backing() {
 fn vram_beyond_the_bar_has_no_cpu_view() {
     let mut cfg = EmuPciConfig::new(EmuArch::Gfx1100);
     cfg.bar0_size = 512 << 20;
-    let gpu = EmuPciGpu::new(cfg).unwrap();
-    let fw = firmware::temp_firmware_dir().unwrap();
-    let popts = PciOptions {
-        firmware_dir: fw.clone(),
-        ..Default::default()
-    };
     // The discovery table at VRAM end is beyond a 512 MiB BAR0: the driver says why.
-    let e = PciIface::new(Arc::new(gpu), &popts).err().unwrap();
-    std::fs::remove_dir_all(&fw).ok();
+    let e = boot_pci(cfg).0.err().unwrap();
     assert!(e.to_string().contains("Resizable BAR"), "{e}");
 }

@@ -2,6 +2,8 @@
 //! the JSON they were generated from (when ../shared/amd-registers is present, as in CI), and the
 //! emulated discovery table carries the navi bases of ip_base_offsets.json.
 
+mod common;
+
 use runtime::pci::am::{regs, AmIp};
 
 fn table(ip: AmIp) -> &'static str {
@@ -18,11 +20,9 @@ fn table(ip: AmIp) -> &'static str {
 
 #[test]
 fn am_registers_match_shared_json() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/amd-registers");
-    if !dir.exists() {
-        eprintln!("skipping: {} not present", dir.display());
+    let Some(dir) = common::amd_registers_dir() else {
         return;
-    }
+    };
     let mut checked = 0;
     let mut cache: std::collections::HashMap<&str, serde_json::Value> = Default::default();
     for r in regs::ALL {
@@ -38,18 +38,7 @@ fn am_registers_match_shared_json() {
         } else {
             &regs_[format!("reg{}", r.name)]
         };
-        assert_eq!(
-            e["offset"].as_u64(),
-            Some(u64::from(r.offset)),
-            "{file} {}",
-            r.name
-        );
-        assert_eq!(
-            e["base_index"].as_u64(),
-            Some(u64::from(r.seg)),
-            "{file} {}",
-            r.name
-        );
+        common::assert_reg(e, r.offset, r.seg, &format!("{file} {}", r.name));
         checked += 1;
     }
     assert!(checked > 150, "only {checked} registers checked");

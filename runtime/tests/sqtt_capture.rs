@@ -1,15 +1,16 @@
-//! SQTT capture on the emulated GPU: start/stop sequences, per-SE buffers, markers, WPTR readback.
+//! SQTT capture on the emulated GPU: start/stop sequences, per-SE buffers, markers, WPTR readback
+//! (on every emulated backend).
 
-use std::time::Duration;
+#[macro_use]
+mod common;
 
+use common::{opts, Emu, Target, E3_ELF};
 use runtime::emu::{
     DeviceFault, DispatchInfo, DispatchResult, EmuArch, Memory, RegFile, ShaderEngines,
 };
 use runtime::error::Error;
 use runtime::platform::AllocKind;
 use runtime::{Device, DeviceOptions};
-
-const ELF: &[u8] = include_bytes!("data/gfx1100_E_3.elf");
 
 /// Writes `len` bytes of `se`-tagged data per SE at THREAD_TRACE_FINISH.
 struct FakeTrace {
@@ -35,33 +36,23 @@ impl ShaderEngines for FakeTrace {
     }
 }
 
-fn opts(buf: u64) -> DeviceOptions {
+fn sqtt_opts(buf: u64) -> DeviceOptions {
     DeviceOptions {
-        wait_timeout: Duration::from_secs(5),
-        compute_ring_size: 1 << 20,
-        sdma_ring_size: 1 << 16,
-        kernargs_size: 1 << 20,
-        staging_chunk: 64 << 10,
-        staging_count: 2,
-        profile: true,
         sqtt: true,
         sqtt_buffer_size: buf,
         sqtt_itrace_se_mask: 0b10,
+        ..opts()
     }
 }
 
-fn run(arch: EmuArch, trace_len: usize, buf: u64) -> (Device, runtime::emu::EmuPlatform) {
-    let emu = runtime::emu::EmuPlatform::with_shader_engines(
-        runtime::emu::EmuConfig::new(arch),
-        Box::new(FakeTrace {
-            len: trace_len,
-            started: 0,
-        }),
-    );
-    let p: std::sync::Arc<dyn runtime::platform::Platform> = std::sync::Arc::new(emu.clone());
-    let iface = runtime::kfd::KfdIface::open(p, 0).unwrap();
-    let mut dev = Device::new(Box::new(iface), opts(buf)).unwrap();
-    let prg = dev.load_program(ELF).unwrap();
+fn run(t: Target, trace_len: usize, buf: u64) -> (Device, Emu) {
+    let fake = Box::new(FakeTrace {
+        len: trace_len,
+        started: 0,
+    });
+    let (mut dev, emu) = t.open_with(sqtt_opts(buf), fake);
+    // FakeTrace runs nothing, so the gfx1100 ELF serves every target.
+    let prg = dev.load_program(E3_ELF).unwrap();
     let out = dev.alloc(64, AllocKind::VRAM).unwrap();
     dev.launch(&prg, &[&out, &out], &[], [2, 1, 1], [3, 1, 1])
         .unwrap();
@@ -69,43 +60,38 @@ fn run(arch: EmuArch, trace_len: usize, buf: u64) -> (Device, runtime::emu::EmuP
     (dev, emu)
 }
 
-#[test]
-fn per_se_blobs_are_read_back_on_gfx11_and_gfx12() {
-    for (arch, ses) in [(EmuArch::Gfx1100, 6u32), (EmuArch::Gfx1201, 4)] {
-        let (mut dev, _emu) = run(arch, 4096, 1 << 20);
-        let prof = dev.profile().unwrap();
-        assert_eq!(prof.sqtt.len(), ses as usize, "{arch:?}");
-        for (i, t) in prof.sqtt.iter().enumerate() {
-            assert_eq!(t.se, i as u32);
-            assert_eq!(t.itrace, i == 1, "itrace mask 0b10");
-            let b = prof.blob(t.blob);
-            assert_eq!(b.len(), 4096, "{arch:?} SE {i}");
-            assert!(
-                b.iter()
-                    .enumerate()
-                    .all(|(j, &x)| x == (j as u8) ^ (i as u8 * 17)),
-                "{arch:?} SE {i} bytes"
-            );
-        }
-        assert!(dev.warnings().is_empty());
+fn per_se_blobs_are_read_back(t: Target) {
+    let (mut dev, _emu) = run(t, 4096, 1 << 20);
+    let prof = dev.profile().unwrap();
+    assert_eq!(prof.sqtt.len(), t.arch().num_se() as usize);
+    for (i, tr) in prof.sqtt.iter().enumerate() {
+        assert_eq!(tr.se, i as u32);
+        assert_eq!(tr.itrace, i == 1, "itrace mask 0b10");
+        let b = prof.blob(tr.blob);
+        assert_eq!(b.len(), 4096, "SE {i}");
+        assert!(
+            b.iter()
+                .enumerate()
+                .all(|(j, &x)| x == (j as u8) ^ (i as u8 * 17)),
+            "SE {i} bytes"
+        );
     }
+    assert!(dev.warnings().is_empty());
 }
 
-#[test]
-fn markers_reach_the_userdata_registers() {
-    let (dev, emu) = run(EmuArch::Gfx1100, 64, 1 << 20);
+fn markers_reach_the_userdata_registers(t: Target) {
+    let (dev, emu) = run(t, 64, 1 << 20);
     let ud2 = dev.context().sqtt_userdata_2;
     // The last pair written is the event marker's thread dims (y, z) = (1, 1); the one before
     // ended with global x. USERDATA_2/3 hold the last two dwords.
-    assert_eq!(emu.read_reg(ud2), 1);
-    assert_eq!(emu.read_reg(ud2 + 1), 1);
+    assert_eq!(emu.platform().read_reg(ud2), 1);
+    assert_eq!(emu.platform().read_reg(ud2 + 1), 1);
 }
 
-#[test]
-fn full_buffer_is_a_warning_that_says_how_to_enlarge_it() {
-    let (dev, _emu) = run(EmuArch::Gfx1100, 8192, 0x2000);
+fn full_buffer_is_a_warning_that_says_how_to_enlarge_it(t: Target) {
+    let (dev, _emu) = run(t, 8192, 0x2000);
     let w = dev.warnings();
-    assert_eq!(w.len(), 6, "{w:?}");
+    assert_eq!(w.len(), t.arch().num_se() as usize, "{w:?}");
     assert!(
         w[0].contains("full") && w[0].contains("sqtt_buffer_size"),
         "{}",
@@ -113,9 +99,15 @@ fn full_buffer_is_a_warning_that_says_how_to_enlarge_it() {
     );
 }
 
+per_target!(
+    per_se_blobs_are_read_back,
+    markers_reach_the_userdata_registers,
+    full_buffer_is_a_warning_that_says_how_to_enlarge_it,
+);
+
 #[test]
 fn gfx9_sqtt_is_refused_clearly() {
-    let e = Device::open_emulated(EmuArch::Gfx950, opts(1 << 20))
+    let e = Device::open_emulated(EmuArch::Gfx950, sqtt_opts(1 << 20))
         .err()
         .unwrap();
     assert!(matches!(e, Error::Unsupported(_)), "{e}");

@@ -2,57 +2,24 @@
 //! path: `usb` controller and TLP layer, bus enumeration, the USB PCI device, the AM driver and
 //! the USB iface. Only the bridge device and the GPU are emulated.
 
+mod common;
+
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use common::{check_vadd, fixture, opts, pattern};
+use runtime::emu::EmuArch;
 use runtime::platform::AllocKind;
 use runtime::usb::{open_emulated, EmuUsb};
 use runtime::{Device, DeviceOptions};
-use traces::sqtt::{analyze_with, AnalyzeOptions};
 use usb::{Fault, Faulty, Firmware};
 
-fn opts() -> DeviceOptions {
-    DeviceOptions {
-        wait_timeout: Duration::from_secs(5),
-        profile: true,
-        sqtt: false,
-        sqtt_buffer_size: 1 << 20,
-        sqtt_itrace_se_mask: 0b11,
-        ..Default::default()
-    }
-}
+// The tests every backend runs (kernels, SQTT, copies, faults) run on this path too, as the
+// `usb_gfx1100` cases of emu_kernels.rs, emu_sqtt.rs, emulated_kfd.rs and the others; these are
+// the USB path's own.
 
 fn open(fw: Firmware, o: DeviceOptions) -> (Device, EmuUsb) {
     open_emulated(fw, o, |t| Box::new(t)).unwrap()
-}
-
-fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(format!(
-        "{}/../tests/fixtures/kernels/emu/{name}.hsaco",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap()
-}
-
-fn pattern(n: usize, seed: u32) -> Vec<u8> {
-    let mut x = seed;
-    (0..n)
-        .map(|_| {
-            x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-            (x >> 24) as u8
-        })
-        .collect()
-}
-
-fn floats(n: usize, seed: u32) -> Vec<f32> {
-    pattern(4 * n, seed)
-        .chunks(4)
-        .map(|c| (u32::from_le_bytes([c[0], c[1], c[2], c[3]]) >> 8) as f32 / 65536.0 - 100.0)
-        .collect()
-}
-
-fn bytes(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect()
 }
 
 #[test]
@@ -87,82 +54,12 @@ fn enumeration_finds_the_gpu_sizes_its_bars_and_the_gpu_comes_up() {
 }
 
 #[test]
-fn copy_round_trip_through_sdma() {
-    let (mut dev, emu) = open(Firmware::Custom, opts());
-    let data = pattern(300_001, 7);
-    let a = dev.alloc(data.len() as u64, AllocKind::VRAM).unwrap();
-    let b = dev.alloc(data.len() as u64, AllocKind::VRAM).unwrap();
-    dev.copyin(&a, &data).unwrap();
-    dev.copy(&b, &a, data.len() as u64).unwrap();
-    let mut back = vec![0u8; data.len()];
-    dev.copyout(&b, &mut back).unwrap();
-    assert!(
-        back == data,
-        "bytes differ after host -> device -> device -> host"
-    );
-    assert!(emu.gpu.stats().sdma_bytes_copied >= 3 * data.len() as u64);
-}
-
-fn vadd(dev: &mut Device, n: usize, seed: u32) {
-    let a = floats(n, seed);
-    let b = floats(n, seed + 1);
-    let prg = dev.load_program(&fixture("vadd")).unwrap();
-    let ba = dev.alloc(4 * n as u64, AllocKind::VRAM).unwrap();
-    let bb = dev.alloc(4 * n as u64, AllocKind::VRAM).unwrap();
-    let bc = dev.alloc(4 * n as u64, AllocKind::VRAM).unwrap();
-    dev.copyin(&ba, &bytes(&a)).unwrap();
-    dev.copyin(&bb, &bytes(&b)).unwrap();
-    dev.launch(
-        &prg,
-        &[&bc, &ba, &bb],
-        &[n as u32],
-        [n.div_ceil(64) as u32, 1, 1],
-        [64, 1, 1],
-    )
-    .unwrap();
-    let mut out = vec![0u8; 4 * n];
-    dev.copyout(&bc, &mut out).unwrap();
-    for i in 0..n {
-        let got = f32::from_le_bytes([out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3]]);
-        assert_eq!(got.to_bits(), (a[i] + b[i]).to_bits(), "c[{i}]");
-    }
-}
-
-#[test]
 fn vadd_dispatch_matches_cpu_on_both_firmwares() {
     for fw in [Firmware::Custom, Firmware::Stock] {
         let (mut dev, emu) = open(fw, opts());
-        vadd(&mut dev, 1000, 3);
+        check_vadd(&mut dev, EmuArch::Gfx1100, 1000, 3);
         assert_eq!(emu.gpu.stats().dispatches, 1, "{fw:?}");
     }
-}
-
-#[test]
-fn sqtt_capture_over_usb_decodes_waves() {
-    let mut o = opts();
-    o.sqtt = true;
-    let (mut dev, _emu) = open(Firmware::Custom, o);
-    vadd(&mut dev, 256, 9);
-    let prof = dev.profile().unwrap();
-    assert_eq!(
-        prof.sqtt.len(),
-        6,
-        "one blob per SE of the emulated gfx1100"
-    );
-    let mut waves = 0;
-    for t in &prof.sqtt {
-        let blob = prof.blob(t.blob);
-        if blob.is_empty() {
-            continue;
-        }
-        waves += analyze_with(blob, None, AnalyzeOptions::default())
-            .unwrap()
-            .waves
-            .len();
-    }
-    // 256 work-items in 64-wide groups on a wave32 target: 8 waves.
-    assert_eq!(waves, 8, "waves decoded from the SQTT read back over USB");
-    assert!(prof.kernels.iter().any(|k| k.name == "vadd"));
 }
 
 #[test]
@@ -174,12 +71,12 @@ fn unplug_mid_capture_ends_cleanly_and_keeps_the_recorded_kernels() {
         Box::new(f)
     })
     .unwrap();
-    vadd(&mut dev, 128, 1);
+    check_vadd(&mut dev, EmuArch::Gfx1100, 128, 1);
     let before = dev.recorder.to_profile(&dev.props).kernels.len();
     assert!(before >= 1);
     trigger.unwrap().store(true, Ordering::SeqCst);
     let t0 = std::time::Instant::now();
-    let prg = dev.load_program(&fixture("vadd"));
+    let prg = dev.load_program(&fixture(EmuArch::Gfx1100, "vadd"));
     let r = prg.and_then(|p| {
         let b = dev.alloc(4096, AllocKind::VRAM)?;
         dev.launch(&p, &[&b, &b, &b], &[16], [1, 1, 1], [64, 1, 1])?;
@@ -259,7 +156,7 @@ fn fake_bridge_core_answers_raw_setup_packets() {
     use runtime::emu::asm24::fake_bridge;
     use runtime::emu::pci::{EmuPciConfig, EmuPciGpu};
     use usb::device::Packet;
-    let gpu = EmuPciGpu::new(EmuPciConfig::new(runtime::emu::EmuArch::Gfx1100)).unwrap();
+    let gpu = EmuPciGpu::new(EmuPciConfig::new(EmuArch::Gfx1100)).unwrap();
     let mut core = fake_bridge(gpu, Firmware::Custom);
     // LTSSM before and after F3 power-on, as raw SETUP bytes.
     let ltssm = Packet::Control {
