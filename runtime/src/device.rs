@@ -375,7 +375,8 @@ impl Device {
             iface,
             ..
         } = self;
-        compute.submit_pm4(&cmds.q, &mut || iface.sleep(1))
+        let r = compute.submit_pm4(&cmds.q, &mut || iface.sleep(1));
+        with_fault_report(r, iface.as_mut())
     }
 
     fn submit_copy(&mut self) -> Result<()> {
@@ -385,7 +386,8 @@ impl Device {
             iface,
             ..
         } = self;
-        sdma.submit_sdma(copy_cmds, &mut || iface.sleep(1))
+        let r = sdma.submit_sdma(copy_cmds, &mut || iface.sleep(1));
+        with_fault_report(r, iface.as_mut())
     }
 
     /// Waits for everything submitted so far, then files the profile ranges.
@@ -858,5 +860,18 @@ impl Device {
     pub fn save_trace(&mut self, path: &std::path::Path) -> Result<()> {
         self.synchronize()?;
         self.recorder.save(&self.props, path)
+    }
+}
+
+/// A ring that stays full (the device stopped consuming it) is usually a faulted queue: attach
+/// what the driver knows, as a signal wait timing out does.
+fn with_fault_report(r: Result<()>, iface: &mut dyn GpuIface) -> Result<()> {
+    match r {
+        Err(Error::DeviceHang(ring)) => {
+            let mut rep = iface.on_device_hang();
+            rep.context = format!("{}: {}", rep.context, ring.context);
+            Err(Error::DeviceHang(rep))
+        }
+        r => r,
     }
 }

@@ -1,6 +1,8 @@
 //! PM4 type-3 packets (gfx10+ "nv" encoding, gfx9 where it differs): the layouts are defined
 //! once here; [`Packet::encode`] is used by the queue builders and [`Packet::decode`] by the
-//! emulated command processor (`emu::cp`). Field positions: runtime-architecture.md §6.
+//! emulated command processor (`emu::cp`). The packets on the dispatch hot path also have
+//! fixed-size `payload`/`words` encoders, which `encode` itself uses (one layout, no fork).
+//! Field positions: runtime-architecture.md §6.
 
 /// Type-3 opcodes.
 pub mod op {
@@ -188,6 +190,32 @@ impl WaitRegMem {
     pub fn reg_b(&self) -> u32 {
         hi(self.addr)
     }
+    /// The payload layout.
+    #[inline]
+    pub fn payload(&self) -> [u32; 6] {
+        [
+            self.info(),
+            lo(self.addr),
+            hi(self.addr),
+            self.reference,
+            self.mask,
+            self.poll_interval,
+        ]
+    }
+    /// The whole packet (what [`Packet::encode`] appends), for builders that know the packet.
+    #[inline]
+    pub fn words(&self) -> [u32; 7] {
+        let p = self.payload();
+        [
+            header(op::WAIT_REG_MEM, 6),
+            p[0],
+            p[1],
+            p[2],
+            p[3],
+            p[4],
+            p[5],
+        ]
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -199,6 +227,30 @@ pub struct AcquireMem {
     pub poll_interval: u32,
     /// gfx10+ GCR_CNTL (absent in the 6-payload gfx9 form).
     pub gcr_cntl: Option<u32>,
+}
+
+impl AcquireMem {
+    /// The payload layout: 7 dwords, or the first 6 for the gfx9 form without GCR_CNTL.
+    #[inline]
+    pub fn payload(&self) -> ([u32; 7], usize) {
+        let p = [
+            self.coher_cntl,
+            lo(self.coher_size),
+            hi(self.coher_size),
+            lo(self.coher_base),
+            hi(self.coher_base),
+            self.poll_interval,
+            self.gcr_cntl.unwrap_or(0),
+        ];
+        (p, if self.gcr_cntl.is_some() { 7 } else { 6 })
+    }
+    /// Appends the whole packet (what [`Packet::encode`] appends).
+    #[inline]
+    pub fn encode(&self, out: &mut Vec<u32>) {
+        let (p, n) = self.payload();
+        out.push(header(op::ACQUIRE_MEM, n));
+        out.extend_from_slice(p.get(..n).unwrap_or(&[]));
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -215,6 +267,41 @@ pub struct ReleaseMem {
     pub addr: u64,
     pub data: u64,
     pub int_ctxid: u32,
+}
+
+impl ReleaseMem {
+    /// The payload layout.
+    #[inline]
+    pub fn payload(&self) -> [u32; 7] {
+        [
+            (self.event_type & 0x3F)
+                | ((self.event_index & 0xF) << 8)
+                | (self.gcr & rel_gcr::MASK)
+                | ((self.cache_policy & 3) << 25)
+                | (u32::from(self.execute) << 28),
+            ((self.dst_sel & 3) << 16) | ((self.int_sel & 7) << 24) | ((self.data_sel & 7) << 29),
+            lo(self.addr),
+            hi(self.addr),
+            lo(self.data),
+            hi(self.data),
+            self.int_ctxid,
+        ]
+    }
+    /// The whole packet (what [`Packet::encode`] appends), for builders that know the packet.
+    #[inline]
+    pub fn words(&self) -> [u32; 8] {
+        let p = self.payload();
+        [
+            header(op::RELEASE_MEM, 7),
+            p[0],
+            p[1],
+            p[2],
+            p[3],
+            p[4],
+            p[5],
+            p[6],
+        ]
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -333,14 +420,7 @@ impl Packet<'_> {
             Packet::PredExec { xcc_mask, dwords } => {
                 out.push((xcc_mask << 24) | (dwords & 0xFF_FFFF))
             }
-            Packet::WaitRegMem(p) => out.extend_from_slice(&[
-                p.info(),
-                lo(p.addr),
-                hi(p.addr),
-                p.reference,
-                p.mask,
-                p.poll_interval,
-            ]),
+            Packet::WaitRegMem(p) => out.extend_from_slice(&p.payload()),
             Packet::IndirectBuffer {
                 addr,
                 size_dw,
@@ -357,31 +437,10 @@ impl Packet<'_> {
                 event_type,
                 event_index,
             } => out.push((event_type & 0x3F) | ((event_index & 0xF) << 8)),
-            Packet::ReleaseMem(r) => out.extend_from_slice(&[
-                (r.event_type & 0x3F)
-                    | ((r.event_index & 0xF) << 8)
-                    | (r.gcr & rel_gcr::MASK)
-                    | ((r.cache_policy & 3) << 25)
-                    | (u32::from(r.execute) << 28),
-                ((r.dst_sel & 3) << 16) | ((r.int_sel & 7) << 24) | ((r.data_sel & 7) << 29),
-                lo(r.addr),
-                hi(r.addr),
-                lo(r.data),
-                hi(r.data),
-                r.int_ctxid,
-            ]),
+            Packet::ReleaseMem(r) => out.extend_from_slice(&r.payload()),
             Packet::AcquireMem(a) => {
-                out.extend_from_slice(&[
-                    a.coher_cntl,
-                    lo(a.coher_size),
-                    hi(a.coher_size),
-                    lo(a.coher_base),
-                    hi(a.coher_base),
-                    a.poll_interval,
-                ]);
-                if let Some(g) = a.gcr_cntl {
-                    out.push(g);
-                }
+                let (p, n) = a.payload();
+                out.extend_from_slice(p.get(..n).unwrap_or(&[]));
             }
             Packet::SetReg { offset, values, .. } => {
                 out.push(*offset);

@@ -165,6 +165,116 @@ pub struct SqttMarker {
 pub struct ComputeCmds {
     pub ctx: Arc<GfxContext>,
     pub q: Vec<u32>,
+    /// The words of an unmarked `exec` per user-data shape ([`shape`]), replayed with the
+    /// launch's fields patched in.
+    templates: [Option<ExecTemplate>; 4],
+}
+
+/// Where `exec` put each launch-dependent word, relative to the start of its words.
+#[derive(Debug, Clone, Default)]
+struct ExecAt {
+    pgm: usize,
+    rsrc1: usize,
+    rsrc3: usize,
+    tmpring: usize,
+    /// COMPUTE_DISPATCH_SCRATCH_BASE_LO of each XCC.
+    scratch: Vec<usize>,
+    user: usize,
+    /// NUM_THREAD_X (three words).
+    local: usize,
+    /// DISPATCH_DIRECT dim (three words) then the initiator.
+    dim: usize,
+}
+
+/// The dwords `exec` emits for one context and user-data shape: only the [`Launch`] fields
+/// change between launches, at the [`ExecAt`] positions. Built by the encoder itself (the first
+/// `exec` of a shape), so replaying it cannot drift from the packet layouts of [`crate::pm4`].
+struct ExecTemplate {
+    /// Held (not just compared by address) so the context cannot be freed and another one
+    /// allocated at the same address.
+    ctx: Arc<GfxContext>,
+    words: Vec<u32>,
+    at: ExecAt,
+}
+
+/// Which user SGPRs a launch passes besides the kernarg pointer (the layout of its words).
+fn shape(l: &Launch) -> usize {
+    usize::from(l.private_segment.is_some()) | (usize::from(l.dispatch_ptr.is_some()) << 1)
+}
+
+/// User SGPR words of a launch: private segment buffer, dispatch pointer, kernarg pointer.
+fn user_data(l: &Launch) -> ([u32; 8], usize) {
+    let mut user = [0u32; 8];
+    let mut n = 0;
+    if let Some(ps) = l.private_segment {
+        user[..4].copy_from_slice(&ps);
+        n = 4;
+    }
+    if let Some(dp) = l.dispatch_ptr {
+        user[n] = lo(dp);
+        user[n + 1] = hi(dp);
+        n += 2;
+    }
+    user[n] = lo(l.kernarg_va);
+    user[n + 1] = hi(l.kernarg_va);
+    n += 2;
+    (user, n)
+}
+
+fn initiator(gfx_major: u32, wave32: bool) -> u32 {
+    let mut i = pm4::initiator::COMPUTE_SHADER_EN | pm4::initiator::FORCE_START_AT_000;
+    if gfx_major >= 10 && wave32 {
+        i |= pm4::initiator::CS_W32_EN;
+    }
+    i
+}
+
+impl ExecTemplate {
+    /// Appends the template with `l`'s fields written at their positions.
+    fn replay(&self, l: &Launch, q: &mut Vec<u32>) {
+        // Every field is named: a new Launch field must be decided on here.
+        let Launch {
+            prog_addr,
+            rsrc1,
+            rsrc2,
+            rsrc3,
+            kernarg_va: _,
+            dispatch_ptr: _,
+            private_segment: _,
+            wave32,
+            global,
+            local,
+            tmpring_size,
+            scratch_va,
+            scratch_per_xcc,
+        } = *l;
+        let start = q.len();
+        q.extend_from_slice(&self.words);
+        let Some(w) = q.get_mut(start..) else {
+            return;
+        };
+        let at = &self.at;
+        let pgm = prog_addr >> 8;
+        w[at.pgm] = lo(pgm);
+        w[at.pgm + 1] = hi(pgm);
+        w[at.rsrc1] = rsrc1;
+        w[at.rsrc1 + 1] = rsrc2;
+        w[at.rsrc3] = rsrc3;
+        w[at.tmpring] = tmpring_size;
+        let mut base = scratch_va;
+        for &o in &at.scratch {
+            w[o] = lo(base >> 8);
+            w[o + 1] = hi(base >> 8);
+            base = base.wrapping_add(scratch_per_xcc);
+        }
+        // user_data covers kernarg_va, dispatch_ptr and private_segment (their presence is the
+        // template's shape).
+        let (user, n) = user_data(l);
+        w[at.user..at.user + n].copy_from_slice(&user[..n]);
+        w[at.local..at.local + 3].copy_from_slice(&local);
+        w[at.dim..at.dim + 3].copy_from_slice(&global);
+        w[at.dim + 3] = initiator(self.ctx.gfx_major, wave32);
+    }
 }
 
 fn lo(v: u64) -> u32 {
@@ -179,6 +289,7 @@ impl ComputeCmds {
         ComputeCmds {
             ctx,
             q: Vec::with_capacity(256),
+            templates: Default::default(),
         }
     }
 
@@ -188,6 +299,14 @@ impl ComputeCmds {
 
     fn pkt(&mut self, p: Packet<'_>) {
         p.encode(&mut self.q);
+    }
+
+    /// `wreg`, returning the position of the first value relative to `start`.
+    fn wreg_at(&mut self, start: usize, addr: u32, values: &[u32]) -> Result<usize> {
+        // Header and register offset, then the values.
+        let at = self.q.len() + 2 - start;
+        self.wreg(addr, values)?;
+        Ok(at)
     }
 
     /// SET_SH_REG or SET_UCONFIG_REG, chosen by the register's window.
@@ -244,30 +363,36 @@ impl ComputeCmds {
         mask: u32,
         interval: u32,
     ) {
-        self.pkt(Packet::WaitRegMem(WaitRegMem {
-            function,
-            mem_space: true,
-            operation: 0,
-            engine: 0,
-            addr,
-            reference,
-            mask,
-            poll_interval: interval,
-        }));
+        self.q.extend_from_slice(
+            &WaitRegMem {
+                function,
+                mem_space: true,
+                operation: 0,
+                engine: 0,
+                addr,
+                reference,
+                mask,
+                poll_interval: interval,
+            }
+            .words(),
+        );
     }
 
     /// Register-space wait: `(reg & mask) <function> reference`.
     pub fn wait_reg(&mut self, reg: u32, function: u32, reference: u32, mask: u32) {
-        self.pkt(Packet::WaitRegMem(WaitRegMem {
-            function,
-            mem_space: false,
-            operation: 0,
-            engine: 0,
-            addr: u64::from(reg),
-            reference,
-            mask,
-            poll_interval: 4,
-        }));
+        self.q.extend_from_slice(
+            &WaitRegMem {
+                function,
+                mem_space: false,
+                operation: 0,
+                engine: 0,
+                addr: u64::from(reg),
+                reference,
+                mask,
+                poll_interval: 4,
+            }
+            .words(),
+        );
     }
 
     /// Waits until the 32-bit value at `signal_va` is >= `value`.
@@ -278,13 +403,14 @@ impl ComputeCmds {
 
     pub fn acquire_mem(&mut self, gcr: u32) {
         if self.ctx.gfx_major >= 10 {
-            self.pkt(Packet::AcquireMem(AcquireMem {
+            AcquireMem {
                 coher_cntl: 0,
                 coher_size: u64::MAX,
                 coher_base: 0,
                 poll_interval: 0,
                 gcr_cntl: Some(gcr),
-            }));
+            }
+            .encode(&mut self.q);
         } else {
             // gfx9: CP_COHER_CNTL bits (SH_ICACHE 29, SH_KCACHE 27, TC 23, TCL1 22, TC_WB 18).
             let cntl = if gcr == acq_gcr::ALL {
@@ -292,28 +418,33 @@ impl ComputeCmds {
             } else {
                 0x0840_0000
             };
-            self.pkt(Packet::AcquireMem(AcquireMem {
+            AcquireMem {
                 coher_cntl: cntl,
                 coher_size: u64::MAX,
                 coher_base: 0,
                 poll_interval: 0xA,
                 gcr_cntl: None,
-            }));
+            }
+            .encode(&mut self.q);
         }
     }
 
     /// HDP flush (write-then-wait on the NBIO flush registers) + full cache acquire.
     pub fn memory_barrier(&mut self) {
-        self.pkt(Packet::WaitRegMem(WaitRegMem {
-            function: func::GE,
-            mem_space: false,
-            operation: 1,
-            engine: 0,
-            addr: u64::from(self.ctx.hdp_flush_req) | (u64::from(self.ctx.hdp_flush_done) << 32),
-            reference: 0xFFFF_FFFF,
-            mask: 0xFFFF_FFFF,
-            poll_interval: 4,
-        }));
+        self.q.extend_from_slice(
+            &WaitRegMem {
+                function: func::GE,
+                mem_space: false,
+                operation: 1,
+                engine: 0,
+                addr: u64::from(self.ctx.hdp_flush_req)
+                    | (u64::from(self.ctx.hdp_flush_done) << 32),
+                reference: 0xFFFF_FFFF,
+                mask: 0xFFFF_FFFF,
+                poll_interval: 4,
+            }
+            .words(),
+        );
         self.acquire_mem(acq_gcr::ALL);
     }
 
@@ -340,19 +471,22 @@ impl ComputeCmds {
             // gfx9: EOP_TC_WB_ACTION_EN (15) | EOP_TC_NC_ACTION_EN (19).
             (true, false) => (1 << 15) | (1 << 19),
         };
-        self.pkt(Packet::ReleaseMem(ReleaseMem {
-            event_type: event::CACHE_FLUSH_AND_INV_TS_EVENT,
-            event_index: 5,
-            gcr,
-            cache_policy: 0,
-            execute: false,
-            dst_sel: 0,
-            int_sel: isel,
-            data_sel: dsel,
-            addr,
-            data,
-            int_ctxid: if self.ctx.gfx_major >= 10 { ctxid } else { 0 },
-        }));
+        self.q.extend_from_slice(
+            &ReleaseMem {
+                event_type: event::CACHE_FLUSH_AND_INV_TS_EVENT,
+                event_index: 5,
+                gcr,
+                cache_policy: 0,
+                execute: false,
+                dst_sel: 0,
+                int_sel: isel,
+                data_sel: dsel,
+                addr,
+                data,
+                int_ctxid: if self.ctx.gfx_major >= 10 { ctxid } else { 0 },
+            }
+            .words(),
+        );
     }
 
     /// Writes the GPU clock (100 MHz ticks) to `ts_va` (a signal's timestamp slot).
@@ -437,37 +571,55 @@ impl ComputeCmds {
     }
 
     /// The dispatch itself (runtime-architecture.md §3 step 2.4).
+    ///
+    /// Without a marker the words only differ between launches in the [`Launch`] fields, so the
+    /// first launch of a shape (which user SGPRs it passes) is encoded packet by packet and kept
+    /// as a template; later launches copy it and patch those fields.
     pub fn exec(&mut self, l: &Launch, marker: Option<SqttMarker>) -> Result<()> {
+        if marker.is_some() {
+            return self.encode_exec(l, marker).map(|_| ());
+        }
+        let ComputeCmds { ctx, q, templates } = self;
+        let slot = &mut templates[shape(l)];
+        if let Some(t) = slot.as_ref().filter(|t| Arc::ptr_eq(&t.ctx, ctx)) {
+            t.replay(l, q);
+            return Ok(());
+        }
+        let old = slot.take();
+        let start = self.q.len();
+        let at = self.encode_exec(l, None)?;
+        let mut words = old.map(|t| t.words).unwrap_or_default();
+        words.clear();
+        words.extend_from_slice(self.q.get(start..).unwrap_or(&[]));
+        self.templates[shape(l)] = Some(ExecTemplate {
+            ctx: self.ctx.clone(),
+            words,
+            at,
+        });
+        Ok(())
+    }
+
+    /// Encodes `exec` packet by packet; returns where the launch-dependent words went.
+    fn encode_exec(&mut self, l: &Launch, marker: Option<SqttMarker>) -> Result<ExecAt> {
         // Copy the register addresses out (no Arc refcount traffic in the hot path).
         let c = ExecRegs::from(&*self.ctx);
+        let s = self.q.len();
+        let mut at = ExecAt::default();
         self.acquire_mem(acq_gcr::NO_GLI_GL2);
-        let mut user = [0u32; 8];
-        let mut n = 0;
-        if let Some(ps) = l.private_segment {
-            user[..4].copy_from_slice(&ps);
-            n = 4;
-        }
-        if let Some(dp) = l.dispatch_ptr {
-            user[n] = lo(dp);
-            user[n + 1] = hi(dp);
-            n += 2;
-        }
-        user[n] = lo(l.kernarg_va);
-        user[n + 1] = hi(l.kernarg_va);
-        n += 2;
+        let (user, n) = user_data(l);
         if let Some(m) = marker {
             self.sqtt_markers(m, l.global)?;
         }
         let pgm = l.prog_addr >> 8;
-        self.wreg(c.pgm_lo, &[lo(pgm), hi(pgm)])?;
-        self.wreg(c.rsrc1, &[l.rsrc1, l.rsrc2])?;
-        self.wreg(c.rsrc3, &[l.rsrc3])?;
-        self.wreg(c.tmpring, &[l.tmpring_size])?;
+        at.pgm = self.wreg_at(s, c.pgm_lo, &[lo(pgm), hi(pgm)])?;
+        at.rsrc1 = self.wreg_at(s, c.rsrc1, &[l.rsrc1, l.rsrc2])?;
+        at.rsrc3 = self.wreg_at(s, c.rsrc3, &[l.rsrc3])?;
+        at.tmpring = self.wreg_at(s, c.tmpring, &[l.tmpring_size])?;
         if let Some(sb) = c.scratch_base_lo {
             for x in 0..c.num_xcc {
                 let p = self.pred_exec_begin(1 << x);
                 let base = (l.scratch_va + l.scratch_per_xcc * u64::from(x)) >> 8;
-                self.wreg(sb, &[lo(base), hi(base)])?;
+                at.scratch.push(self.wreg_at(s, sb, &[lo(base), hi(base)])?);
                 self.pred_exec_end(p);
             }
         }
@@ -477,19 +629,17 @@ impl ComputeCmds {
         if let Some(se4) = c.static_se4 {
             self.wreg(se4, &[u32::MAX; 4])?;
         }
-        self.wreg(c.user_data_0, user.get(..n).unwrap_or(&[]))?;
+        at.user = self.wreg_at(s, c.user_data_0, user.get(..n).unwrap_or(&[]))?;
         self.wreg(c.resource_limits, &[0])?;
-        self.wreg(
+        at.local = 3 + self.wreg_at(
+            s,
             c.start_x,
             &[0, 0, 0, l.local[0], l.local[1], l.local[2], 0, 0],
         )?;
-        let mut initiator = pm4::initiator::COMPUTE_SHADER_EN | pm4::initiator::FORCE_START_AT_000;
-        if c.gfx_major >= 10 && l.wave32 {
-            initiator |= pm4::initiator::CS_W32_EN;
-        }
+        at.dim = self.q.len() + 1 - s;
         self.pkt(Packet::DispatchDirect {
             dim: l.global,
-            initiator,
+            initiator: initiator(c.gfx_major, l.wave32),
         });
         if marker.is_some() {
             self.pkt(Packet::EventWrite {
@@ -506,7 +656,7 @@ impl ComputeCmds {
             self.acquire_mem(acq_gcr::ALL & !1);
             self.xcc_barrier();
         }
-        Ok(())
+        Ok(at)
     }
 
     /// Copies a register's value to memory (SQTT write-pointer readout).
@@ -672,6 +822,9 @@ impl Ring {
                 "submission of {n} dwords exceeds the ring ({} dwords)",
                 self.ring_dw
             )));
+        }
+        if self.free_dw(self.rptr_dw()?) >= n {
+            return Ok(());
         }
         let start = std::time::Instant::now();
         while self.free_dw(self.rptr_dw()?) < n {
