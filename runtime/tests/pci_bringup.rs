@@ -329,3 +329,62 @@ fn a_gpu_left_running_gets_a_mode1_reset_first() {
     assert_eq!(log.bootloader.len(), 8);
     assert_eq!(log.bootloader.last().map(|b| b.0), Some(BL_SOS));
 }
+
+/// A field of `reg` in the shared register JSON, as (lo, hi) bits.
+fn field(j: &serde_json::Value, reg: &str, f: &str) -> (u32, u32) {
+    let e = &j["registers"][format!("reg{reg}")]["fields"][f];
+    let bit = |k: &str| e[k].as_u64().unwrap_or_else(|| panic!("{reg}.{f}: no {k}")) as u32;
+    (bit("lo"), bit("hi"))
+}
+
+fn get(v: u32, (lo, hi): (u32, u32)) -> u32 {
+    (v >> lo) & (u32::MAX >> (31 - (hi - lo)))
+}
+
+/// Field values the bring-up writes, decoded with the field layout of the register JSON (not
+/// the driver's own shifts): every VMID's SH_MEM_CONFIG is the kernel's default (64-bit
+/// addressing, unaligned, prefetch 3), and the MM hub's walker priority is the whole client id.
+#[test]
+fn written_fields_decode_to_the_documented_values() {
+    let Some(dir) = common::amd_registers_dir() else {
+        return;
+    };
+    let load = |f: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{f}.json"))).unwrap())
+            .unwrap()
+    };
+    let (gc, mm) = (load("gc_11_0_0"), load("mmhub_3_0_0"));
+    let (_iface, gpu) = boot();
+    let t = Trace::of(&gpu);
+    let writes = |name: &str| -> Vec<u32> {
+        t.names
+            .iter()
+            .filter(|(n, _)| *n == name)
+            .map(|(_, v)| *v)
+            .collect()
+    };
+    let sh = writes("SH_MEM_CONFIG");
+    assert_eq!(sh.len(), 16, "one SH_MEM_CONFIG per VMID");
+    for v in sh {
+        assert_eq!(
+            get(v, field(&gc, "SH_MEM_CONFIG", "address_mode")),
+            0,
+            "{v:#x}"
+        );
+        assert_eq!(
+            get(v, field(&gc, "SH_MEM_CONFIG", "alignment_mode")),
+            3,
+            "{v:#x}"
+        );
+        let prefetch = field(&gc, "SH_MEM_CONFIG", "initial_inst_prefetch");
+        assert_eq!(get(v, prefetch), 3, "{v:#x}");
+    }
+    let c5 = writes("MMVM_L2_CNTL5");
+    assert!(!c5.is_empty());
+    for v in c5 {
+        let prio = field(&mm, "MMVM_L2_CNTL5", "walker_priority_client_id");
+        assert_eq!(get(v, prio), 0x1FF, "{v:#x}");
+        let frag = field(&mm, "MMVM_L2_CNTL5", "l2_cache_smallk_fragment_size");
+        assert_eq!(get(v, frag), 0, "{v:#x}");
+    }
+}

@@ -334,7 +334,9 @@ impl Asm24 {
             t.push(parts.join(", "));
         }
         match self.run_once(&b) {
-            Err(UsbError::Short { .. }) => {
+            // Only a batch of reads is safe to send again: OUT transfers carry register writes,
+            // doorbells, TLP requests and DMA arms that must not happen twice.
+            Err(UsbError::Short { .. }) if b.transfers.iter().all(Transfer::is_in) => {
                 self.stats.retries += 1;
                 self.run_once(&b)
             }

@@ -583,13 +583,14 @@ impl<E: PcieEndpoint> BridgeCore<E> {
                 let w = self.uas_writes.remove(&stream).ok_or_else(|| {
                     DeviceError::Refused(format!("data-out on stream {stream} with no WRITE(16)"))
                 })?;
-                let off = (w.lba * SECTOR) as usize;
+                // The LBA is the host's: a huge one must be refused, not overflow.
                 let n = data.len().min(w.len);
-                if off + n > xdata::SRAM_SIZE as usize {
+                let off = w.lba.saturating_mul(SECTOR);
+                if off.saturating_add(n as u64) > xdata::SRAM_SIZE {
                     self.queue_sense(stream, 0x02);
                     return Ok(());
                 }
-                self.mem.write(xdata::SRAM_BUS + off as u64, &data[..n]);
+                self.mem.write(xdata::SRAM_BUS + off, &data[..n]);
                 self.queue_sense(stream, 0);
                 self.endpoint.poll();
                 Ok(())

@@ -167,15 +167,23 @@ pub fn setup_bars(c: &mut Asm24, layout: BusLayout) -> Result<Endpoint> {
         } else {
             mask |= 0xFFFF_FFFF_0000_0000;
         }
-        if lo == 0 {
-            // Not implemented.
+        // Not implemented: no writable address bits at all. A 64-bit BAR of 4 GiB or more
+        // (resizable BAR over all VRAM) has none in its low dword, so look at both.
+        if lo == 0 && (!is64 || mask >> 32 == 0) {
             c.cfg_write(gpu, reg, orig, 4)?;
             i += if is64 { 2 } else { 1 };
             continue;
         }
         let size = (!mask).wrapping_add(1);
+        // A BAR reads back its size as the low set bit of the mask; a mask of all zeros above
+        // the flags (a broken device or a failed read) would mean a 2^64-byte BAR.
+        if size == 0 || !size.is_power_of_two() || size > 1 << 40 {
+            return Err(UsbError::Enumerate(format!(
+                "{gpu}: BAR{i} sizes to {size:#x} bytes (mask {mask:#x}): not a BAR a GPU has"
+            )));
+        }
         let pool = if prefetchable { &mut pref } else { &mut mem };
-        let addr = pool.div_ceil(size.max(1)) * size.max(1);
+        let addr = pool.div_ceil(size) * size;
         *pool = (addr + size).div_ceil(BAR_ALIGN) * BAR_ALIGN;
         c.cfg_write(gpu, reg, (addr as u32 & !0xF) | (orig & 0xF), 4)?;
         if is64 {

@@ -51,6 +51,7 @@ impl Transfer {
             Transfer::BulkIn { ep, len, .. } => format!("bulk IN {ep:#04x} ({len} bytes)"),
         }
     }
+    /// An IN transfer (reads only; sending it again has no effect on the device).
     pub fn is_in(&self) -> bool {
         matches!(self, Transfer::ControlIn { .. } | Transfer::BulkIn { .. })
     }
@@ -246,5 +247,73 @@ impl<T: UsbTransport> UsbTransport for Faulty<T> {
     fn bulk_in(&mut self, ep: u8, stream: u16, len: usize, timeout: Duration) -> Result<Vec<u8>> {
         let f = self.check(Transfer::BulkIn { ep, stream, len }.describe(), timeout)?;
         Ok(Self::trim(f, self.inner.bulk_in(ep, stream, len, timeout)?))
+    }
+}
+
+/// A device that answers from a byte script: each IN transfer returns the next bytes (how many
+/// is decided by a script byte, so replies can be short, long, or garbage), each OUT transfer
+/// is accepted whole or short by a script byte, and the device is gone when the script ends.
+/// The fuzz target and the random-reply tests drive the host side through it.
+pub struct Scripted {
+    script: Vec<u8>,
+    pos: usize,
+    info: BridgeInfo,
+}
+
+impl Scripted {
+    pub fn new(script: Vec<u8>, info: BridgeInfo) -> Self {
+        Scripted {
+            script,
+            pos: 0,
+            info,
+        }
+    }
+
+    fn byte(&mut self, what: impl Fn() -> String) -> Result<u8> {
+        let b = *self
+            .script
+            .get(self.pos)
+            .ok_or_else(|| UsbError::Disconnected { what: what() })?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    fn reply(&mut self, want: usize, what: impl Fn() -> String) -> Result<Vec<u8>> {
+        // Mostly the asked length; sometimes shorter or longer.
+        let n = match self.byte(&what)? {
+            0..=191 => want,
+            k => (want * usize::from(k - 191)) / 32,
+        };
+        let end = (self.pos + n).min(self.script.len());
+        let v = self.script[self.pos..end].to_vec();
+        self.pos = end;
+        Ok(v)
+    }
+
+    fn accept(&mut self, len: usize, what: impl Fn() -> String) -> Result<usize> {
+        Ok(match self.byte(what)? {
+            0..=7 => len / 2,
+            _ => len,
+        })
+    }
+}
+
+impl UsbTransport for Scripted {
+    fn info(&self) -> BridgeInfo {
+        self.info.clone()
+    }
+    fn control_out(&mut self, setup: &ControlSetup, data: &[u8], _: Duration) -> Result<usize> {
+        self.accept(data.len(), || format!("control OUT {:#04x}", setup.request))
+    }
+    fn control_in(&mut self, setup: &ControlSetup, _: Duration) -> Result<Vec<u8>> {
+        self.reply(usize::from(setup.length), || {
+            format!("control IN {:#04x}", setup.request)
+        })
+    }
+    fn bulk_out(&mut self, ep: u8, _: u16, data: &[u8], _: Duration) -> Result<usize> {
+        self.accept(data.len(), || format!("bulk OUT {ep:#04x}"))
+    }
+    fn bulk_in(&mut self, ep: u8, _: u16, len: usize, _: Duration) -> Result<Vec<u8>> {
+        self.reply(len, || format!("bulk IN {ep:#04x}"))
     }
 }

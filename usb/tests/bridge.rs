@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{bridge, SmallEndpoint};
+use common::{bridge, bridge_with, SmallEndpoint};
 use usb::device::{BridgeCore, CoreTransport};
 use usb::enumerate::BusLayout;
 use usb::transport::{Fault, Faulty};
@@ -369,4 +369,30 @@ fn raw_handle_api_serves_setup_bytes() {
         })
         .unwrap_err();
     assert!(e.to_string().contains("0x99"), "{e}");
+}
+
+#[test]
+fn a_bar_of_4_gib_or_more_is_sized_from_its_high_dword() {
+    // Resizable BAR over all of a 24 GiB card's VRAM: BAR0 is 32 GiB, so its low dword has no
+    // writable address bits at all.
+    let mut ep = SmallEndpoint::new();
+    ep.bars[0].1.size = 32 << 30;
+    let (mut c, dev) = bridge_with(Firmware::Custom, ep);
+    let ep = setup_bars(&mut c, BusLayout::default()).unwrap();
+    let b0 = ep.bars[&0];
+    assert_eq!(b0.size, 32 << 30);
+    assert_eq!(b0.addr % (32 << 30), 0, "naturally aligned: {:#x}", b0.addr);
+    assert_eq!(dev.core().endpoint.bar_addr(0), b0.addr);
+}
+
+#[test]
+fn a_short_read_in_a_batch_with_writes_is_reported_not_resent() {
+    // A TLP read is a request (control OUT 0xF0) and its completion (control IN) in one
+    // batch; sending the request twice could repeat a side effect, so a short completion is an
+    // error rather than a retry. (Open reads LTSSM twice: the 3rd control IN is the completion.)
+    let mut c = faulty(Fault::ShortIn(2), 2, "control IN");
+    let e = c.mem_read32(0x1000_0000).unwrap_err();
+    assert!(matches!(e, UsbError::Short { .. }), "{e}");
+    assert!(e.to_string().contains("control IN 0xf0"), "{e}");
+    assert_eq!(c.stats.retries, 0);
 }

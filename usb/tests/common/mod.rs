@@ -171,6 +171,12 @@ pub type Fake = CoreTransport<SmallEndpoint>;
 
 /// A controller over an in-memory bridge of the given firmware, plus a handle on the device.
 pub fn bridge(fw: Firmware) -> (Asm24, Fake) {
-    let t = CoreTransport::new(BridgeCore::new(fw, SmallEndpoint::new()));
+    bridge_with(fw, SmallEndpoint::new())
+}
+
+pub fn bridge_with(fw: Firmware, ep: SmallEndpoint) -> (Asm24, Fake) {
+    let t = CoreTransport::new(BridgeCore::new(fw, ep));
     (Asm24::new(Box::new(t.clone())).expect("bridge comes up"), t)
 }
+
+pub mod replies;

@@ -55,6 +55,16 @@ fn common(b: &mut [u8], hsize: u32, maj: u16, min: u16, usize_: u32, uoff: u32) 
 /// Writes all firmware files into `dir`.
 pub fn write_synthetic(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
+    for (name, b) in synthetic_files() {
+        std::fs::write(dir.join(name), b)?;
+    }
+    Ok(())
+}
+
+/// The synthetic firmware set for gfx1100 in memory: (file name, contents) in the order of
+/// `FILES`.
+pub fn synthetic_files() -> Vec<(&'static str, Vec<u8>)> {
+    let mut out = Vec::with_capacity(FILES.len());
     // PSP SOS v2: descriptors at 36, payloads after the header.
     let parts = [
         psp_fw::KDB,
@@ -89,13 +99,13 @@ pub fn write_synthetic(dir: &Path) -> std::io::Result<()> {
         let p = payload(0x100 + t, plen);
         b[uoff + i * plen..uoff + (i + 1) * plen].copy_from_slice(&p);
     }
-    std::fs::write(dir.join(FILES[0]), &b)?;
+    out.push((FILES[0], b));
 
     // SMU: smc v1.0 (header + ucode_start_addr).
     let mut b = vec![0u8; 0x100 + 0x800];
     common(&mut b, 36, 1, 0, 0x800, 0x100);
     b[0x100..].copy_from_slice(&payload(18, 0x800));
-    std::fs::write(dir.join(FILES[1]), &b)?;
+    out.push((FILES[1], b));
 
     // SDMA v2.0: ctx at the array offset, ctl at ctl_ucode_offset.
     let (ctx, ctl) = (0x400usize, 0x200usize);
@@ -106,7 +116,7 @@ pub fn write_synthetic(dir: &Path) -> std::io::Result<()> {
     put32(&mut b, 52, ctl as u32);
     b[0x100..0x100 + ctx].copy_from_slice(&payload(71, ctx));
     b[0x100 + ctx..].copy_from_slice(&payload(72, ctl));
-    std::fs::write(dir.join(FILES[2]), &b)?;
+    out.push((FILES[2], b));
 
     // MEC gfx v2.0: code + stack data, start address.
     let (code, data) = (0x600usize, 0x100usize);
@@ -120,7 +130,7 @@ pub fn write_synthetic(dir: &Path) -> std::io::Result<()> {
     put32(&mut b, 56, (MEC_START >> 32) as u32);
     b[0x100..0x100 + code].copy_from_slice(&payload(89, code));
     b[0x100 + code..].copy_from_slice(&payload(94, data));
-    std::fs::write(dir.join(FILES[3]), &b)?;
+    out.push((FILES[3], b));
 
     // IMU v1.0: IRAM then DRAM after the array offset.
     let (iram, dram) = (0x300usize, 0x180usize);
@@ -132,7 +142,7 @@ pub fn write_synthetic(dir: &Path) -> std::io::Result<()> {
     put32(&mut b, 44, (0x100 + iram) as u32);
     b[0x100..0x100 + iram].copy_from_slice(&payload(68, iram));
     b[0x100 + iram..].copy_from_slice(&payload(69, dram));
-    std::fs::write(dir.join(FILES[4]), &b)?;
+    out.push((FILES[4], b));
 
     // RLC v2.3: G at the array offset; IRAM, DRAM, P, V at absolute offsets.
     let g = 0x500usize;
@@ -149,8 +159,8 @@ pub fn write_synthetic(dir: &Path) -> std::io::Result<()> {
         b[at..at + n].copy_from_slice(&payload(*t, *n));
         at += n;
     }
-    std::fs::write(dir.join(FILES[5]), &b)?;
-    Ok(())
+    out.push((FILES[5], b));
+    out
 }
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);

@@ -809,6 +809,15 @@ impl EmuPciGpu {
                         _ => status = 0xFFFF_0007,
                     }
                 }
+                // GFX_CMD_ID_SETUP_TMR, checked against the PSP interface header rather than
+                // the driver's constants: tmr_flags (dword 3) has sriov_enabled in bit 0 and
+                // virt_phy_addr in bit 1; the TMR is the size LOAD_TOC reported, 1 MiB aligned.
+                5 => {
+                    let phys = u64::from(arg(4)) | u64::from(arg(5)) << 32;
+                    if arg(3) != 0b10 || arg(2) != TMR_SIZE || phys % (1 << 20) != 0 {
+                        status = 0xFFFF_0009;
+                    }
+                }
                 psp::CMD_AUTOLOAD_RLC => {
                     // RLC autoload needs the RLC_G image and the MEC code to have been loaded.
                     let has = |t| m.log.loaded.iter().any(|l| l.0 == t);

@@ -209,8 +209,22 @@ impl Discovery {
     pub fn props(&self) -> PciResult<DeviceProps> {
         let (maj, min, rev) = self.ip(AmIp::Gc)?.version;
         let g = &self.gc;
+        // Counts from the table; absurd ones are an error, not an overflow.
+        let bad = |what: &str, v: u32| PciError::Discovery {
+            offset: 0,
+            msg: format!("GC info reports {v} {what}"),
+        };
+        if g.num_se > 64 || g.num_sa_per_se > 64 {
+            return Err(bad(
+                "shader engines or arrays",
+                g.num_se.max(g.num_sa_per_se),
+            ));
+        }
         let array_count = g.num_sa_per_se * g.num_se;
-        let wgp = g.num_wgp0_per_sa + g.num_wgp1_per_sa;
+        let wgp = g.num_wgp0_per_sa.saturating_add(g.num_wgp1_per_sa);
+        if wgp > 64 {
+            return Err(bad("WGPs per array", wgp));
+        }
         Ok(DeviceProps {
             gfx_target_version: maj * 10000 + min * 100 + rev,
             simd_count: 2 * 2 * array_count * wgp,
@@ -224,5 +238,69 @@ impl Discovery {
             num_xcc: 1,
             ..Default::default()
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Re-seals a mutated table: the IP table's checksum, then the binary checksum over it.
+    fn reseal(b: &mut [u8]) {
+        let get16 = |b: &[u8], at: usize| u16::from_le_bytes([b[at], b[at + 1]]);
+        let e = 12 + TABLE_IP_DISCOVERY * 8;
+        let ipo = usize::from(get16(b, e));
+        if ipo + 8 <= b.len() {
+            let n = usize::from(get16(b, ipo + 6));
+            if let Some(s) = b.get(ipo..ipo + n).map(checksum) {
+                b[e + 2..e + 4].copy_from_slice(&s.to_le_bytes());
+            }
+        }
+        let size = usize::from(get16(b, 10)).clamp(10, b.len());
+        let s = checksum(&b[10..size]);
+        b[8..10].copy_from_slice(&s.to_le_bytes());
+    }
+
+    /// Random corruption of the emulator's table, re-sealed so the parser gets past the
+    /// checksums into the records: never a panic, errors carry the offset.
+    #[test]
+    fn corrupt_tables_are_errors_with_offsets() {
+        let good = crate::emu::pci::discovery::build((6, 4, 0, 2, 16, 32, 64));
+        let d = Discovery::parse(&good, 0x1000).expect("the emulator's table parses");
+        assert_eq!(d.gc.num_se, 6);
+        let mut x = 0x9e37_79b9_u32;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as usize
+        };
+        let (mut errs, mut oks) = (0, 0);
+        for round in 0..3000 {
+            let mut b = good.clone();
+            // The headers, die and IP records sit in the first 1 KiB.
+            for _ in 0..1 + next() % 3 {
+                let at = 12 + next() % 1000;
+                b[at] = next() as u8;
+            }
+            if round % 2 == 0 {
+                reseal(&mut b);
+            }
+            if round % 5 == 0 {
+                let n = next() % b.len();
+                b.truncate(n);
+            }
+            match Discovery::parse(&b, 0x1000) {
+                Ok(_) => oks += 1,
+                Err(PciError::Discovery { offset, .. }) => {
+                    errs += 1;
+                    // Where the parser looked: inside the table, or where a corrupt 16-bit
+                    // offset pointed past its end.
+                    assert!((0x1000..0x1000 + 0x2_0000).contains(&offset), "{offset:#x}");
+                }
+                Err(e) => panic!("unexpected error kind: {e}"),
+            }
+        }
+        assert!(errs > 1000 && oks > 0, "{errs} errors, {oks} parsed");
     }
 }

@@ -56,8 +56,9 @@ pub fn init(dev: &mut AmDevice) -> PciResult<()> {
     r.update(GRBM_CNTL, 0xFF, 0xFF)?;
     for vmid in 0..16 {
         r.write(GRBM_GFX_CNTL, grbm_select(0, 0, 0, vmid))?;
-        // address_mode 64, alignment_mode unaligned, initial_inst_prefetch 3.
-        r.write(SH_MEM_CONFIG, 1 | 3 << 2 | 3 << 14)?;
+        // address_mode 0 (64-bit), alignment_mode 3 (unaligned), initial_inst_prefetch 3:
+        // the kernel's DEFAULT_SH_MEM_CONFIG, 0xC00C.
+        r.write(SH_MEM_CONFIG, 3 << 2 | 3 << 14)?;
         // shared_base 1, private_base 2: LDS at 0x1000…, scratch at 0x2000… apertures.
         r.write(SH_MEM_BASES, 1 << 16 | 2)?;
     }

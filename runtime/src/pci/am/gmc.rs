@@ -337,7 +337,8 @@ impl Gmc {
         )?;
         if mm {
             r.write(MMVM_L2_CNTL4, 1)?;
-            r.write(MMVM_L2_CNTL5, 0x1FF << 4)?;
+            // walker_priority_client_id (bits 5..13) = 0x1FF.
+            r.write(MMVM_L2_CNTL5, 0x1FF << 5)?;
         }
         let vm_end = (VA_BASE + (1u64 << 48) - 1).min(0x7FFF_FFFF_FFFF);
         let ctx = [

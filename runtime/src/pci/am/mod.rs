@@ -218,6 +218,18 @@ impl AmDevice {
         let mut tbl = vec![0u8; discovery::TABLE_SIZE];
         vram.read_bytes(doff, &mut tbl)?;
         let disc = Discovery::parse(&tbl, doff)?;
+        // The register offsets, page-table format and bring-up sequence here are GC 11's
+        // (RDNA3); on other parts the same writes would hit the wrong registers.
+        let gc = disc.ip(AmIp::Gc)?.version;
+        if gc.0 != 11 {
+            return Err(PciError::Discovery {
+                offset: doff,
+                msg: format!(
+                    "GC {}.{}.{}: the driverless PCI path supports GC 11 (RDNA3) only; use the KFD path (kfd:N) for this GPU",
+                    gc.0, gc.1, gc.2
+                ),
+            });
+        }
         for ip in ALL_IPS {
             // SDMA registers live in GC's register space on GC 11 (SDMA0 reports the same bases).
             let b = disc.ip(ip)?.bases.clone();

@@ -7,6 +7,9 @@ use super::gmc::Gmc;
 use super::{regs, RegIo};
 use crate::pci::{PciError, PciResult};
 
+/// `tmr_flags` of GFX_CMD_ID_SETUP_TMR: both the MC (virtual) and physical address are given.
+pub const TMR_FLAG_VIRT_PHY_ADDR: u32 = 1 << 1;
+
 pub const RING_SIZE: u64 = 64 << 10;
 pub const MSG1_SIZE: u64 = 1 << 20;
 pub const CMD_SIZE: u64 = 1024;
@@ -157,13 +160,13 @@ impl Psp {
                 r,
                 gmc,
                 CMD_SETUP_TMR,
-                // buf_phy_addr lo/hi (MC), buf_size, virt_phy_addr, system_phy_addr lo/hi
-                // (the VRAM physical offset).
+                // buf_phy_addr lo/hi (MC), buf_size, tmr_flags, system_phy_addr lo/hi (the VRAM
+                // physical offset). tmr_flags bit 0 is sriov_enabled, bit 1 virt_phy_addr.
                 &[
                     tmc as u32,
                     (tmc >> 32) as u32,
                     self.tmr_size as u32,
-                    1,
+                    TMR_FLAG_VIRT_PHY_ADDR,
                     tmr as u32,
                     (tmr >> 32) as u32,
                 ],
