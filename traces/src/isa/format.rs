@@ -128,7 +128,9 @@ fn src_operand(v: u32, n: u8, literal: u32) -> Operand {
 }
 
 /// [`src_operand`] for `arch`: gfx9 has flat_scratch/xnack_mask at 102..105 and m0 at 124.
-#[inline]
+/// Always inlined: returned through memory, the operand is read back at once in other widths,
+/// which stalls store forwarding.
+#[inline(always)]
 fn src_operand_a(v: u32, n: u8, literal: u32, arch: Arch) -> Operand {
     use SpecialReg as R;
     if arch == Arch::Gfx9 {
@@ -255,10 +257,19 @@ fn is_sd(info: &OpInfo) -> bool {
 fn half_op(info: &OpInfo, i: &Instruction, y: bool, out: &mut Ops) {
     let lit = literal(i).unwrap_or(0);
     let mods = vop3_mods(i);
-    let [w0, w1, ..] = i.words;
     for o in info.ops {
-        let op = match *o {
-            Opnd::Fixed("vcc") if i.dpp == 3 && i.encoding == Encoding::Vopc => {
+        out.push(one_op(info, i, y, o, lit, mods));
+    }
+}
+
+/// The typed operand that template operand `o` of `info` (the Y half when `y`) prints; `lit`
+/// is the literal dword (or 0) and `mods` is [`vop3_mods`].
+#[inline(always)]
+fn one_op(info: &OpInfo, i: &Instruction, y: bool, o: &Opnd, lit: u32, mods: bool) -> Op {
+    let [w0, w1, ..] = i.words;
+    {
+        match *o {
+            Opnd::Fixed(s) if i.dpp == 3 && i.encoding == Encoding::Vopc && s == "vcc" => {
                 // VOPC SDWA: SD selects an explicit SGPR pair (or vcc again) as the destination.
                 let w = i.words[1];
                 Op::new(if bits(w, 15, 1) != 0 {
@@ -369,8 +380,7 @@ fn half_op(info: &OpInfo, i: &Instruction, y: bool, out: &mut Ops) {
                 }
                 op
             }
-        };
-        out.push(op);
+        }
     }
 }
 
@@ -697,8 +707,9 @@ pub(super) fn push_dec(out: &mut String, n: u32) {
         return;
     }
     if n < 100 {
-        out.push((b'0' + (n / 10) as u8) as char);
-        out.push((b'0' + (n % 10) as u8) as char);
+        let k = n as usize * 2;
+        out.push(DIGITS2[k] as char);
+        out.push(DIGITS2[k + 1] as char);
         return;
     }
     let mut buf = [0u8; 10];
@@ -733,15 +744,39 @@ fn push_int(out: &mut String, n: i32) {
     push_dec(out, n.unsigned_abs());
 }
 
+/// Two ASCII digits of every number below 100.
+const DIGITS2: &[u8; 200] = b"0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
+/// Append `n` in decimal, digit by digit: for register numbers (one to three digits) this beats
+/// a copy of a formatted buffer.
+#[inline(always)]
+fn push_reg_num(out: &mut String, n: u32) {
+    if n < 10 {
+        out.push(char::from(b'0' + n as u8));
+    } else if n < 100 {
+        let k = n as usize * 2;
+        out.push(char::from(DIGITS2[k]));
+        out.push(char::from(DIGITS2[k + 1]));
+    } else {
+        push_dec(out, n);
+    }
+}
+
 fn write_reg(out: &mut String, prefix: &str, first: u16, count: u8) {
-    out.push_str(prefix);
+    for c in prefix.bytes() {
+        out.push(char::from(c));
+    }
     if count <= 1 {
-        push_dec(out, u32::from(first));
+        push_reg_num(out, u32::from(first));
     } else {
         out.push('[');
-        push_dec(out, u32::from(first));
+        push_reg_num(out, u32::from(first));
         out.push(':');
-        push_dec(out, u32::from(first) + u32::from(count) - 1);
+        push_reg_num(out, u32::from(first) + u32::from(count) - 1);
         out.push(']');
     }
 }
@@ -1016,7 +1051,13 @@ fn write_imm(out: &mut String, i: &Instruction, v: u16, fmt: ImmFmt) {
             let id = v & 0x3F;
             let off = (v >> 6) & 0x1F;
             let size = ((v >> 11) & 0x1F) + 1;
-            let _ = write!(out, "hwreg({id}, {off}, {size})");
+            out.push_str("hwreg(");
+            push_dec(out, u32::from(id));
+            out.push_str(", ");
+            push_dec(out, u32::from(off));
+            out.push_str(", ");
+            push_dec(out, u32::from(size));
+            out.push(')');
         }
         _ => match fmt {
             // Branch offsets and s_endpgm print unsigned; other "decimal" fields (s_nop,
@@ -1114,10 +1155,13 @@ fn write_enc_mods(out: &mut String, i: &Instruction) {
                     .iter()
                     .filter(|o| matches!(o, Opnd::Src(..)))
                     .count() as u32;
-                let mut l: Vec<String> =
-                    (0..nsrc).map(|k| ((op_sel >> k) & 1).to_string()).collect();
-                l.push(((op_sel >> 3) & 1).to_string());
-                let _ = write!(out, " op_sel:[{}]", l.join(","));
+                out.push_str(" op_sel:[");
+                for k in 0..nsrc {
+                    out.push(if (op_sel >> k) & 1 != 0 { '1' } else { '0' });
+                    out.push(',');
+                }
+                out.push(if (op_sel >> 3) & 1 != 0 { '1' } else { '0' });
+                out.push(']');
             }
             if is_bitop3(i) {
                 let t = bits(w1, 29, 3) | (bits(w0, 8, 3) << 3) | (bits(w1, 27, 2) << 6);
@@ -1168,26 +1212,30 @@ fn write_enc_mods(out: &mut String, i: &Instruction) {
             let neg_lo = bits(w1, 29, 3);
             let neg_hi = bits(w0, 8, 3);
             let mask = (1u32 << nsrc) - 1;
-            let list = |v: u32| -> String {
-                (0..nsrc)
-                    .map(|k| ((v >> k) & 1).to_string())
-                    .collect::<Vec<_>>()
-                    .join(",")
+            let list = |out: &mut String, label: &str, v: u32| {
+                out.push_str(label);
+                for k in 0..nsrc {
+                    if k > 0 {
+                        out.push(',');
+                    }
+                    out.push(if (v >> k) & 1 != 0 { '1' } else { '0' });
+                }
+                out.push(']');
             };
             let mix = name.starts_with("v_fma_mix");
             if op_sel & mask != 0 {
-                let _ = write!(out, " op_sel:[{}]", list(op_sel));
+                list(out, " op_sel:[", op_sel);
             }
             let hi_default = if mix { 0 } else { mask };
             if op_sel_hi & mask != hi_default {
-                let _ = write!(out, " op_sel_hi:[{}]", list(op_sel_hi));
+                list(out, " op_sel_hi:[", op_sel_hi);
             }
             // v_fma_mix* print neg_lo/neg_hi as the operands' `-` and `|..|` (see half_op).
             if neg_lo & mask != 0 && !mix {
-                let _ = write!(out, " neg_lo:[{}]", list(neg_lo));
+                list(out, " neg_lo:[", neg_lo);
             }
             if neg_hi & mask != 0 && !mix {
-                let _ = write!(out, " neg_hi:[{}]", list(neg_hi));
+                list(out, " neg_hi:[", neg_hi);
             }
             if bits(w0, 15, 1) != 0 {
                 out.push_str(" clamp");
@@ -1260,10 +1308,12 @@ fn write_enc_mods(out: &mut String, i: &Instruction) {
             if bits(w0, 15, 1) != 0 {
                 out.push_str(" clamp");
             }
-            let _ = write!(out, " wait_exp:{}", bits(w0, 8, 3));
+            out.push_str(" wait_exp:");
+            push_dec(out, bits(w0, 8, 3));
         }
         Encoding::Ldsdir => {
-            let _ = write!(out, " wait_vdst:{}", bits(w0, 16, 4));
+            out.push_str(" wait_vdst:");
+            push_dec(out, bits(w0, 16, 4));
         }
         _ => {}
     }
@@ -1348,32 +1398,37 @@ fn write_dpp(out: &mut String, i: &Instruction) {
     out.push(' ');
     match ctrl {
         0..=0xFF => {
-            let _ = write!(
-                out,
-                "quad_perm:[{},{},{},{}]",
-                ctrl & 3,
-                (ctrl >> 2) & 3,
-                (ctrl >> 4) & 3,
-                (ctrl >> 6) & 3
-            );
+            out.push_str("quad_perm:[");
+            for k in 0..4 {
+                if k > 0 {
+                    out.push(',');
+                }
+                out.push((b'0' + ((ctrl >> (2 * k)) & 3) as u8) as char);
+            }
+            out.push(']');
         }
         0x101..=0x10F => {
-            let _ = write!(out, "row_shl:{}", ctrl & 0xF);
+            out.push_str("row_shl:");
+            push_dec(out, ctrl & 0xF);
         }
         0x111..=0x11F => {
-            let _ = write!(out, "row_shr:{}", ctrl & 0xF);
+            out.push_str("row_shr:");
+            push_dec(out, ctrl & 0xF);
         }
         0x121..=0x12F => {
-            let _ = write!(out, "row_ror:{}", ctrl & 0xF);
+            out.push_str("row_ror:");
+            push_dec(out, ctrl & 0xF);
         }
         0x140 => out.push_str("row_mirror"),
         0x141 => out.push_str("row_half_mirror"),
         0x150..=0x16F if i.arch == Arch::Gfx9 => out.push_str("/* Invalid dpp_ctrl value */"),
         0x150..=0x15F => {
-            let _ = write!(out, "row_share:{}", ctrl & 0xF);
+            out.push_str("row_share:");
+            push_dec(out, ctrl & 0xF);
         }
         0x160..=0x16F => {
-            let _ = write!(out, "row_xmask:{}", ctrl & 0xF);
+            out.push_str("row_xmask:");
+            push_dec(out, ctrl & 0xF);
         }
         0x130 | 0x134 | 0x138 | 0x13C | 0x142 | 0x143 if i.arch == Arch::Gfx9 => {
             out.push_str(match ctrl {
@@ -1392,12 +1447,10 @@ fn write_dpp(out: &mut String, i: &Instruction) {
         0x142 | 0x143 => out.push_str("/* row_bcast is not supported starting from GFX10 */"),
         _ => out.push_str("/* Invalid dpp_ctrl value */"),
     }
-    let _ = write!(
-        out,
-        " row_mask:0x{:x} bank_mask:0x{:x}",
-        bits(w1, 28, 4),
-        bits(w1, 24, 4)
-    );
+    out.push_str(" row_mask:");
+    push_hex(out, bits(w1, 28, 4));
+    out.push_str(" bank_mask:");
+    push_hex(out, bits(w1, 24, 4));
     if bits(w1, 19, 1) != 0 {
         out.push_str(" bound_ctrl:1");
     }
@@ -1524,7 +1577,8 @@ fn write_mimg_mods(out: &mut String, i: &Instruction) {
     let [w0, w1, ..] = i.words;
     let dmask = bits(w0, 8, 4);
     if dmask != 0 {
-        let _ = write!(out, " dmask:0x{dmask:x}");
+        out.push_str(" dmask:");
+        push_hex(out, dmask);
     }
     if super::gfx11::mimg_shape(i.opcode).is_some_and(|s| s.dim) {
         out.push_str(" dim:SQ_RSRC_IMG_");
@@ -1595,7 +1649,8 @@ fn write_mods12(out: &mut String, i: &Instruction) -> bool {
             let sample = w0 >> 26 == 0x39;
             let dmask = bits(w0, 22, 4);
             if dmask != 0 {
-                let _ = write!(out, " dmask:0x{dmask:x}");
+                out.push_str(" dmask:");
+                push_hex(out, dmask);
             }
             if super::gfx12::image_shape(sample, i.opcode).is_some_and(|s| s.dim) {
                 out.push_str(" dim:SQ_RSRC_IMG_");
@@ -1944,6 +1999,42 @@ fn push_signed_hex(out: &mut String, v: i32) {
 }
 
 fn write_half(out: &mut String, i: &Instruction, info: &OpInfo, ops: &[Op]) {
+    write_name(out, i, info);
+    if i.encoding == Encoding::Smem {
+        if !ops.is_empty() {
+            out.push(' ');
+            write_smem(out, i, ops);
+        }
+        return;
+    }
+    for (k, o) in ops.iter().enumerate() {
+        // s_endpgm's optional immediate is only printed when non-zero.
+        if matches!(o.op, Operand::Imm(0)) && info.name == "s_endpgm" {
+            continue;
+        }
+        // Two pushes: a constant length each, so no call to memcpy.
+        if k > 0 {
+            out.push(',');
+        }
+        out.push(' ');
+        if k == 1 && i.encoding == Encoding::Mimg {
+            if let Operand::Vgpr { count, .. } = o.op {
+                if i.arch == Arch::Gfx12 && count > 1 {
+                    write_addr_list12(out, i, count);
+                    continue;
+                }
+                if i.arch == Arch::Gfx11 && i.words[0] & 3 != 0 {
+                    write_nsa(out, i, count);
+                    continue;
+                }
+            }
+        }
+        write_operand(out, i, o);
+    }
+}
+
+/// The mnemonic with the suffix of a DPP/SDWA form.
+fn write_name(out: &mut String, i: &Instruction, info: &OpInfo) {
     if matches!(i.encoding, Encoding::Vop3 | Encoding::Vop3p) && i.dpp != 0 {
         // v_fma_f32 / v_add_f32_e64 -> v_fma_f32_e64_dpp / v_add_f32_e64_dpp.
         out.push_str(info.name.strip_suffix("_e64").unwrap_or(info.name));
@@ -1962,33 +2053,6 @@ fn write_half(out: &mut String, i: &Instruction, info: &OpInfo, ops: &[Op]) {
     } else {
         out.push_str(info.name);
     }
-    if i.encoding == Encoding::Smem {
-        if !ops.is_empty() {
-            out.push(' ');
-            write_smem(out, i, ops);
-        }
-        return;
-    }
-    for (k, o) in ops.iter().enumerate() {
-        // s_endpgm's optional immediate is only printed when non-zero.
-        if matches!(o.op, Operand::Imm(0)) && info.name == "s_endpgm" {
-            continue;
-        }
-        out.push_str(if k == 0 { " " } else { ", " });
-        if k == 1 && i.encoding == Encoding::Mimg {
-            if let Operand::Vgpr { count, .. } = o.op {
-                if i.arch == Arch::Gfx12 && count > 1 {
-                    write_addr_list12(out, i, count);
-                    continue;
-                }
-                if i.arch == Arch::Gfx11 && i.words[0] & 3 != 0 {
-                    write_nsa(out, i, count);
-                    continue;
-                }
-            }
-        }
-        write_operand(out, i, o);
-    }
 }
 
 pub(super) fn write_text(i: &Instruction, out: &mut String) {
@@ -1999,7 +2063,33 @@ pub(super) fn write_text(i: &Instruction, out: &mut String) {
     if i.info.ops.is_empty() && i.info_y.is_none() && i.dpp == 0 {
         // s_code_end, s_endpgm-like opcodes: nothing to extract.
         out.push_str(i.info.name);
-        write_mods(out, i);
+        if !is_scalar_alu(i.encoding) {
+            write_mods(out, i);
+        }
+        return;
+    }
+    if streamable(i) {
+        // Each operand is written as soon as it is known: nothing edits the list afterwards.
+        let info = i.info;
+        write_name(out, i, info);
+        let lit = literal(i).unwrap_or(0);
+        let mods = vop3_mods(i);
+        for (k, o) in info.ops.iter().enumerate() {
+            let op = one_op(info, i, false, o, lit, mods);
+            // s_endpgm's optional immediate is only printed when non-zero.
+            if matches!(op.op, Operand::Imm(0)) && info.name == "s_endpgm" {
+                continue;
+            }
+            // Two pushes: a constant length each, so no call to memcpy.
+            if k > 0 {
+                out.push(',');
+            }
+            out.push(' ');
+            write_operand(out, i, &op);
+        }
+        if !is_scalar_alu(i.encoding) || i.dpp != 0 {
+            write_mods(out, i);
+        }
         return;
     }
     let mut ops = Ops::new();
@@ -2013,5 +2103,37 @@ pub(super) fn write_text(i: &Instruction, out: &mut String) {
         return;
     }
     write_half(out, i, i.info, ops);
-    write_mods(out, i);
+    if !is_scalar_alu(i.encoding) || i.dpp != 0 {
+        write_mods(out, i);
+    }
+}
+
+/// Whether the operand list of `i` is final as [`half_op`] makes it, and [`write_half`] prints it
+/// plainly: none of the list edits of [`operands_into`] applies (VOPD halves, atomics returning
+/// a value, gfx9 accumulation registers, MUBUF/MTBUF tfe, MIMG shapes), nor SMEM printing.
+fn streamable(i: &Instruction) -> bool {
+    if i.info_y.is_some() {
+        return false;
+    }
+    match i.encoding {
+        Encoding::Smem | Encoding::Mubuf | Encoding::Mtbuf | Encoding::Mimg => false,
+        Encoding::Flat | Encoding::Global | Encoding::Scratch => {
+            let rtn = match i.arch {
+                Arch::Gfx12 => bits(i.words[1], 20, 1),
+                Arch::Gfx9 => bits(i.words[0], 16, 1),
+                Arch::Gfx11 => bits(i.words[0], 14, 1),
+            };
+            rtn == 0
+        }
+        Encoding::Vop3p => i.arch != Arch::Gfx9,
+        _ => true,
+    }
+}
+
+/// SOP1/SOP2/SOPK/SOPC/SOPP: no encoding has modifiers to print after the operands.
+fn is_scalar_alu(e: Encoding) -> bool {
+    matches!(
+        e,
+        Encoding::Sop1 | Encoding::Sop2 | Encoding::Sopk | Encoding::Sopc | Encoding::Sopp
+    )
 }

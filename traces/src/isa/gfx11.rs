@@ -85,7 +85,7 @@ static EXP: OpInfo = OpInfo {
     ops: &[],
 };
 
-#[inline]
+#[inline(always)]
 pub(super) fn decode(bytes: &[u8], target: GfxTarget) -> Result<Instruction, IsaError> {
     let w0 = dword(bytes, 0).ok_or(IsaError::Truncated {
         need: 4,
@@ -158,33 +158,64 @@ pub(super) fn decode(bytes: &[u8], target: GfxTarget) -> Result<Instruction, Isa
     };
     let (w1, w2, w3, w4) = (w(1), w(2), w(3), w(4));
     let words = [w0, w1, w2, w3, w4];
-    let insn = Instruction {
+    // Built from scalars in one go, never read back: copying an instruction just stored field by
+    // field (for `needs_literal`) stalls store forwarding on every instruction.
+    let mk = |words: [u32; 5], len: usize| Instruction {
         target,
         encoding,
         opcode: op as u16,
         words,
-        len: base as u8,
+        len: len as u8,
         arch: super::Arch::Gfx11,
         dpp,
         info,
         info_y,
     };
-    if dpp == 0 && needs_literal(&insn) {
+    if dpp == 0
+        && literal_candidate(encoding, w0, w1, info, info_y)
+        && needs_literal(&mk(words, base))
+    {
         let need = base + 4;
         let lit = dword(bytes, base / 4).ok_or(IsaError::Truncated {
             need,
             have: bytes.len(),
         })?;
         let pick = |k: usize, w: u32| if base / 4 == k { lit } else { w };
-        return Ok(Instruction {
-            words: [w0, pick(1, w1), pick(2, w2), pick(3, w3), pick(4, w4)],
-            len: need as u8,
-            ..insn
-        });
+        return Ok(mk(
+            [w0, pick(1, w1), pick(2, w2), pick(3, w3), pick(4, w4)],
+            need,
+        ));
     }
-    // Rebuilt from scalars: copying `insn` (filled word by word in memory for needs_literal)
-    // would stall store forwarding on every instruction.
-    Ok(Instruction { words, ..insn })
+    Ok(mk(words, base))
+}
+
+/// Whether the instruction may carry a literal: from scalars only, so that decoders need not
+/// build an `Instruction` in memory for the common case (reading it back right after stalls store
+/// forwarding). False means [`needs_literal`] is false; true means ask it.
+#[inline(always)]
+pub(super) fn literal_candidate(
+    encoding: Encoding,
+    w0: u32,
+    w1: u32,
+    info: &OpInfo,
+    info_y: Option<&OpInfo>,
+) -> bool {
+    use Encoding as E;
+    // Fast reject: a source selects the literal with 255, and sources sit at fixed places per
+    // encoding; only when one of those places holds 255 is the exact per-operand walk needed.
+    let maybe = match encoding {
+        E::Sop1 => w0 & 0xFF == 255,
+        E::Sop2 | E::Sopc => w0 & 0xFF == 255 || (w0 >> 8) & 0xFF == 255,
+        E::Sopk => false,
+        E::Vop1 | E::Vop2 | E::Vopc => w0 & 0x1FF == 255,
+        E::Vopd => w0 & 0x1FF == 255 || w1 & 0x1FF == 255,
+        E::Vop3 | E::Vop3p => {
+            w1 & 0x1FF == 255 || (w1 >> 9) & 0x1FF == 255 || (w1 >> 18) & 0x1FF == 255
+        }
+        _ => return false,
+    };
+    let lit = |info: &OpInfo| info.ops.iter().any(|o| matches!(o, Opnd::Lit));
+    maybe || lit(info) || info_y.is_some_and(lit)
 }
 
 /// Whether any source operand selects the literal (255) or the opcode always carries one.
@@ -206,8 +237,6 @@ pub(super) fn needs_literal(i: &Instruction) -> bool {
     ) {
         return false;
     }
-    // Fast reject: a source selects the literal with 255, and sources sit at fixed places per
-    // encoding; only when one of those places holds 255 is the exact per-operand walk needed.
     let [w0, w1, ..] = i.words;
     let maybe = match i.encoding {
         E::Sop1 => w0 & 0xFF == 255,

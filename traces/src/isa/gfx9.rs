@@ -3,7 +3,7 @@
 //! [24:17]; MTBUF (0x3A) keeps its 4-bit opcode in [18:15] and dfmt/nfmt above it. SDWA is a
 //! VOP1/VOP2/VOPC form (src0 = 0xF9). CDNA has no MIMG or EXP, so those words are not decoded.
 
-use super::gfx11::{lookup, needs_literal};
+use super::gfx11::{literal_candidate, lookup, needs_literal};
 use super::table::OpInfo;
 use super::tables_gfx9 as t;
 use super::{dword, Arch, Encoding, Instruction, IsaError};
@@ -130,7 +130,7 @@ fn table(enc: Encoding) -> Option<&'static [Option<OpInfo>]> {
     })
 }
 
-#[inline]
+#[inline(always)]
 pub(super) fn decode(bytes: &[u8], target: GfxTarget) -> Result<Instruction, IsaError> {
     let w0 = dword(bytes, 0).ok_or(IsaError::Truncated {
         need: 4,
@@ -176,18 +176,24 @@ pub(super) fn decode(bytes: &[u8], target: GfxTarget) -> Result<Instruction, Isa
     };
     let (w1, w2, w3, w4) = (w(1), w(2), w(3), w(4));
     let words = [w0, w1, w2, w3, w4];
-    let insn = Instruction {
+    // Built from scalars in one go, never read back: copying an instruction just stored field by
+    // field (for `needs_literal`) stalls store forwarding on every instruction.
+    let mk = |words: [u32; 5], len: usize| Instruction {
         target,
         encoding,
         opcode: op as u16,
         words,
-        len: base as u8,
+        len: len as u8,
         arch: Arch::Gfx9,
         dpp,
         info,
         info_y: None,
     };
-    if dpp == 0 && encoding != Encoding::Vop3 && encoding != Encoding::Vop3p && needs_literal(&insn)
+    if dpp == 0
+        && encoding != Encoding::Vop3
+        && encoding != Encoding::Vop3p
+        && literal_candidate(encoding, w0, w1, info, None)
+        && needs_literal(&mk(words, base))
     {
         let need = base + 4;
         let lit = dword(bytes, base / 4).ok_or(IsaError::Truncated {
@@ -195,13 +201,10 @@ pub(super) fn decode(bytes: &[u8], target: GfxTarget) -> Result<Instruction, Isa
             have: bytes.len(),
         })?;
         let pick = |k: usize, w: u32| if base / 4 == k { lit } else { w };
-        return Ok(Instruction {
-            words: [w0, pick(1, w1), pick(2, w2), pick(3, w3), pick(4, w4)],
-            len: need as u8,
-            ..insn
-        });
+        return Ok(mk(
+            [w0, pick(1, w1), pick(2, w2), pick(3, w3), pick(4, w4)],
+            need,
+        ));
     }
-    // Rebuilt from scalars: copying `insn` (filled word by word in memory for needs_literal)
-    // would stall store forwarding on every instruction.
-    Ok(Instruction { words, ..insn })
+    Ok(mk(words, base))
 }

@@ -290,6 +290,13 @@ impl Instruction {
 /// Decode the instruction at `bytes[0..]`.
 #[inline]
 pub fn decode(bytes: &[u8], target: GfxTarget) -> Result<Instruction, IsaError> {
+    decode_inline(bytes, target)
+}
+
+/// [`decode`], always inlined (into [`Disassembly::next`]): a returned instruction would be
+/// copied right after being stored field by field, which stalls store forwarding.
+#[inline(always)]
+fn decode_inline(bytes: &[u8], target: GfxTarget) -> Result<Instruction, IsaError> {
     match target.family() {
         Some(Family::Rdna3) => gfx11::decode(bytes, target),
         Some(Family::Rdna4) => gfx12::decode(bytes, target),
@@ -335,13 +342,16 @@ pub struct Disassembly<'a> {
 
 impl Iterator for Disassembly<'_> {
     type Item = Line;
+    // Inlined into the caller's loop so that the `Line` need not go through memory (a copy of
+    // a struct just stored field by field stalls store forwarding).
+    #[inline(always)]
     fn next(&mut self) -> Option<Line> {
         let rest = self.code.get(self.pos..)?;
         if rest.is_empty() {
             return None;
         }
         let addr = self.base.wrapping_add(self.pos as u64);
-        let insn = decode(rest, self.target).map_err(|e| {
+        let insn = decode_inline(rest, self.target).map_err(|e| {
             let mut w = [0u8; 4];
             let n = rest.len().min(4);
             w[..n].copy_from_slice(&rest[..n]);
