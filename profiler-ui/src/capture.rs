@@ -218,8 +218,8 @@ pub type DemoResult = CaptureResult;
 
 // ---- the demo workload ----
 
-/// Deterministic pseudo-random u32s (xorshift).
-fn rng(n: usize, seed: u32) -> Vec<u32> {
+/// Deterministic pseudo-random u32s (xorshift): the demo's inputs and `--arg buf:N:rand`.
+pub fn rng(n: usize, seed: u32) -> Vec<u32> {
     let mut x = seed.wrapping_mul(2654435761) | 1;
     (0..n)
         .map(|_| {

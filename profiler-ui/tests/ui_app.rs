@@ -4,6 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
+mod common;
+
+use common::wait;
 use egui_kittest::kittest::Queryable;
 use egui_kittest::Harness;
 use profiler_ui::app::{App, ExportKind, State, Tab};
@@ -51,18 +54,6 @@ fn harness(file: PathBuf) -> Harness<'static, App> {
         .build_ui_state(|ui, app: &mut App| app.show(ui), app);
     wait(&mut h);
     h
-}
-
-/// Steps until background work is done.
-fn wait(h: &mut Harness<'static, App>) {
-    for _ in 0..2000 {
-        h.step();
-        if !h.state().busy() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    h.run_steps(3);
 }
 
 #[test]

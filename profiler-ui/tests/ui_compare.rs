@@ -4,6 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
+mod common;
+
+use common::wait;
 use egui_kittest::kittest::Queryable;
 use egui_kittest::Harness;
 use profiler_ui::app::{App, Tab};
@@ -38,17 +41,6 @@ fn capture(dir: &Path, hsaco: &str, out: &str) -> PathBuf {
         String::from_utf8_lossy(&st.stderr)
     );
     path
-}
-
-fn wait(h: &mut Harness<'static, App>) {
-    for _ in 0..2000 {
-        h.step();
-        if !h.state().busy() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    h.run_steps(3);
 }
 
 #[test]

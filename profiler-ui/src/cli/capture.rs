@@ -118,8 +118,8 @@ fn parse_arg(s: &str) -> Result<Arg> {
             let v: Vec<u32> = match fill.split_once('=') {
                 None if fill == "zero" => vec![0; words],
                 None if fill == "iota" => (0..words as u32).collect(),
-                None if fill == "rand" => rand(words, 1),
-                Some(("rand", seed)) => rand(words, parse_u32(seed)?),
+                None if fill == "rand" => capture::rng(words, 1),
+                Some(("rand", seed)) => capture::rng(words, parse_u32(seed)?),
                 Some(("u32", v)) => vec![parse_u32(v)?; words],
                 Some(("f32", v)) => vec![
                     v.parse::<f32>()
@@ -141,18 +141,6 @@ fn parse_arg(s: &str) -> Result<Arg> {
 
 fn parse_u32(s: &str) -> Result<u32> {
     parse_mask(s).map_err(|e| anyhow!("{e}"))
-}
-
-fn rand(n: usize, seed: u32) -> Vec<u32> {
-    let mut x = seed.wrapping_mul(2654435761) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x
-        })
-        .collect()
 }
 
 /// A one-line progress bar on stderr when it is a terminal.
