@@ -40,6 +40,8 @@ pub struct Op {
     pub enc: Encoding,
     pub len: u8,
     pub class: Class,
+    /// `class.issue()` for wave32 and wave64, worked out once.
+    pub issue: [u8; 2],
     /// Destination: VGPR number, or SGPR-file slot for scalar results.
     pub d: u16,
     /// Second destination (VOP3SD carry / VOPC e64 mask), SGPR-file slot.
@@ -174,6 +176,7 @@ fn blank(i: &Instruction, k: K, class: Class) -> Op {
         enc: i.encoding,
         len: i.len() as u8,
         class,
+        issue: [0; 2],
         d: 0,
         sd: 0,
         src: [Src::None; 3],
@@ -196,6 +199,14 @@ fn mnemonic_static(i: &Instruction) -> &'static str {
 
 /// Builds the [`Op`] of one decoded instruction.
 pub fn build(i: &Instruction) -> Result<Op, String> {
+    let mut op = build_op(i)?;
+    for (k, lanes) in [32, 64].into_iter().enumerate() {
+        op.issue[k] = u8::try_from(op.class.issue(lanes)).unwrap_or(u8::MAX);
+    }
+    Ok(op)
+}
+
+fn build_op(i: &Instruction) -> Result<Op, String> {
     let w = i.words();
     let w0 = w.first().copied().unwrap_or(0);
     let w1 = w.get(1).copied().unwrap_or(0);

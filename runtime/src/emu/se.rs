@@ -14,7 +14,7 @@ use traces::target::{Family, GfxTarget};
 use super::arch::EmuArch;
 use super::code::ProgramCache;
 use super::cycles::{self, Class, CYCLES_PER_TICK};
-use super::exec::{self, Ctx, Fault, State, Step, Wave, EXEC};
+use super::exec::{self, Ctx, Fault, State, Stop, Wave, EXEC};
 use super::mem::Memory;
 use super::regfile::RegFile;
 use super::shader::{DeviceFault, DispatchInfo, DispatchResult, ShaderEngines};
@@ -377,20 +377,12 @@ impl ShaderEngines for EmuShaderEngines {
             loop {
                 let mut progressed = false;
                 for w in waves.iter_mut() {
-                    while w.state == State::Ready {
-                        if budget == 0 {
+                    match exec::run(w, &mut cx, &mut budget) {
+                        Ok(ran) => progressed |= ran,
+                        Err(Stop::Budget) => {
                             return Err(hang(&prog, w, self.max_wave_instructions));
                         }
-                        budget -= 1;
-                        match exec::step(w, &mut cx) {
-                            Ok(Step::Next) => {}
-                            Ok(Step::Barrier) | Ok(Step::End) => {}
-                            Err(f) => {
-                                let f = fault(f);
-                                return Err(f);
-                            }
-                        }
-                        progressed = true;
+                        Err(Stop::Fault(f)) => return Err(fault(f)),
                     }
                 }
                 let waiting: Vec<usize> = (0..waves.len())

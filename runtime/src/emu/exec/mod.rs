@@ -58,6 +58,10 @@ pub struct Wave {
     /// Instruction tokens for SQTT: (issue time, class, taken branch) when traced.
     pub trace: Option<Vec<(u64, Class, bool)>>,
     pub insts: u64,
+    /// Scratch for global loads (the bytes one read fetches for all lanes).
+    span_buf: Vec<u8>,
+    /// Scalar operands of a VALU instruction broadcast to all lanes.
+    bcast: Box<[L; 3]>,
 }
 
 /// How a wave's execution stopped.
@@ -132,6 +136,8 @@ impl Wave {
             priv_bytes,
             trace: None,
             insts: 0,
+            span_buf: Vec::new(),
+            bcast: Box::new([[0; 64]; 3]),
         }
     }
 
@@ -232,6 +238,18 @@ impl Wave {
         }
     }
 
+    /// Lane values of operand `k` of a VALU instruction after [`valu32`] filled the
+    /// broadcast rows.
+    #[inline]
+    fn vsrc_ref(&self, s: Src, k: usize, pc: u64) -> Result<&L, Fault> {
+        static ZERO: L = [0; 64];
+        match s {
+            Src::V(r) => self.v.get(r as usize).ok_or_else(|| vgpr_fault(pc, r)),
+            Src::None => Ok(&ZERO),
+            _ => Ok(&self.bcast[k]),
+        }
+    }
+
     fn vreg(&self, r: u16, pc: u64) -> Result<&L, Fault> {
         self.v.get(r as usize).ok_or_else(|| vgpr_fault(pc, r))
     }
@@ -246,7 +264,12 @@ impl Wave {
             .get_mut(d as usize)
             .ok_or_else(|| vgpr_fault(pc, d))?;
         if mask == full {
-            dst[..lanes].copy_from_slice(&r[..lanes]);
+            // Constant lengths: a few vector moves instead of a memcpy call.
+            if lanes == 32 {
+                dst[..32].copy_from_slice(&r[..32]);
+            } else {
+                dst[..lanes].copy_from_slice(&r[..lanes]);
+            }
         } else {
             let mut m = mask;
             while m != 0 {
@@ -459,7 +482,31 @@ pub enum Step {
     End,
 }
 
+/// Why [`run`] returned before the wave stopped being ready.
+#[derive(Debug)]
+pub enum Stop {
+    /// The instruction budget ran out (the dispatch is hung).
+    Budget,
+    Fault(Fault),
+}
+
+/// Executes the wave's instructions while it is [`State::Ready`] (until a barrier or its
+/// end), one unit of `budget` each. Returns whether any instruction ran.
+pub fn run(w: &mut Wave, cx: &mut Ctx<'_>, budget: &mut u64) -> Result<bool, Stop> {
+    let mut ran = false;
+    while w.state == State::Ready {
+        if *budget == 0 {
+            return Err(Stop::Budget);
+        }
+        *budget -= 1;
+        step(w, cx).map_err(Stop::Fault)?;
+        ran = true;
+    }
+    Ok(ran)
+}
+
 /// Executes the instruction at the wave's PC.
+#[inline(always)]
 pub fn step(w: &mut Wave, cx: &mut Ctx<'_>) -> Result<Step, Fault> {
     let prog = cx.prog;
     let op = prog.at(w.pc).map_err(|u| Fault::Illegal {
@@ -630,10 +677,30 @@ pub fn step(w: &mut Wave, cx: &mut Ctx<'_>) -> Result<Step, Fault> {
             }
             w.lgkm.push_back(w.time + cycles::SMEM_LATENCY);
         }
-        _ => valu_or_mem(w, cx, op, pc, exec)?,
+        // Memory operations (never half of a VOPD pair).
+        K::GLoad(m) => vmem_load(w, cx, op, pc, exec, m)?,
+        K::GStore(m) => vmem_store(w, cx, op, pc, exec, m)?,
+        K::GAtomic(a, rtn, n) => vmem_atomic(w, cx, op, pc, exec, a, rtn, n)?,
+        K::DsLoad(_)
+        | K::DsStore(_)
+        | K::DsLoad2(..)
+        | K::DsStore2(..)
+        | K::DsAtomic(..)
+        | K::DsBpermute
+        | K::DsSwizzle => {
+            ds(w, cx, op, pc, exec)?;
+            let done = w.time + cycles::LDS_LATENCY;
+            if w.split_counters {
+                w.ds.push_back(done);
+            } else {
+                w.lgkm.push_back(done);
+            }
+        }
+        K::V(f, float) if op.y.is_none() => valu32(w, op, f, float, pc, exec)?,
+        _ => valu_or_mem(w, op, pc, exec)?,
     }
     let issue_at = w.time;
-    w.time += op.class.issue(w.lanes);
+    w.time += u64::from(op.issue[usize::from(w.lanes > 32)]);
     if let Some(t) = &mut w.trace {
         if op.class != Class::Silent {
             t.push((issue_at, op.class, taken));
@@ -644,10 +711,66 @@ pub fn step(w: &mut Wave, cx: &mut Ctx<'_>) -> Result<Step, Fault> {
     Ok(res)
 }
 
-fn valu_or_mem(w: &mut Wave, cx: &mut Ctx<'_>, op: &Op, pc: u64, exec: u64) -> Result<(), Fault> {
+/// A lane-wise 32-bit VALU operation ([`K::V`]) that is not half of a VOPD pair.
+fn valu32(
+    w: &mut Wave,
+    op: &Op,
+    f: ops::VFn,
+    float: bool,
+    pc: u64,
+    exec: u64,
+) -> Result<(), Fault> {
+    let mut r = [0u32; 64];
+    if op.abs | op.neg != 0 {
+        let mut m = [[0u32; 64]; 3];
+        for (k, mk) in m.iter_mut().enumerate() {
+            let mut tmp = [0u32; 64];
+            let s = w.vsrc(op.src[k], &mut tmp, pc)?;
+            abs_neg(s, op.abs >> k & 1 != 0, op.neg >> k & 1 != 0, mk);
+        }
+        f(&mut r, &m[0], &m[1], &m[2], w.lanes as usize);
+    } else {
+        // Scalar and constant operands are broadcast into the wave's scratch rows (no
+        // temporaries to clear for VGPR operands); absent ones read as 0.
+        for k in 0..3 {
+            if !matches!(op.src[k], Src::V(_) | Src::None) {
+                let v = w.s32(op.src[k]);
+                w.bcast[k] = [v; 64];
+            }
+        }
+        let w: &Wave = w;
+        let a = w.vsrc_ref(op.src[0], 0, pc)?;
+        let b = w.vsrc_ref(op.src[1], 1, pc)?;
+        let c = w.vsrc_ref(op.src[2], 2, pc)?;
+        f(&mut r, a, b, c, w.lanes as usize);
+    }
+    if op.clamp || op.omod != 0 {
+        if !float {
+            return Err(Fault::Illegal {
+                pc,
+                what: format!("{}: integer clamp/omod is not emulated", op.mnemonic),
+            });
+        }
+        for x in r.iter_mut() {
+            let mut v = f32::from_bits(*x);
+            v *= match op.omod {
+                1 => 2.0,
+                2 => 4.0,
+                3 => 0.5,
+                _ => 1.0,
+            };
+            if op.clamp {
+                v = if v.is_nan() { 0.0 } else { v.clamp(0.0, 1.0) };
+            }
+            *x = v.to_bits();
+        }
+    }
+    w.vwrite(op.d, &r, exec, pc)
+}
+
+fn valu_or_mem(w: &mut Wave, op: &Op, pc: u64, exec: u64) -> Result<(), Fault> {
     let mut t0 = [0u32; 64];
     let mut t1 = [0u32; 64];
-    let mut t2 = [0u32; 64];
     let mut r = [0u32; 64];
     if let Some(y) = &op.y {
         // VOPD: both halves read their operands before either writes.
@@ -659,56 +782,26 @@ fn valu_or_mem(w: &mut Wave, cx: &mut Ctx<'_>, op: &Op, pc: u64, exec: u64) -> R
         return Ok(());
     }
     match op.k {
-        K::V(f, float) => {
-            if op.abs | op.neg != 0 {
-                let mut m = [[0u32; 64]; 3];
-                for (k, mk) in m.iter_mut().enumerate() {
-                    let mut tmp = [0u32; 64];
-                    let s = w.vsrc(op.src[k], &mut tmp, pc)?;
-                    abs_neg(s, op.abs >> k & 1 != 0, op.neg >> k & 1 != 0, mk);
-                }
-                f(&mut r, &m[0], &m[1], &m[2]);
-            } else {
-                let a = w.vsrc(op.src[0], &mut t0, pc)?;
-                let b = w.vsrc(op.src[1], &mut t1, pc)?;
-                let c = w.vsrc(op.src[2], &mut t2, pc)?;
-                f(&mut r, a, b, c);
-            }
-            if op.clamp || op.omod != 0 {
-                if !float {
-                    return Err(Fault::Illegal {
-                        pc,
-                        what: format!("{}: integer clamp/omod is not emulated", op.mnemonic),
-                    });
-                }
-                for x in r.iter_mut() {
-                    let mut v = f32::from_bits(*x);
-                    v *= match op.omod {
-                        1 => 2.0,
-                        2 => 4.0,
-                        3 => 0.5,
-                        _ => 1.0,
-                    };
-                    if op.clamp {
-                        v = if v.is_nan() { 0.0 } else { v.clamp(0.0, 1.0) };
-                    }
-                    *x = v.to_bits();
-                }
-            }
-            w.vwrite(op.d, &r, exec, pc)?;
-        }
+        K::V(f, float) => valu32(w, op, f, float, pc, exec)?,
         K::V64(f, wide, float) => {
             let mut lo = [0u32; 64];
             let mut hi = [0u32; 64];
             let mut vals = [[0u64; 64]; 3];
+            let n = w.lanes as usize;
             for k in 0..3 {
                 let w64 = wide >> k & 1 != 0;
                 match op.src[k] {
                     Src::V(rg) => {
-                        let a = *w.vreg(rg, pc)?;
-                        let b = if w64 { *w.vreg(rg + 1, pc)? } else { [0; 64] };
-                        for i in 0..64 {
-                            vals[k][i] = u64::from(a[i]) | (u64::from(b[i]) << 32);
+                        let a = w.vreg(rg, pc)?;
+                        if w64 {
+                            let b = w.vreg(rg + 1, pc)?;
+                            for i in 0..n {
+                                vals[k][i] = u64::from(a[i]) | (u64::from(b[i]) << 32);
+                            }
+                        } else {
+                            for i in 0..n {
+                                vals[k][i] = u64::from(a[i]);
+                            }
                         }
                     }
                     s => {
@@ -734,15 +827,14 @@ fn valu_or_mem(w: &mut Wave, cx: &mut Ctx<'_>, op: &Op, pc: u64, exec: u64) -> R
                     }
                 }
             }
-            for i in 0..64 {
+            for i in 0..n {
                 let x = f(vals[0][i], vals[1][i], vals[2][i]);
                 lo[i] = x as u32;
                 hi[i] = (x >> 32) as u32;
             }
             w.vwrite(op.d, &lo, exec, pc)?;
             // 64-bit results unless the op narrows (cvt to 32-bit).
-            if !matches!(op.mnemonic, m if m.starts_with("v_cvt_f32_f64") || m.starts_with("v_cvt_i32_f64") || m.starts_with("v_cvt_u32_f64"))
-            {
+            if wide & 8 == 0 {
                 w.vwrite(op.d + 1, &hi, exec, pc)?;
             }
         }
@@ -852,18 +944,20 @@ fn valu_or_mem(w: &mut Wave, cx: &mut Ctx<'_>, op: &Op, pc: u64, exec: u64) -> R
                 if rev {
                     std::mem::swap(&mut a, &mut b);
                 }
-                for i in 0..w.lanes as usize {
-                    let ci = cin >> i & 1;
-                    let (x, y) = (u64::from(a[i]), u64::from(b[i]));
-                    let (v, c) = if sub {
-                        let v = x.wrapping_sub(y).wrapping_sub(ci);
-                        (v, y + ci > x)
-                    } else {
-                        let v = x + y + ci;
-                        (v, v >> 32 != 0)
-                    };
-                    r[i] = v as u32;
-                    carry |= u64::from(c) << i;
+                let n = w.lanes as usize;
+                if sub {
+                    for i in 0..n {
+                        let ci = cin >> i & 1;
+                        let (x, y) = (u64::from(a[i]), u64::from(b[i]));
+                        r[i] = x.wrapping_sub(y).wrapping_sub(ci) as u32;
+                        carry |= u64::from(y + ci > x) << i;
+                    }
+                } else {
+                    for i in 0..n {
+                        let v = u64::from(a[i]) + u64::from(b[i]) + (cin >> i & 1);
+                        r[i] = v as u32;
+                        carry |= (v >> 32) << i;
+                    }
                 }
             }
             w.vwrite(op.d, &r, exec, pc)?;
@@ -1014,24 +1108,6 @@ fn valu_or_mem(w: &mut Wave, cx: &mut Ctx<'_>, op: &Op, pc: u64, exec: u64) -> R
             }
             w.vwrite(op.d, &r, exec, pc)?;
         }
-        K::GLoad(m) => vmem_load(w, cx, op, pc, exec, m)?,
-        K::GStore(m) => vmem_store(w, cx, op, pc, exec, m)?,
-        K::GAtomic(a, rtn, n) => vmem_atomic(w, cx, op, pc, exec, a, rtn, n)?,
-        K::DsLoad(_)
-        | K::DsStore(_)
-        | K::DsLoad2(..)
-        | K::DsStore2(..)
-        | K::DsAtomic(..)
-        | K::DsBpermute
-        | K::DsSwizzle => {
-            ds(w, cx, op, pc, exec)?;
-            let done = w.time + cycles::LDS_LATENCY;
-            if w.split_counters {
-                w.ds.push_back(done);
-            } else {
-                w.lgkm.push_back(done);
-            }
-        }
         _ => {
             return Err(Fault::Illegal {
                 pc,
@@ -1052,7 +1128,7 @@ fn vopd_half(w: &Wave, h: &Op, out: &mut L, pc: u64) -> Result<(), Fault> {
     match h.k {
         K::V(f, _) => {
             let c = w.vsrc(h.src[2], &mut t2, pc)?;
-            f(out, a, b, c);
+            f(out, a, b, c, w.lanes as usize);
         }
         K::Cndmask => {
             let mask = w.mask_get(VCC);
@@ -1205,14 +1281,19 @@ fn write_any(
 fn span(addrs: &[u64; 64], exec: u64, lanes: u32, bytes: u64) -> Option<(u64, u64)> {
     let mut lo = u64::MAX;
     let mut hi = 0u64;
-    for (i, &a) in addrs.iter().enumerate().take(lanes as usize) {
-        if exec >> i & 1 != 0 {
-            if !matches!(flat_space(a), Space::Global(_)) {
-                return None;
-            }
-            lo = lo.min(a);
-            hi = hi.max(a.checked_add(bytes)?);
+    let mut m = if lanes == 32 {
+        exec & 0xFFFF_FFFF
+    } else {
+        exec
+    };
+    while m != 0 {
+        let a = addrs[m.trailing_zeros() as usize];
+        m &= m - 1;
+        if !matches!(flat_space(a), Space::Global(_)) {
+            return None;
         }
+        lo = lo.min(a);
+        hi = hi.max(a.checked_add(bytes)?);
     }
     (lo < hi && hi - lo <= 16384).then_some((lo, hi))
 }
@@ -1225,19 +1306,80 @@ fn vmem_load(
     exec: u64,
     m: Mem,
 ) -> Result<(), Fault> {
+    // The span buffer is the wave's, reused from load to load.
+    let mut spanbuf = std::mem::take(&mut w.span_buf);
+    let r = vmem_load_in(w, cx, op, pc, exec, m, &mut spanbuf);
+    w.span_buf = spanbuf;
+    r
+}
+
+fn vmem_load_in(
+    w: &mut Wave,
+    cx: &mut Ctx<'_>,
+    op: &Op,
+    pc: u64,
+    exec: u64,
+    m: Mem,
+    spanbuf: &mut Vec<u8>,
+) -> Result<(), Fault> {
     let mut addrs = [0u64; 64];
     addresses(w, op, pc, exec, &mut addrs)?;
     let bytes = u64::from(m.bytes);
-    let mut out = [[0u32; 64]; 4];
-    let mut buf = [0u8; 16];
     let sp = span(&addrs, exec, w.lanes, bytes);
-    let mut spanbuf = Vec::new();
+    spanbuf.clear();
     if let Some((lo, hi)) = sp {
         spanbuf.resize((hi - lo) as usize, 0);
-        if cx.mem.read(lo, &mut spanbuf).is_err() {
+        if cx.mem.read(lo, spanbuf).is_err() {
             spanbuf.clear();
         }
     }
+    let (d, dwords) = (op.d as usize, m.dwords as usize);
+    let mask = exec & w.full();
+    if let (Some((lo, _)), false, true, Some(dst)) = (
+        sp,
+        spanbuf.is_empty(),
+        m.bytes >= 4,
+        w.v.get_mut(d..d + dwords),
+    ) {
+        // Whole dwords from one read serving every lane, straight into the VGPRs.
+        for (k, row) in dst.iter_mut().enumerate() {
+            let mut e = mask;
+            while e != 0 {
+                let i = e.trailing_zeros() as usize;
+                e &= e - 1;
+                let o = (addrs[i] - lo) as usize + 4 * k;
+                if let Some(&[b0, b1, b2, b3]) = spanbuf.get(o..o + 4) {
+                    row[i] = u32::from_le_bytes([b0, b1, b2, b3]);
+                }
+            }
+        }
+    } else {
+        let mut out = [[0u32; 64]; 4];
+        let mut buf = [0u8; 16];
+        vmem_load_lanes(w, cx, &addrs, pc, exec, m, sp, spanbuf, &mut out, &mut buf)?;
+        for k in 0..dwords {
+            w.vwrite(op.d + k as u16, &out[k], exec, pc)?;
+        }
+    }
+    w.vm.push_back(w.time + cycles::VMEM_LATENCY);
+    flat_ds(w, op);
+    Ok(())
+}
+
+/// [`vmem_load`] lane by lane (sub-dword elements, or lanes one read cannot serve).
+#[allow(clippy::too_many_arguments)]
+fn vmem_load_lanes(
+    w: &Wave,
+    cx: &Ctx<'_>,
+    addrs: &[u64; 64],
+    pc: u64,
+    exec: u64,
+    m: Mem,
+    sp: Option<(u64, u64)>,
+    spanbuf: &[u8],
+    out: &mut [L; 4],
+    buf: &mut [u8; 16],
+) -> Result<(), Fault> {
     for i in 0..w.lanes as usize {
         if exec >> i & 1 == 0 {
             continue;
@@ -1272,11 +1414,6 @@ fn vmem_load(
             };
         }
     }
-    for k in 0..m.dwords as usize {
-        w.vwrite(op.d + k as u16, &out[k], exec, pc)?;
-    }
-    w.vm.push_back(w.time + cycles::VMEM_LATENCY);
-    flat_ds(w, op);
     Ok(())
 }
 
@@ -1397,15 +1534,44 @@ fn flat_ds(w: &mut Wave, op: &Op) {
     }
 }
 
+/// Reads LDS bytes; bytes beyond the allocation read as 0.
+#[inline]
 fn lds_read(lds: &[u8], a: u32, out: &mut [u8]) {
+    let a = a as usize;
+    if let Some(src) = lds.get(a..a + out.len()) {
+        out.copy_from_slice(src);
+        return;
+    }
     for (k, b) in out.iter_mut().enumerate() {
-        *b = lds.get(a as usize + k).copied().unwrap_or(0);
+        *b = lds.get(a + k).copied().unwrap_or(0);
     }
 }
 
+/// One LDS dword (little-endian), as [`lds_read`] of 4 bytes.
+#[inline]
+fn lds_read32(lds: &[u8], a: usize) -> u32 {
+    match lds.get(a..a + 4) {
+        Some(&[b0, b1, b2, b3]) => u32::from_le_bytes([b0, b1, b2, b3]),
+        _ => {
+            let mut b = [0u8; 4];
+            for (k, x) in b.iter_mut().enumerate() {
+                *x = lds.get(a + k).copied().unwrap_or(0);
+            }
+            u32::from_le_bytes(b)
+        }
+    }
+}
+
+/// Writes LDS bytes; bytes beyond the allocation are dropped.
+#[inline]
 fn lds_write(lds: &mut [u8], a: u32, data: &[u8]) {
+    let a = a as usize;
+    if let Some(dst) = lds.get_mut(a..a + data.len()) {
+        dst.copy_from_slice(data);
+        return;
+    }
     for (k, b) in data.iter().enumerate() {
-        if let Some(x) = lds.get_mut(a as usize + k) {
+        if let Some(x) = lds.get_mut(a + k) {
             *x = *b;
         }
     }
@@ -1513,25 +1679,47 @@ fn ds(w: &mut Wave, cx: &mut Ctx<'_>, op: &Op, pc: u64, exec: u64) -> Result<(),
         K::DsLoad2(n, s64) => {
             let sz = 4 * u32::from(n) * if s64 { 64 } else { 1 };
             let (o0, o1) = (op.imm as u32 * sz, op.imm1 as u32 * sz);
-            let mut out = [[0u32; 64]; 4];
-            for i in 0..lanes {
-                if exec >> i & 1 == 0 {
-                    continue;
+            let (d, n) = (op.d as usize, n as usize);
+            let (mask, full) = (exec & w.full(), w.full());
+            if let Some(dst) = w.v.get_mut(d..d + 2 * n) {
+                // The address was copied out first, so results can go straight to the VGPRs.
+                let lds = &*cx.lds;
+                let (first, second) = dst.split_at_mut(n);
+                let lanes = lanes.min(64);
+                for k in 0..n {
+                    let (r0, r1) = (&mut first[k], &mut second[k]);
+                    if mask == full {
+                        for i in 0..lanes {
+                            let a = addr[i];
+                            r0[i] = lds_read32(lds, a.wrapping_add(o0) as usize + 4 * k);
+                            r1[i] = lds_read32(lds, a.wrapping_add(o1) as usize + 4 * k);
+                        }
+                        continue;
+                    }
+                    let mut m = mask;
+                    while m != 0 {
+                        let i = m.trailing_zeros() as usize;
+                        m &= m - 1;
+                        let a = addr[i];
+                        r0[i] = lds_read32(lds, a.wrapping_add(o0) as usize + 4 * k);
+                        r1[i] = lds_read32(lds, a.wrapping_add(o1) as usize + 4 * k);
+                    }
                 }
+                return Ok(());
+            }
+            let mut out = [[0u32; 64]; 4];
+            let mut m = exec & w.full();
+            while m != 0 {
+                let i = m.trailing_zeros() as usize;
+                m &= m - 1;
                 for (h, o) in [o0, o1].into_iter().enumerate() {
-                    let mut b = [0u8; 8];
-                    lds_read(cx.lds, addr[i].wrapping_add(o), &mut b[..4 * n as usize]);
-                    for k in 0..n as usize {
-                        out[h * n as usize + k][i] = u32::from_le_bytes([
-                            b[4 * k],
-                            b[4 * k + 1],
-                            b[4 * k + 2],
-                            b[4 * k + 3],
-                        ]);
+                    let a = addr[i].wrapping_add(o) as usize;
+                    for k in 0..n {
+                        out[h * n + k][i] = lds_read32(cx.lds, a + 4 * k);
                     }
                 }
             }
-            for k in 0..2 * n as usize {
+            for k in 0..2 * n {
                 w.vwrite(op.d + k as u16, &out[k], exec, pc)?;
             }
         }

@@ -10,8 +10,9 @@ use traces::isa::Encoding;
 use crate::emu::cycles::Class;
 
 pub type L = [u32; 64];
-/// A lane-wise 32-bit VALU operation: `d[i] = f(a[i], b[i], c[i])` for all 64 lanes.
-pub type VFn = fn(&mut L, &L, &L, &L);
+/// A lane-wise 32-bit VALU operation: `d[i] = f(a[i], b[i], c[i])` for the first `n` lanes
+/// (32 or 64: the wave size; lanes beyond it are left as they are).
+pub type VFn = fn(&mut L, &L, &L, &L, usize);
 /// A scalar operation on (src0, src1, scc) giving (result, new scc if it changes).
 pub type SFn = fn(u64, u64, bool) -> (u64, Option<bool>);
 /// A 64-bit lane operation.
@@ -129,7 +130,8 @@ pub enum K {
     Smem(u8),
     /// Lane-wise 32-bit; float result (clamp/omod apply).
     V(VFn, bool),
-    /// 64-bit lane op: bit 0/1/2 = src0/1/2 are 64-bit, float result flag.
+    /// 64-bit lane op: bit 0/1/2 = src0/1/2 are 64-bit, bit 3 = 32-bit result (the cvt to
+    /// 32-bit forms); float result flag.
     V64(V64Fn, u8, bool),
     Cmp(Cmp, Ty, bool),
     CmpClass(bool),
@@ -208,11 +210,20 @@ pub fn is_cmp(n: &str) -> bool {
 
 macro_rules! vf {
     (|$a:ident, $b:ident, $c:ident| $e:expr) => {{
-        #[allow(unused_variables, clippy::redundant_closure_call)]
-        fn f(d: &mut L, a: &L, b: &L, c: &L) {
-            for i in 0..64 {
-                let ($a, $b, $c) = (a[i], b[i], c[i]);
-                d[i] = $e;
+        fn f(d: &mut L, a: &L, b: &L, c: &L, n: usize) {
+            // A constant trip count per wave size lets the loop vectorize fully.
+            #[inline(always)]
+            #[allow(unused_variables, clippy::redundant_closure_call)]
+            fn go<const N: usize>(d: &mut L, a: &L, b: &L, c: &L) {
+                for i in 0..N {
+                    let ($a, $b, $c) = (a[i], b[i], c[i]);
+                    d[i] = $e;
+                }
+            }
+            if n <= 32 {
+                go::<32>(d, a, b, c)
+            } else {
+                go::<64>(d, a, b, c)
             }
         }
         f as VFn
@@ -240,6 +251,15 @@ pub fn fb(x: f32) -> u32 {
 #[inline]
 fn dl(x: u64) -> f64 {
     f64::from_bits(x)
+}
+
+/// `v_fma_f32`: one fused multiply-add per lane (correctly rounded, like the hardware). Where
+/// the build targets no FMA unit, `mul_add` is a library call per lane; a CPU-specific fast path
+/// would need `unsafe`, which this crate keeps to its mmap/ioctl/MMIO layer.
+fn fma_f32(d: &mut L, a: &L, b: &L, c: &L, n: usize) {
+    for i in 0..n.min(64) {
+        d[i] = fb(fl(a[i]).mul_add(fl(b[i]), fl(c[i])));
+    }
 }
 
 /// IEEE-754 minNum/maxNum as the hardware does in IEEE mode (a NaN operand yields the other).
@@ -680,9 +700,7 @@ fn valu(n: &str) -> Option<(K, Class)> {
         "v_min3_f32" => v(vf!(|a, b, c| fb(fmin(fmin(fl(a), fl(b)), fl(c)))), true),
         "v_max3_f32" => v(vf!(|a, b, c| fb(fmax(fmax(fl(a), fl(b)), fl(c)))), true),
         "v_med3_f32" => v(vf!(|a, b, c| fb(med3(fl(a), fl(b), fl(c)))), true),
-        "v_fma_f32" | "v_fmac_f32" | "v_fmamk_f32" | "v_fmaak_f32" => {
-            v(vf!(|a, b, c| fb(fl(a).mul_add(fl(b), fl(c)))), true)
-        }
+        "v_fma_f32" | "v_fmac_f32" | "v_fmamk_f32" | "v_fmaak_f32" => v(fma_f32, true),
         "v_ldexp_f32" => v(vf!(|a, b, c| fb(ldexp(fl(a), b as i32))), true),
         "v_min_i32" => v(vf!(|a, b, c| (a as i32).min(b as i32) as u32), false),
         "v_max_i32" => v(vf!(|a, b, c| (a as i32).max(b as i32) as u32), false),
@@ -819,7 +837,7 @@ fn valu(n: &str) -> Option<(K, Class)> {
             Class::Valu64,
         )),
         "v_cvt_f32_f64" => Some((
-            K::V64(|a, _, _| fb(dl(a) as f32) as u64, 0b001, false),
+            K::V64(|a, _, _| fb(dl(a) as f32) as u64, 0b1001, false),
             Class::Valu64,
         )),
         "v_cvt_f64_i32" => Some((
@@ -831,11 +849,11 @@ fn valu(n: &str) -> Option<(K, Class)> {
             Class::Valu64,
         )),
         "v_cvt_i32_f64" => Some((
-            K::V64(|a, _, _| dl(a) as i32 as u32 as u64, 0b001, false),
+            K::V64(|a, _, _| dl(a) as i32 as u32 as u64, 0b1001, false),
             Class::Valu64,
         )),
         "v_cvt_u32_f64" => Some((
-            K::V64(|a, _, _| dl(a) as u32 as u64, 0b001, false),
+            K::V64(|a, _, _| dl(a) as u32 as u64, 0b1001, false),
             Class::Valu64,
         )),
         _ => None,
