@@ -831,6 +831,9 @@ impl Device {
             }
             let mut blob = vec![0u8; n as usize];
             buf.cpu()?.read_bytes(0, &mut blob)?;
+            if let Some(h) = sqtt::blob_header(setup.gfx_major, se as u32).filter(|_| n > 0) {
+                blob.splice(0..0, h);
+            }
             blobs.push((se as u32, blob));
         }
         for (se, blob) in blobs {

@@ -26,11 +26,26 @@ pub struct GcRegs {
     pub thread_trace_enable: u32,
     pub tt_status: u32,
     pub tt_wptr: u32,
-    /// gfx11: BUF0_BASE (base_lo) + BUF0_SIZE (base_hi, size); gfx12: BUF0_BASE_LO/HI + SIZE.
+    /// The WPTR field (offset or write pointer in 32-byte units): 29 bits on gfx11/12, 30 on
+    /// gfx9 (GC 9.4.3 `wptr` [29:0], above it `read_offset`).
+    pub tt_wptr_mask: u32,
+    /// gfx11: BUF0_BASE (base_lo) + BUF0_SIZE (base_hi, size); gfx12: BUF0_BASE_LO/HI + SIZE;
+    /// gfx9: BASE (addr) + BASE2 (addr_hi) + SIZE (size).
     pub tt_base_lo: u32,
     pub tt_base_hi: Option<u32>,
     pub tt_size: u32,
+    /// The `size` field of `tt_size` (in 4 KiB units).
+    pub tt_size_mask: u32,
+    /// Mask of the high base bits in `tt_base_hi` (gfx9 `addr_hi`, gfx12 `base_hi`).
+    pub tt_base_hi_mask: u32,
     pub tt_finish_done_lo: u32,
+    /// gfx9: SQ_THREAD_TRACE_CTRL and its `reset_buffer` bit (resets WPTR), SQ_THREAD_TRACE_CNTR
+    /// (32-byte units the SE produced, including any that did not fit).
+    pub tt_ctrl_reset: Option<(u32, u32)>,
+    pub tt_cntr: Option<u32>,
+    /// gfx9: SQ_THREAD_TRACE_MODE and its `mode` field; writing mode 0 to an SE that was
+    /// tracing drains it (the gfx9 stop has no THREAD_TRACE_FINISH).
+    pub tt_mode: Option<(u32, u32)>,
     pub wptr_absolute: bool,
     pub gfx_major: u32,
 }
@@ -42,6 +57,12 @@ impl GcRegs {
             arch.bases("GC"),
         );
         let a = |n: &str| gc.get(n).map(|r| r.addr).unwrap_or(0);
+        let mask = |n: &str, f: &str, default: u32| {
+            gc.get(n)
+                .ok()
+                .and_then(|r| r.field_mask(f))
+                .unwrap_or(default)
+        };
         let major = arch.gc_version().0;
         let (base_lo, base_hi, size) = match major {
             12 => (
@@ -54,7 +75,28 @@ impl GcRegs {
                 None,
                 a("SQ_THREAD_TRACE_BUF0_SIZE"),
             ),
-            _ => (a("SQ_THREAD_TRACE_BASE"), None, a("SQ_THREAD_TRACE_SIZE")),
+            _ => (
+                a("SQ_THREAD_TRACE_BASE"),
+                Some(a("SQ_THREAD_TRACE_BASE2")),
+                a("SQ_THREAD_TRACE_SIZE"),
+            ),
+        };
+        let (size_mask, base_hi_mask, wptr_mask) = match major {
+            12 => (
+                mask("SQ_THREAD_TRACE_BUF0_SIZE", "size", 0x3F_FFFF),
+                mask("SQ_THREAD_TRACE_BUF0_BASE_HI", "base_hi", 0xFFFF),
+                mask("SQ_THREAD_TRACE_WPTR", "offset", 0x1FFF_FFFF),
+            ),
+            11 => (
+                mask("SQ_THREAD_TRACE_BUF0_SIZE", "size", 0x3F_FFFF << 8),
+                mask("SQ_THREAD_TRACE_BUF0_SIZE", "base_hi", 0xF),
+                mask("SQ_THREAD_TRACE_WPTR", "offset", 0x1FFF_FFFF),
+            ),
+            _ => (
+                mask("SQ_THREAD_TRACE_SIZE", "size", 0x3F_FFFF),
+                mask("SQ_THREAD_TRACE_BASE2", "addr_hi", 0xF),
+                mask("SQ_THREAD_TRACE_WPTR", "wptr", 0x3FFF_FFFF),
+            ),
         };
         let finish_done_lo = gc
             .get("SQ_THREAD_TRACE_STATUS")
@@ -62,6 +104,12 @@ impl GcRegs {
             .and_then(|r| r.def.field("finish_done"))
             .map(|f| u32::from(f.lo))
             .unwrap_or(12);
+        let gfx9 = major == 9;
+        let tt_ctrl_reset = gc
+            .get("SQ_THREAD_TRACE_CTRL")
+            .ok()
+            .filter(|_| gfx9)
+            .and_then(|r| Some((r.addr, r.field_mask("reset_buffer")?)));
         GcRegs {
             grbm_gfx_index: a("GRBM_GFX_INDEX"),
             pgm_lo: a("COMPUTE_PGM_LO"),
@@ -75,10 +123,24 @@ impl GcRegs {
             thread_trace_enable: a("COMPUTE_THREAD_TRACE_ENABLE"),
             tt_status: a("SQ_THREAD_TRACE_STATUS"),
             tt_wptr: a("SQ_THREAD_TRACE_WPTR"),
+            tt_wptr_mask: wptr_mask,
             tt_base_lo: base_lo,
             tt_base_hi: base_hi,
             tt_size: size,
+            tt_size_mask: size_mask,
+            tt_base_hi_mask: base_hi_mask,
             tt_finish_done_lo: finish_done_lo,
+            tt_ctrl_reset,
+            tt_cntr: if gfx9 {
+                gc.get("SQ_THREAD_TRACE_CNTR").ok().map(|r| r.addr)
+            } else {
+                None
+            },
+            tt_mode: gc
+                .get("SQ_THREAD_TRACE_MODE")
+                .ok()
+                .filter(|_| gfx9)
+                .and_then(|r| Some((r.addr, r.field_mask("mode")?))),
             wptr_absolute: major == 11,
             gfx_major: major,
         }
@@ -181,6 +243,8 @@ impl Queue {
     }
 
     fn run_pm4(&mut self, core: &mut GpuCore, mem: &mut Memory) -> bool {
+        // GRBM_GFX_INDEX and the SE-banked registers are per XCC.
+        core.regs.set_xcc(self.xcc_id);
         let mut progress = false;
         let ring_dw = self.ring_bytes / 4;
         loop {
@@ -356,8 +420,31 @@ impl Queue {
                 };
                 for (i, v) in values.iter().enumerate() {
                     let addr = base + offset + i as u32;
+                    // gfx9 MODE.mode 1 -> 0 drains the SEs the write reaches.
+                    let drained: Vec<u32> = match core.gc.tt_mode {
+                        Some((mode, on)) if addr == mode && v & on == 0 => core
+                            .regs
+                            .selected_ses()
+                            .filter(|&se| core.regs.read_se(mode, se) & on != 0)
+                            .collect(),
+                        _ => Vec::new(),
+                    };
                     core.regs.write(addr, *v);
+                    for se in drained {
+                        if let Err(f) = sqtt_finish_se(core, mem, se) {
+                            return Step::Fault(
+                                format!("SQTT drain wrote outside its buffer at {f:#x}"),
+                                mem_fault(f),
+                            );
+                        }
+                    }
                     core.stats.reg_writes += 1;
+                    // gfx9 CTRL.reset_buffer rewinds the selected SEs' write pointer.
+                    if let Some((ctrl, reset)) = core.gc.tt_ctrl_reset {
+                        if addr == ctrl && v & reset != 0 {
+                            core.regs.write(core.gc.tt_wptr, 0);
+                        }
+                    }
                     if addr == core.gc.thread_trace_enable {
                         let on = v & 1 == 1;
                         if on && !core.sqtt_active {
@@ -416,8 +503,9 @@ impl Queue {
                 Step::Next
             }
             Packet::EventWrite { event_type, .. } => {
-                if event_type == event::THREAD_TRACE_FINISH {
-                    if let Err(f) = sqtt_finish(core, mem) {
+                // gfx9 drains on MODE.mode = 0 instead (see `tt_mode`).
+                if event_type == event::THREAD_TRACE_FINISH && core.gc.tt_mode.is_none() {
+                    if let Err(f) = sqtt_finish(core, mem, self.xcc_id) {
                         return Step::Fault(
                             format!("SQTT finish wrote outside its buffer at {:#x}", f),
                             mem_fault(f),
@@ -547,45 +635,62 @@ fn dispatch_info(core: &GpuCore, dim: [u32; 3], initiator: u32, xcc_id: u32) -> 
     }
 }
 
-/// THREAD_TRACE_FINISH: each SE's trace bytes go into its buffer; STATUS and WPTR are set the way
-/// the runtime's stop sequence polls and reads them (gfx11 WPTR is absolute, gfx12/gfx9 relative,
-/// in 32-byte units). Returns the faulting address if a buffer is unmapped.
-fn sqtt_finish(core: &mut GpuCore, mem: &mut Memory) -> Result<(), u64> {
-    let g = core.gc.clone();
-    for se in 0..core.regs.num_se() {
-        let lo = core.regs.read_se(g.tt_base_lo, se);
-        let size_reg = core.regs.read_se(g.tt_size, se);
-        let (base, size) = match g.gfx_major {
-            12 => {
-                let hi = g.tt_base_hi.map(|a| core.regs.read_se(a, se)).unwrap_or(0);
-                (
-                    ((u64::from(hi) << 32) | u64::from(lo)) << 12,
-                    u64::from(size_reg & 0x3F_FFFF) << 12,
-                )
-            }
-            11 => (
-                (((u64::from(size_reg) & 0xF) << 32) | u64::from(lo)) << 12,
-                u64::from((size_reg >> 8) & 0x3F_FFFF) << 12,
-            ),
-            _ => (u64::from(lo) << 12, u64::from(size_reg) << 12),
-        };
-        let data = core.shader.sqtt_finish(se);
-        let n = (data.len() as u64).min(size) as usize;
-        if n > 0 {
-            mem.write(base, data.get(..n).unwrap_or(&[]))
-                .map_err(|_| base)?;
-        }
-        let units = (n as u64).div_ceil(32);
-        let wptr = if g.wptr_absolute {
-            ((base / 32) & 0x1FFF_FFFF) + units
-        } else {
-            units
-        };
-        core.regs
-            .write_se(g.tt_wptr, se, (wptr & 0x1FFF_FFFF) as u32);
-        core.regs
-            .write_se(g.tt_status, se, 1 << g.tt_finish_done_lo);
+/// THREAD_TRACE_FINISH on XCC `xcc` (gfx11/gfx12): every SE of that XCC is drained with
+/// [`sqtt_finish_se`]. Every XCC executes the event itself, so each one finishes only its own
+/// SEs. Returns the faulting address if a buffer is unmapped.
+fn sqtt_finish(core: &mut GpuCore, mem: &mut Memory, xcc: u32) -> Result<(), u64> {
+    core.regs.set_xcc(xcc);
+    let per = core.regs.se_per_xcc();
+    let first = core.regs.xcc() * per;
+    for se in first..(first + per).min(core.regs.num_se()) {
+        sqtt_finish_se(core, mem, se)?;
     }
     core.sqtt_active = false;
+    Ok(())
+}
+
+/// Drains global SE `se`: its trace bytes go into its buffer; STATUS and WPTR are set the way
+/// the runtime's stop sequence polls and reads them (gfx11 WPTR is absolute, gfx12/gfx9
+/// relative, in 32-byte units; STATUS gets `finish_done` with `busy`/`finish_pending` clear).
+/// On gfx9 CNTR counts every 32-byte unit produced, so a trace that did not fit shows
+/// CNTR > WPTR as on hardware. Returns the faulting address if the buffer is unmapped.
+fn sqtt_finish_se(core: &mut GpuCore, mem: &mut Memory, se: u32) -> Result<(), u64> {
+    let g = &core.gc;
+    let lo = core.regs.read_se(g.tt_base_lo, se);
+    let size_reg = core.regs.read_se(g.tt_size, se);
+    // gfx11's BUF0_SIZE carries base_hi next to the size.
+    let hi = match g.tt_base_hi {
+        Some(a) => core.regs.read_se(a, se),
+        None => size_reg,
+    };
+    let size_units = (size_reg & g.tt_size_mask) >> g.tt_size_mask.trailing_zeros();
+    let base = ((u64::from(hi & g.tt_base_hi_mask) << 32) | u64::from(lo)) << 12;
+    let size = u64::from(size_units) << 12;
+    let (wptr_reg, wptr_mask, status, done_lo, cntr, absolute) = (
+        g.tt_wptr,
+        g.tt_wptr_mask,
+        g.tt_status,
+        g.tt_finish_done_lo,
+        g.tt_cntr,
+        g.wptr_absolute,
+    );
+    let data = core.shader.sqtt_finish(se);
+    let n = (data.len() as u64).min(size) as usize;
+    if n > 0 {
+        mem.write(base, data.get(..n).unwrap_or(&[]))
+            .map_err(|_| base)?;
+    }
+    let units = (n as u64).div_ceil(32);
+    let wptr = if absolute {
+        ((base / 32) & u64::from(wptr_mask)) + units
+    } else {
+        units
+    };
+    core.regs.write_se(wptr_reg, se, (wptr as u32) & wptr_mask);
+    if let Some(cntr) = cntr {
+        let produced = (data.len() as u64).div_ceil(32);
+        core.regs.write_se(cntr, se, produced as u32);
+    }
+    core.regs.write_se(status, se, 1 << done_lo);
     Ok(())
 }

@@ -159,7 +159,7 @@ impl EmuPlatform {
         let num_se = arch.num_se();
         let gc = cp::GcRegs::for_arch(arch);
         let core = GpuCore {
-            regs: RegFile::new(gc.grbm_gfx_index, num_se),
+            regs: RegFile::with_xccs(gc.grbm_gfx_index, num_se, arch.num_xcc()),
             gc,
             clock: 1_000_000,
             shader,
