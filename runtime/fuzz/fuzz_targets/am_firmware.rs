@@ -10,7 +10,8 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let mut files = synthetic_files();
-    files[usize::from(pick) % files.len()].1 = rest.to_vec();
+    let n = files.len();
+    files[usize::from(pick) % n].1 = rest.to_vec();
     let names = FirmwareNames {
         sos: FILES[0].into(),
         smu: FILES[1].into(),
