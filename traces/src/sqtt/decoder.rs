@@ -1,8 +1,10 @@
-//! The streaming packet decoder: a 64-bit window over the nibble stream, one table lookup per
-//! packet, no allocation per packet.
+//! The streaming packet decoder: a 64-bit window over the nibble stream, at most one table
+//! lookup per packet, no allocation per packet.
 
 use super::packets::{
-    Info, Layout, PacketType, Rule, Table, TimeRule, CDNA_TABLE, RDNA3_TABLE, RDNA4_TABLE,
+    Info, Layout, PacketType, Rule, Table, TimeRule, CDNA_MISC_INFO, CDNA_TABLE,
+    FLAG_CDNA_TIMESTAMP, FLAG_MARKER, FLAG_NOP_RUN, FLAG_SPECIAL, RDNA3_BY_LOW5, RDNA3_TABLE,
+    RDNA4_BY_LOW5, RDNA4_TABLE,
 };
 
 /// How packets are framed where the reference decoder and the hardware evidence part ways.
@@ -144,23 +146,38 @@ enum Mode {
 /// Iterator over the packets of one SE blob.
 ///
 /// The fast path reads each packet's first 64 bits with one 16-byte load at its nibble
-/// position and gets its type, size and time rule from a 256-entry table indexed by its first
-/// byte; time is computed without branching on the type. Everything rare (the last 16 bytes of
-/// the blob, layout headers, CDNA timestamps, packets longer than 16 nibbles) goes through the
-/// general path. In [`Framing::Reference`] the one place where the reference decoder's window
-/// misbehaves (a packet longer than 16 nibbles on a byte boundary) hands over to an exact
-/// emulation of that window.
+/// position. Most packets (CDNA_MISC on CDNA; on RDNA every type whose low nibble is not 1) are
+/// told apart by a branch on their low bits and decoded from constants, so that the position
+/// of the next packet comes from the branch predictor rather than from a table lookup (the
+/// decoder is bound by that chain of dependent loads otherwise); the others get their type,
+/// size and time rule from a 256-entry table indexed by the first byte, with one test of the
+/// entry's flags when they only add a delta. A run of zero nibbles (RDNA NOP padding, about half of all packets in real
+/// streams) is read once and handed out one NOP at a time from a counter. Everything rare (the
+/// last 16 bytes of the blob, layout headers, packets longer than 16 nibbles) goes through the
+/// general path, which takes and returns the decoder by value so that the state of a loop over
+/// the iterator stays in registers. In [`Framing::Reference`] the one place where the reference
+/// decoder's window misbehaves (a packet longer than 16 nibbles on a byte boundary) hands over
+/// to an exact emulation of that window.
 #[derive(Clone)]
 pub struct Decoder<'a> {
     data: &'a [u8],
-    opts: DecodeOptions,
+    /// `data` while the fast path may run (see `fast_slice`), empty otherwise: its bounds
+    /// check is the fast path's only test of where the decoder is.
+    fast: &'a [u8],
     table: &'static Table,
-    mode: Mode,
-    /// Physical nibble position of the next packet, and the blob's length in nibbles.
+    /// Physical nibble position of the next packet.
     pos: u64,
-    total: u64,
     time: i64,
     ts_offset: Option<i64>,
+    /// NOPs of the current run still to emit; `pos` points at the first of them.
+    pending_nops: u32,
+    /// `table.layout`, at hand: which packets the fast path decodes from constants (and on
+    /// CDNA a zero low nibble starts a CDNA_MISC packet rather than a run of NOPs).
+    layout: Layout,
+    /// The blob's length in nibbles.
+    total: u64,
+    opts: DecodeOptions,
+    mode: Mode,
     /// Logical offset of the next packet (sum of the sizes so far; equals `pos` until the
     /// reference quirk fires).
     offset: u64,
@@ -168,12 +185,6 @@ pub struct Decoder<'a> {
     desync_at: Option<u64>,
     /// Hardware framing: a packet at this offset did not fit in the blob.
     cut: Option<Cut>,
-    /// NOPs of the current run still to emit (fast path); `pos` points at the first of them.
-    pending_nops: u8,
-    /// Whether [`Decoder::next_run`] may take its fast path (see `fast_allowed`).
-    fast: bool,
-    /// Whether a zero nibble is a one-nibble NOP (RDNA tables; on CDNA it starts a MISC packet).
-    nops_are_zero: bool,
 }
 
 /// A packet cut off by the end of the blob.
@@ -196,22 +207,24 @@ pub struct Tail {
 
 impl<'a> Decoder<'a> {
     pub fn new(data: &'a [u8], opts: DecodeOptions) -> Self {
-        Decoder {
+        let mut d = Decoder {
             data,
-            opts,
+            fast: &data[..0],
             table: &RDNA3_TABLE,
-            mode: Mode::Stream,
             pos: 0,
-            total: data.len() as u64 * 2,
             time: 0,
             ts_offset: None,
+            pending_nops: 0,
+            layout: Layout::Rdna3,
+            total: data.len() as u64 * 2,
+            opts,
+            mode: Mode::Stream,
             offset: 0,
             desync_at: None,
             cut: None,
-            pending_nops: 0,
-            fast: opts.short_delta_offset == super::packets::DEFAULT_SHORT_OFFSET,
-            nops_are_zero: true,
-        }
+        };
+        d.fast = d.fast_slice();
+        d
     }
 
     /// The table family in use (after the layout header has been seen).
@@ -249,7 +262,7 @@ impl<'a> Decoder<'a> {
             rest.opts.framing = Framing::Hardware;
             rest.mode = Mode::Stream;
             rest.cut = None;
-            rest.fast = rest.fast_allowed();
+            rest.fast = rest.fast_slice();
             for p in rest.by_ref() {
                 if p.ty.kind != super::packets::Kind::Nop {
                     tail.packets += 1;
@@ -342,7 +355,6 @@ impl<'a> Decoder<'a> {
         let time = self.time;
         if info.rule == Rule::LayoutHeader {
             info = self.on_layout_header(raw);
-            self.nops_are_zero = self.table.layout != Layout::Cdna;
         }
         let mut size = info.nibbles;
         if size > 16 && self.opts.framing == Framing::Hardware && self.table.layout == Layout::Rdna3
@@ -353,13 +365,92 @@ impl<'a> Decoder<'a> {
     }
 
     #[inline(always)]
-    fn packet(&self, info: Info, offset: u64, time: i64, raw: u64, size: u8) -> Packet {
+    fn packet(&self, info: &Info, offset: u64, time: i64, raw: u64, size: u8) -> Packet {
         Packet {
             offset,
             time,
             raw,
             ty: info.ty,
             nibbles: size,
+            index: info.index,
+            layout: self.table.layout,
+        }
+    }
+
+    /// One of the NOPs of a run after its first (`raw` 0, as the run was read in one go).
+    #[inline(always)]
+    fn pending_nop(&mut self) -> Packet {
+        self.pending_nops -= 1;
+        let offset = self.pos;
+        self.pos += 1;
+        self.packet(&self.table.info[0], offset, self.time, 0, 1)
+    }
+
+    /// The fast path of [`Iterator::next`]: the packet at `pos`, or None for the general path.
+    #[inline(always)]
+    fn next_fast(&mut self) -> Option<Packet> {
+        let pos = self.pos;
+        let raw = window16(self.fast, pos)?;
+        // Most packets are told apart by a branch on their low 5 bits and decoded from
+        // constants: their size (so the next position) does not wait for the table lookup.
+        let low5 = raw & 0x1f;
+        if low5 & 0xf == 0 {
+            if self.layout == Layout::Cdna {
+                return Some(self.known(&CDNA_MISC_INFO, pos, raw));
+            }
+            // A run of NOPs: zero nibbles from the bottom, 1..=16.
+            let run = raw.trailing_zeros() / 4;
+            self.pending_nops = run - 1;
+            self.pos = pos + 1;
+            return Some(self.packet(&self.table.info[0], pos, self.time, raw, 1));
+        }
+        macro_rules! known {
+            ($by:ident: $($n:literal)*) => {
+                match low5 {
+                    $($n => return Some(self.known(&const { $by[$n].unwrap() }, pos, raw)),)*
+                    _ => {}
+                }
+            };
+        }
+        // Every value but a low nibble of 0 or 1 (see the tests of `packets`).
+        match self.layout {
+            Layout::Rdna3 => known!(RDNA3_BY_LOW5: 2 3 4 5 6 7 8 9 10 11 12 13 14 15
+                18 19 20 21 22 23 24 25 26 27 28 29 30 31),
+            Layout::Rdna4 => known!(RDNA4_BY_LOW5: 2 3 4 5 6 7 8 9 10 11 12 13 14 15
+                18 19 20 21 22 23 24 25 26 27 28 29 30 31),
+            Layout::Cdna => {}
+        }
+        let info = &self.table.info[raw as u8 as usize];
+        if info.flags == 0 {
+            // Only a delta (NOPs other than zero nibbles have none).
+            let time = self.time.wrapping_add(plain_delta(info, raw) as i64);
+            self.time = time;
+            self.pos = pos + info.nibbles as u64;
+            return Some(self.packet(info, pos, time, raw, info.nibbles));
+        }
+        if info.flags & FLAG_SPECIAL != 0 {
+            return None;
+        }
+        // A possible realtime marker or a CDNA timestamp.
+        fast_advance(*info, raw, &mut self.time, &mut self.ts_offset);
+        self.pos = pos + info.nibbles as u64;
+        Some(self.packet(info, pos, self.time, raw, info.nibbles))
+    }
+
+    /// A packet whose size and time rule the first nibble decided, decoded from the constants
+    /// `c`: its size and time do not wait for the table lookup (which only gives its type).
+    #[inline(always)]
+    fn known(&mut self, c: &Info, pos: u64, raw: u64) -> Packet {
+        let time = self.time.wrapping_add(plain_delta(c, raw) as i64);
+        self.time = time;
+        self.pos = pos + c.nibbles as u64;
+        let info = &self.table.info[raw as u8 as usize];
+        Packet {
+            offset: pos,
+            time,
+            raw,
+            ty: info.ty,
+            nibbles: c.nibbles,
             index: info.index,
             layout: self.table.layout,
         }
@@ -376,12 +467,10 @@ impl<'a> Decoder<'a> {
     /// the general path.
     #[inline(always)]
     pub fn next_run(&mut self) -> Option<(Packet, u32)> {
-        if self.fast {
+        if self.pending_nops == 0 {
             let pos = self.pos;
-            if let Some((raw, info, size, count)) =
-                fast_step(self.data, self.table, self.nops_are_zero, pos)
-            {
-                fast_advance(info, raw, &mut self.time, &mut self.ts_offset);
+            if let Some((raw, info, size, count)) = fast_step(self.fast, self.table, pos) {
+                fast_advance(*info, raw, &mut self.time, &mut self.ts_offset);
                 self.pos = pos + size as u64;
                 return Some((self.packet(info, pos, self.time, raw, info.nibbles), count));
             }
@@ -395,14 +484,13 @@ impl<'a> Decoder<'a> {
     #[inline]
     pub fn for_each_run<F: FnMut(&Packet, u32)>(&mut self, mut f: F) {
         loop {
-            if self.fast {
-                let data = self.data;
+            if self.pending_nops == 0 {
+                let fast = self.fast;
                 let table = self.table;
-                let nops = self.nops_are_zero;
                 let layout = table.layout;
                 let (mut pos, mut time, mut ts_offset) = (self.pos, self.time, self.ts_offset);
-                while let Some((raw, info, size, count)) = fast_step(data, table, nops, pos) {
-                    fast_advance(info, raw, &mut time, &mut ts_offset);
+                while let Some((raw, info, size, count)) = fast_step(fast, table, pos) {
+                    fast_advance(*info, raw, &mut time, &mut ts_offset);
                     let p = Packet {
                         offset: pos,
                         time,
@@ -427,34 +515,50 @@ impl<'a> Decoder<'a> {
     #[cold]
     fn next_run_slow(&mut self) -> Option<(Packet, u32)> {
         if self.pending_nops > 0 {
-            let n = std::mem::take(&mut self.pending_nops) as u32;
+            let n = std::mem::take(&mut self.pending_nops);
             let offset = self.pos;
             self.pos += n as u64;
-            self.fast = self.fast_allowed();
-            return Some((self.packet(self.table.info[0], offset, self.time, 0, 1), n));
+            return Some((self.packet(&self.table.info[0], offset, self.time, 0, 1), n));
         }
+        self.next_slow().map(|p| (p, 1))
+    }
+
+    /// The general path's next packet (no NOPs pending), with the fast path re-enabled or
+    /// disabled for what follows.
+    fn next_slow(&mut self) -> Option<Packet> {
         let p = match self.mode {
             Mode::Stream => self.next_general(),
             Mode::Emulated(e) => self.next_emulated(e),
             Mode::Done => return None,
         };
-        self.fast = self.fast_allowed();
-        match p {
-            Some(p) => Some((p, 1)),
-            None => {
-                self.mode = Mode::Done;
-                self.fast = false;
-                None
-            }
+        if p.is_none() {
+            self.mode = Mode::Done;
         }
+        self.fast = self.fast_slice();
+        self.layout = self.table.layout;
+        p
     }
 
-    /// Whether the fast path may run: reading at `pos`, no NOPs pending, and the default
-    /// TS_DELTA_SHORT offset that the tables carry.
-    fn fast_allowed(&self) -> bool {
-        matches!(self.mode, Mode::Stream)
-            && self.pending_nops == 0
+    /// [`Decoder::next_slow`] by value: the decoder is never borrowed by the rare path, so a
+    /// loop over [`Iterator::next`] keeps its position, time and table in registers.
+    #[cold]
+    #[inline(never)]
+    fn next_slow_by_value(mut self) -> (Self, Option<Packet>) {
+        let p = self.next_slow();
+        (self, p)
+    }
+
+    /// What the fast path may read: all of the data while reading at `pos` with the default
+    /// TS_DELTA_SHORT offset that the tables carry, nothing otherwise.
+    fn fast_slice(&self) -> &'a [u8] {
+        let data = self.data;
+        if matches!(self.mode, Mode::Stream)
             && self.opts.short_delta_offset == super::packets::DEFAULT_SHORT_OFFSET
+        {
+            data
+        } else {
+            &data[..0]
+        }
     }
 
     /// Everything else, at `pos`.
@@ -497,7 +601,7 @@ impl<'a> Decoder<'a> {
                 nib_count: size as usize,
             });
         }
-        Some(self.packet(info, offset, time, raw, size))
+        Some(self.packet(&info, offset, time, raw, size))
     }
 
     /// The reference decoder's window refill, after its quirk fired. Returns the window, or None
@@ -539,8 +643,25 @@ impl<'a> Decoder<'a> {
         self.mode = Mode::Emulated(e);
         let offset = self.offset;
         self.offset += size as u64;
-        Some(self.packet(info, offset, time, raw, size))
+        Some(self.packet(&info, offset, time, raw, size))
     }
+}
+
+/// The 16 nibbles at nibble position `pos` with one 16-byte load, or None when those 16 bytes
+/// run past the end of `data`.
+#[inline(always)]
+fn window16(data: &[u8], pos: u64) -> Option<u64> {
+    let at = (pos >> 1) as usize;
+    let bytes: &[u8; 16] = data.get(at..at + 16)?.try_into().ok()?;
+    let both = u128::from_le_bytes(*bytes);
+    Some((both >> ((pos as u32 & 1) << 2)) as u64)
+}
+
+/// The delta of a packet whose flags are zero (also a marker's or timestamp's before their
+/// rule): `((raw >> lo) & mask) + add`.
+#[inline(always)]
+fn plain_delta(info: &Info, raw: u64) -> u64 {
+    ((raw >> info.delta_lo) & info.delta_mask) + info.add
 }
 
 /// One fast-path step at `pos`: the packet's first 64 bits, its table entry, the nibbles it
@@ -550,30 +671,20 @@ impl<'a> Decoder<'a> {
 fn fast_step(
     data: &[u8],
     table: &'static Table,
-    nops: bool,
     pos: u64,
-) -> Option<(u64, Info, u32, u32)> {
-    let at = (pos >> 1) as usize;
-    let bytes = data.get(at..at + 16)?;
-    let mut b = [0u8; 8];
-    b.copy_from_slice(&bytes[..8]);
-    let lo = u64::from_le_bytes(b);
-    b.copy_from_slice(&bytes[8..]);
-    let hi = u64::from_le_bytes(b);
-    let shift = (pos as u32 & 1) << 2;
-    // The first byte (which decides everything) with one short shift, so the chain from one
-    // position to the next stays short; the rest of the 64 bits aside.
-    let first = (lo >> shift) as u8;
-    let raw = (lo >> shift) | ((hi << 1) << (63 - shift)) & (shift as u64).wrapping_neg();
-    let info = table.info[first as usize];
-    if info.special != 0 {
+) -> Option<(u64, &'static Info, u32, u32)> {
+    let raw = window16(data, pos)?;
+    let info = &table.info[raw as u8 as usize];
+    if info.flags & FLAG_SPECIAL != 0 {
         return None;
     }
-    let nop_run = (raw & 0xf == 0) & nops;
-    // Zero nibbles from the bottom: 1..=16.
-    let run = ((raw | 1 << 63).trailing_zeros() / 4).max(1) + (raw == 0) as u32;
-    let size = if nop_run { run } else { info.nibbles as u32 };
-    let count = if nop_run { run } else { 1 };
+    let (size, count) = if info.flags & FLAG_NOP_RUN != 0 {
+        // Zero nibbles from the bottom: 1..=16 (the first one is zero).
+        let run = raw.trailing_zeros() / 4;
+        (run, run)
+    } else {
+        (info.nibbles as u32, 1)
+    };
     Some((raw, info, size, count))
 }
 
@@ -586,9 +697,9 @@ fn is_marker_raw(info: Info, raw: u64) -> bool {
 /// the table), nothing for a realtime marker, re-anchoring for a CDNA timestamp.
 #[inline(always)]
 fn fast_advance(info: Info, raw: u64, time: &mut i64, ts_offset: &mut Option<i64>) {
-    let mut delta = ((raw >> info.delta_lo) & info.delta_mask) + info.add as u64;
-    if info.check != 0 {
-        if info.check == 2 {
+    let mut delta = plain_delta(&info, raw);
+    if info.flags & (FLAG_MARKER | FLAG_CDNA_TIMESTAMP) != 0 {
+        if info.flags & FLAG_CDNA_TIMESTAMP != 0 {
             cdna_anchor(raw, time, ts_offset);
         } else if is_marker_raw(info, raw) {
             // A realtime marker carries the clock, not a delta.
@@ -616,23 +727,15 @@ impl Iterator for Decoder<'_> {
 
     #[inline(always)]
     fn next(&mut self) -> Option<Packet> {
-        if self.pending_nops > 0 {
-            self.pending_nops -= 1;
-            let offset = self.pos;
-            self.pos += 1;
-            if self.pending_nops == 0 {
-                self.fast = self.fast_allowed();
-            }
-            return Some(self.packet(self.table.info[0], offset, self.time, 0, 1));
+        if self.pending_nops != 0 {
+            return Some(self.pending_nop());
         }
-        let (p, count) = self.next_run()?;
-        if count > 1 {
-            // Hand out the rest of the run one NOP at a time.
-            self.pending_nops = (count - 1) as u8;
-            self.pos = p.offset + 1;
-            self.fast = false;
+        if let Some(p) = self.next_fast() {
+            return Some(p);
         }
-        Some(p)
+        let (d, p) = self.clone().next_slow_by_value();
+        *self = d;
+        p
     }
 }
 

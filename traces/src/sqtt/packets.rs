@@ -849,7 +849,8 @@ pub enum Rule {
 }
 
 /// Everything the decoder needs about the packet a first byte selects, laid out so the hot loop
-/// computes the time as `((raw >> delta_lo) & delta_mask) + add` without branching on the type.
+/// computes the time as `((raw >> delta_lo) & delta_mask) + add` without branching on the type
+/// and decides with one test of `flags` whether the packet needs anything else. 32 bytes.
 #[derive(Debug, Clone, Copy)]
 pub struct Info {
     pub ty: &'static PacketType,
@@ -857,10 +858,10 @@ pub struct Info {
     /// counts units of 4 cycles: its field is shifted down two bits less and masked two bits
     /// higher, which multiplies it by 4.
     pub delta_mask: u64,
-    pub delta_lo: u8,
     /// Added to the delta: TS_DELTA_SHORT's offset at its default of 4 (the fast path is not
-    /// used with another offset).
-    pub add: u8,
+    /// used with another offset). 64 bits wide so that it is added straight from the table.
+    pub add: u64,
+    pub delta_lo: u8,
     /// Index of `ty` in the table's `types`.
     pub index: u8,
     pub nibbles: u8,
@@ -868,13 +869,20 @@ pub struct Info {
     pub rt_bit: u8,
     pub pl_bit: u8,
     pub rule: Rule,
-    /// Non-zero when the decoder's fast path must hand the packet to its general path: a
-    /// layout header or a packet longer than 16 nibbles.
-    pub special: u8,
-    /// Non-zero for the two rules the fast path checks inline: a possible realtime marker (1)
-    /// and a CDNA timestamp (2).
-    pub check: u8,
+    /// Zero for a packet that only adds its delta (the common case), else the `FLAG_*` bits
+    /// saying what else it needs.
+    pub flags: u8,
 }
+
+/// [`Info::flags`]: a TS_DELTA_OR_MARK that may be a realtime marker.
+pub const FLAG_MARKER: u8 = 1;
+/// [`Info::flags`]: a CDNA timestamp.
+pub const FLAG_CDNA_TIMESTAMP: u8 = 2;
+/// [`Info::flags`]: a packet for the decoder's general path (a layout header or a packet longer
+/// than 16 nibbles).
+pub const FLAG_SPECIAL: u8 = 4;
+/// [`Info::flags`]: a zero first nibble on RDNA, the start of a run of one-nibble NOPs.
+pub const FLAG_NOP_RUN: u8 = 8;
 
 /// TS_DELTA_SHORT's offset baked into the tables' fast path.
 pub const DEFAULT_SHORT_OFFSET: u8 = 4;
@@ -920,7 +928,7 @@ const fn info_of(index: usize, ty: &'static PacketType) -> Info {
         delta_mask,
         delta_lo,
         add: if matches!(rule, Rule::Short) {
-            DEFAULT_SHORT_OFFSET
+            DEFAULT_SHORT_OFFSET as u64
         } else {
             0
         },
@@ -929,13 +937,48 @@ const fn info_of(index: usize, ty: &'static PacketType) -> Info {
         rt_bit,
         pl_bit,
         rule,
-        special: special as u8,
-        check: match rule {
-            Rule::Marker => 1,
-            Rule::CdnaTimestamp => 2,
+        flags: match rule {
+            Rule::Marker => FLAG_MARKER,
+            Rule::CdnaTimestamp => FLAG_CDNA_TIMESTAMP,
             _ => 0,
-        },
+        } | if special { FLAG_SPECIAL } else { 0 },
     }
+}
+
+/// CDNA_MISC (every byte with a zero low nibble on CDNA, about 85% of CDNA packets) as
+/// constants: the decoder's fast path decodes it without a table lookup, so that the position
+/// of the next packet does not wait for one (the branch on the nibble is predicted instead).
+pub const CDNA_MISC_INFO: Info = info_of(0, &CDNA[0]);
+
+/// The same for RDNA3 and RDNA4: for each value of a packet's low 5 bits, the size and time
+/// rule shared by every byte with those bits, when those bytes only add a delta (None
+/// otherwise). Only the size, `delta_*` and `add` are meant to be read: the type itself comes
+/// from the table.
+pub const RDNA3_BY_LOW5: [Option<Info>; 32] = by_low5(&build(Layout::Rdna3, &RDNA3));
+pub const RDNA4_BY_LOW5: [Option<Info>; 32] = by_low5(&build(Layout::Rdna4, &RDNA4));
+
+const fn by_low5(table: &Table) -> [Option<Info>; 32] {
+    let mut out = [None; 32];
+    let mut n = 0;
+    while n < 32 {
+        let first = table.info[n];
+        let mut same = true;
+        let mut h = 0;
+        while h < 8 {
+            let i = table.info[h << 5 | n];
+            same &= i.flags == 0
+                && i.nibbles == first.nibbles
+                && i.delta_lo == first.delta_lo
+                && i.delta_mask == first.delta_mask
+                && i.add == first.add;
+            h += 1;
+        }
+        if same {
+            out[n] = Some(first);
+        }
+        n += 1;
+    }
+    out
 }
 
 /// A byte -> type dispatch table for one family.
@@ -991,6 +1034,10 @@ const fn build(layout: Layout, types: &'static [PacketType]) -> Table {
     while b < 256 {
         let i = by_byte[b] as usize;
         info[b] = info_of(i, &types[i]);
+        // RDNA: a zero nibble is a one-nibble NOP (on CDNA it starts a CDNA_MISC packet).
+        if !matches!(layout, Layout::Cdna) && b & 0xf == 0 {
+            info[b].flags |= FLAG_NOP_RUN;
+        }
         b += 1;
     }
     Table {
@@ -1081,6 +1128,76 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn fast_path_flags() {
+        // The decoder's hot loop indexes 32-byte entries.
+        assert_eq!(std::mem::size_of::<Info>(), 32);
+        for table in [&RDNA3_TABLE, &RDNA4_TABLE, &CDNA_TABLE] {
+            for b in 0..=255u8 {
+                let info = &table.info[b as usize];
+                let ty = info.ty;
+                assert!(std::ptr::eq(ty, table.lookup(b)));
+                let nop_run = table.layout != Layout::Cdna && b & 0xf == 0;
+                assert_eq!(info.flags & FLAG_NOP_RUN != 0, nop_run, "byte {b:#x}");
+                if nop_run {
+                    // A zero nibble: a one-nibble NOP that adds nothing and needs nothing else.
+                    assert_eq!(
+                        (ty.kind, ty.nibbles, info.flags),
+                        (Kind::Nop, 1, FLAG_NOP_RUN)
+                    );
+                    assert_eq!((info.delta_mask, info.add), (0, 0));
+                }
+                let special = ty.kind == Kind::LayoutHeader || ty.nibbles > 16;
+                assert_eq!(info.flags & FLAG_SPECIAL != 0, special, "byte {b:#x}");
+                assert_eq!(
+                    info.flags & FLAG_MARKER != 0,
+                    ty.time == TimeRule::DeltaOrMarker
+                );
+                assert_eq!(
+                    info.flags & FLAG_CDNA_TIMESTAMP != 0,
+                    ty.time == TimeRule::CdnaTimestamp
+                );
+                if info.flags == 0 {
+                    // Only a delta: the rules the flags leave out add the field (plus the
+                    // default TS_DELTA_SHORT offset).
+                    assert!(matches!(
+                        ty.time,
+                        TimeRule::Plain | TimeRule::Short | TimeRule::Times4
+                    ));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn nibble_constants_are_the_table_entries() {
+        let fixed = |c: Info| (c.nibbles, c.delta_lo, c.delta_mask, c.add, c.flags);
+        for b in (0..=255u8).filter(|b| b & 0xf == 0) {
+            let i = CDNA_TABLE.info[b as usize];
+            assert_eq!(i.ty.name, "CDNA_MISC");
+            assert_eq!(fixed(i), fixed(CDNA_MISC_INFO));
+        }
+        // The low 5 bits the decoder's fast path decodes from constants (its `known!` lists).
+        for (table, by_low5, list) in [
+            (&RDNA3_TABLE, RDNA3_BY_LOW5, &RDNA3_KNOWN_LOW5[..]),
+            (&RDNA4_TABLE, RDNA4_BY_LOW5, &RDNA4_KNOWN_LOW5[..]),
+        ] {
+            let known: Vec<usize> = (0..32).filter(|&n| by_low5[n].is_some()).collect();
+            assert_eq!(known, list, "{:?}", table.layout);
+            for b in 0..=255u8 {
+                if let Some(c) = by_low5[(b & 0x1f) as usize] {
+                    assert_eq!(fixed(table.info[b as usize]), fixed(c), "byte {b:#x}");
+                }
+            }
+        }
+    }
+
+    const RDNA3_KNOWN_LOW5: [usize; 28] = [
+        2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
+        29, 30, 31,
+    ];
+    const RDNA4_KNOWN_LOW5: [usize; 28] = RDNA3_KNOWN_LOW5;
 
     #[test]
     fn cdna_dispatch_is_the_low_nibble_except_layout_header() {
