@@ -34,7 +34,8 @@ def main():
     tg_packets = packets // reps
 
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "traces", "--example", "sqtt_speed"], cwd=ROOT, check=True)
-    exe = os.path.join(ROOT, "target", "release", "examples", "sqtt_speed")
+    target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
+    exe = os.path.join(target, "release", "examples", "sqtt_speed")
     # Enough repetitions for a few CPU seconds.
     ours_reps = max(1, int(3.0 * 300e6 / total))
     results = {}
