@@ -67,6 +67,13 @@ fn compare_with_shows_b_on_the_timeline_and_delta_columns() {
     );
     assert!(h.query_by_label("A kernel edited").is_some());
     assert!(h.query_by_label("B kernel edited").is_some());
+    // A's lane uses the timeline's x mapping: its kernel sits right above the track's.
+    let strip = h.get_by_label("A kernel edited").rect();
+    let track = h.get_by_label("kernel edited").rect();
+    assert!(
+        (strip.left() - track.left()).abs() < 1.0 && (strip.right() - track.right()).abs() < 1.0,
+        "strip {strip:?} vs track {track:?}"
+    );
 
     // The instruction tab of the kernel: A / B / delta columns and the edit marked.
     h.state_mut().open_kernel(0);

@@ -200,13 +200,6 @@ pub fn show_strip(ui: &mut Ui, slot: &CompareSlot, a: &TimelineModel, view: &Tim
         .enumerate()
     {
         let top = rect.top() + 2.0 + lane as f32 * (lane_h + 2.0);
-        painter.text(
-            Pos2::new(rect.left() + 4.0, top + lane_h / 2.0),
-            Align2::LEFT_CENTER,
-            tag,
-            FontId::proportional(12.0),
-            ui.visuals().strong_text_color(),
-        );
         let mut ks: Vec<u32> = m.kernel_pos.keys().copied().collect();
         ks.sort_unstable();
         let mut labelled = 0;
@@ -214,9 +207,10 @@ pub fn show_strip(ui: &mut Ui, slot: &CompareSlot, a: &TimelineModel, view: &Tim
             let Some(s) = m.kernel_span(k) else {
                 continue;
             };
+            // The same x mapping as the timeline below, so A's lane lines up with its track.
             let (x0, x1) = (
-                view.to_px(s.start + dx, rect.left() + 16.0, rect.width() - 16.0),
-                view.to_px(s.end + dx, rect.left() + 16.0, rect.width() - 16.0),
+                view.to_px(s.start + dx, rect.left(), rect.width()),
+                view.to_px(s.end + dx, rect.left(), rect.width()),
             );
             if x1 < rect.left() || x0 > rect.right() {
                 continue;
@@ -260,6 +254,21 @@ pub fn show_strip(ui: &mut Ui, slot: &CompareSlot, a: &TimelineModel, view: &Tim
         ],
         Stroke::new(1.0, ui.visuals().widgets.noninteractive.bg_stroke.color),
     );
+    // Lane tags last, on a backing, so kernels at the left edge do not hide them.
+    for (lane, tag) in ["A", "B"].into_iter().enumerate() {
+        let top = rect.top() + 2.0 + lane as f32 * (lane_h + 2.0);
+        let at = Pos2::new(rect.left() + 4.0, top + lane_h / 2.0);
+        let galley = painter.layout_no_wrap(
+            tag.to_string(),
+            FontId::proportional(12.0),
+            ui.visuals().strong_text_color(),
+        );
+        let r = Align2::LEFT_CENTER
+            .anchor_size(at, galley.size())
+            .expand(2.0);
+        painter.rect_filled(r, 2.0, ui.visuals().extreme_bg_color);
+        painter.galley(r.min + Vec2::splat(2.0), galley, Color32::WHITE);
+    }
     if let Some(t) = tip {
         resp.on_hover_text(t);
     }
