@@ -17,6 +17,10 @@ use crate::queue::{ComputeCmds, CopyCmds, GfxContext, Launch, Ring, SqttMarker};
 use crate::signal::{Signal, SignalPool, SIGNAL_PAGE};
 use crate::sqtt::{self, SqttSetup};
 
+/// Scratch reserved per wave: bytes per lane, for this many lanes (wave64 at most).
+const SCRATCH_PER_LANE: u64 = 128;
+const SCRATCH_LANES: u64 = 64;
+
 /// Knobs of a device; `Default` follows tinygrad's defaults (scaled where tests need it).
 #[derive(Debug, Clone)]
 pub struct DeviceOptions {
@@ -278,13 +282,9 @@ impl Device {
 
         let kernargs = iface.alloc(opts.kernargs_size, AllocKind::VRAM_CPU)?;
 
-        // Scratch: (max_cu_id+1) * slots * round_up(waves * 128 B/lane * wave size, 256) per XCC.
-        let lanes = if props.gfx_target_version >= 100000 {
-            32
-        } else {
-            64
-        };
-        let wave_len = round_up(lanes * 128, 256);
+        // Scratch: (max_cu_id+1) * slots * round_up(128 B/lane * 64 lanes, 256) per XCC. Sized
+        // for 64 lanes even on wave32 parts: a wave64 kernel needs it, a wave32 one gets 256 B/lane.
+        let wave_len = round_up(SCRATCH_LANES * SCRATCH_PER_LANE, 256);
         let per_xcc = cu * u64::from(props.max_slots_scratch_cu) * wave_len;
         let scratch = iface.alloc(per_xcc * u64::from(num_xcc), AllocKind::VRAM)?;
         let num_se = u64::from(props.num_se().max(1));
@@ -665,6 +665,16 @@ impl Device {
         } else {
             None
         };
+        // The per-wave scratch slice is fixed at open; a kernel that needs more per lane would
+        // overrun into its neighbour's slice.
+        let lanes = if k.wave32() { 32 } else { 64 };
+        let per_lane = round_up(SCRATCH_LANES * SCRATCH_PER_LANE, 256) / lanes;
+        if u64::from(k.private_segment_size) > per_lane {
+            return Err(Error::Invalid(format!(
+                "{} needs {} bytes of scratch per work-item; the runtime reserves {per_lane} (wave{lanes})",
+                prg.name, k.private_segment_size
+            )));
+        }
         let private_segment = if k.enable_private_segment_sgpr() {
             let s = self.scratch.va;
             Some([

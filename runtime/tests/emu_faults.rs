@@ -131,3 +131,33 @@ per_target!(
     unknown_instruction_stops_the_queue,
     unknown_instruction_is_named_with_pc_and_encoding except [pci_gfx1100, usb_gfx1100],
 );
+
+/// A kernel whose private segment exceeds the scratch the runtime reserves per lane is refused
+/// at launch, naming the sizes, instead of running into its neighbours' scratch.
+#[test]
+fn a_kernel_needing_more_scratch_than_reserved_is_refused() {
+    let t = Target::KfdGfx1100;
+    let mut elf = fixture(t.arch(), "scratch");
+    let co = traces::isa::CodeObject::parse(&elf).unwrap();
+    let need = co.kernels[0].descriptor.private_segment_fixed_size;
+    assert!(need > 0, "the scratch fixture uses scratch");
+    // Find the descriptor by its contents and raise private_segment_fixed_size (offset 4).
+    let kd = co.kernels[0].descriptor;
+    let size = traces::isa::KernelDescriptor::SIZE;
+    let at = elf
+        .windows(size)
+        .position(|w| traces::isa::KernelDescriptor::parse(w) == Some(kd))
+        .expect("descriptor in the file");
+    elf[at + 4..at + 8].copy_from_slice(&4096u32.to_le_bytes());
+    let mut d = t.device(opts());
+    let prg = d.load_program(&elf).unwrap();
+    let out = d.alloc(4096, AllocKind::VRAM).unwrap();
+    let e = d
+        .launch(&prg, &[&out, &out], &[], [1, 1, 1], [32, 1, 1])
+        .expect_err("4096 bytes per lane do not fit");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("4096") && msg.contains("scratch per work-item"),
+        "{msg}"
+    );
+}

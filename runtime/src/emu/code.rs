@@ -47,8 +47,15 @@ pub struct Op {
     /// Second destination (VOP3SD carry / VOPC e64 mask), SGPR-file slot.
     pub sd: u8,
     pub src: [Src; 3],
+    /// VOP3P: neg_hi (the fma_mix ops use it as abs).
     pub abs: u8,
+    /// VOP3P: neg_lo.
     pub neg: u8,
+    /// 16-bit operands that use the high half of their VGPR (bit k: src k, bit 3: dst); VOP3P:
+    /// op_sel.
+    pub hi: u8,
+    /// VOP3P op_sel_hi.
+    pub hi2: u8,
     pub clamp: bool,
     pub omod: u8,
     /// SOPP/SOPK simm16, memory offsets (sign-extended), DS offset0.
@@ -182,6 +189,8 @@ fn blank(i: &Instruction, k: K, class: Class) -> Op {
         src: [Src::None; 3],
         abs: 0,
         neg: 0,
+        hi: 0,
+        hi2: 0,
         clamp: false,
         omod: 0,
         imm: 0,
@@ -270,19 +279,27 @@ fn build_op(i: &Instruction) -> Result<Op, String> {
         Encoding::Vop1 => {
             op.d = ((w0 >> 17) & 0xFF) as u16;
             op.src[0] = Src::from_code(w0 & 0x1FF, lit);
+            true16(&mut op, name);
         }
         Encoding::Vop2 => {
             op.d = ((w0 >> 17) & 0xFF) as u16;
             op.src[0] = Src::from_code(w0 & 0x1FF, lit);
             op.src[1] = Src::V(((w0 >> 9) & 0xFF) as u16);
+            true16(&mut op, name);
             // VOP2 forms with an implicit third operand.
             match name {
-                "v_fmac_f32" | "v_fmac_f16" | "v_fmac_f64" => op.src[2] = Src::V(op.d),
-                "v_fmamk_f32" => {
+                "v_fmac_f32" | "v_fmac_f64" => op.src[2] = Src::V(op.d),
+                "v_fmac_f16" => {
+                    // The accumulator is the destination half.
+                    op.src[2] = Src::V(op.d);
+                    op.hi |= (op.hi >> 3 & 1) << 2;
+                }
+                "v_fmamk_f32" | "v_fmamk_f16" => {
                     op.src[2] = op.src[1];
                     op.src[1] = Src::Lit(lit);
+                    op.hi = (op.hi & !0b110) | (op.hi & 2) << 1;
                 }
-                "v_fmaak_f32" => op.src[2] = Src::Lit(lit),
+                "v_fmaak_f32" | "v_fmaak_f16" => op.src[2] = Src::Lit(lit),
                 "v_cndmask_b32" | "v_add_co_ci_u32" | "v_sub_co_ci_u32" | "v_subrev_co_ci_u32" => {
                     op.src[2] = Src::S(106);
                     op.sd = 106;
@@ -294,6 +311,7 @@ fn build_op(i: &Instruction) -> Result<Op, String> {
             op.src[0] = Src::from_code(w0 & 0x1FF, lit);
             op.src[1] = Src::V(((w0 >> 9) & 0xFF) as u16);
             op.sd = 106;
+            true16(&mut op, name);
         }
         Encoding::Vop3 => {
             op.d = (w0 & 0xFF) as u16;
@@ -307,9 +325,14 @@ fn build_op(i: &Instruction) -> Result<Op, String> {
                 op.sd = ((w0 >> 8) & 0x7F) as u8;
             } else {
                 op.abs = ((w0 >> 8) & 7) as u8;
-                if (w0 >> 11) & 0xF != 0 {
-                    return Err("VOP3 op_sel is not emulated".into());
+                // op_sel picks the halves of the 16-bit operands; on anything else it is a
+                // form the emulator does not know.
+                let sel = ((w0 >> 11) & 0xF) as u8;
+                let half = ops::half_mask(name);
+                if sel & !half != 0 {
+                    return Err(format!("VOP3 op_sel {sel:#x} is not emulated on {name}"));
                 }
+                op.hi = sel;
             }
             if ops::is_cmp(name) {
                 // VOPC promoted to VOP3: the mask goes to vdst (an SGPR).
@@ -317,6 +340,7 @@ fn build_op(i: &Instruction) -> Result<Op, String> {
             }
             if matches!(name, "v_fmac_f32" | "v_fmac_f16" | "v_fmac_f64") {
                 op.src[2] = Src::V(op.d);
+                op.hi |= (op.hi >> 3 & 1) << 2;
             }
         }
         Encoding::Vopd => {
@@ -346,7 +370,18 @@ fn build_op(i: &Instruction) -> Result<Op, String> {
             op.y = Some(Box::new(y));
         }
         Encoding::Vop3p => {
-            return Err("VOP3P (packed math / WMMA) is not emulated yet".into());
+            op.d = (w0 & 0xFF) as u16;
+            op.src[0] = Src::from_code(w1 & 0x1FF, lit);
+            op.src[1] = Src::from_code((w1 >> 9) & 0x1FF, lit);
+            op.src[2] = Src::from_code((w1 >> 18) & 0x1FF, lit);
+            op.neg = ((w1 >> 29) & 7) as u8;
+            op.abs = ((w0 >> 8) & 7) as u8;
+            op.hi = ((w0 >> 11) & 7) as u8;
+            op.hi2 = (((w1 >> 27) & 3) | (((w0 >> 14) & 1) << 2)) as u8;
+            op.clamp = w0 & (1 << 15) != 0;
+            if op.clamp {
+                return Err(format!("{name}: clamp is not emulated"));
+            }
         }
         Encoding::Ds => {
             op.imm = (w0 & 0xFF) as i32;
@@ -399,6 +434,25 @@ fn build_op(i: &Instruction) -> Result<Op, String> {
     Ok(op)
 }
 
+/// True16 register fields of VOP1/VOP2/VOPC: for a 16-bit operand, bit 7 of the VGPR number
+/// selects the high half (v0..v127 only).
+fn true16(op: &mut Op, name: &str) {
+    let half = ops::half_mask(name);
+    if half == 0 {
+        return;
+    }
+    for k in 0..2 {
+        if let (true, Src::V(r)) = (half >> k & 1 != 0, op.src[k]) {
+            op.src[k] = Src::V(r & 0x7F);
+            op.hi |= ((r >> 7) as u8 & 1) << k;
+        }
+    }
+    if half & 8 != 0 {
+        op.hi |= ((op.d >> 7) as u8 & 1) << 3;
+        op.d &= 0x7F;
+    }
+}
+
 /// Whether a FLAT/GLOBAL atomic returns the pre-op value (an encoding bit, not the name).
 fn atomic_return(op: &mut Op, rtn: bool) {
     if let K::GAtomic(a, _, n) = op.k {
@@ -426,5 +480,57 @@ fn vopd_fix(op: &mut Op, name: &str, lit: u32) {
         "v_fmaak_f32" => op.src[2] = Src::Lit(lit),
         "v_cndmask_b32" => op.src[2] = Src::S(106),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn program(words: &[u32]) -> Program {
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        Program::new(&bytes, 0x1000, GfxTarget::GFX1100)
+    }
+
+    #[test]
+    fn true16_register_bit_selects_the_high_half() {
+        // v_cmp_lt_i16_e32 vcc_lo, v15.l, v15.h; v_mov_b16_e32 v6.l, v15.h
+        let p = program(&[0x7C63_1F0F, 0x7E0C_398F]);
+        let cmp = p.at(0).unwrap();
+        assert_eq!(
+            (cmp.src[0], cmp.src[1], cmp.hi),
+            (Src::V(15), Src::V(15), 0b10)
+        );
+        let mov = p.at(4).unwrap();
+        assert_eq!((mov.src[0], mov.d, mov.hi), (Src::V(15), 6, 0b0001));
+    }
+
+    #[test]
+    fn vop3p_modifiers_are_decoded() {
+        // v_pk_fma_f16 v0, v1, v2, v3 op_sel:[1,0,0] op_sel_hi:[0,1,1] neg_lo:[0,1,0]
+        let p = program(&[0xCC0E_4800, 0x540E_0501]);
+        let op = p.at(0).unwrap();
+        assert_eq!(op.src, [Src::V(1), Src::V(2), Src::V(3)]);
+        assert_eq!((op.hi, op.hi2, op.neg, op.abs), (0b001, 0b110, 0b010, 0));
+    }
+
+    #[test]
+    fn unknown_packed_forms_are_reported_with_their_words() {
+        // v_dot2_f32_f16 v0, v1, v2, v3; v_pk_add_f16 v0, v1, v2 clamp
+        let p = program(&[0xCC13_4000, 0x1C0E_0501, 0xCC0F_C000, 0x1802_0501]);
+        let e = p.at(0).unwrap_err();
+        assert_eq!(e.pc, 0x1000);
+        assert!(
+            e.what.contains("v_dot2_f32_f16") && e.what.contains("CC134000 1C0E0501"),
+            "{}",
+            e.what
+        );
+        let e = p.at(8).unwrap_err();
+        assert_eq!(e.pc, 0x1008);
+        assert!(
+            e.what.contains("clamp") && e.what.contains("CC0FC000"),
+            "{}",
+            e.what
+        );
     }
 }

@@ -160,12 +160,19 @@ pub const E3_ELF: &[u8] = include_bytes!("../data/gfx1100_E_3.elf");
 /// The clang-22 fixture `name` built for `arch` (tests/fixtures/kernels/emu: gfx1100 at the
 /// top, RDNA4 in gfx1201/).
 pub fn fixture(arch: EmuArch, name: &str) -> Vec<u8> {
+    fixture_wave(arch, name, false)
+}
+
+/// [`fixture`], or its wave64 build (`-mwavefrontsize64`, in wave64/ under the arch's
+/// directory) when `wave64`.
+pub fn fixture_wave(arch: EmuArch, name: &str, wave64: bool) -> Vec<u8> {
     let sub = match arch {
         EmuArch::Gfx1201 => "gfx1201/",
         _ => "",
     };
+    let w = if wave64 { "wave64/" } else { "" };
     let p = format!(
-        "{}/../tests/fixtures/kernels/emu/{sub}{name}.hsaco",
+        "{}/../tests/fixtures/kernels/emu/{sub}{w}{name}.hsaco",
         env!("CARGO_MANIFEST_DIR")
     );
     std::fs::read(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
@@ -264,9 +271,14 @@ pub fn download(d: &mut Device, b: &GpuBuffer, n: usize) -> Vec<u8> {
 /// Runs the vadd fixture on `n` floats from `seed` and checks c = a + b bit for bit, and that
 /// the guard `i < n` left the buffer's tail untouched.
 pub fn check_vadd(d: &mut Device, arch: EmuArch, n: usize, seed: u32) {
+    check_vadd_elf(d, &fixture(arch, "vadd"), n, seed)
+}
+
+/// [`check_vadd`] with the vadd code object `elf` (a wave64 build, say).
+pub fn check_vadd_elf(d: &mut Device, elf: &[u8], n: usize, seed: u32) {
     let a = floats(n, seed, -100.0, 100.0);
     let b = floats(n, seed + 1, -100.0, 100.0);
-    let prg = d.load_program(&fixture(arch, "vadd")).unwrap();
+    let prg = d.load_program(elf).unwrap();
     let (ba, bb) = (upload(d, &from_f32(&a)), upload(d, &from_f32(&b)));
     let bc = upload(d, &vec![0u8; 4 * n + 256]);
     d.launch(

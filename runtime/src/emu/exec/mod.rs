@@ -178,7 +178,8 @@ impl Wave {
 
     /// A lane mask (VCC/EXEC/SGPR) read from slot `i`.
     fn mask_get(&self, i: usize) -> u64 {
-        if self.lanes == 32 {
+        // `null` is a 64-bit zero in wave64 too (the slot after it is M0).
+        if self.lanes == 32 || i == NULL {
             u64::from(self.sget(i))
         } else {
             u64::from(self.sget(i)) | (u64::from(self.sget(i + 1)) << 32)
@@ -186,9 +187,19 @@ impl Wave {
     }
 
     fn mask_set(&mut self, i: usize, m: u64) {
-        self.sset(i, m as u32);
         if self.lanes == 64 {
-            self.sset(i + 1, (m >> 32) as u32);
+            self.sset64(i, m);
+        } else {
+            self.sset(i, m as u32);
+        }
+    }
+
+    /// Writes an SGPR pair; `null` discards both halves (its upper neighbour is M0).
+    #[inline]
+    fn sset64(&mut self, i: usize, v: u64) {
+        if i != NULL {
+            self.sset(i, v as u32);
+            self.sset(i + 1, (v >> 32) as u32);
         }
     }
 
@@ -210,6 +221,7 @@ impl Wave {
 
     fn s64(&self, s: Src, float: bool) -> u64 {
         match s {
+            Src::S(i) if i as usize == NULL => 0,
             Src::S(i) => {
                 u64::from(self.sget(i as usize)) | (u64::from(self.sget(i as usize + 1)) << 32)
             }
@@ -580,9 +592,7 @@ pub fn step(w: &mut Wave, cx: &mut Ctx<'_>) -> Result<Step, Fault> {
             }
         }
         K::Getpc => {
-            let v = pc + 4;
-            w.sset(op.d as usize, v as u32);
-            w.sset(op.d as usize + 1, (v >> 32) as u32);
+            w.sset64(op.d as usize, pc + 4);
         }
         K::S(f, wd) => {
             let a = if wd & 1 != 0 {
@@ -596,9 +606,10 @@ pub fn step(w: &mut Wave, cx: &mut Ctx<'_>) -> Result<Step, Fault> {
                 u64::from(w.s32(op.src[1]))
             };
             let (r, scc) = f(a, b, w.scc);
-            w.sset(op.d as usize, r as u32);
             if wd & 4 != 0 {
-                w.sset(op.d as usize + 1, (r >> 32) as u32);
+                w.sset64(op.d as usize, r);
+            } else {
+                w.sset(op.d as usize, r as u32);
             }
             if let Some(s) = scc {
                 w.scc = s;
@@ -621,9 +632,10 @@ pub fn step(w: &mut Wave, cx: &mut Ctx<'_>) -> Result<Step, Fault> {
             let old = exec;
             let new = f(s, old) & w.full();
             w.set_exec(new);
-            w.sset(op.d as usize, old as u32);
             if w64 {
-                w.sset(op.d as usize + 1, (old >> 32) as u32);
+                w.sset64(op.d as usize, old);
+            } else {
+                w.sset(op.d as usize, old as u32);
             }
             w.scc = new != 0;
         }
@@ -851,7 +863,13 @@ fn valu_or_mem(w: &mut Wave, op: &Op, pc: u64, exec: u64) -> Result<(), Fault> {
             };
             let mut a32 = [0u32; 64];
             let mut b32 = [0u32; 64];
-            if !wide {
+            if matches!(ty, Ty::F16 | Ty::I16 | Ty::U16) {
+                // The halves the true16 bits / op_sel pick; abs/neg act on bit 15.
+                for (k, v) in [&mut a32, &mut b32].into_iter().enumerate() {
+                    src_row(w, op.src[k], ty == Ty::F16, pc, v)?;
+                    half_in(v, op, k, w.lanes as usize);
+                }
+            } else if !wide {
                 a32 = *w.vsrc(op.src[0], &mut t0, pc)?;
                 b32 = *w.vsrc(op.src[1], &mut t1, pc)?;
                 if op.abs | op.neg != 0 {
@@ -875,6 +893,11 @@ fn valu_or_mem(w: &mut Wave, op: &Op, pc: u64, exec: u64) -> Result<(), Fault> {
                     Ty::U32 => cmp_i(c, a, b),
                     Ty::I16 => cmp_i(c, a as i16, b as i16),
                     Ty::U16 => cmp_i(c, a as u16, b as u16),
+                    Ty::F16 => cmp_f(
+                        c,
+                        f64::from(ops::f16_to_f32(a as u16)),
+                        f64::from(ops::f16_to_f32(b as u16)),
+                    ),
                     Ty::F64 => cmp_f(
                         c,
                         f64::from_bits(get64(w, op.src[0], i)?),
@@ -1092,22 +1115,9 @@ fn valu_or_mem(w: &mut Wave, op: &Op, pc: u64, exec: u64) -> Result<(), Fault> {
             }
             w.vwrite(op.d, &r, exec, pc)?;
         }
-        K::CvtF16F32 => {
-            let a = *w.vsrc(op.src[0], &mut t0, pc)?;
-            let old = *w.vreg(op.d, pc)?;
-            for i in 0..64 {
-                r[i] = (old[i] & 0xFFFF_0000)
-                    | u32::from(ops::f32_to_f16(f32::from_bits(a[i]), false));
-            }
-            w.vwrite(op.d, &r, exec, pc)?;
-        }
-        K::CvtF32F16 => {
-            let a = *w.vsrc(op.src[0], &mut t0, pc)?;
-            for i in 0..64 {
-                r[i] = ops::f16_to_f32(a[i] as u16).to_bits();
-            }
-            w.vwrite(op.d, &r, exec, pc)?;
-        }
+        K::V16(f, float, mask) => valu16(w, op, f, float, mask, pc, exec)?,
+        K::Pk(f, float) => valu_packed(w, op, f, float, pc, exec)?,
+        K::FmaMix(kind) => fma_mix(w, op, kind, pc, exec)?,
         _ => {
             return Err(Fault::Illegal {
                 pc,
@@ -1116,6 +1126,185 @@ fn valu_or_mem(w: &mut Wave, op: &Op, pc: u64, exec: u64) -> Result<(), Fault> {
         }
     }
     Ok(())
+}
+
+/// f16 values of the inline float constants (16-bit float operands read these, not the f32
+/// ones).
+fn inline16(c: u16) -> u32 {
+    match c {
+        240 => 0x3800,
+        241 => 0xB800,
+        242 => 0x3C00,
+        243 => 0xBC00,
+        244 => 0x4000,
+        245 => 0xC000,
+        246 => 0x4400,
+        247 => 0xC400,
+        248 => 0x3118,
+        _ => inline32(c),
+    }
+}
+
+/// The dwords of source `s` for every lane: a VGPR row, or a scalar, literal or constant
+/// broadcast (inline float constants as f16 when `f16c`).
+fn src_row(w: &Wave, s: Src, f16c: bool, pc: u64, out: &mut L) -> Result<(), Fault> {
+    *out = match s {
+        Src::V(r) => *w.vreg(r, pc)?,
+        Src::Inline(c @ 240..=248) if f16c => [inline16(c); 64],
+        Src::None => [0; 64],
+        s => [w.s32(s); 64],
+    };
+    Ok(())
+}
+
+/// Reduces source `k`'s row to the 16-bit half `op.hi` picks, with abs/neg on bit 15.
+fn half_in(row: &mut L, op: &Op, k: usize, n: usize) {
+    let sh = if op.hi >> k & 1 != 0 { 16 } else { 0 };
+    let abs = if op.abs >> k & 1 != 0 { 0x7FFF } else { 0xFFFF };
+    let neg = if op.neg >> k & 1 != 0 { 0x8000 } else { 0 };
+    for x in row[..n].iter_mut() {
+        *x = ((*x >> sh) & abs) ^ neg;
+    }
+}
+
+/// Puts the 16-bit values of `r` into the low (or high) half of VGPR `d`'s current value.
+fn merge16(w: &Wave, d: u16, r: &mut L, hi: bool, pc: u64) -> Result<(), Fault> {
+    let old = w.vreg(d, pc)?;
+    for i in 0..w.lanes as usize {
+        r[i] = if hi {
+            (old[i] & 0xFFFF) | (r[i] << 16)
+        } else {
+            (old[i] & 0xFFFF_0000) | (r[i] & 0xFFFF)
+        };
+    }
+    Ok(())
+}
+
+fn no_clamp(op: &Op, pc: u64) -> Result<(), Fault> {
+    if op.clamp || op.omod != 0 {
+        return Err(Fault::Illegal {
+            pc,
+            what: format!(
+                "{}: clamp/omod on a 16-bit operation is not emulated",
+                op.mnemonic
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// A [`K::V16`] operation: 16-bit operands from the halves the instruction picks, a 16-bit
+/// result into one half of the destination (the other half is kept).
+fn valu16(
+    w: &mut Wave,
+    op: &Op,
+    f: ops::VFn,
+    float: bool,
+    mask: u8,
+    pc: u64,
+    exec: u64,
+) -> Result<(), Fault> {
+    no_clamp(op, pc)?;
+    let n = w.lanes as usize;
+    let mut m = [[0u32; 64]; 3];
+    for (k, row) in m.iter_mut().enumerate() {
+        let half = mask >> k & 1 != 0;
+        src_row(w, op.src[k], float && half, pc, row)?;
+        if half {
+            half_in(row, op, k, n);
+        } else if op.abs | op.neg != 0 {
+            let c = *row;
+            abs_neg(&c, op.abs >> k & 1 != 0, op.neg >> k & 1 != 0, row);
+        }
+    }
+    let mut r = [0u32; 64];
+    f(&mut r, &m[0], &m[1], &m[2], n);
+    if mask & 8 != 0 {
+        merge16(w, op.d, &mut r, op.hi & 8 != 0, pc)?;
+    }
+    w.vwrite(op.d, &r, exec, pc)
+}
+
+/// A [`K::Pk`] operation: each half of the result from the source halves op_sel (low) and
+/// op_sel_hi (high) pick, negated by neg_lo / neg_hi for float operations.
+fn valu_packed(
+    w: &mut Wave,
+    op: &Op,
+    f: ops::VFn,
+    float: bool,
+    pc: u64,
+    exec: u64,
+) -> Result<(), Fault> {
+    let n = w.lanes as usize;
+    let mut lo = [[0u32; 64]; 3];
+    let mut hi = [[0u32; 64]; 3];
+    let mut row = [0u32; 64];
+    for k in 0..3 {
+        src_row(w, op.src[k], float, pc, &mut row)?;
+        let sl = if op.hi >> k & 1 != 0 { 16 } else { 0 };
+        let sh = if op.hi2 >> k & 1 != 0 { 16 } else { 0 };
+        let nl = if float && op.neg >> k & 1 != 0 {
+            0x8000
+        } else {
+            0
+        };
+        let nh = if float && op.abs >> k & 1 != 0 {
+            0x8000
+        } else {
+            0
+        };
+        for i in 0..n {
+            lo[k][i] = ((row[i] >> sl) & 0xFFFF) ^ nl;
+            hi[k][i] = ((row[i] >> sh) & 0xFFFF) ^ nh;
+        }
+    }
+    let mut rl = [0u32; 64];
+    let mut rh = [0u32; 64];
+    f(&mut rl, &lo[0], &lo[1], &lo[2], n);
+    f(&mut rh, &hi[0], &hi[1], &hi[2], n);
+    for i in 0..n {
+        row[i] = (rl[i] & 0xFFFF) | (rh[i] << 16);
+    }
+    w.vwrite(op.d, &row, exec, pc)
+}
+
+/// v_fma_mix*: each source is an f32, or (op_sel_hi) the f16 half op_sel picks; neg_lo
+/// negates and neg_hi takes the absolute value; the exact a*b+c is rounded once to f32
+/// (mix_f32) or to f16 in the low (mixlo) or high (mixhi) half of the destination.
+fn fma_mix(w: &mut Wave, op: &Op, kind: u8, pc: u64, exec: u64) -> Result<(), Fault> {
+    let n = w.lanes as usize;
+    let mut v = [[0f64; 64]; 3];
+    let mut row = [0u32; 64];
+    for k in 0..3 {
+        let f16 = op.hi2 >> k & 1 != 0;
+        src_row(w, op.src[k], f16, pc, &mut row)?;
+        let sh = if op.hi >> k & 1 != 0 { 16 } else { 0 };
+        for i in 0..n {
+            let mut x = if f16 {
+                f64::from(ops::f16_to_f32((row[i] >> sh) as u16))
+            } else {
+                f64::from(f32::from_bits(row[i]))
+            };
+            if op.abs >> k & 1 != 0 {
+                x = x.abs();
+            }
+            if op.neg >> k & 1 != 0 {
+                x = -x;
+            }
+            v[k][i] = x;
+        }
+    }
+    for i in 0..n {
+        let x = ops::fma_odd(v[0][i] * v[1][i], v[2][i]);
+        row[i] = match kind {
+            0 => (x as f32).to_bits(),
+            _ => u32::from(ops::f64_to_f16(x)),
+        };
+    }
+    if kind != 0 {
+        merge16(w, op.d, &mut row, kind == 2, pc)?;
+    }
+    w.vwrite(op.d, &row, exec, pc)
 }
 
 /// One half of a VOPD pair computed into `out` (lane ops and v_dual_cndmask_b32).
@@ -1357,6 +1546,9 @@ fn vmem_load_in(
         let mut out = [[0u32; 64]; 4];
         let mut buf = [0u8; 16];
         vmem_load_lanes(w, cx, &addrs, pc, exec, m, sp, spanbuf, &mut out, &mut buf)?;
+        if m.d16 != 0 {
+            merge16(w, op.d, &mut out[0], m.d16 == 2, pc)?;
+        }
         for k in 0..dwords {
             w.vwrite(op.d + k as u16, &out[k], exec, pc)?;
         }
@@ -1433,6 +1625,10 @@ fn vmem_store(
     let mut regs = [[0u32; 64]; 4];
     for (k, r) in regs.iter_mut().enumerate().take(m.dwords as usize) {
         *r = *w.vreg(data + k as u16, pc)?;
+    }
+    if m.d16 == 2 {
+        // d16_hi: the high half of the VGPR is stored.
+        regs[0].iter_mut().for_each(|x| *x >>= 16);
     }
     let bytes = u64::from(m.bytes);
     let lane_bytes = |i: usize, buf: &mut [u8; 16]| {
@@ -1652,6 +1848,9 @@ fn ds(w: &mut Wave, cx: &mut Ctx<'_>, op: &Op, pc: u64, exec: u64) -> Result<(),
                     };
                 }
             }
+            if m.d16 != 0 {
+                merge16(w, op.d, &mut out[0], m.d16 == 2, pc)?;
+            }
             for k in 0..m.dwords as usize {
                 w.vwrite(op.d + k as u16, &out[k], exec, pc)?;
             }
@@ -1660,6 +1859,9 @@ fn ds(w: &mut Wave, cx: &mut Ctx<'_>, op: &Op, pc: u64, exec: u64) -> Result<(),
             let mut regs = [[0u32; 64]; 4];
             for (k, r) in regs.iter_mut().enumerate().take(m.dwords as usize) {
                 *r = data(w, 1, k as u16)?;
+            }
+            if m.d16 == 2 {
+                regs[0].iter_mut().for_each(|x| *x >>= 16);
             }
             for i in 0..lanes {
                 if exec >> i & 1 == 0 {

@@ -59,6 +59,7 @@ pub enum Ty {
     U64,
     I16,
     U16,
+    F16,
 }
 
 /// Memory element: bytes per lane access and sign extension for sub-dword loads.
@@ -66,8 +67,10 @@ pub enum Ty {
 pub struct Mem {
     pub bytes: u8,
     pub signed: bool,
-    /// For sub-dword: write the high 16 bits of the VGPR (d16_hi forms) — not emulated.
     pub dwords: u8,
+    /// The d16 forms: 0 none; 1 the low, 2 the high 16 bits of the VGPR are loaded (the other
+    /// half is kept) or stored.
+    pub d16: u8,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,9 +152,15 @@ pub enum K {
     Writelane,
     MbcntLo,
     MbcntHi,
-    /// v_cvt_f16_f32 / v_cvt_f32_f16 (low half).
-    CvtF16F32,
-    CvtF32F16,
+    /// 16-bit lane op on the halves the true16 register bit or op_sel picks: `f` sees 16-bit
+    /// values (zero-extended) for the operands in the mask (bit k: src k, bit 3: dst, whose
+    /// other half is kept) and whole dwords for the others; float flag.
+    V16(VFn, bool, u8),
+    /// VOP3P packed op: `f` computes each 16-bit half from the halves op_sel / op_sel_hi pick.
+    Pk(VFn, bool),
+    /// v_fma_mix_f32 (0), v_fma_mixlo_f16 (1), v_fma_mixhi_f16 (2): f32 or f16 sources
+    /// (op_sel_hi), one rounding.
+    FmaMix(u8),
     GLoad(Mem),
     GStore(Mem),
     GAtomic(At, bool, u8),
@@ -335,6 +344,19 @@ fn scalar(n: &str) -> Option<(K, Class)> {
                 )
             }),
             0,
+        ),
+        "s_ctz_i32_b64" => s(
+            sf!(|a, b, s| {
+                (
+                    if a == 0 {
+                        0xFFFF_FFFF
+                    } else {
+                        a.trailing_zeros() as u64
+                    },
+                    None,
+                )
+            }),
+            0b001,
         ),
         "s_clz_i32_u32" => s(
             sf!(|a, b, s| {
@@ -621,6 +643,7 @@ fn vcmp(n: &str) -> Option<(K, Class)> {
         "u64" => Ty::U64,
         "i16" => Ty::I16,
         "u16" => Ty::U16,
+        "f16" => Ty::F16,
         _ => return None,
     };
     let c = match c {
@@ -789,8 +812,6 @@ fn valu(n: &str) -> Option<(K, Class)> {
             vf!(|a, b, c| f32_to_f16(fl(a), true) as u32 | ((f32_to_f16(fl(b), true) as u32) << 16)),
             false,
         ),
-        "v_cvt_f16_f32" => Some((K::CvtF16F32, C)),
-        "v_cvt_f32_f16" => Some((K::CvtF32F16, C)),
         "v_cndmask_b32" => Some((K::Cndmask, C)),
         "v_add_co_u32" => Some((K::AddCo(false, false), C)),
         "v_sub_co_u32" => Some((K::AddCo(true, false), C)),
@@ -961,7 +982,21 @@ fn mem_ty(suffix: &str) -> Option<Mem> {
         bytes,
         signed,
         dwords,
+        d16: 0,
     })
+}
+
+/// A FLAT/GLOBAL/SCRATCH element type, with the d16 forms (`d16_b16`, `d16_hi_u8`, ...).
+fn d16_ty(t: &str) -> Option<Mem> {
+    let (d16, t) = if let Some(r) = t.strip_prefix("d16_hi_") {
+        (2, r)
+    } else if let Some(r) = t.strip_prefix("d16_") {
+        (1, r)
+    } else {
+        (0, t)
+    };
+    let m = mem_ty(t)?;
+    (d16 == 0 || m.bytes <= 2).then_some(Mem { d16, ..m })
 }
 
 fn atomic(n: &str) -> Option<(At, u8)> {
@@ -1004,11 +1039,11 @@ fn vmem(enc: Encoding, n: &str) -> Option<(K, Class)> {
         flat,
     };
     if let Some(t) = rest.strip_prefix("load_") {
-        let m = mem_ty(t)?;
+        let m = d16_ty(t)?;
         return Some((K::GLoad(m), vclass(m, false)));
     }
     if let Some(t) = rest.strip_prefix("store_") {
-        let m = mem_ty(t)?;
+        let m = d16_ty(t)?;
         return Some((K::GStore(m), vclass(m, true)));
     }
     if let Some(a) = rest.strip_prefix("atomic_") {
@@ -1021,10 +1056,24 @@ fn vmem(enc: Encoding, n: &str) -> Option<(K, Class)> {
             bytes: 4 * w,
             signed: false,
             dwords: w,
+            d16: 0,
         };
         return Some((K::GAtomic(at, rtn, w), vclass(m, !rtn)));
     }
     None
+}
+
+/// A DS element type, with the d16 forms (`u16_d16`, `b8_d16_hi`, ...).
+fn ds_d16_ty(t: &str) -> Option<Mem> {
+    let (t, d16) = if let Some(r) = t.strip_suffix("_d16_hi") {
+        (r, 2)
+    } else if let Some(r) = t.strip_suffix("_d16") {
+        (r, 1)
+    } else {
+        (t, 0)
+    };
+    let m = mem_ty(t)?;
+    (d16 == 0 || m.bytes <= 2).then_some(Mem { d16, ..m })
 }
 
 fn ds(n: &str) -> Option<(K, Class)> {
@@ -1052,11 +1101,11 @@ fn ds(n: &str) -> Option<(K, Class)> {
         return Some((K::DsStore2(d, false), lc(2 * d, true)));
     }
     if let Some(t) = rest.strip_prefix("load_") {
-        let m = mem_ty(t)?;
+        let m = ds_d16_ty(t)?;
         return Some((K::DsLoad(m), lc(m.dwords, false)));
     }
     if let Some(t) = rest.strip_prefix("store_") {
-        let m = mem_ty(t)?;
+        let m = ds_d16_ty(t)?;
         return Some((K::DsStore(m), lc(m.dwords, true)));
     }
     let (a, rtn) = match rest
@@ -1141,9 +1190,10 @@ pub fn lookup(enc: Encoding, n: &str) -> Option<(K, Class)> {
             if is_cmp(n) {
                 vcmp(n)
             } else {
-                valu(n)
+                valu(n).or_else(|| half16(n))
             }
         }
+        E::Vop3p => packed(n),
         E::Flat | E::Global | E::Scratch => vmem(enc, n),
         E::Ds => ds(n),
         E::Mubuf => match n {
@@ -1171,6 +1221,10 @@ pub fn alias12(n: &str) -> &str {
         "v_max3_num_f32" => "v_max3_f32",
         "v_min3_num_f32" => "v_min3_f32",
         "v_med3_num_f32" => "v_med3_f32",
+        "v_max_num_f16" => "v_max_f16",
+        "v_min_num_f16" => "v_min_f16",
+        "v_pk_max_num_f16" => "v_pk_max_f16",
+        "v_pk_min_num_f16" => "v_pk_min_f16",
         _ => n,
     }
 }
@@ -1248,5 +1302,228 @@ pub fn lookup12(enc: Encoding, n: &str) -> Option<(K, Class)> {
         (E::Vop3, "v_maxmin_num_f32") => v(vf!(|a, b, c| fb(fmin(fmax(fl(a), fl(b)), fl(c))))),
         (E::Vop3, "v_minmax_num_f32") => v(vf!(|a, b, c| fb(fmax(fmin(fl(a), fl(b)), fl(c))))),
         _ => lookup(enc, alias12(n)),
+    }
+}
+
+/// Which operands of a 16-bit VALU instruction are 16-bit (bit k: src k, bit 3: dst): they
+/// read or write one half of a VGPR (true16 register bit 7 in VOP1/VOP2/VOPC, op_sel in VOP3).
+/// 0 for everything else (32-bit operands, and VOP3P, which has its own op_sel rules).
+pub fn half_mask(n: &str) -> u8 {
+    if n.starts_with("v_pk_") || n.starts_with("v_fma_mix") || n == "v_cvt_pk_rtz_f16_f32" {
+        return 0;
+    }
+    match n {
+        "v_cvt_f32_f16" | "v_cvt_i32_i16" | "v_cvt_u32_u16" => 0b0001,
+        "v_cvt_f16_f32" => 0b1000,
+        "v_mad_u32_u16" | "v_mad_i32_i16" | "v_pack_b32_f16" => 0b0011,
+        _ if is_cmp(n) && (n.ends_with("_f16") || n.ends_with("_i16") || n.ends_with("_u16")) => {
+            0b0011
+        }
+        _ if is_cmp(n) => 0,
+        _ if n.ends_with("_f16")
+            || n.ends_with("_i16")
+            || n.ends_with("_u16")
+            || n.ends_with("_b16") =>
+        {
+            0b1111
+        }
+        _ => 0,
+    }
+}
+
+/// f16 bits (low 16 of `x`) as f64 (exact).
+#[inline]
+fn h64(x: u32) -> f64 {
+    f64::from(f16_to_f32(x as u16))
+}
+
+/// f64 → f16 bits, round to nearest even (one rounding: the f16 operations compute their
+/// exact result in f64 first, see [`fma_odd`]).
+pub fn f64_to_f16(x: f64) -> u16 {
+    let b = x.to_bits();
+    let sign = ((b >> 48) & 0x8000) as u16;
+    let exp = ((b >> 52) & 0x7FF) as i32;
+    let man = b & ((1u64 << 52) - 1);
+    if exp == 0x7FF {
+        return sign
+            | 0x7C00
+            | if man != 0 {
+                0x200 | (man >> 42) as u16
+            } else {
+                0
+            };
+    }
+    let e = exp - 1023 + 15;
+    if e >= 31 {
+        return sign | 0x7C00;
+    }
+    let (m, shift) = if e <= 0 {
+        // Below 2^-35: far under half the smallest subnormal (2^-24).
+        if e < -20 {
+            return sign;
+        }
+        (man | (1 << 52), (43 - e) as u32)
+    } else {
+        (man, 42u32)
+    };
+    let mut h = (m >> shift) as u16;
+    let rem = m & ((1u64 << shift) - 1);
+    let half = 1u64 << (shift - 1);
+    if rem > half || (rem == half && h & 1 == 1) {
+        h += 1;
+    }
+    if e <= 0 {
+        sign | h
+    } else {
+        // A carry out of the mantissa bumps the exponent (up to infinity), as it should.
+        sign | (((e as u16) << 10) + h)
+    }
+}
+
+/// `p + c` rounded to f64 with round-to-odd, where `p` is an exact product (f16×f16 and
+/// f32×f32 products are exact in f64). Rounding that once more to f32 or f16 (both narrower
+/// than 53 - 2 bits) gives the correctly rounded fused result.
+pub fn fma_odd(p: f64, c: f64) -> f64 {
+    let s = p + c;
+    if !s.is_finite() {
+        return s;
+    }
+    // Two-sum: the exact rounding error of the addition.
+    let bb = s - p;
+    let err = (p - (s - bb)) + (c - bb);
+    if err != 0.0 && s.to_bits() & 1 == 0 {
+        // Inexact with an even last bit: take the neighbour toward the exact value (odd).
+        let away = (err > 0.0) == (s > 0.0);
+        return f64::from_bits(if away {
+            s.to_bits() + 1
+        } else {
+            s.to_bits() - 1
+        });
+    }
+    s
+}
+
+/// An exact f64 result rounded to f16 bits.
+#[inline]
+fn hb64(x: f64) -> u32 {
+    u32::from(f64_to_f16(x))
+}
+
+/// A result computed in f32 from f16 inputs (min/max/rounding: exact) back to f16 bits.
+#[inline]
+fn hb32(x: f32) -> u32 {
+    u32::from(f32_to_f16(x, false))
+}
+
+#[inline]
+fn h32(x: u32) -> f32 {
+    f16_to_f32(x as u16)
+}
+
+fn sx16(x: u32) -> i32 {
+    i32::from(x as u16 as i16)
+}
+
+/// 16-bit (true16 / op_sel) VALU operations. The lane functions see 16-bit operands
+/// zero-extended in the low half; only the low 16 bits of a 16-bit result are kept.
+fn half16(n: &str) -> Option<(K, Class)> {
+    use Class::{Valu as C, ValuTrans as T};
+    let m = half_mask(n);
+    let v = |f: VFn, float: bool| Some((K::V16(f, float, m), C));
+    let t = |f: VFn| Some((K::V16(f, true, m), T));
+    match n {
+        "v_mov_b16" => v(vf!(|a, b, c| a), false),
+        "v_cvt_f16_f32" => v(vf!(|a, b, c| hb32(fl(a))), true),
+        "v_cvt_f32_f16" => v(vf!(|a, b, c| fb(h32(a))), true),
+        "v_cvt_i32_i16" => v(vf!(|a, b, c| sx16(a) as u32), false),
+        "v_cvt_u32_u16" => v(vf!(|a, b, c| a & 0xFFFF), false),
+        "v_cvt_f16_i16" => v(vf!(|a, b, c| hb64(f64::from(sx16(a)))), true),
+        "v_cvt_f16_u16" => v(vf!(|a, b, c| hb64(f64::from(a as u16))), true),
+        // Rust's float-to-int casts saturate and send NaN to 0, as the hardware does.
+        "v_cvt_i16_f16" => v(vf!(|a, b, c| h32(a) as i16 as u16 as u32), false),
+        "v_cvt_u16_f16" => v(vf!(|a, b, c| h32(a) as u16 as u32), false),
+        "v_add_f16" => v(vf!(|a, b, c| hb64(h64(a) + h64(b))), true),
+        "v_sub_f16" => v(vf!(|a, b, c| hb64(h64(a) - h64(b))), true),
+        "v_subrev_f16" => v(vf!(|a, b, c| hb64(h64(b) - h64(a))), true),
+        "v_mul_f16" => v(vf!(|a, b, c| hb64(h64(a) * h64(b))), true),
+        "v_fma_f16" | "v_fmac_f16" | "v_fmamk_f16" | "v_fmaak_f16" => {
+            v(vf!(|a, b, c| hb64(fma_odd(h64(a) * h64(b), h64(c)))), true)
+        }
+        "v_max_f16" => v(vf!(|a, b, c| hb32(fmax(h32(a), h32(b)))), true),
+        "v_min_f16" => v(vf!(|a, b, c| hb32(fmin(h32(a), h32(b)))), true),
+        "v_max3_f16" => v(
+            vf!(|a, b, c| hb32(fmax(fmax(h32(a), h32(b)), h32(c)))),
+            true,
+        ),
+        "v_min3_f16" => v(
+            vf!(|a, b, c| hb32(fmin(fmin(h32(a), h32(b)), h32(c)))),
+            true,
+        ),
+        "v_med3_f16" => v(vf!(|a, b, c| hb32(med3(h32(a), h32(b), h32(c)))), true),
+        "v_ldexp_f16" => v(
+            vf!(|a, b, c| hb64(h64(a) * 2f64.powi(sx16(b).clamp(-100, 100)))),
+            true,
+        ),
+        "v_trunc_f16" => v(vf!(|a, b, c| hb32(h32(a).trunc())), true),
+        "v_ceil_f16" => v(vf!(|a, b, c| hb32(h32(a).ceil())), true),
+        "v_floor_f16" => v(vf!(|a, b, c| hb32(h32(a).floor())), true),
+        "v_rndne_f16" => v(vf!(|a, b, c| hb32(h32(a).round_ties_even())), true),
+        "v_fract_f16" => v(vf!(|a, b, c| hb32(h32(a) - h32(a).floor())), true),
+        "v_sqrt_f16" => t(vf!(|a, b, c| hb64(h64(a).sqrt()))),
+        "v_rcp_f16" => t(vf!(|a, b, c| hb64(1.0 / h64(a)))),
+        "v_rsq_f16" => t(vf!(|a, b, c| hb64(1.0 / h64(a).sqrt()))),
+        "v_exp_f16" => t(vf!(|a, b, c| hb64(h64(a).exp2()))),
+        "v_log_f16" => t(vf!(|a, b, c| hb64(h64(a).log2()))),
+        "v_add_nc_u16" | "v_add_nc_i16" => v(vf!(|a, b, c| a.wrapping_add(b)), false),
+        "v_sub_nc_u16" | "v_sub_nc_i16" => v(vf!(|a, b, c| a.wrapping_sub(b)), false),
+        "v_mul_lo_u16" => v(vf!(|a, b, c| a.wrapping_mul(b)), false),
+        "v_mad_u16" | "v_mad_i16" => v(vf!(|a, b, c| a.wrapping_mul(b).wrapping_add(c)), false),
+        "v_mad_u32_u16" => v(vf!(|a, b, c| a.wrapping_mul(b).wrapping_add(c)), false),
+        "v_mad_i32_i16" => v(
+            vf!(|a, b, c| sx16(a).wrapping_mul(sx16(b)).wrapping_add(c as i32) as u32),
+            false,
+        ),
+        "v_min_i16" => v(vf!(|a, b, c| sx16(a).min(sx16(b)) as u32), false),
+        "v_max_i16" => v(vf!(|a, b, c| sx16(a).max(sx16(b)) as u32), false),
+        "v_min_u16" => v(vf!(|a, b, c| a.min(b)), false),
+        "v_max_u16" => v(vf!(|a, b, c| a.max(b)), false),
+        "v_lshlrev_b16" => v(vf!(|a, b, c| b << (a & 15)), false),
+        "v_lshrrev_b16" => v(vf!(|a, b, c| b >> (a & 15)), false),
+        "v_ashrrev_i16" => v(vf!(|a, b, c| (sx16(b) >> (a & 15)) as u32), false),
+        "v_and_b16" => v(vf!(|a, b, c| a & b), false),
+        "v_or_b16" => v(vf!(|a, b, c| a | b), false),
+        "v_xor_b16" => v(vf!(|a, b, c| a ^ b), false),
+        "v_not_b16" => v(vf!(|a, b, c| !a), false),
+        "v_pack_b32_f16" => v(vf!(|a, b, c| (a & 0xFFFF) | (b << 16)), false),
+        _ => None,
+    }
+}
+
+/// VOP3P packed 16-bit operations ([`K::Pk`]) and the mixed-precision FMAs.
+fn packed(n: &str) -> Option<(K, Class)> {
+    let v = |f: VFn, float: bool| Some((K::Pk(f, float), Class::Valu));
+    match n {
+        "v_fma_mix_f32" => Some((K::FmaMix(0), Class::Valu)),
+        "v_fma_mixlo_f16" => Some((K::FmaMix(1), Class::Valu)),
+        "v_fma_mixhi_f16" => Some((K::FmaMix(2), Class::Valu)),
+        "v_pk_add_f16" => v(vf!(|a, b, c| hb64(h64(a) + h64(b))), true),
+        "v_pk_mul_f16" => v(vf!(|a, b, c| hb64(h64(a) * h64(b))), true),
+        "v_pk_fma_f16" => v(vf!(|a, b, c| hb64(fma_odd(h64(a) * h64(b), h64(c)))), true),
+        "v_pk_max_f16" => v(vf!(|a, b, c| hb32(fmax(h32(a), h32(b)))), true),
+        "v_pk_min_f16" => v(vf!(|a, b, c| hb32(fmin(h32(a), h32(b)))), true),
+        "v_pk_add_u16" | "v_pk_add_i16" => v(vf!(|a, b, c| a.wrapping_add(b)), false),
+        "v_pk_sub_u16" | "v_pk_sub_i16" => v(vf!(|a, b, c| a.wrapping_sub(b)), false),
+        "v_pk_mul_lo_u16" => v(vf!(|a, b, c| a.wrapping_mul(b)), false),
+        "v_pk_mad_u16" | "v_pk_mad_i16" => {
+            v(vf!(|a, b, c| a.wrapping_mul(b).wrapping_add(c)), false)
+        }
+        "v_pk_min_i16" => v(vf!(|a, b, c| sx16(a).min(sx16(b)) as u32), false),
+        "v_pk_max_i16" => v(vf!(|a, b, c| sx16(a).max(sx16(b)) as u32), false),
+        "v_pk_min_u16" => v(vf!(|a, b, c| a.min(b)), false),
+        "v_pk_max_u16" => v(vf!(|a, b, c| a.max(b)), false),
+        "v_pk_lshlrev_b16" => v(vf!(|a, b, c| b << (a & 15)), false),
+        "v_pk_lshrrev_b16" => v(vf!(|a, b, c| b >> (a & 15)), false),
+        "v_pk_ashrrev_i16" => v(vf!(|a, b, c| (sx16(b) >> (a & 15)) as u32), false),
+        _ => None,
     }
 }
