@@ -379,8 +379,28 @@ fn written_fields_decode_to_the_documented_values() {
         let prefetch = field(&gc, "SH_MEM_CONFIG", "initial_inst_prefetch");
         assert_eq!(get(v, prefetch), 3, "{v:#x}");
     }
-    let c5 = writes("MMVM_L2_CNTL5");
-    assert!(!c5.is_empty());
+    // Both hubs: the walker priority, the identity aperture off, every invalidation engine
+    // over the whole range (pci-am-interface.md, GMC init_hub).
+    for hub in ["MM", "GC"] {
+        let last = |n: &str| {
+            *writes(&format!("{hub}{n}"))
+                .last()
+                .unwrap_or_else(|| panic!("no write to {hub}{n}"))
+        };
+        let low = u64::from(last("VM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_LO32"))
+            | u64::from(last("VM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_HI32")) << 32;
+        let high = u64::from(last("VM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_LO32"))
+            | u64::from(last("VM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_HI32")) << 32;
+        assert_eq!((low, high), (0xF_FFFF_FFFF, 0), "{hub} identity aperture");
+        for i in 0..18 {
+            let r = u64::from(last(&format!("VM_INVALIDATE_ENG{i}_ADDR_RANGE_LO32")))
+                | u64::from(last(&format!("VM_INVALIDATE_ENG{i}_ADDR_RANGE_HI32"))) << 32;
+            assert_eq!(r, 0x1F_FFFF_FFFF, "{hub} engine {i}");
+        }
+    }
+    let mut c5 = writes("MMVM_L2_CNTL5");
+    c5.extend(writes("GCVM_L2_CNTL5"));
+    assert!(c5.len() >= 2, "both hubs");
     for v in c5 {
         let prio = field(&mm, "MMVM_L2_CNTL5", "walker_priority_client_id");
         assert_eq!(get(v, prio), 0x1FF, "{v:#x}");

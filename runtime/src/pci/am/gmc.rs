@@ -309,19 +309,46 @@ impl Gmc {
             ),
             (mc_end >> 18) as u32,
         )?;
-        if mm {
-            let sp = self.mc(self.scratch_page) >> 12;
-            r.write(MMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB, sp as u32)?;
-            r.write(MMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB, (sp >> 32) as u32)?;
-            let dp = self.mc(self.dummy_page) >> 12;
-            r.write(MMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32, dp as u32)?;
-            r.write(
+        // Both hubs get the same setup (pci-am-interface.md: init_hub('MM') at boot, 'GC' in GFX).
+        let sp = self.mc(self.scratch_page) >> 12;
+        r.write(
+            pick(
+                MMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB,
+                GCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB,
+            ),
+            sp as u32,
+        )?;
+        r.write(
+            pick(
+                MMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB,
+                GCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB,
+            ),
+            (sp >> 32) as u32,
+        )?;
+        let dp = self.mc(self.dummy_page) >> 12;
+        r.write(
+            pick(
+                MMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32,
+                GCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32,
+            ),
+            dp as u32,
+        )?;
+        r.write(
+            pick(
                 MMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32,
-                (dp >> 32) as u32,
-            )?;
-            // active_page_migration_pte_read_retry.
-            r.update(MMVM_L2_PROTECTION_FAULT_CNTL2, 1 << 18, 1 << 18)?;
-        }
+                GCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32,
+            ),
+            (dp >> 32) as u32,
+        )?;
+        // active_page_migration_pte_read_retry.
+        r.update(
+            pick(
+                MMVM_L2_PROTECTION_FAULT_CNTL2,
+                GCVM_L2_PROTECTION_FAULT_CNTL2,
+            ),
+            1 << 18,
+            1 << 18,
+        )?;
         // enable_l1_tlb, system_access_mode 3, advanced driver model, mtype UC (3).
         r.write(
             pick(MMMC_VM_MX_L1_TLB_CNTL, GCMC_VM_MX_L1_TLB_CNTL),
@@ -335,10 +362,65 @@ impl Gmc {
             pick(MMVM_L2_CNTL3, GCVM_L2_CNTL3),
             9 | 6 << 15 | 1 << 20 | 1 << 31,
         )?;
-        if mm {
-            r.write(MMVM_L2_CNTL4, 1)?;
-            // walker_priority_client_id (bits 5..13) = 0x1FF.
-            r.write(MMVM_L2_CNTL5, 0x1FF << 5)?;
+        r.write(pick(MMVM_L2_CNTL4, GCVM_L2_CNTL4), 1)?;
+        // walker_priority_client_id (bits 5..13) = 0x1FF.
+        r.write(pick(MMVM_L2_CNTL5, GCVM_L2_CNTL5), 0x1FF << 5)?;
+        // Identity aperture off (low above high), no physical offset.
+        for (reg, v) in [
+            (
+                pick(
+                    MMVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_LO32,
+                    GCVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_LO32,
+                ),
+                0xFFFF_FFFF,
+            ),
+            (
+                pick(
+                    MMVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_HI32,
+                    GCVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_HI32,
+                ),
+                0xF,
+            ),
+            (
+                pick(
+                    MMVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_LO32,
+                    GCVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_LO32,
+                ),
+                0,
+            ),
+            (
+                pick(
+                    MMVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_HI32,
+                    GCVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_HI32,
+                ),
+                0,
+            ),
+            (
+                pick(
+                    MMVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_LO32,
+                    GCVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_LO32,
+                ),
+                0,
+            ),
+            (
+                pick(
+                    MMVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_HI32,
+                    GCVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_HI32,
+                ),
+                0,
+            ),
+        ] {
+            r.write(reg, v)?;
+        }
+        // Every invalidation engine covers the whole address space (0x1F_FFFF_FFFF pages).
+        let engines = if mm {
+            MMVM_INVALIDATE_ENG_ADDR_RANGE
+        } else {
+            GCVM_INVALIDATE_ENG_ADDR_RANGE
+        };
+        for (lo, hi) in engines {
+            r.write(lo, 0xFFFF_FFFF)?;
+            r.write(hi, 0x1F)?;
         }
         let vm_end = (VA_BASE + (1u64 << 48) - 1).min(0x7FFF_FFFF_FFFF);
         let ctx = [

@@ -415,6 +415,258 @@ pub const MMVM_L2_PROTECTION_FAULT_ADDR_HI32: AmReg = AmReg {
     seg: 0,
     name: "MMVM_L2_PROTECTION_FAULT_ADDR_HI32",
 };
+pub const MMVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_LO32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x712,
+    seg: 0,
+    name: "MMVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_LO32",
+};
+pub const MMVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_HI32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x713,
+    seg: 0,
+    name: "MMVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_HI32",
+};
+pub const MMVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_LO32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x714,
+    seg: 0,
+    name: "MMVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_LO32",
+};
+pub const MMVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_HI32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x715,
+    seg: 0,
+    name: "MMVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_HI32",
+};
+pub const MMVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_LO32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x716,
+    seg: 0,
+    name: "MMVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_LO32",
+};
+pub const MMVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_HI32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x717,
+    seg: 0,
+    name: "MMVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_HI32",
+};
+pub const MMVM_INVALIDATE_ENG0_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x787,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG0_ADDR_RANGE_LO32",
+};
+pub const MMVM_INVALIDATE_ENG0_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x788,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG0_ADDR_RANGE_HI32",
+};
+pub const MMVM_INVALIDATE_ENG1_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x789,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG1_ADDR_RANGE_LO32",
+};
+pub const MMVM_INVALIDATE_ENG1_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x78a,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG1_ADDR_RANGE_HI32",
+};
+pub const MMVM_INVALIDATE_ENG2_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x78b,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG2_ADDR_RANGE_LO32",
+};
+pub const MMVM_INVALIDATE_ENG2_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x78c,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG2_ADDR_RANGE_HI32",
+};
+pub const MMVM_INVALIDATE_ENG3_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x78d,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG3_ADDR_RANGE_LO32",
+};
+pub const MMVM_INVALIDATE_ENG3_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x78e,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG3_ADDR_RANGE_HI32",
+};
+pub const MMVM_INVALIDATE_ENG4_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x78f,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG4_ADDR_RANGE_LO32",
+};
+pub const MMVM_INVALIDATE_ENG4_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x790,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG4_ADDR_RANGE_HI32",
+};
+pub const MMVM_INVALIDATE_ENG5_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x791,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG5_ADDR_RANGE_LO32",
+};
+pub const MMVM_INVALIDATE_ENG5_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x792,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG5_ADDR_RANGE_HI32",
+};
+pub const MMVM_INVALIDATE_ENG6_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x793,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG6_ADDR_RANGE_LO32",
+};
+pub const MMVM_INVALIDATE_ENG6_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x794,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG6_ADDR_RANGE_HI32",
+};
+pub const MMVM_INVALIDATE_ENG7_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x795,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG7_ADDR_RANGE_LO32",
+};
+pub const MMVM_INVALIDATE_ENG7_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x796,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG7_ADDR_RANGE_HI32",
+};
+pub const MMVM_INVALIDATE_ENG8_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x797,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG8_ADDR_RANGE_LO32",
+};
+pub const MMVM_INVALIDATE_ENG8_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x798,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG8_ADDR_RANGE_HI32",
+};
+pub const MMVM_INVALIDATE_ENG9_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x799,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG9_ADDR_RANGE_LO32",
+};
+pub const MMVM_INVALIDATE_ENG9_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x79a,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG9_ADDR_RANGE_HI32",
+};
+pub const MMVM_INVALIDATE_ENG10_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x79b,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG10_ADDR_RANGE_LO32",
+};
+pub const MMVM_INVALIDATE_ENG10_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x79c,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG10_ADDR_RANGE_HI32",
+};
+pub const MMVM_INVALIDATE_ENG11_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x79d,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG11_ADDR_RANGE_LO32",
+};
+pub const MMVM_INVALIDATE_ENG11_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x79e,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG11_ADDR_RANGE_HI32",
+};
+pub const MMVM_INVALIDATE_ENG12_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x79f,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG12_ADDR_RANGE_LO32",
+};
+pub const MMVM_INVALIDATE_ENG12_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x7a0,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG12_ADDR_RANGE_HI32",
+};
+pub const MMVM_INVALIDATE_ENG13_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x7a1,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG13_ADDR_RANGE_LO32",
+};
+pub const MMVM_INVALIDATE_ENG13_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x7a2,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG13_ADDR_RANGE_HI32",
+};
+pub const MMVM_INVALIDATE_ENG14_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x7a3,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG14_ADDR_RANGE_LO32",
+};
+pub const MMVM_INVALIDATE_ENG14_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x7a4,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG14_ADDR_RANGE_HI32",
+};
+pub const MMVM_INVALIDATE_ENG15_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x7a5,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG15_ADDR_RANGE_LO32",
+};
+pub const MMVM_INVALIDATE_ENG15_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x7a6,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG15_ADDR_RANGE_HI32",
+};
+pub const MMVM_INVALIDATE_ENG16_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x7a7,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG16_ADDR_RANGE_LO32",
+};
+pub const MMVM_INVALIDATE_ENG16_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x7a8,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG16_ADDR_RANGE_HI32",
+};
+pub const MMVM_INVALIDATE_ENG17_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x7a9,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG17_ADDR_RANGE_LO32",
+};
+pub const MMVM_INVALIDATE_ENG17_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    offset: 0x7aa,
+    seg: 0,
+    name: "MMVM_INVALIDATE_ENG17_ADDR_RANGE_HI32",
+};
 
 // hdp_6_0_0
 pub const HDP_MEM_POWER_CTRL: AmReg = AmReg {
@@ -941,6 +1193,452 @@ pub const CP_HQD_PQ_WPTR_LO: AmReg = AmReg {
     seg: 0,
     name: "CP_HQD_PQ_WPTR_LO",
 };
+pub const GCVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_LO32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x15ce,
+    seg: 0,
+    name: "GCVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_LO32",
+};
+pub const GCVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_HI32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x15cf,
+    seg: 0,
+    name: "GCVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_HI32",
+};
+pub const GCVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_LO32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x15d0,
+    seg: 0,
+    name: "GCVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_LO32",
+};
+pub const GCVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_HI32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x15d1,
+    seg: 0,
+    name: "GCVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_HI32",
+};
+pub const GCVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_LO32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x15d2,
+    seg: 0,
+    name: "GCVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_LO32",
+};
+pub const GCVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_HI32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x15d3,
+    seg: 0,
+    name: "GCVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_HI32",
+};
+pub const GCVM_INVALIDATE_ENG0_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16cf,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG0_ADDR_RANGE_LO32",
+};
+pub const GCVM_INVALIDATE_ENG0_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16d0,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG0_ADDR_RANGE_HI32",
+};
+pub const GCVM_INVALIDATE_ENG1_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16d1,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG1_ADDR_RANGE_LO32",
+};
+pub const GCVM_INVALIDATE_ENG1_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16d2,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG1_ADDR_RANGE_HI32",
+};
+pub const GCVM_INVALIDATE_ENG2_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16d3,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG2_ADDR_RANGE_LO32",
+};
+pub const GCVM_INVALIDATE_ENG2_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16d4,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG2_ADDR_RANGE_HI32",
+};
+pub const GCVM_INVALIDATE_ENG3_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16d5,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG3_ADDR_RANGE_LO32",
+};
+pub const GCVM_INVALIDATE_ENG3_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16d6,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG3_ADDR_RANGE_HI32",
+};
+pub const GCVM_INVALIDATE_ENG4_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16d7,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG4_ADDR_RANGE_LO32",
+};
+pub const GCVM_INVALIDATE_ENG4_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16d8,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG4_ADDR_RANGE_HI32",
+};
+pub const GCVM_INVALIDATE_ENG5_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16d9,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG5_ADDR_RANGE_LO32",
+};
+pub const GCVM_INVALIDATE_ENG5_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16da,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG5_ADDR_RANGE_HI32",
+};
+pub const GCVM_INVALIDATE_ENG6_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16db,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG6_ADDR_RANGE_LO32",
+};
+pub const GCVM_INVALIDATE_ENG6_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16dc,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG6_ADDR_RANGE_HI32",
+};
+pub const GCVM_INVALIDATE_ENG7_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16dd,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG7_ADDR_RANGE_LO32",
+};
+pub const GCVM_INVALIDATE_ENG7_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16de,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG7_ADDR_RANGE_HI32",
+};
+pub const GCVM_INVALIDATE_ENG8_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16df,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG8_ADDR_RANGE_LO32",
+};
+pub const GCVM_INVALIDATE_ENG8_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16e0,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG8_ADDR_RANGE_HI32",
+};
+pub const GCVM_INVALIDATE_ENG9_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16e1,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG9_ADDR_RANGE_LO32",
+};
+pub const GCVM_INVALIDATE_ENG9_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16e2,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG9_ADDR_RANGE_HI32",
+};
+pub const GCVM_INVALIDATE_ENG10_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16e3,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG10_ADDR_RANGE_LO32",
+};
+pub const GCVM_INVALIDATE_ENG10_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16e4,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG10_ADDR_RANGE_HI32",
+};
+pub const GCVM_INVALIDATE_ENG11_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16e5,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG11_ADDR_RANGE_LO32",
+};
+pub const GCVM_INVALIDATE_ENG11_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16e6,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG11_ADDR_RANGE_HI32",
+};
+pub const GCVM_INVALIDATE_ENG12_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16e7,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG12_ADDR_RANGE_LO32",
+};
+pub const GCVM_INVALIDATE_ENG12_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16e8,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG12_ADDR_RANGE_HI32",
+};
+pub const GCVM_INVALIDATE_ENG13_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16e9,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG13_ADDR_RANGE_LO32",
+};
+pub const GCVM_INVALIDATE_ENG13_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16ea,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG13_ADDR_RANGE_HI32",
+};
+pub const GCVM_INVALIDATE_ENG14_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16eb,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG14_ADDR_RANGE_LO32",
+};
+pub const GCVM_INVALIDATE_ENG14_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16ec,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG14_ADDR_RANGE_HI32",
+};
+pub const GCVM_INVALIDATE_ENG15_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16ed,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG15_ADDR_RANGE_LO32",
+};
+pub const GCVM_INVALIDATE_ENG15_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16ee,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG15_ADDR_RANGE_HI32",
+};
+pub const GCVM_INVALIDATE_ENG16_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16ef,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG16_ADDR_RANGE_LO32",
+};
+pub const GCVM_INVALIDATE_ENG16_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16f0,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG16_ADDR_RANGE_HI32",
+};
+pub const GCVM_INVALIDATE_ENG17_ADDR_RANGE_LO32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16f1,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG17_ADDR_RANGE_LO32",
+};
+pub const GCVM_INVALIDATE_ENG17_ADDR_RANGE_HI32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x16f2,
+    seg: 0,
+    name: "GCVM_INVALIDATE_ENG17_ADDR_RANGE_HI32",
+};
+pub const GCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x15a8,
+    seg: 0,
+    name: "GCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB",
+};
+pub const GCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x15a9,
+    seg: 0,
+    name: "GCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB",
+};
+pub const GCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x15cb,
+    seg: 0,
+    name: "GCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32",
+};
+pub const GCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x15cc,
+    seg: 0,
+    name: "GCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32",
+};
+pub const GCVM_L2_PROTECTION_FAULT_CNTL2: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x15c5,
+    seg: 0,
+    name: "GCVM_L2_PROTECTION_FAULT_CNTL2",
+};
+pub const GCVM_L2_CNTL4: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x15d4,
+    seg: 0,
+    name: "GCVM_L2_CNTL4",
+};
+pub const GCVM_L2_CNTL5: AmReg = AmReg {
+    ip: AmIp::Gc,
+    offset: 0x15da,
+    seg: 0,
+    name: "GCVM_L2_CNTL5",
+};
+
+/// MM hub: (LO32, HI32) address-range registers of invalidation engines 0..=17.
+pub const MMVM_INVALIDATE_ENG_ADDR_RANGE: [(AmReg, AmReg); 18] = [
+    (
+        MMVM_INVALIDATE_ENG0_ADDR_RANGE_LO32,
+        MMVM_INVALIDATE_ENG0_ADDR_RANGE_HI32,
+    ),
+    (
+        MMVM_INVALIDATE_ENG1_ADDR_RANGE_LO32,
+        MMVM_INVALIDATE_ENG1_ADDR_RANGE_HI32,
+    ),
+    (
+        MMVM_INVALIDATE_ENG2_ADDR_RANGE_LO32,
+        MMVM_INVALIDATE_ENG2_ADDR_RANGE_HI32,
+    ),
+    (
+        MMVM_INVALIDATE_ENG3_ADDR_RANGE_LO32,
+        MMVM_INVALIDATE_ENG3_ADDR_RANGE_HI32,
+    ),
+    (
+        MMVM_INVALIDATE_ENG4_ADDR_RANGE_LO32,
+        MMVM_INVALIDATE_ENG4_ADDR_RANGE_HI32,
+    ),
+    (
+        MMVM_INVALIDATE_ENG5_ADDR_RANGE_LO32,
+        MMVM_INVALIDATE_ENG5_ADDR_RANGE_HI32,
+    ),
+    (
+        MMVM_INVALIDATE_ENG6_ADDR_RANGE_LO32,
+        MMVM_INVALIDATE_ENG6_ADDR_RANGE_HI32,
+    ),
+    (
+        MMVM_INVALIDATE_ENG7_ADDR_RANGE_LO32,
+        MMVM_INVALIDATE_ENG7_ADDR_RANGE_HI32,
+    ),
+    (
+        MMVM_INVALIDATE_ENG8_ADDR_RANGE_LO32,
+        MMVM_INVALIDATE_ENG8_ADDR_RANGE_HI32,
+    ),
+    (
+        MMVM_INVALIDATE_ENG9_ADDR_RANGE_LO32,
+        MMVM_INVALIDATE_ENG9_ADDR_RANGE_HI32,
+    ),
+    (
+        MMVM_INVALIDATE_ENG10_ADDR_RANGE_LO32,
+        MMVM_INVALIDATE_ENG10_ADDR_RANGE_HI32,
+    ),
+    (
+        MMVM_INVALIDATE_ENG11_ADDR_RANGE_LO32,
+        MMVM_INVALIDATE_ENG11_ADDR_RANGE_HI32,
+    ),
+    (
+        MMVM_INVALIDATE_ENG12_ADDR_RANGE_LO32,
+        MMVM_INVALIDATE_ENG12_ADDR_RANGE_HI32,
+    ),
+    (
+        MMVM_INVALIDATE_ENG13_ADDR_RANGE_LO32,
+        MMVM_INVALIDATE_ENG13_ADDR_RANGE_HI32,
+    ),
+    (
+        MMVM_INVALIDATE_ENG14_ADDR_RANGE_LO32,
+        MMVM_INVALIDATE_ENG14_ADDR_RANGE_HI32,
+    ),
+    (
+        MMVM_INVALIDATE_ENG15_ADDR_RANGE_LO32,
+        MMVM_INVALIDATE_ENG15_ADDR_RANGE_HI32,
+    ),
+    (
+        MMVM_INVALIDATE_ENG16_ADDR_RANGE_LO32,
+        MMVM_INVALIDATE_ENG16_ADDR_RANGE_HI32,
+    ),
+    (
+        MMVM_INVALIDATE_ENG17_ADDR_RANGE_LO32,
+        MMVM_INVALIDATE_ENG17_ADDR_RANGE_HI32,
+    ),
+];
+
+/// GC hub: (LO32, HI32) address-range registers of invalidation engines 0..=17.
+pub const GCVM_INVALIDATE_ENG_ADDR_RANGE: [(AmReg, AmReg); 18] = [
+    (
+        GCVM_INVALIDATE_ENG0_ADDR_RANGE_LO32,
+        GCVM_INVALIDATE_ENG0_ADDR_RANGE_HI32,
+    ),
+    (
+        GCVM_INVALIDATE_ENG1_ADDR_RANGE_LO32,
+        GCVM_INVALIDATE_ENG1_ADDR_RANGE_HI32,
+    ),
+    (
+        GCVM_INVALIDATE_ENG2_ADDR_RANGE_LO32,
+        GCVM_INVALIDATE_ENG2_ADDR_RANGE_HI32,
+    ),
+    (
+        GCVM_INVALIDATE_ENG3_ADDR_RANGE_LO32,
+        GCVM_INVALIDATE_ENG3_ADDR_RANGE_HI32,
+    ),
+    (
+        GCVM_INVALIDATE_ENG4_ADDR_RANGE_LO32,
+        GCVM_INVALIDATE_ENG4_ADDR_RANGE_HI32,
+    ),
+    (
+        GCVM_INVALIDATE_ENG5_ADDR_RANGE_LO32,
+        GCVM_INVALIDATE_ENG5_ADDR_RANGE_HI32,
+    ),
+    (
+        GCVM_INVALIDATE_ENG6_ADDR_RANGE_LO32,
+        GCVM_INVALIDATE_ENG6_ADDR_RANGE_HI32,
+    ),
+    (
+        GCVM_INVALIDATE_ENG7_ADDR_RANGE_LO32,
+        GCVM_INVALIDATE_ENG7_ADDR_RANGE_HI32,
+    ),
+    (
+        GCVM_INVALIDATE_ENG8_ADDR_RANGE_LO32,
+        GCVM_INVALIDATE_ENG8_ADDR_RANGE_HI32,
+    ),
+    (
+        GCVM_INVALIDATE_ENG9_ADDR_RANGE_LO32,
+        GCVM_INVALIDATE_ENG9_ADDR_RANGE_HI32,
+    ),
+    (
+        GCVM_INVALIDATE_ENG10_ADDR_RANGE_LO32,
+        GCVM_INVALIDATE_ENG10_ADDR_RANGE_HI32,
+    ),
+    (
+        GCVM_INVALIDATE_ENG11_ADDR_RANGE_LO32,
+        GCVM_INVALIDATE_ENG11_ADDR_RANGE_HI32,
+    ),
+    (
+        GCVM_INVALIDATE_ENG12_ADDR_RANGE_LO32,
+        GCVM_INVALIDATE_ENG12_ADDR_RANGE_HI32,
+    ),
+    (
+        GCVM_INVALIDATE_ENG13_ADDR_RANGE_LO32,
+        GCVM_INVALIDATE_ENG13_ADDR_RANGE_HI32,
+    ),
+    (
+        GCVM_INVALIDATE_ENG14_ADDR_RANGE_LO32,
+        GCVM_INVALIDATE_ENG14_ADDR_RANGE_HI32,
+    ),
+    (
+        GCVM_INVALIDATE_ENG15_ADDR_RANGE_LO32,
+        GCVM_INVALIDATE_ENG15_ADDR_RANGE_HI32,
+    ),
+    (
+        GCVM_INVALIDATE_ENG16_ADDR_RANGE_LO32,
+        GCVM_INVALIDATE_ENG16_ADDR_RANGE_HI32,
+    ),
+    (
+        GCVM_INVALIDATE_ENG17_ADDR_RANGE_LO32,
+        GCVM_INVALIDATE_ENG17_ADDR_RANGE_HI32,
+    ),
+];
 
 /// Every register above (for traces and tests).
 pub const ALL: &[AmReg] = &[
@@ -1011,6 +1709,48 @@ pub const ALL: &[AmReg] = &[
     MMVM_L2_PROTECTION_FAULT_STATUS,
     MMVM_L2_PROTECTION_FAULT_ADDR_LO32,
     MMVM_L2_PROTECTION_FAULT_ADDR_HI32,
+    MMVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_LO32,
+    MMVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_HI32,
+    MMVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_LO32,
+    MMVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_HI32,
+    MMVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_LO32,
+    MMVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_HI32,
+    MMVM_INVALIDATE_ENG0_ADDR_RANGE_LO32,
+    MMVM_INVALIDATE_ENG0_ADDR_RANGE_HI32,
+    MMVM_INVALIDATE_ENG1_ADDR_RANGE_LO32,
+    MMVM_INVALIDATE_ENG1_ADDR_RANGE_HI32,
+    MMVM_INVALIDATE_ENG2_ADDR_RANGE_LO32,
+    MMVM_INVALIDATE_ENG2_ADDR_RANGE_HI32,
+    MMVM_INVALIDATE_ENG3_ADDR_RANGE_LO32,
+    MMVM_INVALIDATE_ENG3_ADDR_RANGE_HI32,
+    MMVM_INVALIDATE_ENG4_ADDR_RANGE_LO32,
+    MMVM_INVALIDATE_ENG4_ADDR_RANGE_HI32,
+    MMVM_INVALIDATE_ENG5_ADDR_RANGE_LO32,
+    MMVM_INVALIDATE_ENG5_ADDR_RANGE_HI32,
+    MMVM_INVALIDATE_ENG6_ADDR_RANGE_LO32,
+    MMVM_INVALIDATE_ENG6_ADDR_RANGE_HI32,
+    MMVM_INVALIDATE_ENG7_ADDR_RANGE_LO32,
+    MMVM_INVALIDATE_ENG7_ADDR_RANGE_HI32,
+    MMVM_INVALIDATE_ENG8_ADDR_RANGE_LO32,
+    MMVM_INVALIDATE_ENG8_ADDR_RANGE_HI32,
+    MMVM_INVALIDATE_ENG9_ADDR_RANGE_LO32,
+    MMVM_INVALIDATE_ENG9_ADDR_RANGE_HI32,
+    MMVM_INVALIDATE_ENG10_ADDR_RANGE_LO32,
+    MMVM_INVALIDATE_ENG10_ADDR_RANGE_HI32,
+    MMVM_INVALIDATE_ENG11_ADDR_RANGE_LO32,
+    MMVM_INVALIDATE_ENG11_ADDR_RANGE_HI32,
+    MMVM_INVALIDATE_ENG12_ADDR_RANGE_LO32,
+    MMVM_INVALIDATE_ENG12_ADDR_RANGE_HI32,
+    MMVM_INVALIDATE_ENG13_ADDR_RANGE_LO32,
+    MMVM_INVALIDATE_ENG13_ADDR_RANGE_HI32,
+    MMVM_INVALIDATE_ENG14_ADDR_RANGE_LO32,
+    MMVM_INVALIDATE_ENG14_ADDR_RANGE_HI32,
+    MMVM_INVALIDATE_ENG15_ADDR_RANGE_LO32,
+    MMVM_INVALIDATE_ENG15_ADDR_RANGE_HI32,
+    MMVM_INVALIDATE_ENG16_ADDR_RANGE_LO32,
+    MMVM_INVALIDATE_ENG16_ADDR_RANGE_HI32,
+    MMVM_INVALIDATE_ENG17_ADDR_RANGE_LO32,
+    MMVM_INVALIDATE_ENG17_ADDR_RANGE_HI32,
     HDP_MEM_POWER_CTRL,
     SCRATCH_REG6,
     SCRATCH_REG7,
@@ -1098,4 +1838,53 @@ pub const ALL: &[AmReg] = &[
     CP_HQD_EOP_BASE_ADDR_HI,
     CP_HQD_EOP_CONTROL,
     CP_HQD_PQ_WPTR_LO,
+    GCVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_LO32,
+    GCVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_HI32,
+    GCVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_LO32,
+    GCVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_HI32,
+    GCVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_LO32,
+    GCVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_HI32,
+    GCVM_INVALIDATE_ENG0_ADDR_RANGE_LO32,
+    GCVM_INVALIDATE_ENG0_ADDR_RANGE_HI32,
+    GCVM_INVALIDATE_ENG1_ADDR_RANGE_LO32,
+    GCVM_INVALIDATE_ENG1_ADDR_RANGE_HI32,
+    GCVM_INVALIDATE_ENG2_ADDR_RANGE_LO32,
+    GCVM_INVALIDATE_ENG2_ADDR_RANGE_HI32,
+    GCVM_INVALIDATE_ENG3_ADDR_RANGE_LO32,
+    GCVM_INVALIDATE_ENG3_ADDR_RANGE_HI32,
+    GCVM_INVALIDATE_ENG4_ADDR_RANGE_LO32,
+    GCVM_INVALIDATE_ENG4_ADDR_RANGE_HI32,
+    GCVM_INVALIDATE_ENG5_ADDR_RANGE_LO32,
+    GCVM_INVALIDATE_ENG5_ADDR_RANGE_HI32,
+    GCVM_INVALIDATE_ENG6_ADDR_RANGE_LO32,
+    GCVM_INVALIDATE_ENG6_ADDR_RANGE_HI32,
+    GCVM_INVALIDATE_ENG7_ADDR_RANGE_LO32,
+    GCVM_INVALIDATE_ENG7_ADDR_RANGE_HI32,
+    GCVM_INVALIDATE_ENG8_ADDR_RANGE_LO32,
+    GCVM_INVALIDATE_ENG8_ADDR_RANGE_HI32,
+    GCVM_INVALIDATE_ENG9_ADDR_RANGE_LO32,
+    GCVM_INVALIDATE_ENG9_ADDR_RANGE_HI32,
+    GCVM_INVALIDATE_ENG10_ADDR_RANGE_LO32,
+    GCVM_INVALIDATE_ENG10_ADDR_RANGE_HI32,
+    GCVM_INVALIDATE_ENG11_ADDR_RANGE_LO32,
+    GCVM_INVALIDATE_ENG11_ADDR_RANGE_HI32,
+    GCVM_INVALIDATE_ENG12_ADDR_RANGE_LO32,
+    GCVM_INVALIDATE_ENG12_ADDR_RANGE_HI32,
+    GCVM_INVALIDATE_ENG13_ADDR_RANGE_LO32,
+    GCVM_INVALIDATE_ENG13_ADDR_RANGE_HI32,
+    GCVM_INVALIDATE_ENG14_ADDR_RANGE_LO32,
+    GCVM_INVALIDATE_ENG14_ADDR_RANGE_HI32,
+    GCVM_INVALIDATE_ENG15_ADDR_RANGE_LO32,
+    GCVM_INVALIDATE_ENG15_ADDR_RANGE_HI32,
+    GCVM_INVALIDATE_ENG16_ADDR_RANGE_LO32,
+    GCVM_INVALIDATE_ENG16_ADDR_RANGE_HI32,
+    GCVM_INVALIDATE_ENG17_ADDR_RANGE_LO32,
+    GCVM_INVALIDATE_ENG17_ADDR_RANGE_HI32,
+    GCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB,
+    GCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB,
+    GCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32,
+    GCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32,
+    GCVM_L2_PROTECTION_FAULT_CNTL2,
+    GCVM_L2_CNTL4,
+    GCVM_L2_CNTL5,
 ];
