@@ -22,6 +22,18 @@ pub const FILES: [&str; 6] = [
     "gc_11_0_0_rlc.bin",
 ];
 
+/// The firmware names of the synthetic set (the `FILES` above), for parsing it from memory.
+pub fn names() -> crate::pci::am::firmware::FirmwareNames {
+    crate::pci::am::firmware::FirmwareNames {
+        sos: FILES[0].into(),
+        smu: FILES[1].into(),
+        sdma: FILES[2].into(),
+        mec: FILES[3].into(),
+        imu: FILES[4].into(),
+        rlc: FILES[5].into(),
+    }
+}
+
 /// A deterministic payload (distinct per tag) so tests can recognise blobs.
 pub fn payload(tag: u32, len: usize) -> Vec<u8> {
     let mut x = tag.wrapping_mul(0x9E37_79B9) | 1;

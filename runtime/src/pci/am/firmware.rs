@@ -370,18 +370,7 @@ impl Firmware {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::emu::pci::firmware::{synthetic_files, FILES};
-
-    fn names() -> FirmwareNames {
-        FirmwareNames {
-            sos: FILES[0].into(),
-            smu: FILES[1].into(),
-            sdma: FILES[2].into(),
-            mec: FILES[3].into(),
-            imu: FILES[4].into(),
-            rlc: FILES[5].into(),
-        }
-    }
+    use crate::emu::pci::firmware::{names, synthetic_files, FILES};
 
     fn parse(files: &[(&'static str, Vec<u8>)]) -> PciResult<Firmware> {
         Firmware::parse_with(&names(), &mut |n| {
