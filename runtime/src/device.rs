@@ -108,6 +108,8 @@ pub struct Device {
     pool: SignalPool,
     kernargs: GpuBuffer,
     kernargs_off: u64,
+    /// Times the kernarg buffer wrapped (each waited for the queue to drain).
+    pub kernarg_wraps: u64,
     scratch: GpuBuffer,
     tmpring_size: u32,
     staging: Vec<GpuBuffer>,
@@ -260,7 +262,8 @@ impl Device {
                 }
             }
         }
-        let compute = Ring::new(desc.ok_or_else(|| Error::Invalid("no XCC".into()))?, false);
+        let mut compute = Ring::new(desc.ok_or_else(|| Error::Invalid("no XCC".into()))?, false);
+        compute.stall_timeout = opts.wait_timeout;
         keep.extend([ring, gart, eop, cwsr]);
 
         let sring = iface.alloc(opts.sdma_ring_size, AllocKind::GTT_CPU)?;
@@ -277,7 +280,8 @@ impl Device {
             },
             0,
         )?;
-        let sdma = Ring::new(sdesc, true);
+        let mut sdma = Ring::new(sdesc, true);
+        sdma.stall_timeout = opts.wait_timeout;
         keep.extend([sring, sgart]);
 
         let kernargs = iface.alloc(opts.kernargs_size, AllocKind::VRAM_CPU)?;
@@ -311,6 +315,7 @@ impl Device {
             pool,
             kernargs,
             kernargs_off: 0,
+            kernarg_wraps: 0,
             scratch,
             tmpring_size,
             staging,
@@ -612,7 +617,11 @@ impl Device {
             )));
         }
         if self.kernargs_off + size > self.kernargs.size {
+            // Wrapping reuses slots of launches that may still be queued: wait for them. Every
+            // slot ahead was last written before the previous wrap, which waited likewise.
+            self.synchronize()?;
             self.kernargs_off = 0;
+            self.kernarg_wraps += 1;
         }
         let off = self.kernargs_off;
         self.kernargs_off += size;

@@ -763,6 +763,9 @@ pub struct Ring {
     /// PM4: dwords; SDMA: bytes. Never reset (64-bit).
     pub put_value: u64,
     pub sdma: bool,
+    /// How long a full ring may go without the device consuming anything before the submission
+    /// fails as a hang.
+    pub stall_timeout: std::time::Duration,
 }
 
 impl Ring {
@@ -773,6 +776,7 @@ impl Ring {
             ring_dw,
             put_value: 0,
             sdma,
+            stall_timeout: std::time::Duration::from_secs(30),
         }
     }
 
@@ -826,15 +830,26 @@ impl Ring {
         if self.free_dw(self.rptr_dw()?) >= n {
             return Ok(());
         }
-        let start = std::time::Instant::now();
-        while self.free_dw(self.rptr_dw()?) < n {
-            if start.elapsed() > std::time::Duration::from_secs(30) {
+        // The clock restarts whenever the device makes progress: a long but moving queue is
+        // not a hang.
+        let mut start = std::time::Instant::now();
+        let mut last = self.rptr_dw()?;
+        while self.free_dw(last) < n {
+            if start.elapsed() > self.stall_timeout {
                 return Err(Error::DeviceHang(crate::error::FaultReport {
-                    context: "ring full: the device stopped consuming the queue for 30 s".into(),
+                    context: format!(
+                        "ring full: the device consumed nothing from the queue for {:.1} s",
+                        self.stall_timeout.as_secs_f64()
+                    ),
                     ..Default::default()
                 }));
             }
             idle()?;
+            let now = self.rptr_dw()?;
+            if now != last {
+                last = now;
+                start = std::time::Instant::now();
+            }
         }
         Ok(())
     }

@@ -161,3 +161,86 @@ fn a_kernel_needing_more_scratch_than_reserved_is_refused() {
         "{msg}"
     );
 }
+
+/// Launches queued behind a faulted kernel fill the ring; the submission that finds no room
+/// fails as a hang within the device's wait timeout (not a fixed 30 s), carrying the fault.
+#[test]
+fn a_ring_that_stays_full_is_a_hang_within_the_wait_timeout() {
+    let t = Target::KfdGfx1100;
+    let opts = DeviceOptions {
+        wait_timeout: Duration::from_secs(1),
+        compute_ring_size: 4096,
+        ..opts()
+    };
+    let mut d = t.device(opts);
+    let prg = d.load_program(&fixture(t.arch(), "bad_oob")).unwrap();
+    let out = d.alloc(4096, AllocKind::VRAM).unwrap();
+    let inp = d.alloc(4096, AllocKind::VRAM).unwrap();
+    d.copyin(&inp, &0x1000_0000u32.to_le_bytes()).unwrap();
+    let t0 = Instant::now();
+    let e = (0..10_000)
+        .find_map(|_| {
+            d.launch(&prg, &[&out, &inp], &[], [1, 1, 1], [32, 1, 1])
+                .err()
+        })
+        .expect("a 4 KiB ring behind a stopped queue must fill");
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    assert!(matches!(e, Error::DeviceHang(_)), "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("ring full") || msg.contains("MMU fault"),
+        "{msg}"
+    );
+}
+
+/// A kernarg buffer smaller than the launches need wraps, waiting for the queue before it
+/// reuses a slot; every launch still sees its own arguments.
+#[test]
+fn kernarg_wrap_keeps_every_launch_arguments() {
+    let t = Target::KfdGfx1100;
+    let opts = DeviceOptions {
+        kernargs_size: 1024,
+        ..opts()
+    };
+    let mut d = t.device(opts);
+    let prg = d.load_program(&fixture(t.arch(), "vadd")).unwrap();
+    // vadd(out, a, b, n): out[i] = a[i] + b[i] (f32) for i < n; each launch has its own output.
+    let a = d.alloc(256, AllocKind::VRAM).unwrap();
+    let ones: Vec<u8> = (0..64).flat_map(|_| 1.0f32.to_le_bytes()).collect();
+    d.copyin(&a, &ones).unwrap();
+    // The buffer rounds up to a page: 300 launches of 32+ bytes wrap it at least twice.
+    let outs: Vec<_> = (0..300)
+        .map(|_| {
+            let o = d.alloc(256, AllocKind::VRAM).unwrap();
+            d.copyin(&o, &[0u8; 256]).unwrap();
+            o
+        })
+        .collect();
+    for (i, o) in outs.iter().enumerate() {
+        // Launch i adds over its first i % 64 + 1 elements only.
+        d.launch(
+            &prg,
+            &[o, &a, &a],
+            &[i as u32 % 64 + 1],
+            [1, 1, 1],
+            [64, 1, 1],
+        )
+        .unwrap();
+    }
+    d.synchronize().unwrap();
+    assert!(
+        d.kernarg_wraps > 0,
+        "1 KiB of kernargs must wrap over 40 launches"
+    );
+    for (i, o) in outs.iter().enumerate() {
+        let mut b = vec![0u8; 256];
+        d.copyout(o, &mut b).unwrap();
+        let got: Vec<u32> = b
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        let two = 2.0f32.to_bits();
+        let want: Vec<u32> = (0..64).map(|j| if j <= i % 64 { two } else { 0 }).collect();
+        assert_eq!(got, want, "launch {i}");
+    }
+}
