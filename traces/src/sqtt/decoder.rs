@@ -3,8 +3,8 @@
 
 use super::packets::{
     Info, Layout, PacketType, Rule, Table, TimeRule, CDNA_MISC_INFO, CDNA_TABLE,
-    FLAG_CDNA_TIMESTAMP, FLAG_MARKER, FLAG_NOP_RUN, FLAG_SPECIAL, RDNA3_BY_LOW5, RDNA3_TABLE,
-    RDNA4_BY_LOW5, RDNA4_TABLE,
+    FLAG_CDNA_TIMESTAMP, FLAG_MARKER, FLAG_SPECIAL, RDNA3_BY_LOW5, RDNA3_TABLE, RDNA4_BY_LOW5,
+    RDNA4_TABLE,
 };
 
 /// How packets are framed where the reference decoder and the hardware evidence part ways.
@@ -386,9 +386,12 @@ impl<'a> Decoder<'a> {
         self.packet(&self.table.info[0], offset, self.time, 0, 1)
     }
 
-    /// The fast path of [`Iterator::next`]: the packet at `pos`, or None for the general path.
+    /// The fast path of [`Iterator::next`] and of [`Decoder::next_run`]: the packet at `pos`
+    /// and its repeat count, or None for the general path. A run of zero nibbles (RDNA NOP
+    /// padding) is one packet with the run's length as its count when `RUNS`, else its first
+    /// NOP with the rest left in `pending_nops`; every other packet has a count of 1.
     #[inline(always)]
-    fn next_fast(&mut self) -> Option<Packet> {
+    fn next_fast<const RUNS: bool>(&mut self) -> Option<(Packet, u32)> {
         let pos = self.pos;
         let raw = window16(self.fast, pos)?;
         // Most packets are told apart by a branch on their low 5 bits and decoded from
@@ -396,18 +399,23 @@ impl<'a> Decoder<'a> {
         let low5 = raw & 0x1f;
         if low5 & 0xf == 0 {
             if self.layout == Layout::Cdna {
-                return Some(self.known(&CDNA_MISC_INFO, pos, raw));
+                return Some((self.known(&CDNA_MISC_INFO, pos, raw), 1));
             }
             // A run of NOPs: zero nibbles from the bottom, 1..=16.
             let run = raw.trailing_zeros() / 4;
+            let p = self.packet(&self.table.info[0], pos, self.time, raw, 1);
+            if RUNS {
+                self.pos = pos + run as u64;
+                return Some((p, run));
+            }
             self.pending_nops = run - 1;
             self.pos = pos + 1;
-            return Some(self.packet(&self.table.info[0], pos, self.time, raw, 1));
+            return Some((p, 1));
         }
         macro_rules! known {
             ($by:ident: $($n:literal)*) => {
                 match low5 {
-                    $($n => return Some(self.known(&const { $by[$n].unwrap() }, pos, raw)),)*
+                    $($n => return Some((self.known(&const { $by[$n].unwrap() }, pos, raw), 1)),)*
                     _ => {}
                 }
             };
@@ -426,7 +434,7 @@ impl<'a> Decoder<'a> {
             let time = self.time.wrapping_add(plain_delta(info, raw) as i64);
             self.time = time;
             self.pos = pos + info.nibbles as u64;
-            return Some(self.packet(info, pos, time, raw, info.nibbles));
+            return Some((self.packet(info, pos, time, raw, info.nibbles), 1));
         }
         if info.flags & FLAG_SPECIAL != 0 {
             return None;
@@ -434,7 +442,7 @@ impl<'a> Decoder<'a> {
         // A possible realtime marker or a CDNA timestamp.
         fast_advance(*info, raw, &mut self.time, &mut self.ts_offset);
         self.pos = pos + info.nibbles as u64;
-        Some(self.packet(info, pos, self.time, raw, info.nibbles))
+        Some((self.packet(info, pos, self.time, raw, info.nibbles), 1))
     }
 
     /// A packet whose size and time rule the first nibble decided, decoded from the constants
@@ -460,56 +468,41 @@ impl<'a> Decoder<'a> {
     /// count (offsets `offset..offset + count`), everything else with a count of 1. This is the
     /// fastest way through a stream for consumers that do not need each NOP on its own.
     ///
-    /// The fast path covers ordinary packets away from the end of the blob: one 16-byte load at
-    /// the packet's nibble position, a 256-entry table indexed by its first byte, and the time
-    /// as `((raw >> lo) & mask) + add`. A run of zero nibbles (RDNA NOP padding, about half of
-    /// all packets in real streams) is one step, however long. Everything rare goes through
-    /// the general path.
+    /// The fast path is the per-packet iterator's (see [`Decoder`]), except that a run of zero
+    /// nibbles (RDNA NOP padding, about half of all packets in real streams) is one step,
+    /// however long. Everything rare goes through the general path, by value as for
+    /// [`Iterator::next`].
     #[inline(always)]
     pub fn next_run(&mut self) -> Option<(Packet, u32)> {
         if self.pending_nops == 0 {
-            let pos = self.pos;
-            if let Some((raw, info, size, count)) = fast_step(self.fast, self.table, pos) {
-                fast_advance(*info, raw, &mut self.time, &mut self.ts_offset);
-                self.pos = pos + size as u64;
-                return Some((self.packet(info, pos, self.time, raw, info.nibbles), count));
+            if let Some(r) = self.next_fast::<true>() {
+                return Some(r);
             }
         }
-        self.next_run_slow()
+        let (d, r) = self.clone().next_run_slow_by_value();
+        *self = d;
+        r
     }
 
     /// Call `f` with every packet and its repeat count (as [`Decoder::next_run`] gives them),
-    /// to the end of the blob. This is the fastest way through a stream: the fast path's state
-    /// lives in registers for the whole loop.
+    /// to the end of the blob. This is the fastest way through a stream: the loop runs on a
+    /// copy of the decoder, so that its state lives in registers.
     #[inline]
     pub fn for_each_run<F: FnMut(&Packet, u32)>(&mut self, mut f: F) {
+        let mut d = self.clone();
         loop {
-            if self.pending_nops == 0 {
-                let fast = self.fast;
-                let table = self.table;
-                let layout = table.layout;
-                let (mut pos, mut time, mut ts_offset) = (self.pos, self.time, self.ts_offset);
-                while let Some((raw, info, size, count)) = fast_step(fast, table, pos) {
-                    fast_advance(*info, raw, &mut time, &mut ts_offset);
-                    let p = Packet {
-                        offset: pos,
-                        time,
-                        raw,
-                        ty: info.ty,
-                        nibbles: info.nibbles,
-                        index: info.index,
-                        layout,
-                    };
-                    f(&p, count);
-                    pos += size as u64;
+            if d.pending_nops == 0 {
+                while let Some((p, n)) = d.next_fast::<true>() {
+                    f(&p, n);
                 }
-                (self.pos, self.time, self.ts_offset) = (pos, time, ts_offset);
             }
-            match self.next_run_slow() {
-                Some((p, n)) => f(&p, n),
-                None => return,
+            let more;
+            (d, more) = d.slow_runs(&mut f);
+            if !more {
+                break;
             }
         }
+        *self = d;
     }
 
     #[cold]
@@ -521,6 +514,33 @@ impl<'a> Decoder<'a> {
             return Some((self.packet(&self.table.info[0], offset, self.time, 0, 1), n));
         }
         self.next_slow().map(|p| (p, 1))
+    }
+
+    /// The general path of [`Decoder::for_each_run`], by value (see
+    /// [`Decoder::next_slow_by_value`]): packets go to `f` until the fast path can read at
+    /// `pos` again (true) or the blob ends (false). Where every packet needs the general path
+    /// (the emulated reference window, a non-default TS_DELTA_SHORT offset) the decoder is
+    /// moved once for the whole stretch rather than once per packet.
+    #[cold]
+    #[inline(never)]
+    fn slow_runs<F: FnMut(&Packet, u32)>(mut self, f: &mut F) -> (Self, bool) {
+        loop {
+            match self.next_run_slow() {
+                Some((p, n)) => f(&p, n),
+                None => return (self, false),
+            }
+            if self.pending_nops == 0 && window16(self.fast, self.pos).is_some() {
+                return (self, true);
+            }
+        }
+    }
+
+    /// [`Decoder::next_run_slow`] by value (see [`Decoder::next_slow_by_value`]).
+    #[cold]
+    #[inline(never)]
+    fn next_run_slow_by_value(mut self) -> (Self, Option<(Packet, u32)>) {
+        let r = self.next_run_slow();
+        (self, r)
     }
 
     /// The general path's next packet (no NOPs pending), with the fast path re-enabled or
@@ -664,30 +684,6 @@ fn plain_delta(info: &Info, raw: u64) -> u64 {
     ((raw >> info.delta_lo) & info.delta_mask) + info.add
 }
 
-/// One fast-path step at `pos`: the packet's first 64 bits, its table entry, the nibbles it
-/// spans (a whole NOP run) and its repeat count. None near the end of the blob or for a packet
-/// that needs the general path.
-#[inline(always)]
-fn fast_step(
-    data: &[u8],
-    table: &'static Table,
-    pos: u64,
-) -> Option<(u64, &'static Info, u32, u32)> {
-    let raw = window16(data, pos)?;
-    let info = &table.info[raw as u8 as usize];
-    if info.flags & FLAG_SPECIAL != 0 {
-        return None;
-    }
-    let (size, count) = if info.flags & FLAG_NOP_RUN != 0 {
-        // Zero nibbles from the bottom: 1..=16 (the first one is zero).
-        let run = raw.trailing_zeros() / 4;
-        (run, run)
-    } else {
-        (info.nibbles as u32, 1)
-    };
-    Some((raw, info, size, count))
-}
-
 #[inline(always)]
 fn is_marker_raw(info: Info, raw: u64) -> bool {
     (raw >> info.rt_bit) & 1 == 1 && (raw >> info.pl_bit) & 1 == 0
@@ -730,7 +726,7 @@ impl Iterator for Decoder<'_> {
         if self.pending_nops != 0 {
             return Some(self.pending_nop());
         }
-        if let Some(p) = self.next_fast() {
+        if let Some((p, _)) = self.next_fast::<false>() {
             return Some(p);
         }
         let (d, p) = self.clone().next_slow_by_value();
