@@ -19,6 +19,8 @@ lean=()
 command -v qemu-system-x86_64 >/dev/null || lean+=(qemu-system-x86)
 command -v busybox >/dev/null || lean+=(busybox-static)
 command -v cpio >/dev/null || lean+=(cpio)
+command -v xz >/dev/null || lean+=(xz-utils)
+command -v zstd >/dev/null || lean+=(zstd)
 if [ $((${#missing[@]} + ${#lean[@]})) -gt 0 ]; then
   echo "== installing: ${missing[*]} ${lean[*]}"
   $SUDO apt-get update -qq
@@ -28,6 +30,12 @@ if [ $((${#missing[@]} + ${#lean[@]})) -gt 0 ]; then
   if [ ${#lean[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${lean[@]}" >/dev/null
   fi
+fi
+# The qemu USB test boots Debian's current kernel, fetched with `apt-get download`: the package
+# lists must know it.
+if ! apt-cache depends linux-image-amd64 2>/dev/null | grep "Depends: linux-image-[0-9]" >/dev/null; then
+  echo "== apt-get update (package lists for the qemu guest's kernel)"
+  $SUDO apt-get update -qq || echo "warning: apt-get update failed; the qemu USB test will say why"
 fi
 if ! python3 -c "import tinygrad" 2>/dev/null; then
   echo "== installing tinygrad 0.14.0 (reference SQTT decoder)"
