@@ -20,6 +20,9 @@ use crate::sqtt::{self, SqttSetup};
 /// Scratch reserved per wave: bytes per lane, for this many lanes (wave64 at most).
 const SCRATCH_PER_LANE: u64 = 128;
 const SCRATCH_LANES: u64 = 64;
+/// One wave's scratch slice; TMPRING_SIZE counts it in 256-byte units.
+const SCRATCH_WAVE_BYTES: u64 = SCRATCH_PER_LANE * SCRATCH_LANES;
+const _: () = assert!(SCRATCH_WAVE_BYTES.is_multiple_of(256));
 
 /// Knobs of a device; `Default` follows tinygrad's defaults (scaled where tests need it).
 #[derive(Debug, Clone)]
@@ -288,7 +291,7 @@ impl Device {
 
         // Scratch: (max_cu_id+1) * slots * round_up(128 B/lane * 64 lanes, 256) per XCC. Sized
         // for 64 lanes even on wave32 parts: a wave64 kernel needs it, a wave32 one gets 256 B/lane.
-        let wave_len = round_up(SCRATCH_LANES * SCRATCH_PER_LANE, 256);
+        let wave_len = SCRATCH_WAVE_BYTES;
         let per_xcc = cu * u64::from(props.max_slots_scratch_cu) * wave_len;
         let scratch = iface.alloc(per_xcc * u64::from(num_xcc), AllocKind::VRAM)?;
         let num_se = u64::from(props.num_se().max(1));
@@ -677,7 +680,7 @@ impl Device {
         // The per-wave scratch slice is fixed at open; a kernel that needs more per lane would
         // overrun into its neighbour's slice.
         let lanes = if k.wave32() { 32 } else { 64 };
-        let per_lane = round_up(SCRATCH_LANES * SCRATCH_PER_LANE, 256) / lanes;
+        let per_lane = SCRATCH_WAVE_BYTES / lanes;
         if u64::from(k.private_segment_size) > per_lane {
             return Err(Error::Invalid(format!(
                 "{} needs {} bytes of scratch per work-item; the runtime reserves {per_lane} (wave{lanes})",

@@ -335,7 +335,9 @@ impl ComputeCmds {
         self.wreg(r.addr, &[v])
     }
 
-    fn pred_exec_begin(&mut self, xcc_mask: u32) -> Option<usize> {
+    /// Opens a PRED_EXEC block for the XCCs of `xcc_mask` on multi-XCC parts (`None` on one
+    /// XCC); [`Self::pred_exec_end`] fills in its length.
+    pub(crate) fn pred_exec_begin(&mut self, xcc_mask: u32) -> Option<usize> {
         if self.ctx.num_xcc > 1 {
             self.pkt(Packet::PredExec {
                 xcc_mask,
@@ -346,7 +348,7 @@ impl ComputeCmds {
             None
         }
     }
-    fn pred_exec_end(&mut self, start: Option<usize>) {
+    pub(crate) fn pred_exec_end(&mut self, start: Option<usize>) {
         if let Some(s) = start {
             let n = (self.q.len() - s) as u32;
             if let Some(w) = self.q.get_mut(s - 1) {

@@ -15,7 +15,7 @@
 //! `i % se_per_xcc` (sqtt-format.md §1.2), so all XCCs are captured, XCC 0 first.
 
 use crate::error::{Error, Result};
-use crate::pm4::{event, func, Packet};
+use crate::pm4::{event, func};
 use crate::queue::ComputeCmds;
 
 /// Default per-SE buffer size (tinygrad's SQTT_BUFFER_SIZE default, 256 MiB).
@@ -137,25 +137,17 @@ fn on_xcc(
     xcc: u32,
     f: impl FnOnce(&mut ComputeCmds) -> Result<()>,
 ) -> Result<()> {
-    if c.ctx.num_xcc <= 1 {
-        return f(c);
-    }
-    Packet::PredExec {
-        xcc_mask: 1 << xcc,
-        dwords: 0,
-    }
-    .encode(&mut c.q);
-    let body = c.q.len();
+    let start = c.pred_exec_begin(1 << xcc);
     f(c)?;
-    let n = (c.q.len() - body) as u32;
-    if n > 0xFF_FFFF {
-        return Err(Error::Invalid(format!(
-            "{n} dwords exceed a PRED_EXEC block"
-        )));
+    if let Some(s) = start {
+        let n = c.q.len() - s;
+        if n > 0xFF_FFFF {
+            return Err(Error::Invalid(format!(
+                "{n} dwords exceed a PRED_EXEC block"
+            )));
+        }
     }
-    if let Some(w) = c.q.get_mut(body - 1) {
-        *w |= n;
-    }
+    c.pred_exec_end(start);
     Ok(())
 }
 

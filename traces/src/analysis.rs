@@ -381,16 +381,23 @@ pub struct InstStat {
 /// for kernels with divergent control flow.
 pub fn inst_stats(k: &KernelSqtt) -> Vec<InstStat> {
     // Key: (PC or u64::MAX, position when the PC is unknown, name). Value: (latency, token
-    // kind) per execution.
-    let mut groups: HashMap<(u64, usize, String), Vec<(i64, String)>> = HashMap::new();
-    // The best case of each token kind: a latency above it was spent waiting before issue.
-    let mut best: HashMap<String, i64> = HashMap::new();
+    // kind index) per execution.
+    let mut groups: HashMap<(u64, usize, String), Vec<(i64, usize)>> = HashMap::new();
+    // Token kinds, and the best case of each: a latency above it was spent waiting before issue.
+    let mut kinds: HashMap<String, usize> = HashMap::new();
+    let mut best: Vec<i64> = Vec::new();
     for (si, se) in k.ses.iter().enumerate() {
         for w in 0..se.analysis.waves.len() {
             for wi in wave_insts(k, si, w) {
-                let b = best.entry(wi.name.clone()).or_insert(i64::MAX);
-                *b = (*b).min(wi.gap);
-                let kind = wi.name.clone();
+                let kind = match kinds.get(&wi.name) {
+                    Some(&i) => i,
+                    None => {
+                        kinds.insert(wi.name.clone(), best.len());
+                        best.push(i64::MAX);
+                        best.len() - 1
+                    }
+                };
+                best[kind] = best[kind].min(wi.gap);
                 let key = match (wi.pc, wi.disasm) {
                     (Some(pc), Some(d)) => (pc, 0, d),
                     _ => (u64::MAX, wi.index, wi.name),
@@ -399,20 +406,15 @@ pub fn inst_stats(k: &KernelSqtt) -> Vec<InstStat> {
             }
         }
     }
-    let groups: HashMap<(u64, usize, String), (Vec<i64>, i64)> = groups
-        .into_iter()
-        .map(|(key, v)| {
-            let stall = v
-                .iter()
-                .map(|(gap, kind)| (gap - best.get(kind).copied().unwrap_or(*gap)).max(0))
-                .sum();
-            (key, (v.into_iter().map(|(gap, _)| gap).collect(), stall))
-        })
-        .collect();
-    let grand: i64 = groups.values().flat_map(|(v, _)| v).sum();
+    let grand: i64 = groups.values().flatten().map(|(gap, _)| gap).sum();
     let mut rows: Vec<InstStat> = groups
         .into_iter()
-        .map(|((pc, idx, name), (mut v, stall))| {
+        .map(|((pc, idx, name), execs)| {
+            let stall: i64 = execs
+                .iter()
+                .map(|&(gap, kind)| (gap - best[kind]).max(0))
+                .sum();
+            let mut v: Vec<i64> = execs.into_iter().map(|(gap, _)| gap).collect();
             v.sort_unstable();
             let total: i64 = v.iter().sum();
             let n = v.len().max(1);

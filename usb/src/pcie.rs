@@ -60,6 +60,20 @@ impl Asm24 {
         self.pci_cacheable.iter().any(|r| r.contains(&addr))
     }
 
+    /// The write cache: true when writing `v` at `addr` can be dropped (a PCI-cacheable address
+    /// that already holds it); otherwise remembers `v` there and the write must go out.
+    fn cached(&mut self, addr: u64, v: u32) -> bool {
+        if !self.cacheable(addr) {
+            return false;
+        }
+        if self.pci_cache.get(&addr) == Some(&v) {
+            self.stats.cache_hits += 1;
+            return true;
+        }
+        self.pci_cache.insert(addr, v);
+        false
+    }
+
     /// One TLP of `size` (1..=4) bytes at `addr`. Returns the read data for reads, `None` for
     /// writes. Posted writes cost one round trip; reads and config writes two (custom) or a
     /// few polls (stock).
@@ -272,12 +286,8 @@ impl Asm24 {
 
     /// A 32-bit posted memory write (dropped when the address is PCI-cacheable and unchanged).
     pub fn mem_write32(&mut self, addr: u64, v: u32) -> Result<()> {
-        if self.cacheable(addr) {
-            if self.pci_cache.get(&addr) == Some(&v) {
-                self.stats.cache_hits += 1;
-                return Ok(());
-            }
-            self.pci_cache.insert(addr, v);
+        if self.cached(addr, v) {
+            return Ok(());
         }
         self.pcie_request(tlp::MEM_WR, addr, Some(v), 4).map(|_| ())
     }
@@ -306,12 +316,8 @@ impl Asm24 {
         for (i, w) in data.chunks_exact(4).enumerate() {
             let a = addr + 4 * i as u64;
             let v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-            if self.cacheable(a) {
-                if self.pci_cache.get(&a) == Some(&v) {
-                    self.stats.cache_hits += 1;
-                    continue;
-                }
-                self.pci_cache.insert(a, v);
+            if self.cached(a, v) {
+                continue;
             }
             match runs.last_mut() {
                 Some((s, d)) if *s + d.len() as u64 == a => d.extend_from_slice(w),

@@ -360,8 +360,19 @@ pub fn show_table(ui: &mut Ui, slot: &CompareSlot, k: usize) -> bool {
     // (|Δ total|, largest first). Clicking a header sorts by it, again reverses.
     let sort_id = ui.scope_id().with("compare_sort");
     let mut sort: Option<(usize, bool)> = ui.data(|m| m.get_temp(sort_id)).flatten();
-    let order = sorted_order(&d.instructions, sort);
     let rows = &d.instructions;
+    // The order is kept until the sort or the compared rows change, not rebuilt every frame.
+    type OrderKey = (usize, Option<(usize, bool)>, usize, usize);
+    let order_id = sort_id.with("order");
+    let key: OrderKey = (k, sort, rows.as_ptr() as usize, rows.len());
+    let order = match ui.data(|m| m.get_temp::<(OrderKey, Arc<Vec<usize>>)>(order_id)) {
+        Some((kk, o)) if kk == key => o,
+        _ => {
+            let o = Arc::new(sorted_order(rows, sort));
+            ui.data_mut(|m| m.insert_temp(order_id, (key, o.clone())));
+            o
+        }
+    };
     let mut clicked = None;
     TableBuilder::new(ui)
         .id_salt("compare_table")

@@ -505,7 +505,7 @@ impl Queue {
             Packet::EventWrite { event_type, .. } => {
                 // gfx9 drains on MODE.mode = 0 instead (see `tt_mode`).
                 if event_type == event::THREAD_TRACE_FINISH && core.gc.tt_mode.is_none() {
-                    if let Err(f) = sqtt_finish(core, mem, self.xcc_id) {
+                    if let Err(f) = sqtt_finish(core, mem) {
                         return Step::Fault(
                             format!("SQTT finish wrote outside its buffer at {:#x}", f),
                             mem_fault(f),
@@ -635,11 +635,11 @@ fn dispatch_info(core: &GpuCore, dim: [u32; 3], initiator: u32, xcc_id: u32) -> 
     }
 }
 
-/// THREAD_TRACE_FINISH on XCC `xcc` (gfx11/gfx12): every SE of that XCC is drained with
-/// [`sqtt_finish_se`]. Every XCC executes the event itself, so each one finishes only its own
-/// SEs. Returns the faulting address if a buffer is unmapped.
-fn sqtt_finish(core: &mut GpuCore, mem: &mut Memory, xcc: u32) -> Result<(), u64> {
-    core.regs.set_xcc(xcc);
+/// THREAD_TRACE_FINISH on the executing XCC (gfx11/gfx12; the register file's current XCC,
+/// set by `run_pm4`): every SE of that XCC is drained with [`sqtt_finish_se`]. Every XCC
+/// executes the event itself, so each one finishes only its own SEs. Returns the faulting
+/// address if a buffer is unmapped.
+fn sqtt_finish(core: &mut GpuCore, mem: &mut Memory) -> Result<(), u64> {
     let per = core.regs.se_per_xcc();
     let first = core.regs.xcc() * per;
     for se in first..(first + per).min(core.regs.num_se()) {

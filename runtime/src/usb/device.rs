@@ -7,6 +7,7 @@
 use std::sync::{Arc, Mutex};
 
 use ::usb::controller::xdata;
+use ::usb::proto::SRAM_SLOT;
 use ::usb::{Bdf, Endpoint, UsbError};
 
 use super::link::{BarView, SramView, UsbLink, XdataView};
@@ -14,8 +15,6 @@ use crate::pci::{PciDevice, PciError, PciResult, SysMem};
 use crate::platform::{Errno, Mmio};
 
 const PAGE: u64 = 0x1000;
-/// SRAM allocations start at 16 KiB slots (the F2 engine's unit).
-const SRAM_ALIGN: u64 = 0x4000;
 
 /// Maps a bridge failure to the PCI layer's error (the message keeps the USB cause).
 pub fn pci_err(what: &str, e: UsbError) -> PciError {
@@ -119,7 +118,8 @@ impl PciDevice for UsbPciDevice {
             if at + size <= o {
                 break;
             }
-            at = (o + l).div_ceil(SRAM_ALIGN) * SRAM_ALIGN;
+            // Buffers start on the F2 engine's 16 KiB slots.
+            at = (o + l).div_ceil(SRAM_SLOT) * SRAM_SLOT;
         }
         if at + size > xdata::SRAM_SIZE {
             return Err(PciError::OutOfMemory {

@@ -81,18 +81,10 @@ impl GpuIface for UsbIface {
                 return Ok(b);
             }
         }
+        // Anything the CPU must see becomes plain VRAM with a CPU view: host memory is not
+        // reachable over the bridge, and uncached VRAM with a CPU view is what the PCI iface
+        // calls sysmem (the host reaches VRAM through BAR0 either way).
         let kind = if kind.cpu_access {
-            AllocKind {
-                host: false,
-                uncached: kind.uncached,
-                cpu_access: true,
-            }
-        } else {
-            kind
-        };
-        // Uncached VRAM with a CPU view is what the PCI iface calls sysmem: ask for plain VRAM
-        // with a CPU view instead (the host reaches it through BAR0 either way).
-        let kind = if kind.cpu_access && !kind.host {
             AllocKind::VRAM_CPU
         } else {
             kind

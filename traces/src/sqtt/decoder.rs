@@ -453,15 +453,7 @@ impl<'a> Decoder<'a> {
         self.time = time;
         self.pos = pos + c.nibbles as u64;
         let info = &self.table.info[raw as u8 as usize];
-        Packet {
-            offset: pos,
-            time,
-            raw,
-            ty: info.ty,
-            nibbles: c.nibbles,
-            index: info.index,
-            layout: self.table.layout,
-        }
+        self.packet(info, pos, time, raw, c.nibbles)
     }
 
     /// The next packet and how many times it repeats: NOP padding comes as one packet with a

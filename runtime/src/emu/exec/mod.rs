@@ -794,7 +794,6 @@ fn valu_or_mem(w: &mut Wave, op: &Op, pc: u64, exec: u64) -> Result<(), Fault> {
         return Ok(());
     }
     match op.k {
-        K::V(f, float) => valu32(w, op, f, float, pc, exec)?,
         K::V64(f, wide, float) => {
             let mut lo = [0u32; 64];
             let mut hi = [0u32; 64];
@@ -1732,8 +1731,7 @@ fn flat_ds(w: &mut Wave, op: &Op) {
 
 /// Reads LDS bytes; bytes beyond the allocation read as 0.
 #[inline]
-fn lds_read(lds: &[u8], a: u32, out: &mut [u8]) {
-    let a = a as usize;
+fn lds_read(lds: &[u8], a: usize, out: &mut [u8]) {
     if let Some(src) = lds.get(a..a + out.len()) {
         out.copy_from_slice(src);
         return;
@@ -1750,9 +1748,7 @@ fn lds_read32(lds: &[u8], a: usize) -> u32 {
         Some(&[b0, b1, b2, b3]) => u32::from_le_bytes([b0, b1, b2, b3]),
         _ => {
             let mut b = [0u8; 4];
-            for (k, x) in b.iter_mut().enumerate() {
-                *x = lds.get(a + k).copied().unwrap_or(0);
-            }
+            lds_read(lds, a, &mut b);
             u32::from_le_bytes(b)
         }
     }
@@ -1825,7 +1821,7 @@ fn ds(w: &mut Wave, cx: &mut Ctx<'_>, op: &Op, pc: u64, exec: u64) -> Result<(),
                     continue;
                 }
                 let b = &mut buf[..m.bytes as usize];
-                lds_read(cx.lds, addr[i].wrapping_add(off16), b);
+                lds_read(cx.lds, addr[i].wrapping_add(off16) as usize, b);
                 if m.bytes >= 4 {
                     for k in 0..m.dwords as usize {
                         out[k][i] = u32::from_le_bytes([
@@ -1958,7 +1954,7 @@ fn ds(w: &mut Wave, cx: &mut Ctx<'_>, op: &Op, pc: u64, exec: u64) -> Result<(),
                 }
                 let ad = addr[i].wrapping_add(off16);
                 let mut b = [0u8; 4];
-                lds_read(cx.lds, ad, &mut b);
+                lds_read(cx.lds, ad as usize, &mut b);
                 let o = u32::from_le_bytes(b);
                 // ds_cmpstore: data0 is the compare value, data1 the new one.
                 let (src, cmp) = if a == At::Cmpswap {
