@@ -205,11 +205,7 @@ pub struct KernelCode {
 impl KernelCode {
     /// The code of kernel `name` in `code` (or its only kernel, when the name is not a symbol).
     pub fn from_code_object(code: &CodeObject, name: &str) -> Option<KernelCode> {
-        let k = code
-            .kernels
-            .iter()
-            .find(|k| k.name == name)
-            .or_else(|| (code.kernels.len() == 1).then(|| &code.kernels[0]))?;
+        let k = find_kernel(code, name)?;
         let bytes = code.kernel_code(k);
         let insts = isa::disassemble(bytes, k.entry, code.target)
             .map(|l| {
@@ -308,13 +304,34 @@ fn waves_in_flight(k: &KernelSqtt) -> f64 {
         .sum()
 }
 
-/// The machine code of kernel run `ki`, when its program's code object is in the profile.
-pub fn kernel_code(p: &Profile, ki: usize) -> Option<KernelCode> {
+/// Kernel `name` of a code object, or its only kernel when the name is not a symbol.
+fn find_kernel<'c>(code: &'c CodeObject, name: &str) -> Option<&'c isa::Kernel> {
+    code.kernels
+        .iter()
+        .find(|k| k.name == name)
+        .or_else(|| (code.kernels.len() == 1).then(|| &code.kernels[0]))
+}
+
+/// The parsed code object of kernel run `ki` and the names to look the kernel up by (the
+/// run's, then its program's).
+fn run_code(p: &Profile, ki: usize) -> Option<(CodeObject, &str, &str)> {
     let k = p.kernels.get(ki)?;
     let prog = p.program_for(k.device, k.kern?)?;
     let code = CodeObject::parse(p.blob(prog.elf?)).ok()?;
-    KernelCode::from_code_object(&code, &k.name)
-        .or_else(|| KernelCode::from_code_object(&code, &prog.name))
+    Some((code, &k.name, &prog.name))
+}
+
+/// The machine code of kernel run `ki`, when its program's code object is in the profile.
+pub fn kernel_code(p: &Profile, ki: usize) -> Option<KernelCode> {
+    let (code, run, prog) = run_code(p, ki)?;
+    KernelCode::from_code_object(&code, run).or_else(|| KernelCode::from_code_object(&code, prog))
+}
+
+/// The hash of kernel run `ki`'s machine code ([`KernelCode::hash`]) without disassembling it.
+fn kernel_hash(p: &Profile, ki: usize) -> Option<String> {
+    let (code, run, prog) = run_code(p, ki)?;
+    let k = find_kernel(&code, run).or_else(|| find_kernel(&code, prog))?;
+    Some(crate::open::sha256_hex(code.kernel_code(k)))
 }
 
 /// A kernel's identity for matching.
@@ -336,7 +353,7 @@ pub fn kernel_keys(p: &Profile, indices: &[usize]) -> Vec<KernelKey> {
             });
             let hash = cache
                 .entry((k.kern, base, k.name.clone()))
-                .or_insert_with(|| kernel_code(p, i).map(|c| c.hash))
+                .or_insert_with(|| kernel_hash(p, i))
                 .clone();
             KernelKey {
                 name: k.name.clone(),
