@@ -585,23 +585,8 @@ impl Asm24 {
                         "SRAM write at {offset:#x}: the F2 engine starts at 16 KiB slots"
                     )));
                 }
-                self.push_request(
-                    &mut b,
-                    Request::SramDma {
-                        to_host: false,
-                        sectors: (padded_len / SECTOR) as u16,
-                        first_slot: (offset / SRAM_SLOT) as u8,
-                        slots: padded_len.div_ceil(SRAM_SLOT) as u8,
-                    },
-                )?;
-                b.push(
-                    Transfer::BulkOut {
-                        ep: custom_ep::BULK_OUT,
-                        stream: 0,
-                        data: buf,
-                    },
-                    Check::None,
-                );
+                self.push_sram_dma(&mut b, false, offset, padded_len)?;
+                self.push_bulk_out(&mut b, buf);
             }
             Firmware::Stock => {
                 if !offset.is_multiple_of(SECTOR) {
@@ -657,29 +642,14 @@ impl Asm24 {
             )));
         }
         let mut b = Batch::default();
-        self.push_request(
-            &mut b,
-            Request::SramDma {
-                to_host: true,
-                sectors: (padded / SECTOR) as u16,
-                first_slot: (offset / SRAM_SLOT) as u8,
-                slots: padded.div_ceil(SRAM_SLOT) as u8,
-            },
-        )?;
+        self.push_sram_dma(&mut b, true, offset, padded)?;
         self.run(b).map(|_| ())
     }
 
     /// Receives `len` bytes on the custom firmware's bulk IN endpoint.
     pub fn bulk_read(&mut self, len: usize) -> Result<Vec<u8>> {
         let mut b = Batch::default();
-        b.push(
-            Transfer::BulkIn {
-                ep: custom_ep::BULK_IN,
-                stream: 0,
-                len,
-            },
-            Check::Data { expected: len },
-        );
+        self.push_bulk_in(&mut b, len);
         Ok(self.run(b)?.concat())
     }
 
@@ -702,6 +672,26 @@ impl Asm24 {
                 chunk_dwords: 0,
                 addr,
                 value,
+            },
+        )
+    }
+
+    /// Arms the F2 engine for `padded` bytes (whole sectors) of the SRAM window from the 16 KiB
+    /// slot at `offset`, towards the host or from it.
+    fn push_sram_dma(
+        &mut self,
+        b: &mut Batch,
+        to_host: bool,
+        offset: u64,
+        padded: u64,
+    ) -> Result<()> {
+        self.push_request(
+            b,
+            Request::SramDma {
+                to_host,
+                sectors: (padded / SECTOR) as u16,
+                first_slot: (offset / SRAM_SLOT) as u8,
+                slots: padded.div_ceil(SRAM_SLOT) as u8,
             },
         )
     }
