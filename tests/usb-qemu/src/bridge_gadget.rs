@@ -11,9 +11,9 @@
 use std::sync::mpsc;
 
 use usb::device::{BridgeCore, DeviceError, PcieEndpoint};
-use usb::proto::{custom_ep, ControlSetup, Request, TlpMode, SECTOR};
+use usb::proto::{custom_ep, Request, TlpMode, SECTOR};
 
-use crate::ffs::{Event, FfsError, Function, Setup};
+use crate::ffs::{Event, FfsError, Function};
 
 /// Endpoint file indices (descriptor order: bulk OUT 0x02, bulk IN 0x81).
 pub const EP_OUT: usize = 0;
@@ -37,16 +37,6 @@ pub struct Served {
     /// OUT requests the model refused after their data stage had been accepted (USB cannot
     /// stall those any more; the host will see wrong data instead).
     pub refused_after_ack: u64,
-}
-
-fn control_setup(s: &Setup) -> ControlSetup {
-    ControlSetup {
-        request_type: s.request_type,
-        request: s.request,
-        value: s.value,
-        index: s.index,
-        length: s.length,
-    }
 }
 
 /// Serves `core` on `func` until the gadget is unbound.
@@ -80,7 +70,7 @@ pub fn serve<E: PcieEndpoint>(
             }
         };
         served.control += 1;
-        let setup = control_setup(&s);
+        let setup = s;
         if s.is_in() {
             match core.control(&setup, &[]) {
                 Ok(mut d) => {

@@ -135,48 +135,8 @@ pub fn strings_blob(spec: &InterfaceSpec) -> Vec<u8> {
     out
 }
 
-/// `struct usb_ctrlrequest`, the setup packet of a control transfer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Setup {
-    pub request_type: u8,
-    pub request: u8,
-    pub value: u16,
-    pub index: u16,
-    pub length: u16,
-}
-
-impl Setup {
-    pub fn from_bytes(b: [u8; 8]) -> Setup {
-        Setup {
-            request_type: b[0],
-            request: b[1],
-            value: u16::from_le_bytes([b[2], b[3]]),
-            index: u16::from_le_bytes([b[4], b[5]]),
-            length: u16::from_le_bytes([b[6], b[7]]),
-        }
-    }
-
-    pub fn to_bytes(self) -> [u8; 8] {
-        let v = self.value.to_le_bytes();
-        let i = self.index.to_le_bytes();
-        let l = self.length.to_le_bytes();
-        [
-            self.request_type,
-            self.request,
-            v[0],
-            v[1],
-            i[0],
-            i[1],
-            l[0],
-            l[1],
-        ]
-    }
-
-    /// Device→host (data stage, if any, is IN).
-    pub fn is_in(&self) -> bool {
-        self.request_type & 0x80 != 0
-    }
-}
+/// `struct usb_ctrlrequest`, the setup packet of a control transfer: the usb crate's layout.
+pub use usb::proto::ControlSetup as Setup;
 
 /// One FunctionFS event read from `ep0`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -199,9 +159,12 @@ impl Event {
             2 => Event::Enable,
             3 => Event::Disable,
             4 => {
-                let mut s = [0u8; 8];
-                s.copy_from_slice(&b[..8]);
-                Event::Setup(Setup::from_bytes(s))
+                // The first 8 bytes always unpack; a failure would be a short event.
+                let s = Setup::from_bytes(&b[..8]).map_err(|_| FfsError::ShortEvent {
+                    path: path.to_path_buf(),
+                    got: 8,
+                })?;
+                Event::Setup(s)
             }
             5 => Event::Suspend,
             6 => Event::Resume,
@@ -316,25 +279,6 @@ impl Function {
             done += got;
         }
         Ok(out)
-    }
-
-    /// Receives one transfer (up to `max` bytes) on OUT endpoint `idx`.
-    pub fn bulk_read_some(&mut self, idx: usize, max: usize) -> Result<Vec<u8>, FfsError> {
-        let (path, file) = &mut self.endpoints[idx];
-        let mut out = vec![0u8; max];
-        let got = file.read(&mut out).map_err(io_err(path))?;
-        out.truncate(got);
-        Ok(out)
-    }
-
-    /// Sends `data` on IN endpoint `idx` (in pieces of at most [`MAX_IO`], each a multiple of
-    /// the max packet size so the host sees one transfer).
-    pub fn bulk_write(&mut self, idx: usize, data: &[u8]) -> Result<(), FfsError> {
-        let (path, file) = &mut self.endpoints[idx];
-        for piece in data.chunks(MAX_IO) {
-            file.write_all(piece).map_err(io_err(path))?;
-        }
-        Ok(())
     }
 }
 
