@@ -32,53 +32,67 @@ fn waves_fall_inside_their_kernel_range() {
     for dir in cases {
         let r: Value =
             serde_json::from_slice(&std::fs::read(dir.join("reference.json")).unwrap()).unwrap();
-        let Some(range) = r["amd_kernel_ranges"].as_array().and_then(|a| a.first()) else {
-            continue;
-        };
-        let st: f64 = range["st_us"].as_str().unwrap().parse().unwrap();
-        let en: f64 = range["en_us"].as_str().unwrap().parse().unwrap();
+        let ranges = r["amd_kernel_ranges"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         let events = r["sqtt_events"].as_array().unwrap();
-        let blobs: Vec<Vec<u8>> = events
-            .iter()
-            .map(|e| {
-                std::fs::read(dir.join(format!("kern{}_se{}.sqtt", e["kern"], e["se"]))).unwrap()
-            })
-            .collect();
-        let analyses: Vec<_> = blobs
-            .iter()
-            .map(|b| sqtt::analyze(b, None).unwrap())
-            .collect();
-        let refs: Vec<_> = analyses.iter().collect();
-        let maps = dispatch_time_maps(&refs, Some((st * 100.0).round() as u64));
-        for ((ev, a), map) in events.iter().zip(&analyses).zip(&maps) {
-            if a.waves.is_empty() {
-                continue;
-            }
-            let ctx = format!("{} se {}", dir.display(), ev["se"]);
-            let Some(map) = map else {
-                assert_eq!(
-                    a.layout,
-                    Some(Layout::Cdna),
-                    "{ctx}: an RDNA blob could not be placed"
-                );
-                unplaceable.push(ctx);
-                continue;
+        // Each blob is held against its own kernel's range: a capture of several kernels has
+        // one range per kernel, in dispatch order (`kern` indexes them).
+        let mut kerns: Vec<u64> = events.iter().filter_map(|e| e["kern"].as_u64()).collect();
+        kerns.sort_unstable();
+        kerns.dedup();
+        for kern in kerns {
+            let Some(range) = ranges.get(kern as usize) else {
+                panic!("{}: no kernel range for kern {kern}", dir.display());
             };
-            for w in &a.waves {
-                for t in [w.start, w.end] {
-                    let us = map.us(t).unwrap();
-                    // How far outside [st, en] the wave lies (negative: inside).
-                    let excursion = (st - us).max(us - en);
-                    if excursion > worst_us {
-                        worst_us = excursion;
-                        worst_at = format!("{ctx} wave cu{} simd{} slot{}", w.cu, w.simd, w.wave);
-                    }
-                    assert!(
-                        excursion <= 1.0,
-                        "{ctx}: wave at {us:.3} µs, kernel {st:.2}..{en:.2} µs"
-                    );
+            let st: f64 = range["st_us"].as_str().unwrap().parse().unwrap();
+            let en: f64 = range["en_us"].as_str().unwrap().parse().unwrap();
+            let kev: Vec<&Value> = events.iter().filter(|e| e["kern"] == kern).collect();
+            let blobs: Vec<Vec<u8>> = kev
+                .iter()
+                .map(|e| {
+                    std::fs::read(dir.join(format!("kern{}_se{}.sqtt", e["kern"], e["se"])))
+                        .unwrap()
+                })
+                .collect();
+            let analyses: Vec<_> = blobs
+                .iter()
+                .map(|b| sqtt::analyze(b, None).unwrap())
+                .collect();
+            let refs: Vec<_> = analyses.iter().collect();
+            let maps = dispatch_time_maps(&refs, Some((st * 100.0).round() as u64));
+            for ((ev, a), map) in kev.iter().zip(&analyses).zip(&maps) {
+                if a.waves.is_empty() {
+                    continue;
                 }
-                placed += 1;
+                let ctx = format!("{} kern {kern} se {}", dir.display(), ev["se"]);
+                let Some(map) = map else {
+                    assert_eq!(
+                        a.layout,
+                        Some(Layout::Cdna),
+                        "{ctx}: an RDNA blob could not be placed"
+                    );
+                    unplaceable.push(ctx);
+                    continue;
+                };
+                for w in &a.waves {
+                    for t in [w.start, w.end] {
+                        let us = map.us(t).unwrap();
+                        // How far outside [st, en] the wave lies (negative: inside).
+                        let excursion = (st - us).max(us - en);
+                        if excursion > worst_us {
+                            worst_us = excursion;
+                            worst_at =
+                                format!("{ctx} wave cu{} simd{} slot{}", w.cu, w.simd, w.wave);
+                        }
+                        assert!(
+                            excursion <= 1.0,
+                            "{ctx}: wave at {us:.3} µs, kernel {st:.2}..{en:.2} µs"
+                        );
+                    }
+                    placed += 1;
+                }
             }
         }
     }

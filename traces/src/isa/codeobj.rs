@@ -172,6 +172,51 @@ pub fn target_from_e_flags(flags: u32) -> Result<GfxTarget, CodeObjectError> {
     })
 }
 
+/// Bytes an ELF64 image occupies: the end of its last header table or section, whichever is
+/// furthest. Containers (an `.rgp` code-object record) pad images; this trims the padding.
+///
+/// Entry sizes of 0 are read as the ELF64 sizes (64-byte section headers, 56-byte program
+/// headers): tinygrad's minimal writer leaves `e_shentsize` at 0. `None` when the bytes are not an
+/// ELF64 image or a table lies past the end.
+pub fn image_len(b: &[u8]) -> Option<usize> {
+    if b.get(..4)? != b"\x7fELF" || *b.get(4)? != 2 {
+        return None;
+    }
+    let r = Reader { b };
+    let phoff = r.u64("e_phoff", 0x20).ok()?;
+    let shoff = r.u64("e_shoff", 0x28).ok()?;
+    let entsize = |off: u64, dflt: u64| match r.u16("entry size", off) {
+        Ok(0) => Some(dflt),
+        Ok(n) => Some(u64::from(n)),
+        Err(_) => None,
+    };
+    let phentsize = entsize(0x36, 56)?;
+    let phnum = u64::from(r.u16("e_phnum", 0x38).ok()?);
+    let shentsize = entsize(0x3A, 64)?;
+    let shnum = u64::from(r.u16("e_shnum", 0x3C).ok()?);
+    let mut end = 0x40u64;
+    if phnum > 0 {
+        end = end.max(phoff.checked_add(phentsize.checked_mul(phnum)?)?);
+    }
+    if shnum > 0 {
+        end = end.max(shoff.checked_add(shentsize.checked_mul(shnum)?)?);
+        for k in 0..shnum.min(4096) {
+            let o = shoff.checked_add(k.checked_mul(shentsize)?)?;
+            let Ok(typ) = r.u32("sh_type", o + 4) else {
+                return None;
+            };
+            const SHT_NOBITS: u32 = 8;
+            if typ != SHT_NOBITS && typ != 0 {
+                let off = r.u64("sh_offset", o + 24).ok()?;
+                let size = r.u64("sh_size", o + 32).ok()?;
+                end = end.max(off.checked_add(size)?);
+            }
+        }
+    }
+    let end = usize::try_from(end).ok()?;
+    (end <= b.len()).then_some(end)
+}
+
 struct Reader<'a> {
     b: &'a [u8],
 }

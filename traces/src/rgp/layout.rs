@@ -127,6 +127,8 @@ pub mod pso_record {
     pub const API_PSO_HASH: usize = 0;
     pub const PIPELINE_HASH: usize = 8;
     pub const NAME: usize = 24;
+    /// `char api_level_obj_name[64]`, NUL-terminated.
+    pub const NAME_LEN: usize = 64;
 }
 
 pub mod queue_timings {

@@ -50,6 +50,7 @@ pub fn import(store: Arc<BlobStore>, source_name: &str) -> Result<Profile, RgpEr
     let mut last_desc_se: Option<u32> = None;
     let mut elfs: Vec<BlobId> = Vec::new();
     let mut loads: Vec<(u64, u64)> = Vec::new();
+    let mut pso_names: Vec<(u64, String)> = Vec::new();
     let mut queue_events: Vec<(u64, u64, u64)> = Vec::new();
     let mut calib: Option<(u64, u64)> = None;
 
@@ -126,7 +127,7 @@ pub fn import(store: Arc<BlobStore>, source_name: &str) -> Result<Profile, RgpEr
                         })?;
                     let mut elf = &b[start..end];
                     // Records are padded; trim to the ELF's real extent when it says so.
-                    if let Some(n) = elf_extent(elf) {
+                    if let Some(n) = crate::isa::codeobj::image_len(elf) {
                         elf = &elf[..n.min(elf.len())];
                     }
                     let abs = s + start;
@@ -177,6 +178,35 @@ pub fn import(store: Arc<BlobStore>, source_name: &str) -> Result<Profile, RgpEr
                     let kind = field(rd_u32(b, r + loader_record::EVENT_TYPE), c, "loader record")?;
                     if kind == 0 {
                         loads.push((base, hash));
+                    }
+                }
+            }
+            ChunkType::PsoCorrelation => {
+                let rs = field(
+                    rd_u32(b, record_table::SIZE_OR_RECORD_SIZE),
+                    c,
+                    "record_size",
+                )? as usize;
+                let count = field(rd_u32(b, record_table::RECORD_COUNT), c, "record_count")?;
+                // Names are optional: a table that does not fit, or records too small to hold
+                // one, just name nothing (Mesa and rgptool leave them zero).
+                if rs >= pso_record::SIZE {
+                    for i in 0..count as usize {
+                        let r = record_table::SIZE.saturating_add(i.saturating_mul(rs));
+                        let (Some(h), Some(raw)) = (
+                            rd_u64(b, r + pso_record::PIPELINE_HASH),
+                            b.get(
+                                r + pso_record::NAME..r + pso_record::NAME + pso_record::NAME_LEN,
+                            ),
+                        ) else {
+                            break;
+                        };
+                        let n = raw.iter().position(|&c| c == 0).unwrap_or(raw.len());
+                        if let Ok(name) = std::str::from_utf8(&raw[..n]) {
+                            if !name.is_empty() {
+                                pso_names.push((h, name.to_string()));
+                            }
+                        }
                     }
                 }
             }
@@ -231,7 +261,14 @@ pub fn import(store: Arc<BlobStore>, source_name: &str) -> Result<Profile, RgpEr
             .find(|(_, lh)| *lh == h)
             .map(|(b, _)| *b)
             .or_else(|| (loads.len() == elfs.len()).then(|| loads[i].0));
-        let name = kernel_name(p.blob(elf)).unwrap_or_else(|| format!("code_object_{i}"));
+        let name = kernel_name(p.blob(elf))
+            .or_else(|| {
+                pso_names
+                    .iter()
+                    .find(|(ph, _)| *ph == h)
+                    .map(|(_, n)| n.clone())
+            })
+            .unwrap_or_else(|| format!("code_object_{i}"));
         p.programs.push(Program {
             device: dev,
             name,
@@ -343,20 +380,8 @@ fn asic_props(b: &[u8], c: &ChunkInfo) -> Result<BTreeMap<String, i64>, RgpError
     Ok(props)
 }
 
-/// Size of an ELF64 image from its section header table (end of the last structure).
-fn elf_extent(b: &[u8]) -> Option<usize> {
-    if b.get(..4)? != b"\x7fELF" || *b.get(4)? != 2 {
-        return None;
-    }
-    let shoff = rd_u64(b, 0x28)? as usize;
-    let shentsize = rd_u16(b, 0x3A)? as usize;
-    let shnum = rd_u16(b, 0x3C)? as usize;
-    let end = shoff.checked_add(shentsize.checked_mul(shnum)?)?;
-    (end <= b.len()).then_some(end.max(0x40))
-}
-
 /// The kernel name of an AMDGPU ELF: the symbol `NAME.kd` (kernel descriptor).
-fn kernel_name(b: &[u8]) -> Option<String> {
+pub(super) fn kernel_name(b: &[u8]) -> Option<String> {
     let elf = goblin::elf::Elf::parse(b).ok()?;
     elf.syms.iter().find_map(|s| {
         elf.strtab

@@ -387,6 +387,18 @@ pub fn write_to<W: Write>(profile: &Profile, opts: &ExportOptions, w: W) -> Resu
         wr_u64(&mut pso, r + pso_record::API_PSO_HASH, *h);
         wr_u64(&mut pso, r + pso_record::PIPELINE_HASH, *h);
         wr_u64(&mut pso, r + pso_record::PIPELINE_HASH + 8, *h);
+        // A code object without a kernel symbol (tinygrad's hand-assembled kernels) cannot name
+        // itself: the API-level object name carries the program's name. Others leave it zero,
+        // as rgptool and Mesa do, so those files stay byte-identical to theirs.
+        if let Some(name) = programs
+            .iter()
+            .filter_map(|p| Some((p, profile.blob(p.elf?))))
+            .find(|(_, e)| code_object_hash(e) == *h && super::reader::kernel_name(e).is_none())
+            .map(|(p, _)| p.name.as_bytes())
+        {
+            let n = name.len().min(pso_record::NAME_LEN - 1);
+            pso[r + pso_record::NAME..r + pso_record::NAME + n].copy_from_slice(&name[..n]);
+        }
     }
     out.put(&pso)?;
 
