@@ -4,7 +4,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::emu::{EmuArch, EmuConfig, EmuPlatform};
 use crate::error::{Error, Result};
 use crate::kfd::KfdIface;
 use crate::platform::{
@@ -146,13 +145,6 @@ impl Device {
         Device::new(Box::new(KfdIface::open(p, index)?), opts)
     }
 
-    /// Opens an emulated GPU through the same KFD code path.
-    pub fn open_emulated(arch: EmuArch, opts: DeviceOptions) -> Result<(Self, EmuPlatform)> {
-        let emu = EmuPlatform::new(EmuConfig::new(arch));
-        let p: Arc<dyn Platform> = Arc::new(emu.clone());
-        Ok((Device::new(Box::new(KfdIface::open(p, 0)?), opts)?, emu))
-    }
-
     /// Opens real GPU `index` through the driverless PCI path (needs root). `unbind`: take the
     /// GPU from its kernel driver if one is bound (otherwise that is an error).
     pub fn open_pci(index: usize, opts: DeviceOptions, unbind: bool) -> Result<Self> {
@@ -162,23 +154,6 @@ impl Device {
         };
         let iface = crate::pci::iface::PciIface::open_sysfs(index, &popts)?;
         Device::new(Box::new(iface), opts)
-    }
-
-    /// Opens an emulated PCI GPU through the real PCI driver (only the PCI device is emulated;
-    /// synthetic firmware files are written to a temporary directory).
-    pub fn open_emulated_pci(
-        arch: EmuArch,
-        opts: DeviceOptions,
-    ) -> Result<(Self, crate::emu::pci::EmuPciGpu)> {
-        let gpu = crate::emu::pci::EmuPciGpu::new(crate::emu::pci::EmuPciConfig::new(arch))?;
-        let fw = crate::emu::pci::firmware::temp_firmware_dir()?;
-        let popts = crate::pci::PciOptions {
-            firmware_dir: fw.clone(),
-            ..Default::default()
-        };
-        let dev = Device::open_on_pci(Arc::new(gpu.clone()), opts, &popts);
-        let _ = std::fs::remove_dir_all(&fw);
-        Ok((dev?, gpu))
     }
 
     /// Brings up the GPU behind any [`crate::pci::PciDevice`] (sysfs, emulated, USB-tunnelled)

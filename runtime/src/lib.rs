@@ -8,12 +8,11 @@
 //! - [`regs`], [`pm4`], [`sdma`]: register tables and packet layouts (shared by builders and the
 //!   emulated engines).
 //! - [`signal`], [`queue`], [`device`], [`program`], [`sqtt`], [`profile`]: the device runtime.
-//! - [`emu`]: the emulated GPU behind the same [`platform::Platform`] trait (fake `/dev/kfd` +
-//!   sysfs, PM4 and SDMA engines, memory, register file); shader execution is handed to a
-//!   [`emu::ShaderEngines`] implementation.
+//!
+//! The emulated GPU is the separate `emu` crate: it implements these traits from outside, and
+//! `runtime` never depends on it (only its tests do).
 
 pub mod device;
-pub mod emu;
 pub mod error;
 pub mod kfd;
 pub mod list;

@@ -531,7 +531,7 @@ impl ComputeCmds {
         let mask = self.ctx.num_xcc.next_power_of_two() - 1;
         for va in [a, b] {
             self.pkt(Packet::AtomicMem {
-                atomic: crate::emu::cp::TC_OP_ATOMIC_ADD_RTN_32,
+                atomic: crate::pm4::tc_op::ATOMIC_ADD_RTN_32,
                 addr: va,
                 src: 1,
                 cmp: 0,

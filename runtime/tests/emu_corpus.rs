@@ -15,8 +15,8 @@
 #[macro_use]
 mod common;
 
-use runtime::emu::code::Program;
-use runtime::emu::exec::ops::{Br, K};
+use emu::code::Program;
+use emu::exec::ops::{Br, K};
 use traces::target::GfxTarget;
 
 /// (kernel, first unsupported instruction's error) for every corpus ELF of `dir`.
@@ -150,7 +150,7 @@ const GFX1200_FULL: &[&str] = FULL;
 use common::{
     download, f32s, floats, from_f32, from_u32, from_u64, opts, rng, u32s, upload, Target,
 };
-use runtime::emu::EmuArch;
+use emu::EmuArch;
 use runtime::platform::GpuBuffer;
 use runtime::{Device, DeviceOptions};
 

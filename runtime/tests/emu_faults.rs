@@ -8,7 +8,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{fixture, opts, Target};
-use runtime::emu::EmuShaderEngines;
+use emu::EmuShaderEngines;
 use runtime::error::Error;
 use runtime::platform::AllocKind;
 use runtime::{Device, DeviceOptions};
@@ -79,10 +79,10 @@ fn unknown_instruction_stops_the_queue(t: Target) {
 
 fn unknown_instruction_is_named_with_pc_and_encoding(t: Target) {
     // Through the engines directly: the fault text names the PC and the word.
-    use runtime::emu::ShaderEngines;
+    use emu::ShaderEngines;
     let arch = t.arch();
     let mut se = EmuShaderEngines::new(arch);
-    let mut mem = runtime::emu::Memory::new();
+    let mut mem = emu::Memory::new();
     let elf = fixture(arch, "bad_inst");
     let co = runtime::program::parse_code_object(&elf).unwrap();
     let base = mem.reserve(co.image.len() as u64 + 0x1000);
@@ -94,8 +94,8 @@ fn unknown_instruction_is_named_with_pc_and_encoding(t: Target) {
     let args = mem.reserve(4096);
     mem.map(args, 4096).unwrap();
     mem.write64(args, out).unwrap();
-    let regs = runtime::emu::RegFile::new(0, 6);
-    let d = runtime::emu::DispatchInfo {
+    let regs = emu::RegFile::new(0, 6);
+    let d = emu::DispatchInfo {
         pgm_addr: base + co.kernel.entry_offset,
         rsrc1: co.kernel.rsrc1,
         rsrc2: co.kernel.rsrc2,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{opts, pattern, Target, E3_ELF};
-use runtime::emu::{EmuArch, EmuConfig, EmuPlatform, FaultingShaderEngines, ShaderEngines};
+use emu::{EmuArch, EmuConfig, EmuPlatform, FaultingShaderEngines, ShaderEngines};
 use runtime::error::Error;
 use runtime::kfd::{ioctl, KfdIface};
 use runtime::platform::{AllocKind, Errno, GpuIface, Platform};
@@ -47,7 +47,7 @@ fn copy_round_trip_through_sdma(t: Target) {
 /// The emulated gfx950 (KFD only; it runs no kernels) copies too.
 #[test]
 fn copy_round_trip_through_sdma_on_gfx950() {
-    let (dev, emu) = Device::open_emulated(EmuArch::Gfx950, opts()).unwrap();
+    let (dev, emu) = emu::open_kfd(EmuArch::Gfx950, opts()).unwrap();
     copy_round_trip(dev, &emu, "Gfx950");
 }
 
@@ -237,7 +237,7 @@ fn device_hang_becomes_a_fault_report() {
         wait_timeout: Duration::from_millis(200),
         ..opts()
     };
-    let (mut dev, emu) = Device::open_emulated(EmuArch::Gfx1100, opts).unwrap();
+    let (mut dev, emu) = emu::open_kfd(EmuArch::Gfx1100, opts).unwrap();
     let prg = dev.load_program(E3_ELF).unwrap();
     let out = dev.alloc(64, AllocKind::VRAM).unwrap();
     let faulting: Box<dyn ShaderEngines> = Box::new(FaultingShaderEngines);

@@ -305,7 +305,7 @@ fn asm24_gpu() -> Result<(), String> {
     let link = dev.link.clone();
     println!("usb-host: endpoint {:x?}", dev.endpoint);
     let popts = runtime::pci::PciOptions {
-        firmware_dir: runtime::emu::pci::firmware::temp_firmware_dir()
+        firmware_dir: emu::pci::firmware::temp_firmware_dir()
             .map_err(|e| format!("firmware dir: {e}"))?,
         ..Default::default()
     };

@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::pci::am::firmware::psp_fw;
-use crate::pci::PciError;
+use runtime::pci::am::firmware::psp_fw;
+use runtime::pci::PciError;
 
 /// MEC RS64 program start written into the gfx v2 header (byte address).
 pub const MEC_START: u64 = 0x0001_2340_0000;
@@ -23,8 +23,8 @@ pub const FILES: [&str; 6] = [
 ];
 
 /// The firmware names of the synthetic set (the `FILES` above), for parsing it from memory.
-pub fn names() -> crate::pci::am::firmware::FirmwareNames {
-    crate::pci::am::firmware::FirmwareNames {
+pub fn names() -> runtime::pci::am::firmware::FirmwareNames {
+    runtime::pci::am::firmware::FirmwareNames {
         sos: FILES[0].into(),
         smu: FILES[1].into(),
         sdma: FILES[2].into(),
