@@ -5,13 +5,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::kernel::{self, Code};
 use crate::kfd::KfdIface;
 use crate::platform::{
     host::HostPlatform, AllocKind, DeviceProps, GpuBuffer, GpuIface, Platform, QueueBuffers,
     QueueKind,
 };
 use crate::profile::{ProfileEvent, Recorder};
-use crate::program::{self, CodeObject};
 use crate::queue::{ComputeCmds, CopyCmds, GfxContext, Launch, Ring, SqttMarker};
 use crate::signal::{Signal, SignalPool, SIGNAL_PAGE};
 use crate::sqtt::{self, SqttSetup};
@@ -71,7 +71,7 @@ impl Default for DeviceOptions {
 #[derive(Debug, Clone)]
 pub struct Program {
     pub name: String,
-    pub code: CodeObject,
+    pub code: Code,
     pub lib: GpuBuffer,
     pub prog_addr: u64,
     pub rsrc1: u32,
@@ -560,13 +560,12 @@ impl Device {
     // ---- programs ----
 
     pub fn load_program(&mut self, elf: &[u8]) -> Result<Program> {
-        let code = program::parse_code_object(elf)?;
+        let code = Code::parse(elf)?;
         let size = round_up(code.image.len() as u64, 0x1000);
         let lib = self.alloc(size, AllocKind::VRAM)?;
         self.copyin(&lib, &code.image)?;
         self.synchronize()?;
-        let (rsrc1, rsrc2) =
-            program::launch_rsrc(&code.kernel, self.ctx.gfx_major, self.props.lds_size_in_kb)?;
+        let (rsrc1, rsrc2) = code.launch_rsrc(self.ctx.gfx_major, self.props.lds_size_in_kb)?;
         let kern = self.next_kern;
         self.next_kern += 1;
         self.recorder.events.push(ProfileEvent::Program {
@@ -577,7 +576,7 @@ impl Device {
         });
         Ok(Program {
             name: code.kernel.name.clone(),
-            prog_addr: lib.va + code.kernel.entry_offset,
+            prog_addr: lib.va + code.kernel.entry,
             rsrc1,
             rsrc2,
             hash: hash64(elf),
@@ -615,10 +614,11 @@ impl Device {
         global: [u32; 3],
         local: [u32; 3],
     ) -> Result<()> {
-        let k = &prg.code.kernel;
+        let k = &prg.code;
+        let d = &k.kernel.descriptor;
         let dp_extra = if k.enable_dispatch_ptr() { 64 } else { 0 };
         let args_len =
-            u64::from(k.kernarg_size).max(buffers.len() as u64 * 8 + values.len() as u64 * 4);
+            u64::from(d.kernarg_size).max(buffers.len() as u64 * 8 + values.len() as u64 * 4);
         let off = self.alloc_kernargs(args_len + dp_extra)?;
         let kva = self.kernargs.va + off;
         let mut args = [0u8; 256];
@@ -636,7 +636,7 @@ impl Device {
             n += 4;
         }
         if n > args.len() {
-            let big = program::build_kernargs(
+            let big = kernel::build_kernargs(
                 n,
                 &buffers.iter().map(|b| b.va).collect::<Vec<_>>(),
                 values,
@@ -656,10 +656,10 @@ impl Device {
         // overrun into its neighbour's slice.
         let lanes = if k.wave32() { 32 } else { 64 };
         let per_lane = SCRATCH_WAVE_BYTES / lanes;
-        if u64::from(k.private_segment_size) > per_lane {
+        if u64::from(d.private_segment_fixed_size) > per_lane {
             return Err(Error::Invalid(format!(
                 "{} needs {} bytes of scratch per work-item; the runtime reserves {per_lane} (wave{lanes})",
-                prg.name, k.private_segment_size
+                prg.name, d.private_segment_fixed_size
             )));
         }
         let private_segment = if k.enable_private_segment_sgpr() {
@@ -677,7 +677,7 @@ impl Device {
             prog_addr: prg.prog_addr,
             rsrc1: prg.rsrc1,
             rsrc2: prg.rsrc2,
-            rsrc3: k.rsrc3,
+            rsrc3: d.compute_pgm_rsrc3,
             kernarg_va: kva,
             dispatch_ptr,
             private_segment,

@@ -34,8 +34,8 @@ fn survey(dir: &str, target: GfxTarget) -> Vec<(String, Option<String>)> {
     let mut out = Vec::new();
     for p in names {
         let elf = std::fs::read(&p).unwrap();
-        let co = runtime::program::parse_code_object(&elf).unwrap();
-        let entry = co.kernel.entry_offset as usize;
+        let co = runtime::kernel::Code::parse(&elf).unwrap();
+        let entry = co.kernel.entry as usize;
         let code = &co.image[entry..];
         let prog = Program::new(code, 0x1_0000_0000, target);
         // Walk the code reachable from the entry (OpenCL builds place the kernel's callable

@@ -57,8 +57,8 @@ fn kernel_range_lands_in_profile_and_wst_reopens(t: Target) {
     let prg = dev.load_program(E3_ELF).unwrap();
     assert_eq!(prg.name, "E_3");
     // llvm-readelf: .rodata at 0x5c0 (descriptor), .text at 0x1600.
-    assert_eq!(prg.code.kernel.descriptor_offset, 0x5C0);
-    assert_eq!(prg.code.kernel.entry_offset, 0x1600);
+    assert_eq!(prg.code.kernel.descriptor_addr, 0x5C0);
+    assert_eq!(prg.code.kernel.entry, 0x1600);
     assert_eq!(&prg.code.image[0x1600..0x1800], &E3_ELF[0x600..0x800]);
     let out = dev.alloc(64, AllocKind::VRAM).unwrap();
     let inp = dev.alloc(64, AllocKind::VRAM).unwrap();
