@@ -24,17 +24,16 @@ pub fn open_kfd(arch: EmuArch, opts: DeviceOptions) -> Result<(Device, EmuPlatfo
 }
 
 /// Opens an emulated PCI GPU through the real PCI driver (only the PCI device is emulated;
-/// synthetic firmware files are written to a temporary directory).
+/// synthetic firmware files are written to a temporary directory, removed after bring-up).
 pub fn open_pci(arch: EmuArch, opts: DeviceOptions) -> Result<(Device, EmuPciGpu)> {
     let gpu = EmuPciGpu::new(EmuPciConfig::new(arch))?;
     let fw = crate::pci::firmware::temp_firmware_dir()?;
     let popts = runtime::pci::PciOptions {
-        firmware_dir: fw.clone(),
+        firmware_dir: fw.path().to_path_buf(),
         ..Default::default()
     };
-    let dev = Device::open_on_pci(Arc::new(gpu.clone()), opts, &popts);
-    let _ = std::fs::remove_dir_all(&fw);
-    Ok((dev?, gpu))
+    let dev = Device::open_on_pci(Arc::new(gpu.clone()), opts, &popts)?;
+    Ok((dev, gpu))
 }
 
 /// The emulated USB eGPU: the fake bridge's transport handle and the GPU behind it.
@@ -59,8 +58,10 @@ pub fn open_usb(
     let dev = open_bridge(wrap(transport.clone()))?;
     let link = dev.link.clone();
     let endpoint = dev.endpoint.clone();
+    // Removed when `fw` drops at the end of this function, bring-up done or failed.
+    let fw = crate::pci::firmware::temp_firmware_dir()?;
     let popts = runtime::pci::PciOptions {
-        firmware_dir: crate::pci::firmware::temp_firmware_dir()?,
+        firmware_dir: fw.path().to_path_buf(),
         ..Default::default()
     };
     let iface = iface::UsbIface::new(dev, &popts)?;

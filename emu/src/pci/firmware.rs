@@ -177,15 +177,32 @@ pub fn synthetic_files() -> Vec<(&'static str, Vec<u8>)> {
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
+/// A temporary directory holding the synthetic files, removed when dropped (the AM driver reads
+/// the firmware once, at bring-up).
+#[derive(Debug)]
+pub struct TempFirmwareDir(PathBuf);
+
+impl TempFirmwareDir {
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempFirmwareDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A fresh temporary directory holding the synthetic files.
-pub fn temp_firmware_dir() -> Result<PathBuf, PciError> {
-    let dir = std::env::temp_dir().join(format!(
+pub fn temp_firmware_dir() -> Result<TempFirmwareDir, PciError> {
+    let dir = TempFirmwareDir(std::env::temp_dir().join(format!(
         "wavescope-emu-fw-{}-{}",
         std::process::id(),
         COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    write_synthetic(&dir).map_err(|e| PciError::Firmware {
-        file: dir.display().to_string(),
+    )));
+    write_synthetic(dir.path()).map_err(|e| PciError::Firmware {
+        file: dir.path().display().to_string(),
         msg: format!("writing the synthetic firmware: {e}"),
     })?;
     Ok(dir)

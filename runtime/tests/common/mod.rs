@@ -299,11 +299,10 @@ pub fn boot_pci(cfg: EmuPciConfig) -> (runtime::error::Result<PciIface>, EmuPciG
     let gpu = EmuPciGpu::new(cfg).unwrap();
     let fw = firmware::temp_firmware_dir().unwrap();
     let popts = PciOptions {
-        firmware_dir: fw.clone(),
+        firmware_dir: fw.path().to_path_buf(),
         ..Default::default()
     };
     let iface = PciIface::new(Arc::new(gpu.clone()), &popts);
-    std::fs::remove_dir_all(&fw).ok();
     (iface, gpu)
 }
 
