@@ -18,7 +18,7 @@
 //! - `wait_interrupt()` runs pending work and reports whether an MSI was raised since last call.
 //!
 //! It also implements [`runtime::pci::PciDevice`] directly (BAR views, system pages), which is how
-//! `Device::open_emulated_pci` and the tests use it. GPU virtual addresses of the engines go
+//! `emu::open_pci` and the tests use it. GPU virtual addresses of the engines go
 //! through the GMC page tables the driver wrote into emulated VRAM ([`crate::mem::Gpuvm`]);
 //! a miss becomes a latched protection fault, an IH ring entry and an MSI.
 
