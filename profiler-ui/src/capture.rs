@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use runtime::emu::EmuArch;
+use emu::EmuArch;
 use runtime::platform::{host::HostPlatform, AllocKind, GpuBuffer};
 use runtime::profile::ProfileEvent;
 use runtime::{Device, DeviceOptions};
@@ -97,13 +97,13 @@ impl DeviceSpec {
 
     fn open(&self, opts: DeviceOptions) -> Result<Device> {
         match self {
-            DeviceSpec::Emu => Ok(Device::open_emulated(EmuArch::Gfx1100, opts)
+            DeviceSpec::Emu => Ok(emu::open_kfd(EmuArch::Gfx1100, opts)
                 .context("opening the emulated gfx1100")?
                 .0),
             DeviceSpec::Kfd(n) => {
                 Device::open_kfd(*n, opts).with_context(|| format!("opening GPU kfd:{n}"))
             }
-            DeviceSpec::EmuPci => Ok(Device::open_emulated_pci(EmuArch::Gfx1100, opts)
+            DeviceSpec::EmuPci => Ok(emu::open_pci(EmuArch::Gfx1100, opts)
                 .context("opening the emulated gfx1100 behind the PCI (AM) driver")?
                 .0),
             DeviceSpec::Pci(n) => {
@@ -114,13 +114,13 @@ impl DeviceSpec {
             }
             DeviceSpec::Usb(n) => runtime::usb::open_device(*n, opts)
                 .with_context(|| format!("opening the GPU behind USB bridge usb:{n}")),
-            DeviceSpec::EmuUsb => Ok(runtime::usb::open_emulated(
-                runtime::usb::Firmware::Custom,
-                opts,
-                |t| Box::new(t),
-            )
-            .context("opening the emulated gfx1100 behind the emulated ASM2464 bridge")?
-            .0),
+            DeviceSpec::EmuUsb => {
+                Ok(
+                    emu::open_usb(runtime::usb::Firmware::Custom, opts, |t| Box::new(t))
+                        .context("opening the emulated gfx1100 behind the emulated ASM2464 bridge")?
+                        .0,
+                )
+            }
         }
     }
 }

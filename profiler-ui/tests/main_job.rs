@@ -5,10 +5,10 @@
 use std::path::Path;
 use std::process::Command;
 
+use emu::EmuArch;
 use profiler_ui::capture::{
     self, run_capture, run_demo, Arg, CaptureOptions, DeviceSpec, Workload,
 };
-use runtime::emu::EmuArch;
 use traces::rgp::ChunkType;
 use traces::sqtt::{analyze_with, AnalyzeOptions};
 

@@ -10,11 +10,11 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
+use emu::EmuArch;
 use nix::time::{clock_gettime, ClockId};
-use runtime::emu::EmuArch;
 use runtime::platform::{host::host_memory, AllocKind, IpBases, IpVersions, QueueDesc, Slot};
 use runtime::queue::{ComputeCmds, GfxContext, Launch, Ring};
-use runtime::{Device, DeviceOptions};
+use runtime::DeviceOptions;
 
 /// Budget of issue #5: one dispatch costs at most this many memcpys of its bytes.
 const BUDGET: f64 = 20.0;
@@ -132,7 +132,7 @@ fn main() {
         compute_ring_size: 64 << 10,
         ..DeviceOptions::default()
     };
-    let (mut dev, emu) = Device::open_emulated(EmuArch::Gfx1100, opts).unwrap();
+    let (mut dev, emu) = emu::open_kfd(EmuArch::Gfx1100, opts).unwrap();
     let prg = dev
         .load_program(include_bytes!("../tests/data/gfx1100_E_3.elf"))
         .unwrap();

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use nix::time::{clock_gettime, ClockId};
 
-use runtime::emu::se::EngineStats;
-use runtime::emu::{
+use emu::se::EngineStats;
+use emu::{
     DeviceFault, DispatchInfo, DispatchResult, EmuArch, EmuConfig, EmuPlatform, EmuShaderEngines,
     Memory, RegFile, ShaderEngines,
 };

@@ -13,8 +13,8 @@
 
 use std::time::Duration;
 
+use emu::open_usb;
 use runtime::platform::AllocKind;
-use runtime::usb::open_emulated;
 use runtime::DeviceOptions;
 use usb::{Firmware, Stats};
 
@@ -48,7 +48,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             sqtt: false,
             ..Default::default()
         };
-        let (mut dev, emu) = open_emulated(fw, opts, |t| Box::new(t))?;
+        let (mut dev, emu) = open_usb(fw, opts, |t| Box::new(t))?;
         println!("{fw:?} firmware ({}):", emu.link.describe());
         let boot = emu.link.stats();
         println!(

@@ -1,9 +1,9 @@
 //! Library API walk-through on the emulated 7900 XTX: open, load a code object, allocate, copy,
 //! launch with SQTT, save a `.wst`. Usage: `cargo run -p runtime --example emulated_trace -- out.wst`
 
-use runtime::emu::EmuArch;
+use emu::EmuArch;
 use runtime::platform::AllocKind;
-use runtime::{Device, DeviceOptions};
+use runtime::DeviceOptions;
 
 fn main() -> Result<(), runtime::Error> {
     let path = std::env::args()
@@ -14,7 +14,7 @@ fn main() -> Result<(), runtime::Error> {
         sqtt_buffer_size: 1 << 20,
         ..DeviceOptions::default()
     };
-    let (mut dev, _emu) = Device::open_emulated(EmuArch::Gfx1100, opts)?;
+    let (mut dev, _emu) = emu::open_kfd(EmuArch::Gfx1100, opts)?;
     let prg = dev.load_program(include_bytes!("../tests/data/gfx1100_E_3.elf"))?;
     let a = dev.alloc(4096, AllocKind::VRAM)?;
     dev.copyin(&a, &[7u8; 4096])?;

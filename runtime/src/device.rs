@@ -4,15 +4,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::emu::{EmuArch, EmuConfig, EmuPlatform};
 use crate::error::{Error, Result};
+use crate::kernel::{self, Code};
 use crate::kfd::KfdIface;
 use crate::platform::{
     host::HostPlatform, AllocKind, DeviceProps, GpuBuffer, GpuIface, Platform, QueueBuffers,
     QueueKind,
 };
 use crate::profile::{ProfileEvent, Recorder};
-use crate::program::{self, CodeObject};
 use crate::queue::{ComputeCmds, CopyCmds, GfxContext, Launch, Ring, SqttMarker};
 use crate::signal::{Signal, SignalPool, SIGNAL_PAGE};
 use crate::sqtt::{self, SqttSetup};
@@ -72,7 +71,7 @@ impl Default for DeviceOptions {
 #[derive(Debug, Clone)]
 pub struct Program {
     pub name: String,
-    pub code: CodeObject,
+    pub code: Code,
     pub lib: GpuBuffer,
     pub prog_addr: u64,
     pub rsrc1: u32,
@@ -146,13 +145,6 @@ impl Device {
         Device::new(Box::new(KfdIface::open(p, index)?), opts)
     }
 
-    /// Opens an emulated GPU through the same KFD code path.
-    pub fn open_emulated(arch: EmuArch, opts: DeviceOptions) -> Result<(Self, EmuPlatform)> {
-        let emu = EmuPlatform::new(EmuConfig::new(arch));
-        let p: Arc<dyn Platform> = Arc::new(emu.clone());
-        Ok((Device::new(Box::new(KfdIface::open(p, 0)?), opts)?, emu))
-    }
-
     /// Opens real GPU `index` through the driverless PCI path (needs root). `unbind`: take the
     /// GPU from its kernel driver if one is bound (otherwise that is an error).
     pub fn open_pci(index: usize, opts: DeviceOptions, unbind: bool) -> Result<Self> {
@@ -162,23 +154,6 @@ impl Device {
         };
         let iface = crate::pci::iface::PciIface::open_sysfs(index, &popts)?;
         Device::new(Box::new(iface), opts)
-    }
-
-    /// Opens an emulated PCI GPU through the real PCI driver (only the PCI device is emulated;
-    /// synthetic firmware files are written to a temporary directory).
-    pub fn open_emulated_pci(
-        arch: EmuArch,
-        opts: DeviceOptions,
-    ) -> Result<(Self, crate::emu::pci::EmuPciGpu)> {
-        let gpu = crate::emu::pci::EmuPciGpu::new(crate::emu::pci::EmuPciConfig::new(arch))?;
-        let fw = crate::emu::pci::firmware::temp_firmware_dir()?;
-        let popts = crate::pci::PciOptions {
-            firmware_dir: fw.clone(),
-            ..Default::default()
-        };
-        let dev = Device::open_on_pci(Arc::new(gpu.clone()), opts, &popts);
-        let _ = std::fs::remove_dir_all(&fw);
-        Ok((dev?, gpu))
     }
 
     /// Brings up the GPU behind any [`crate::pci::PciDevice`] (sysfs, emulated, USB-tunnelled)
@@ -585,13 +560,12 @@ impl Device {
     // ---- programs ----
 
     pub fn load_program(&mut self, elf: &[u8]) -> Result<Program> {
-        let code = program::parse_code_object(elf)?;
+        let code = Code::parse(elf)?;
         let size = round_up(code.image.len() as u64, 0x1000);
         let lib = self.alloc(size, AllocKind::VRAM)?;
         self.copyin(&lib, &code.image)?;
         self.synchronize()?;
-        let (rsrc1, rsrc2) =
-            program::launch_rsrc(&code.kernel, self.ctx.gfx_major, self.props.lds_size_in_kb)?;
+        let (rsrc1, rsrc2) = code.launch_rsrc(self.ctx.gfx_major, self.props.lds_size_in_kb)?;
         let kern = self.next_kern;
         self.next_kern += 1;
         self.recorder.events.push(ProfileEvent::Program {
@@ -602,7 +576,7 @@ impl Device {
         });
         Ok(Program {
             name: code.kernel.name.clone(),
-            prog_addr: lib.va + code.kernel.entry_offset,
+            prog_addr: lib.va + code.kernel.entry,
             rsrc1,
             rsrc2,
             hash: hash64(elf),
@@ -640,10 +614,11 @@ impl Device {
         global: [u32; 3],
         local: [u32; 3],
     ) -> Result<()> {
-        let k = &prg.code.kernel;
+        let k = &prg.code;
+        let d = &k.kernel.descriptor;
         let dp_extra = if k.enable_dispatch_ptr() { 64 } else { 0 };
         let args_len =
-            u64::from(k.kernarg_size).max(buffers.len() as u64 * 8 + values.len() as u64 * 4);
+            u64::from(d.kernarg_size).max(buffers.len() as u64 * 8 + values.len() as u64 * 4);
         let off = self.alloc_kernargs(args_len + dp_extra)?;
         let kva = self.kernargs.va + off;
         let mut args = [0u8; 256];
@@ -661,7 +636,7 @@ impl Device {
             n += 4;
         }
         if n > args.len() {
-            let big = program::build_kernargs(
+            let big = kernel::build_kernargs(
                 n,
                 &buffers.iter().map(|b| b.va).collect::<Vec<_>>(),
                 values,
@@ -681,10 +656,10 @@ impl Device {
         // overrun into its neighbour's slice.
         let lanes = if k.wave32() { 32 } else { 64 };
         let per_lane = SCRATCH_WAVE_BYTES / lanes;
-        if u64::from(k.private_segment_size) > per_lane {
+        if u64::from(d.private_segment_fixed_size) > per_lane {
             return Err(Error::Invalid(format!(
                 "{} needs {} bytes of scratch per work-item; the runtime reserves {per_lane} (wave{lanes})",
-                prg.name, k.private_segment_size
+                prg.name, d.private_segment_fixed_size
             )));
         }
         let private_segment = if k.enable_private_segment_sgpr() {
@@ -702,7 +677,7 @@ impl Device {
             prog_addr: prg.prog_addr,
             rsrc1: prg.rsrc1,
             rsrc2: prg.rsrc2,
-            rsrc3: k.rsrc3,
+            rsrc3: d.compute_pgm_rsrc3,
             kernarg_va: kva,
             dispatch_ptr,
             private_segment,

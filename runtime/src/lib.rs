@@ -7,21 +7,20 @@
 //! - [`kfd`]: the KFD interface (`/dev/kfd` ioctls, sysfs topology and IP discovery).
 //! - [`regs`], [`pm4`], [`sdma`]: register tables and packet layouts (shared by builders and the
 //!   emulated engines).
-//! - [`signal`], [`queue`], [`device`], [`program`], [`sqtt`], [`profile`]: the device runtime.
-//! - [`emu`]: the emulated GPU behind the same [`platform::Platform`] trait (fake `/dev/kfd` +
-//!   sysfs, PM4 and SDMA engines, memory, register file); shader execution is handed to a
-//!   [`emu::ShaderEngines`] implementation.
+//! - [`signal`], [`queue`], [`device`], [`kernel`], [`sqtt`], [`profile`]: the device runtime.
+//!
+//! The emulated GPU is the separate `emu` crate: it implements these traits from outside, and
+//! `runtime` never depends on it (only its tests do).
 
 pub mod device;
-pub mod emu;
 pub mod error;
+pub mod kernel;
 pub mod kfd;
 pub mod list;
 pub mod pci;
 pub mod platform;
 pub mod pm4;
 pub mod profile;
-pub mod program;
 pub mod queue;
 pub mod regs;
 pub mod sdma;

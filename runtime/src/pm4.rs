@@ -1,6 +1,6 @@
 //! PM4 type-3 packets (gfx10+ "nv" encoding, gfx9 where it differs): the layouts are defined
 //! once here; [`Packet::encode`] is used by the queue builders and [`Packet::decode`] by the
-//! emulated command processor (`emu::cp`). The packets on the dispatch hot path also have
+//! emulated command processor (the `emu` crate's `cp`). The packets on the dispatch hot path also have
 //! fixed-size `payload`/`words` encoders, which `encode` itself uses (one layout, no fork).
 //! Field positions: runtime-architecture.md §6.
 
@@ -25,6 +25,12 @@ pub const SH_REG_BASE: u32 = 0x2C00;
 pub const SH_REG_END: u32 = 0x3000;
 pub const UCONFIG_REG_BASE: u32 = 0xC000;
 pub const UCONFIG_REG_END: u32 = 0x10000;
+
+/// ATOMIC_MEM `atomic` field values (the hardware's `enum TC_OP`; runtime-architecture.md §6).
+pub mod tc_op {
+    /// TC_OP_ATOMIC_ADD_RTN_32 = 0x0F: the only atomic the multi-XCC barrier uses.
+    pub const ATOMIC_ADD_RTN_32: u32 = 0x0F;
+}
 
 /// WAIT_REG_MEM compare functions (also SDMA POLL_REGMEM).
 pub mod func {

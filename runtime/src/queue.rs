@@ -12,6 +12,7 @@ use crate::pm4::{
 };
 use crate::regs::{self, IpRegs, Reg};
 use crate::sdma::{self, SdmaPacket};
+use traces::sqtt::marker;
 
 /// Per-device constants the compute builder needs: resolved register addresses and the
 /// generation-specific packet choices.
@@ -531,7 +532,7 @@ impl ComputeCmds {
         let mask = self.ctx.num_xcc.next_power_of_two() - 1;
         for va in [a, b] {
             self.pkt(Packet::AtomicMem {
-                atomic: crate::emu::cp::TC_OP_ATOMIC_ADD_RTN_32,
+                atomic: crate::pm4::tc_op::ATOMIC_ADD_RTN_32,
                 addr: va,
                 src: 1,
                 cmp: 0,
@@ -562,10 +563,8 @@ impl ComputeCmds {
     /// RGP userdata markers before a dispatch (pipeline bind, then event with thread dims).
     pub fn sqtt_markers(&mut self, m: SqttMarker, global: [u32; 3]) -> Result<()> {
         let reg = self.ctx.sqtt_userdata_2;
-        // Pipeline bind: identifier BIND_PIPELINE (0xC) | bind_point compute (bit 7), then the hash.
-        let bind = [0xC | (1 << 7), lo(m.pso_hash), hi(m.pso_hash)];
-        // Event: identifier EVENT (0) | has_thread_dims (bit 31); cb_id etc. 0; cmd_id; then x,y,z.
-        let ev = [1u32 << 31, 0, m.cmd_id, global[0], global[1], global[2]];
+        let bind = marker::pipeline_bind_compute(m.pso_hash);
+        let ev = marker::dispatch_event(m.cmd_id, global);
         for chunk in bind.chunks(2).chain(ev.chunks(2)) {
             self.wreg(reg, chunk)?;
         }

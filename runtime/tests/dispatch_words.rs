@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use runtime::emu::{EmuArch, EmuConfig, EmuPlatform, NullShaderEngines};
+use emu::{EmuArch, EmuConfig, EmuPlatform, NullShaderEngines};
 use runtime::platform::{IpBases, IpVersions};
 use runtime::queue::{ComputeCmds, GfxContext, Launch, SqttMarker};
 use runtime::regs;

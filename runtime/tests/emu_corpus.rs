@@ -15,8 +15,8 @@
 #[macro_use]
 mod common;
 
-use runtime::emu::code::Program;
-use runtime::emu::exec::ops::{Br, K};
+use emu::code::Program;
+use emu::exec::ops::{Br, K};
 use traces::target::GfxTarget;
 
 /// (kernel, first unsupported instruction's error) for every corpus ELF of `dir`.
@@ -34,8 +34,8 @@ fn survey(dir: &str, target: GfxTarget) -> Vec<(String, Option<String>)> {
     let mut out = Vec::new();
     for p in names {
         let elf = std::fs::read(&p).unwrap();
-        let co = runtime::program::parse_code_object(&elf).unwrap();
-        let entry = co.kernel.entry_offset as usize;
+        let co = runtime::kernel::Code::parse(&elf).unwrap();
+        let entry = co.kernel.entry as usize;
         let code = &co.image[entry..];
         let prog = Program::new(code, 0x1_0000_0000, target);
         // Walk the code reachable from the entry (OpenCL builds place the kernel's callable
@@ -150,7 +150,7 @@ const GFX1200_FULL: &[&str] = FULL;
 use common::{
     download, f32s, floats, from_f32, from_u32, from_u64, opts, rng, u32s, upload, Target,
 };
-use runtime::emu::EmuArch;
+use emu::EmuArch;
 use runtime::platform::GpuBuffer;
 use runtime::{Device, DeviceOptions};
 

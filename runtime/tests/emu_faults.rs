@@ -8,7 +8,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{fixture, opts, Target};
-use runtime::emu::EmuShaderEngines;
+use emu::EmuShaderEngines;
 use runtime::error::Error;
 use runtime::platform::AllocKind;
 use runtime::{Device, DeviceOptions};
@@ -79,12 +79,12 @@ fn unknown_instruction_stops_the_queue(t: Target) {
 
 fn unknown_instruction_is_named_with_pc_and_encoding(t: Target) {
     // Through the engines directly: the fault text names the PC and the word.
-    use runtime::emu::ShaderEngines;
+    use emu::ShaderEngines;
     let arch = t.arch();
     let mut se = EmuShaderEngines::new(arch);
-    let mut mem = runtime::emu::Memory::new();
+    let mut mem = emu::Memory::new();
     let elf = fixture(arch, "bad_inst");
-    let co = runtime::program::parse_code_object(&elf).unwrap();
+    let co = runtime::kernel::Code::parse(&elf).unwrap();
     let base = mem.reserve(co.image.len() as u64 + 0x1000);
     mem.map(base, (co.image.len() as u64).div_ceil(4096) * 4096)
         .unwrap();
@@ -94,11 +94,11 @@ fn unknown_instruction_is_named_with_pc_and_encoding(t: Target) {
     let args = mem.reserve(4096);
     mem.map(args, 4096).unwrap();
     mem.write64(args, out).unwrap();
-    let regs = runtime::emu::RegFile::new(0, 6);
-    let d = runtime::emu::DispatchInfo {
-        pgm_addr: base + co.kernel.entry_offset,
-        rsrc1: co.kernel.rsrc1,
-        rsrc2: co.kernel.rsrc2,
+    let regs = emu::RegFile::new(0, 6);
+    let d = emu::DispatchInfo {
+        pgm_addr: base + co.kernel.entry,
+        rsrc1: co.kernel.descriptor.compute_pgm_rsrc1,
+        rsrc2: co.kernel.descriptor.compute_pgm_rsrc2,
         user_data: vec![args as u32, (args >> 32) as u32],
         grid: [1, 1, 1],
         local: [32, 1, 1],
@@ -107,12 +107,12 @@ fn unknown_instruction_is_named_with_pc_and_encoding(t: Target) {
     };
     let f = se.dispatch(&regs, &mut mem, &d).unwrap_err();
     // The `.long 0xffffffff` the source plants after the store (its offset differs per target).
-    let entry = co.kernel.entry_offset as usize;
+    let entry = co.kernel.entry as usize;
     let bad = co.image[entry..]
         .chunks_exact(4)
         .position(|w| w == [0xFF; 4])
         .expect("the planted word");
-    let pc = base + co.kernel.entry_offset + 4 * bad as u64;
+    let pc = base + co.kernel.entry + 4 * bad as u64;
     assert_eq!(f.va, pc);
     assert!(
         f.reason.contains(&format!("{pc:#x}")) && f.reason.contains("0xffffffff"),

@@ -10,8 +10,8 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use common::{fixture, opts, Target};
-use runtime::emu::sqtt_enc::Written;
-use runtime::emu::{
+use emu::sqtt_enc::Written;
+use emu::{
     DeviceFault, DispatchInfo, DispatchResult, EmuShaderEngines, Memory, RegFile, ShaderEngines,
 };
 use runtime::platform::AllocKind;

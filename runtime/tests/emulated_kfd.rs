@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{opts, pattern, Target, E3_ELF};
-use runtime::emu::{EmuArch, EmuConfig, EmuPlatform, FaultingShaderEngines, ShaderEngines};
+use emu::{EmuArch, EmuConfig, EmuPlatform, FaultingShaderEngines, ShaderEngines};
 use runtime::error::Error;
 use runtime::kfd::{ioctl, KfdIface};
 use runtime::platform::{AllocKind, Errno, GpuIface, Platform};
@@ -47,7 +47,7 @@ fn copy_round_trip_through_sdma(t: Target) {
 /// The emulated gfx950 (KFD only; it runs no kernels) copies too.
 #[test]
 fn copy_round_trip_through_sdma_on_gfx950() {
-    let (dev, emu) = Device::open_emulated(EmuArch::Gfx950, opts()).unwrap();
+    let (dev, emu) = emu::open_kfd(EmuArch::Gfx950, opts()).unwrap();
     copy_round_trip(dev, &emu, "Gfx950");
 }
 
@@ -57,8 +57,8 @@ fn kernel_range_lands_in_profile_and_wst_reopens(t: Target) {
     let prg = dev.load_program(E3_ELF).unwrap();
     assert_eq!(prg.name, "E_3");
     // llvm-readelf: .rodata at 0x5c0 (descriptor), .text at 0x1600.
-    assert_eq!(prg.code.kernel.descriptor_offset, 0x5C0);
-    assert_eq!(prg.code.kernel.entry_offset, 0x1600);
+    assert_eq!(prg.code.kernel.descriptor_addr, 0x5C0);
+    assert_eq!(prg.code.kernel.entry, 0x1600);
     assert_eq!(&prg.code.image[0x1600..0x1800], &E3_ELF[0x600..0x800]);
     let out = dev.alloc(64, AllocKind::VRAM).unwrap();
     let inp = dev.alloc(64, AllocKind::VRAM).unwrap();
@@ -237,7 +237,7 @@ fn device_hang_becomes_a_fault_report() {
         wait_timeout: Duration::from_millis(200),
         ..opts()
     };
-    let (mut dev, emu) = Device::open_emulated(EmuArch::Gfx1100, opts).unwrap();
+    let (mut dev, emu) = emu::open_kfd(EmuArch::Gfx1100, opts).unwrap();
     let prg = dev.load_program(E3_ELF).unwrap();
     let out = dev.alloc(64, AllocKind::VRAM).unwrap();
     let faulting: Box<dyn ShaderEngines> = Box::new(FaultingShaderEngines);

@@ -5,8 +5,8 @@
 mod common;
 
 use common::boot_pci;
-use runtime::emu::pci::{firmware, EmuPciConfig, EmuPciGpu};
-use runtime::emu::EmuArch;
+use emu::pci::{firmware, EmuPciConfig, EmuPciGpu};
+use emu::EmuArch;
 use runtime::pci::am::firmware::{
     fw_type, BL_DBG_DRV, BL_INTF_DRV, BL_KDB, BL_RAS_DRV, BL_SOC_DRV, BL_SOS, BL_SPL, BL_SYS_DRV,
 };

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use runtime::emu::pci::{firmware, EmuPciConfig, EmuPciGpu};
-use runtime::emu::EmuArch;
+use emu::pci::{firmware, EmuPciConfig, EmuPciGpu};
+use emu::EmuArch;
 use runtime::pci::iface::PciIface;
 use runtime::pci::sysfs::{self, SysfsPciDevice};
 use runtime::pci::{PciError, PciOptions};

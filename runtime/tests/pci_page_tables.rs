@@ -5,9 +5,10 @@
 mod common;
 
 use common::boot_pci;
-use runtime::emu::mem::{pte, PHYS_VRAM};
-use runtime::emu::pci::{EmuPciConfig, EmuPciGpu};
-use runtime::emu::EmuArch;
+use emu::mem::PHYS_VRAM;
+use emu::pci::{EmuPciConfig, EmuPciGpu};
+use emu::EmuArch;
+use runtime::pci::am::gmc::pte;
 use runtime::pci::iface::PciIface;
 use runtime::platform::{AllocKind, GpuBuffer, GpuIface};
 

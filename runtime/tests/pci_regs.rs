@@ -46,7 +46,7 @@ fn am_registers_match_shared_json() {
     // The emulated table's bases are the navi ones (MP0/MP1 included).
     let text = std::fs::read_to_string(dir.join("ip_base_offsets.json")).unwrap();
     let j: serde_json::Value = serde_json::from_str(&text).unwrap();
-    for (ip, _, bases) in runtime::emu::pci::discovery::navi31_ips() {
+    for (ip, _, bases) in emu::pci::discovery::navi31_ips() {
         let name = format!("{ip:?}").to_uppercase();
         let name = if name == "SDMA0" {
             "SDMA0".to_string()

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{opts, Emu, Target, E3_ELF};
-use runtime::emu::{DeviceFault, DispatchInfo, DispatchResult, Memory, RegFile, ShaderEngines};
+use emu::{DeviceFault, DispatchInfo, DispatchResult, Memory, RegFile, ShaderEngines};
 use runtime::platform::AllocKind;
 use runtime::{Device, DeviceOptions};
 
@@ -112,7 +112,7 @@ mod gfx9 {
 
     use super::common::{amd_registers_dir, opts, E3_ELF};
     use super::{sqtt_opts, FakeTrace};
-    use runtime::emu::EmuArch;
+    use emu::EmuArch;
     use runtime::platform::AllocKind;
     use runtime::queue::ComputeCmds;
     use runtime::sqtt::{self, SqttSetup};
@@ -306,7 +306,7 @@ mod gfx9 {
     }
 
     fn commands(f: fn(&mut ComputeCmds, &SqttSetup) -> runtime::error::Result<()>) -> Vec<u32> {
-        let (dev, _emu) = Device::open_emulated(EmuArch::Gfx950, opts()).unwrap();
+        let (dev, _emu) = emu::open_kfd(EmuArch::Gfx950, opts()).unwrap();
         assert_eq!(dev.context().num_xcc, XCCS as u32);
         let mut c = ComputeCmds::new(dev.context().clone());
         f(&mut c, &setup()).unwrap();
@@ -472,8 +472,8 @@ mod gfx9 {
         }
     }
 
-    fn capture(engines: Option<Box<FakeTrace>>) -> (Device, runtime::emu::EmuPlatform) {
-        let (mut dev, emu) = Device::open_emulated(EmuArch::Gfx950, sqtt_opts(1 << 20)).unwrap();
+    fn capture(engines: Option<Box<FakeTrace>>) -> (Device, emu::EmuPlatform) {
+        let (mut dev, emu) = emu::open_kfd(EmuArch::Gfx950, sqtt_opts(1 << 20)).unwrap();
         if let Some(e) = engines {
             emu.set_shader_engines(e);
         }

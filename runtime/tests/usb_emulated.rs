@@ -8,9 +8,9 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use common::{check_vadd, fixture, opts, pattern};
-use runtime::emu::EmuArch;
+use emu::EmuArch;
+use emu::{open_usb, EmuUsb};
 use runtime::platform::AllocKind;
-use runtime::usb::{open_emulated, EmuUsb};
 use runtime::{Device, DeviceOptions};
 use usb::{Fault, Faulty, Firmware};
 
@@ -19,7 +19,7 @@ use usb::{Fault, Faulty, Firmware};
 // the USB path's own.
 
 fn open(fw: Firmware, o: DeviceOptions) -> (Device, EmuUsb) {
-    open_emulated(fw, o, |t| Box::new(t)).unwrap()
+    open_usb(fw, o, |t| Box::new(t)).unwrap()
 }
 
 #[test]
@@ -65,7 +65,7 @@ fn vadd_dispatch_matches_cpu_on_both_firmwares() {
 #[test]
 fn unplug_mid_capture_ends_cleanly_and_keeps_the_recorded_kernels() {
     let mut trigger = None;
-    let (mut dev, emu) = open_emulated(Firmware::Custom, opts(), |t| {
+    let (mut dev, emu) = open_usb(Firmware::Custom, opts(), |t| {
         let f = Faulty::new(t, Fault::Unplug, u64::MAX);
         trigger = Some(f.trigger.clone());
         Box::new(f)
@@ -102,7 +102,7 @@ fn unplug_mid_capture_ends_cleanly_and_keeps_the_recorded_kernels() {
 #[test]
 fn a_stalled_transfer_is_a_timeout_error_naming_the_transfer() {
     let mut trigger = None;
-    let (mut dev, emu) = open_emulated(Firmware::Custom, opts(), |t| {
+    let (mut dev, emu) = open_usb(Firmware::Custom, opts(), |t| {
         let f = Faulty::new(t, Fault::Stall, u64::MAX).only("control IN");
         trigger = Some(f.trigger.clone());
         Box::new(f)
@@ -153,8 +153,8 @@ fn dma_windows_are_shared_between_host_xdata_and_gpu_bus_addresses() {
 
 #[test]
 fn fake_bridge_core_answers_raw_setup_packets() {
-    use runtime::emu::asm24::fake_bridge;
-    use runtime::emu::pci::{EmuPciConfig, EmuPciGpu};
+    use emu::asm24::fake_bridge;
+    use emu::pci::{EmuPciConfig, EmuPciGpu};
     use usb::device::Packet;
     let gpu = EmuPciGpu::new(EmuPciConfig::new(EmuArch::Gfx1100)).unwrap();
     let mut core = fake_bridge(gpu, Firmware::Custom);

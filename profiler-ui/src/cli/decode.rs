@@ -6,7 +6,8 @@ use serde_json::{json, Value};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use traces::sqtt::{
-    self, canonical, AnalyzeOptions, BlobAnalysis, DecodeOptions, Decoder, Framing, Kind, Role,
+    self, canonical, marker, AnalyzeOptions, BlobAnalysis, DecodeOptions, Decoder, Framing, Kind,
+    Role,
 };
 use traces::GfxTarget;
 
@@ -308,7 +309,10 @@ fn write_text(
                 } else {
                     format!("reg {addr:#06x} = {data:#010x}")
                 };
-                if addr == 0xC342 || addr == 0xC343 {
+                if [marker::USERDATA_2, marker::USERDATA_3]
+                    .map(u64::from)
+                    .contains(&addr)
+                {
                     details += " (RGP marker)";
                 }
             }

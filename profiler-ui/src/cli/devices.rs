@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, Result};
 use clap::Args;
-use runtime::emu::{EmuArch, EmuConfig, EmuPlatform};
+use emu::{EmuArch, EmuConfig, EmuPlatform};
 use runtime::platform::{host::HostPlatform, Platform};
 
 #[derive(Args, Debug)]

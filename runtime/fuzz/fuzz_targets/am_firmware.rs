@@ -2,7 +2,7 @@
 //! synthetic set the rest of the input replaces.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use runtime::emu::pci::firmware::{names, synthetic_files};
+use emu::pci::firmware::{names, synthetic_files};
 use runtime::pci::am::firmware::Firmware;
 
 fuzz_target!(|data: &[u8]| {

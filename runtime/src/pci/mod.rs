@@ -4,7 +4,7 @@
 //!
 //! [`PciDevice`] is deliberately small: every method is a config read/write, a BAR read/write
 //! (through the returned [`Mmio`] views) or DMA to system pages, so the same driver runs over the
-//! real sysfs/VFIO device ([`sysfs`]), the emulated PCI GPU ([`crate::emu::pci`]) and a
+//! real sysfs/VFIO device ([`sysfs`]), the emulated PCI GPU (the `emu` crate's `pci`) and a
 //! USB-tunnelled device.
 
 pub mod am;

@@ -125,7 +125,8 @@ pub fn check_range(base: u64, size: u64, offset: u64, len: u64) -> Result<(), Mm
 }
 
 /// What the OS gives the runtime: files, ioctls, mappings, sysfs. [`host::HostPlatform`] is the
-/// real one; [`crate::emu::EmuPlatform`] is a virtual `/dev/kfd` with an emulated GPU behind it.
+/// real one; `emu::EmuPlatform` (the `emu` crate) is a virtual `/dev/kfd` with an emulated GPU
+/// behind it.
 pub trait Platform: Send + Sync {
     /// Opens a device node read-write.
     fn open(&self, path: &str) -> Result<Fd, Errno>;

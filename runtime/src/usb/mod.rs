@@ -5,7 +5,7 @@
 //! placement. [`link::UsbLink`] shares the bridge between the device, its views and the stats.
 //!
 //! Opening: [`open_bridge`] takes any [`::usb::UsbTransport`] (the real rusb one, or the emulated
-//! bridge of [`crate::emu::usb`]), brings the controller up, enumerates the bus behind it and
+//! bridge of the `emu` crate), brings the controller up, enumerates the bus behind it and
 //! returns the PCI device.
 
 pub mod device;
@@ -82,47 +82,4 @@ pub fn open_device(index: usize, opts: DeviceOptions) -> Result<crate::device::D
     let iface = iface::UsbIface::new(dev, &crate::pci::PciOptions::default())?;
     crate::device::Device::new(Box::new(iface), device_options(opts))
         .map_err(|e| iface::with_cause(e, &link))
-}
-
-/// The emulated USB eGPU: the fake bridge's transport handle and the GPU behind it.
-pub struct EmuUsb {
-    pub gpu: crate::emu::pci::EmuPciGpu,
-    pub transport: ::usb::device::CoreTransport<crate::emu::asm24::EmuGpuEndpoint>,
-    pub link: Arc<UsbLink>,
-    /// What enumeration found behind the bridge.
-    pub endpoint: ::usb::Endpoint,
-}
-
-/// Opens the emulated gfx1100 behind the emulated ASM2464 (`fw` protocol) through the real USB
-/// code path: controller, enumeration, [`UsbPciDevice`], the AM driver, [`iface::UsbIface`].
-/// `wrap` may put the transport behind a fault injector.
-pub fn open_emulated(
-    fw: ::usb::Firmware,
-    opts: DeviceOptions,
-    wrap: impl FnOnce(
-        ::usb::device::CoreTransport<crate::emu::asm24::EmuGpuEndpoint>,
-    ) -> Box<dyn UsbTransport>,
-) -> Result<(crate::device::Device, EmuUsb)> {
-    use crate::emu::pci::{EmuPciConfig, EmuPciGpu};
-    let gpu = EmuPciGpu::new(EmuPciConfig::new(crate::emu::EmuArch::Gfx1100))?;
-    let transport = crate::emu::asm24::fake_transport(gpu.clone(), fw);
-    let dev = open_bridge(wrap(transport.clone()))?;
-    let link = dev.link.clone();
-    let endpoint = dev.endpoint.clone();
-    let popts = crate::pci::PciOptions {
-        firmware_dir: crate::emu::pci::firmware::temp_firmware_dir()?,
-        ..Default::default()
-    };
-    let iface = iface::UsbIface::new(dev, &popts)?;
-    let device = crate::device::Device::new(Box::new(iface), device_options(opts))
-        .map_err(|e| iface::with_cause(e, &link))?;
-    Ok((
-        device,
-        EmuUsb {
-            gpu,
-            transport,
-            link,
-            endpoint,
-        },
-    ))
 }

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use runtime::emu::pci::{firmware, EmuPciConfig, EmuPciGpu};
-use runtime::emu::{EmuArch, EmuPlatform, EmuStats, ShaderEngines};
+use emu::pci::{firmware, EmuPciConfig, EmuPciGpu};
+use emu::{EmuArch, EmuPlatform, EmuStats, ShaderEngines};
 use runtime::pci::iface::PciIface;
 use runtime::pci::PciOptions;
 use runtime::platform::{AllocKind, GpuBuffer};
@@ -18,7 +18,7 @@ use runtime::{Device, DeviceOptions};
 /// devices emulate gfx1100 only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
-    /// The KFD code path over the emulated platform (`Device::open_emulated`).
+    /// The KFD code path over the emulated platform (`emu::open_kfd`).
     KfdGfx1100,
     KfdGfx1201,
     /// The PCI (AM) driver over the emulated PCI device.
@@ -41,7 +41,7 @@ pub mod targets {
 pub enum Emu {
     Kfd(EmuPlatform),
     Pci(EmuPciGpu),
-    Usb(Box<runtime::usb::EmuUsb>),
+    Usb(Box<emu::EmuUsb>),
 }
 
 impl Emu {
@@ -76,19 +76,16 @@ impl Target {
     pub fn open(self, opts: DeviceOptions) -> (Device, Emu) {
         match self {
             Target::KfdGfx1100 | Target::KfdGfx1201 => {
-                let (d, p) = Device::open_emulated(self.arch(), opts).unwrap();
+                let (d, p) = emu::open_kfd(self.arch(), opts).unwrap();
                 (d, Emu::Kfd(p))
             }
             Target::PciGfx1100 => {
-                let (d, g) = Device::open_emulated_pci(self.arch(), opts).unwrap();
+                let (d, g) = emu::open_pci(self.arch(), opts).unwrap();
                 (d, Emu::Pci(g))
             }
             Target::UsbGfx1100 => {
                 let (d, u) =
-                    runtime::usb::open_emulated(runtime::usb::Firmware::Custom, opts, |t| {
-                        Box::new(t)
-                    })
-                    .unwrap();
+                    emu::open_usb(runtime::usb::Firmware::Custom, opts, |t| Box::new(t)).unwrap();
                 (d, Emu::Usb(Box::new(u)))
             }
         }
@@ -302,11 +299,10 @@ pub fn boot_pci(cfg: EmuPciConfig) -> (runtime::error::Result<PciIface>, EmuPciG
     let gpu = EmuPciGpu::new(cfg).unwrap();
     let fw = firmware::temp_firmware_dir().unwrap();
     let popts = PciOptions {
-        firmware_dir: fw.clone(),
+        firmware_dir: fw.path().to_path_buf(),
         ..Default::default()
     };
     let iface = PciIface::new(Arc::new(gpu.clone()), &popts);
-    std::fs::remove_dir_all(&fw).ok();
     (iface, gpu)
 }
 

@@ -38,6 +38,13 @@ pub enum CodeObjectError {
     EntryOutside { name: String, entry: u64 },
     #[error("bad AMDGPU metadata note: {0}")]
     Metadata(String),
+    #[error("section {section} at vaddr 0x{addr:x} (0x{size:x} bytes) ends past the {max}-byte load image limit")]
+    ImageTooLarge {
+        section: String,
+        addr: u64,
+        size: u64,
+        max: u64,
+    },
 }
 
 /// The 64-byte kernel descriptor (`NAME.kd`).
@@ -719,5 +726,66 @@ mod msgpack {
                 p - 1
             )),
         }
+    }
+}
+
+/// The largest image [`CodeObject::load_image`] builds. Code objects are KiB to a few MiB; the
+/// bound keeps a small file from asking for GiBs of zeros (and of GPU memory).
+pub const MAX_LOAD_IMAGE: u64 = 256 << 20;
+
+impl CodeObject {
+    /// The image a loader places in GPU memory, from vaddr 0: every PROGBITS section with a
+    /// nonzero address copied to that address, zeros between (and for NOBITS such as `.bss`).
+    /// Kernel entries and descriptor addresses are offsets into it.
+    pub fn load_image(bytes: &[u8]) -> Result<Vec<u8>, CodeObjectError> {
+        const SHT_PROGBITS: u32 = 1;
+        if bytes.get(..4) != Some(b"\x7fELF") {
+            return Err(CodeObjectError::NotElf);
+        }
+        if bytes.get(4) != Some(&2) || bytes.get(5) != Some(&1) {
+            return Err(CodeObjectError::NotElf64);
+        }
+        let r = Reader { b: bytes };
+        let (secs, _) = match with_goblin(bytes) {
+            Some(x) => x,
+            None => by_hand(&r)?,
+        };
+        let loaded: Vec<&Section> = secs
+            .iter()
+            .filter(|s| s.typ == SHT_PROGBITS && s.addr != 0)
+            .collect();
+        let mut end = 0u64;
+        for s in &loaded {
+            end = s
+                .addr
+                .checked_add(s.size)
+                .filter(|&e| e <= MAX_LOAD_IMAGE)
+                .ok_or_else(|| CodeObjectError::ImageTooLarge {
+                    section: s.name.clone(),
+                    addr: s.addr,
+                    size: s.size,
+                    max: MAX_LOAD_IMAGE,
+                })?
+                .max(end);
+        }
+        // Both fit in usize: end <= MAX_LOAD_IMAGE.
+        let mut image = vec![0u8; end as usize];
+        for s in loaded {
+            let src = r.slice("loaded section", s.offset, s.size)?;
+            image[s.addr as usize..(s.addr + s.size) as usize].copy_from_slice(src);
+        }
+        Ok(image)
+    }
+}
+
+impl KernelDescriptor {
+    /// KERNEL_CODE_PROPERTIES.ENABLE_SGPR_PRIVATE_SEGMENT_BUFFER (bit 0).
+    pub fn enable_sgpr_private_segment_buffer(&self) -> bool {
+        self.kernel_code_properties & (1 << 0) != 0
+    }
+
+    /// KERNEL_CODE_PROPERTIES.ENABLE_SGPR_DISPATCH_PTR (bit 1).
+    pub fn enable_sgpr_dispatch_ptr(&self) -> bool {
+        self.kernel_code_properties & (1 << 1) != 0
     }
 }

@@ -6,6 +6,7 @@
 //!   packet, time accumulation and layout detection.
 //! - [`waves`]: waves, instruction tokens, markers and RGP userdata writes of one blob.
 //! - [`time`]: absolute GPU time from the realtime markers.
+//! - [`marker`]: the RGP marker dwords a runtime writes to the userdata registers.
 //! - [`canonical`]: the one-line-per-packet form shared with the reference decode.
 
 pub mod canonical;
@@ -14,6 +15,7 @@ pub mod encode;
 pub mod file;
 pub mod inst_op;
 pub mod map;
+pub mod marker;
 pub mod packets;
 pub mod synth;
 pub mod time;

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::{regs, RegIo};
-use crate::emu::mem::pte;
 use crate::pci::{PciError, PciResult};
 use crate::platform::Mmio;
 
@@ -15,6 +14,32 @@ pub const RESERVED_TOP: u64 = 64 << 20;
 pub const VA_BASE: u64 = 0x2000_0000_0000;
 pub const VA_SIZE: u64 = 512 << 30;
 const PAGE: u64 = 0x1000;
+
+/// PTE/PDE bits of the GFX11 page-table format (pci-am-interface.md §1.5; the names are
+/// amdgpu_vm.h's: AMDGPU_PTE_VALID, _SYSTEM, _SNOOPED, _EXECUTABLE, _READABLE, _WRITEABLE,
+/// AMDGPU_PTE_FRAG(x) at bit 7, AMDGPU_PTE_MTYPE_NV10(MTYPE_UC), AMDGPU_PDE_PTE).
+pub mod pte {
+    /// AMDGPU_PTE_VALID.
+    pub const VALID: u64 = 1 << 0;
+    /// AMDGPU_PTE_SYSTEM: the address is a bus address, not VRAM.
+    pub const SYSTEM: u64 = 1 << 1;
+    /// AMDGPU_PTE_SNOOPED.
+    pub const SNOOPED: u64 = 1 << 2;
+    /// AMDGPU_PTE_EXECUTABLE.
+    pub const EXECUTABLE: u64 = 1 << 4;
+    /// AMDGPU_PTE_READABLE.
+    pub const READABLE: u64 = 1 << 5;
+    /// AMDGPU_PTE_WRITEABLE.
+    pub const WRITEABLE: u64 = 1 << 6;
+    /// AMDGPU_PTE_FRAG(x): log2(fragment / 4 KiB) in bits 7..11.
+    pub const FRAG_SHIFT: u32 = 7;
+    /// AMDGPU_PTE_MTYPE_NV10(AMDGPU_MTYPE_UC = 3): MTYPE in bits 48..50.
+    pub const MTYPE_UC: u64 = 3 << 48;
+    /// AMDGPU_PDE_PTE: a PDB0/PDB1 entry that is itself a (huge-page) PTE.
+    pub const PDE_PTE: u64 = 1 << 54;
+    /// Address bits 12..47 of an entry.
+    pub const ADDR_MASK: u64 = 0x0000_FFFF_FFFF_F000;
+}
 
 /// First-fit range allocator with power-of-two alignment (free ranges merged on free).
 #[derive(Debug, Clone)]

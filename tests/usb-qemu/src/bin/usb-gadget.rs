@@ -9,7 +9,7 @@
 //! * `asm24-scratch`: the custom firmware's protocol, answered by the usb crate's bridge model
 //!   with the small [`usb_qemu::scratch::ScratchEndpoint`] behind it.
 //! * `asm24-gpu`: the same bridge model with the runtime's emulated PCI GPU (gfx1100) behind it
-//!   (`runtime::emu::asm24::fake_bridge`).
+//!   (`emu::asm24::fake_bridge`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -78,10 +78,10 @@ fn serve_scratch(mount: &Path, ready: &Path) -> Result<(), String> {
 }
 
 fn serve_gpu(mount: &Path, ready: &Path) -> Result<(), String> {
-    use runtime::emu::pci::{EmuPciConfig, EmuPciGpu};
-    let gpu = EmuPciGpu::new(EmuPciConfig::new(runtime::emu::EmuArch::Gfx1100))
+    use emu::pci::{EmuPciConfig, EmuPciGpu};
+    let gpu = EmuPciGpu::new(EmuPciConfig::new(emu::EmuArch::Gfx1100))
         .map_err(|e| format!("emulated GPU: {e}"))?;
-    let core = runtime::emu::asm24::fake_bridge(gpu.clone(), Firmware::Custom);
+    let core = emu::asm24::fake_bridge(gpu.clone(), Firmware::Custom);
     let func = open(mount, ready)?;
     let served = bridge_gadget::serve(func, core).map_err(|e| e.to_string())?;
     eprintln!(

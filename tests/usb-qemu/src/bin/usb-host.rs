@@ -304,9 +304,9 @@ fn asm24_gpu() -> Result<(), String> {
     let dev = open_rusb(0, false).map_err(|e| format!("open_rusb: {e}"))?;
     let link = dev.link.clone();
     println!("usb-host: endpoint {:x?}", dev.endpoint);
+    let fw = emu::pci::firmware::temp_firmware_dir().map_err(|e| format!("firmware dir: {e}"))?;
     let popts = runtime::pci::PciOptions {
-        firmware_dir: runtime::emu::pci::firmware::temp_firmware_dir()
-            .map_err(|e| format!("firmware dir: {e}"))?,
+        firmware_dir: fw.path().to_path_buf(),
         ..Default::default()
     };
     let iface = UsbIface::new(dev, &popts).map_err(|e| format!("AM bring-up over USB: {e}"))?;

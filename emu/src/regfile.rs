@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use crate::pm4::{SH_REG_BASE, SH_REG_END};
+use runtime::pm4::{SH_REG_BASE, SH_REG_END};
 
 pub struct RegFile {
     /// SH window (COMPUTE_*), not banked, flat for speed.

@@ -1,15 +1,15 @@
 //! The emulated command processor: one [`Queue`] per hardware queue (PM4 rings count dwords,
 //! SDMA rings bytes). PM4 packets are decoded with the same layouts the builder uses
-//! ([`crate::pm4::Packet`]); register writes land in the [`RegFile`]; DISPATCH_DIRECT is handed to
+//! ([`runtime::pm4::Packet`]); register writes land in the [`RegFile`]; DISPATCH_DIRECT is handed to
 //! the [`ShaderEngines`](super::ShaderEngines).
 
 use super::arch::EmuArch;
 use super::mem::Memory;
 use super::shader::DispatchInfo;
 use super::GpuCore;
-use crate::error::MmuFault;
-use crate::pm4::{self, event, parse_header, CopyData, Packet, SH_REG_BASE, UCONFIG_REG_BASE};
-use crate::regs::{self, IpRegs};
+use runtime::error::MmuFault;
+use runtime::pm4::{self, event, parse_header, CopyData, Packet, SH_REG_BASE, UCONFIG_REG_BASE};
+use runtime::regs::{self, IpRegs};
 
 /// Register addresses the CP itself interprets.
 #[derive(Debug, Clone)]
@@ -564,7 +564,7 @@ impl Queue {
             Packet::AtomicMem {
                 atomic, addr, src, ..
             } => {
-                if atomic != TC_OP_ATOMIC_ADD_RTN_32 {
+                if atomic != pm4::tc_op::ATOMIC_ADD_RTN_32 {
                     return Step::Fault(format!("ATOMIC_MEM op {atomic:#x} not emulated"), None);
                 }
                 match mem
@@ -602,9 +602,6 @@ impl Queue {
         }
     }
 }
-
-/// TC_OP_ATOMIC_ADD_RTN_32 (the only atomic the multi-XCC barrier uses).
-pub const TC_OP_ATOMIC_ADD_RTN_32: u32 = 0xF;
 
 fn dispatch_info(core: &GpuCore, dim: [u32; 3], initiator: u32, xcc_id: u32) -> DispatchInfo {
     let g = &core.gc;

@@ -7,7 +7,7 @@ use std::sync::{Mutex, OnceLock};
 
 use traces::isa::Encoding;
 
-use crate::emu::cycles::Class;
+use crate::cycles::Class;
 
 pub type L = [u32; 64];
 /// A lane-wise 32-bit VALU operation: `d[i] = f(a[i], b[i], c[i])` for the first `n` lanes

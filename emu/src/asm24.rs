@@ -3,7 +3,7 @@
 //! # Core API (transport-independent; a FunctionFS gadget uses the same core)
 //!
 //! ```text
-//! let gpu = EmuPciGpu::new(EmuPciConfig::new(EmuArch::Gfx1100))?;   // crate::emu::pci
+//! let gpu = EmuPciGpu::new(EmuPciConfig::new(EmuArch::Gfx1100))?;   // crate::pci
 //! let mut core: FakeAsm2464 = fake_bridge(gpu.clone(), Firmware::Custom);
 //! // raw bytes in, raw bytes out (usb::device::BridgeCore):
 //! core.handle(&Packet::Control { setup: [u8; 8], data: Vec<u8> }) -> Result<Vec<u8>, DeviceError>
@@ -31,8 +31,8 @@
 use ::usb::device::{BridgeCore, CoreTransport, PcieEndpoint, WindowMemory, WINDOWS};
 use ::usb::{CplStatus, Firmware};
 
-use crate::emu::pci::EmuPciGpu;
-use crate::pci::{BAR_DOORBELL, BAR_MMIO, BAR_VRAM};
+use crate::pci::EmuPciGpu;
+use runtime::pci::{BAR_DOORBELL, BAR_MMIO, BAR_VRAM};
 
 /// The fake bridge device with the emulated GPU behind it.
 pub type FakeAsm2464 = BridgeCore<EmuGpuEndpoint>;

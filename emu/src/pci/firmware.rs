@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::pci::am::firmware::psp_fw;
-use crate::pci::PciError;
+use runtime::pci::am::firmware::psp_fw;
+use runtime::pci::PciError;
 
 /// MEC RS64 program start written into the gfx v2 header (byte address).
 pub const MEC_START: u64 = 0x0001_2340_0000;
@@ -23,8 +23,8 @@ pub const FILES: [&str; 6] = [
 ];
 
 /// The firmware names of the synthetic set (the `FILES` above), for parsing it from memory.
-pub fn names() -> crate::pci::am::firmware::FirmwareNames {
-    crate::pci::am::firmware::FirmwareNames {
+pub fn names() -> runtime::pci::am::firmware::FirmwareNames {
+    runtime::pci::am::firmware::FirmwareNames {
         sos: FILES[0].into(),
         smu: FILES[1].into(),
         sdma: FILES[2].into(),
@@ -177,15 +177,32 @@ pub fn synthetic_files() -> Vec<(&'static str, Vec<u8>)> {
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
+/// A temporary directory holding the synthetic files, removed when dropped (the AM driver reads
+/// the firmware once, at bring-up).
+#[derive(Debug)]
+pub struct TempFirmwareDir(PathBuf);
+
+impl TempFirmwareDir {
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempFirmwareDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A fresh temporary directory holding the synthetic files.
-pub fn temp_firmware_dir() -> Result<PathBuf, PciError> {
-    let dir = std::env::temp_dir().join(format!(
+pub fn temp_firmware_dir() -> Result<TempFirmwareDir, PciError> {
+    let dir = TempFirmwareDir(std::env::temp_dir().join(format!(
         "wavescope-emu-fw-{}-{}",
         std::process::id(),
         COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    write_synthetic(&dir).map_err(|e| PciError::Firmware {
-        file: dir.display().to_string(),
+    )));
+    write_synthetic(dir.path()).map_err(|e| PciError::Firmware {
+        file: dir.path().display().to_string(),
         msg: format!("writing the synthetic firmware: {e}"),
     })?;
     Ok(dir)

@@ -2,7 +2,7 @@
 //! and gfx950 shader-array numbers from the ProfileDeviceEvent props of the captures in
 //! shared/traces/{gfx1200,gfx950}/*/meta.json), IP versions (mockgpu.md §2) and segment bases.
 
-use crate::regs;
+use runtime::regs;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EmuArch {

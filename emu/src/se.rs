@@ -19,7 +19,7 @@ use super::mem::Memory;
 use super::regfile::RegFile;
 use super::shader::{DeviceFault, DispatchInfo, DispatchResult, ShaderEngines};
 use super::sqtt_enc::{self, Ev, EvKind, Written};
-use crate::regs::{self, IpRegs};
+use runtime::regs::{self, IpRegs};
 
 /// SGPR-file slot of ttmp0 (gfx11/gfx12 operand encoding 108..=123).
 const TTMP0: usize = 108;

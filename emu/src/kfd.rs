@@ -1,17 +1,17 @@
 //! The emulated KFD driver: virtual sysfs (topology, IP discovery, amdgpu parameters), the
 //! `/dev/kfd` ioctl handlers and the render node's mmap. It speaks the same ioctl structs as the
-//! real driver (`crate::kfd::ioctl`).
+//! real driver (`runtime::kfd::ioctl`).
 
 use std::collections::{BTreeMap, HashMap};
 
 use super::cp::{Queue, QueueKindEmu};
 use super::{EmuConfig, EmuState};
-use crate::error::MmuFault;
-use crate::kfd::ioctl::*;
-use crate::kfd::{
+use runtime::error::MmuFault;
+use runtime::kfd::ioctl::*;
+use runtime::kfd::{
     ip_discovery_path, render_node_path, GC_HWID, KFD_PATH, NBIF_HWID, SDMA0_HWID, TOPOLOGY_NODES,
 };
-use crate::platform::{Errno, Fd};
+use runtime::platform::{Errno, Fd};
 
 pub const GPU_ID: u32 = 0x1002;
 pub const RENDER_MINOR: u32 = 128;

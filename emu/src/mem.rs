@@ -1,6 +1,6 @@
 //! The emulated GPU's memory: a sparse set of regions addressed by GPU virtual address (on the
 //! KFD path GPU VA == CPU VA, so the same addresses serve both). The CPU reaches it only through
-//! [`crate::platform::Mmio`] views, so the emulator sees every store.
+//! [`runtime::platform::Mmio`] views, so the emulator sees every store.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
@@ -34,19 +34,7 @@ pub struct Memory {
 /// Region key of VRAM offset 0 on the PCI path (above every 48-bit bus address).
 pub const PHYS_VRAM: u64 = 1 << 56;
 
-/// PTE/PDE bits of the GFX11 page-table format (pci-am-interface.md §1.5).
-pub mod pte {
-    pub const VALID: u64 = 1 << 0;
-    pub const SYSTEM: u64 = 1 << 1;
-    pub const SNOOPED: u64 = 1 << 2;
-    pub const EXECUTABLE: u64 = 1 << 4;
-    pub const READABLE: u64 = 1 << 5;
-    pub const WRITEABLE: u64 = 1 << 6;
-    pub const FRAG_SHIFT: u32 = 7;
-    pub const MTYPE_UC: u64 = 3 << 48;
-    pub const PDE_PTE: u64 = 1 << 54;
-    pub const ADDR_MASK: u64 = 0x0000_FFFF_FFFF_F000;
-}
+use runtime::pci::am::gmc::pte;
 
 /// Where a GPU virtual page lives, as the page-table walk found it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

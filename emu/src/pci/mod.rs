@@ -1,6 +1,6 @@
 //! The emulated PCI GPU: a Navi31 (gfx1100) seen as a PCI function, backed by the same emulated
 //! engines as the KFD emulator (CP, SDMA, shader engines), so the real AM driver
-//! ([`crate::pci::am`]) runs unchanged against it.
+//! ([`runtime::pci::am`]) runs unchanged against it.
 //!
 //! # Plain API (what a fake USB bridge or any other transport calls)
 //!
@@ -17,9 +17,9 @@
 //!   side, `free_dma(bus)` releases it.
 //! - `wait_interrupt()` runs pending work and reports whether an MSI was raised since last call.
 //!
-//! It also implements [`crate::pci::PciDevice`] directly (BAR views, system pages), which is how
-//! `Device::open_emulated_pci` and the tests use it. GPU virtual addresses of the engines go
-//! through the GMC page tables the driver wrote into emulated VRAM ([`crate::emu::mem::Gpuvm`]);
+//! It also implements [`runtime::pci::PciDevice`] directly (BAR views, system pages), which is how
+//! `emu::open_pci` and the tests use it. GPU virtual addresses of the engines go
+//! through the GMC page tables the driver wrote into emulated VRAM ([`crate::mem::Gpuvm`]);
 //! a miss becomes a latched protection fault, an IH ring entry and an MSI.
 
 pub mod discovery;
@@ -31,10 +31,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use super::cp::{Queue, QueueKindEmu};
 use super::mem::{Gpuvm, Translation, PHYS_VRAM};
 use super::{EmuArch, EmuConfig, EmuPlatform, EmuState, EmuStats};
-use crate::pci::am::firmware::{fw_type, BL_SOS};
-use crate::pci::am::{ih, psp, regs, smu, AmIp, AmReg, RCC_CONFIG_MEMSIZE};
-use crate::pci::{PciDevice, PciError, PciResult, SysMem};
-use crate::platform::{check_range, Mmio, MmioError};
+use runtime::pci::am::firmware::{fw_type, BL_SOS};
+use runtime::pci::am::{ih, psp, regs, smu, AmIp, AmReg, RCC_CONFIG_MEMSIZE};
+use runtime::pci::{PciDevice, PciError, PciResult, SysMem};
+use runtime::platform::{check_range, Mmio, MmioError};
 
 /// FB base the emulated MM hub reports (MC address of VRAM offset 0).
 pub const MC_BASE: u64 = 0x80_0000_0000;
@@ -314,7 +314,7 @@ impl EmuPciGpu {
             // The discovery table at VRAM end − 64 KiB.
             let gc = (6, 4, 0, 2, 16, 32, 64);
             let tbl = discovery::build(gc);
-            let at = PHYS_VRAM + cfg.vram_size - crate::pci::am::discovery::TABLE_FROM_END;
+            let at = PHYS_VRAM + cfg.vram_size - runtime::pci::am::discovery::TABLE_FROM_END;
             st.mem
                 .write_phys(at, &tbl)
                 .map_err(|_| PciError::Discovery {
@@ -340,7 +340,7 @@ impl EmuPciGpu {
             st.core.regs.write(a.psp64, 1 << 31);
         }
         let mut config = [0u8; 256];
-        config[0..2].copy_from_slice(&crate::pci::AMD_VENDOR.to_le_bytes());
+        config[0..2].copy_from_slice(&runtime::pci::AMD_VENDOR.to_le_bytes());
         config[2..4].copy_from_slice(&cfg.device_id.to_le_bytes());
         config[0x0B] = 0x03; // display controller
         Ok(EmuPciGpu {
@@ -706,7 +706,7 @@ impl EmuPciGpu {
             st.core.regs.write(ack, v & 0xFFFF);
         } else if addr == a.gc_ctx_cntl {
             st.mem.vm = if v & 1 != 0 {
-                let root = u64_of(&st, a.gc_pt_base) & crate::emu::mem::pte::ADDR_MASK;
+                let root = u64_of(&st, a.gc_pt_base) & runtime::pci::am::gmc::pte::ADDR_MASK;
                 let start = u64_of(&st, a.gc_pt_start) << 12;
                 let end = (u64_of(&st, a.gc_pt_end) << 12) | 0xFFF;
                 Some(Box::new(Gpuvm::new(root, start, end)))

@@ -17,6 +17,7 @@ pub mod cycles;
 pub mod exec;
 pub mod kfd;
 pub mod mem;
+pub mod open;
 pub mod pci;
 pub mod regfile;
 pub mod sdma;
@@ -28,6 +29,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use arch::EmuArch;
 pub use mem::{MemFault, Memory};
+pub use open::{open_kfd, open_pci, open_usb, EmuUsb};
 pub use regfile::RegFile;
 pub use se::EmuShaderEngines;
 pub use shader::{
@@ -35,8 +37,8 @@ pub use shader::{
     ShaderEngines,
 };
 
-use crate::error::MmuFault;
-use crate::platform::{check_range, Errno, Fd, Mmio, MmioError, Platform};
+use runtime::error::MmuFault;
+use runtime::platform::{check_range, Errno, Fd, Mmio, MmioError, Platform};
 
 /// What to emulate, including injected failures for tests.
 #[derive(Debug, Clone)]
@@ -135,7 +137,7 @@ impl EmuShared {
     }
 }
 
-/// The emulated platform: pass it to [`crate::kfd::KfdIface::open`] like the real one.
+/// The emulated platform: pass it to [`runtime::kfd::KfdIface::open`] like the real one.
 #[derive(Clone)]
 pub struct EmuPlatform {
     shared: Arc<EmuShared>,

@@ -1,12 +1,12 @@
-//! The emulated SDMA engine: executes the packets of [`crate::sdma::SdmaPacket`] from a byte-
+//! The emulated SDMA engine: executes the packets of [`runtime::sdma::SdmaPacket`] from a byte-
 //! addressed ring (read pointer in bytes, reported back to the queue-pointer page).
 
 use super::cp::Queue;
 use super::mem::Memory;
 use super::GpuCore;
-use crate::error::MmuFault;
-use crate::pm4::compare;
-use crate::sdma::SdmaPacket;
+use runtime::error::MmuFault;
+use runtime::pm4::compare;
+use runtime::sdma::SdmaPacket;
 
 fn fault(va: u64) -> Option<MmuFault> {
     Some(MmuFault {

@@ -1,6 +1,6 @@
 //! The wave interpreter: one [`Wave`]'s architectural state and [`step`], which executes one
 //! pre-decoded instruction against memory, LDS and scratch, advancing the wave's clock by the
-//! [cycle model](crate::emu::cycles).
+//! [cycle model](crate::cycles).
 
 // Lane loops index several same-length arrays at once, and the float compares follow the
 // ISA's unordered semantics literally.

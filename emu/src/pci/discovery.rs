@@ -1,9 +1,9 @@
 //! The IP discovery binary of the emulated gfx1100 (layout in pci-am-interface.md §1.2): binary
 //! header, one die of `ip_v4` records with 32-bit bases, and a GC info v1.0 table.
 
-use crate::pci::am::discovery::{checksum, hw_id, BINARY_SIGNATURE, IPDS_SIGNATURE, TABLE_SIZE};
-use crate::pci::am::AmIp;
-use crate::regs;
+use runtime::pci::am::discovery::{checksum, hw_id, BINARY_SIGNATURE, IPDS_SIGNATURE, TABLE_SIZE};
+use runtime::pci::am::AmIp;
+use runtime::regs;
 
 /// MP0/MP1 segment bases (navi, from shared/amd-registers/ip_base_offsets.json).
 pub const MP_BASES: [u32; 5] = [0x16000, 0xDC_0000, 0xE0_0000, 0xE4_0000, 0x243_FC00];
