@@ -499,6 +499,35 @@ mod tests {
     }
 
     #[test]
+    fn vopd_halves_come_from_the_decoder() {
+        // v_dual_fmac_f32 v0, v1, v2 :: v_dual_mov_b32 v3, 0x42
+        let p = program(&[0xC810_0501, 0x0002_00FF, 0x42]);
+        let x = p.at(0).unwrap();
+        assert_eq!(x.len, 12);
+        assert_eq!(
+            (x.opcode, x.d, x.src),
+            (O::VDualFmacF32, 0, [Src::V(1), Src::V(2), Src::V(0)])
+        );
+        let y = x.y.as_deref().unwrap();
+        assert_eq!(
+            (y.opcode, y.d, y.src[0]),
+            (O::VDualMovB32, 3, Src::Lit(0x42))
+        );
+        // gfx12: v_dual_max_num_f32 v0, v1, v2 :: v_dual_cndmask_b32 v3, v4, v5 (the max runs
+        // as gfx11's v_max_f32; the cndmask reads vcc).
+        let bytes: Vec<u8> = [0xCA92_0501u32, 0x0002_0B04]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
+        let p = Program::new(&bytes, 0, GfxTarget::GFX1200);
+        let x = p.at(0).unwrap();
+        assert!(matches!(x.k, K::V(_, true)), "{:?}", x.k);
+        let y = x.y.as_deref().unwrap();
+        assert!(matches!(y.k, K::Cndmask), "{:?}", y.k);
+        assert_eq!((y.d, y.src), (3, [Src::V(4), Src::V(5), Src::S(106)]));
+    }
+
+    #[test]
     fn vop3p_modifiers_are_decoded() {
         // v_pk_fma_f16 v0, v1, v2, v3 op_sel:[1,0,0] op_sel_hi:[0,1,1] neg_lo:[0,1,0]
         let p = program(&[0xCC0E_4800, 0x540E_0501]);
