@@ -129,17 +129,20 @@ impl Instruction {
     /// The raw value of field `f` (register fields as register numbers, SMEM bases as SGPR
     /// numbers; the X half of a VOPD pair), as the disassembler reads it; 0 where the encoding
     /// has no such field.
+    #[inline]
     pub fn field(&self, f: Field) -> u32 {
         field(self, f, false)
     }
 
     /// Whether the instruction carries a DPP or SDWA control word (its src0 is a marker then).
+    #[inline]
     pub fn is_dpp(&self) -> bool {
         self.dpp != 0
     }
 
     /// Source operand `k` of a SALU or VALU instruction (VOPD: the X half), or `None` where the
     /// encoding has no such source.
+    #[inline]
     pub fn src(&self, k: usize) -> Option<Src> {
         use Encoding as E;
         let lit = format::literal(self).unwrap_or(0);
@@ -158,6 +161,7 @@ impl Instruction {
     }
 
     /// The VGPR destination of a VALU, DS or FLAT instruction (VOPD: the X half).
+    #[inline]
     pub fn vdst(&self) -> Option<u16> {
         use Encoding as E;
         match self.encoding {
@@ -170,6 +174,7 @@ impl Instruction {
 
     /// The scalar destination slot: SOP1/SOP2/SOPK `sdst`, or the carry/mask `sdst` of a VOP3SD
     /// form (`v_add_co_u32`, `v_div_scale_f32`, `v_mad_u64_u32`, ...).
+    #[inline]
     pub fn sdst(&self) -> Option<u8> {
         match self.encoding {
             Encoding::Sop1 | Encoding::Sop2 | Encoding::Sopk => {}
@@ -188,12 +193,14 @@ impl Instruction {
     }
 
     /// VOP3 modifiers.
+    #[inline]
     pub fn vop3_mods(&self) -> Option<Vop3Mods> {
         if self.encoding != Encoding::Vop3 {
             return None;
         }
         let [w0, w1, ..] = self.words;
-        let sd = self.is_vop3sd();
+        // Only look the form up when the shared bits are set (the disassembler's hot path).
+        let sd = bits(w0, 8, 7) != 0 && self.is_vop3sd();
         Some(Vop3Mods {
             abs: if sd { 0 } else { bits(w0, 8, 3) as u8 },
             neg: bits(w1, 29, 3) as u8,
@@ -204,6 +211,7 @@ impl Instruction {
     }
 
     /// VOP3P modifiers.
+    #[inline]
     pub fn vop3p_mods(&self) -> Option<Vop3pMods> {
         if self.encoding != Encoding::Vop3p {
             return None;
