@@ -1,10 +1,11 @@
 //! Pre-decoded kernel code: every instruction is decoded once with `traces::isa::decode` and
-//! turned into an [`Op`] (semantics chosen by mnemonic, operand fields read from the dwords),
-//! so the interpreter's hot loop never touches the decoder again.
+//! turned into an [`Op`] (semantics chosen by its [`Opcode`], operands read through the
+//! decoder's typed field accessors), so the interpreter's hot loop never touches the decoder
+//! again.
 
 use std::collections::HashMap;
 
-use traces::isa::{decode, Encoding, Instruction};
+use traces::isa::{self, decode, Encoding, Instruction, Opcode as O};
 use traces::target::{Family, GfxTarget};
 
 use super::cycles::Class;
@@ -24,13 +25,24 @@ pub enum Src {
 impl Src {
     /// From a 9-bit (VALU) or 8-bit (SALU) source field.
     pub fn from_code(code: u32, literal: u32) -> Src {
-        match code {
-            0..=127 => Src::S(code as u8),
-            255 => Src::Lit(literal),
-            128..=254 => Src::Inline(code as u16),
-            _ => Src::V((code - 256) as u16),
+        isa::Src::from_code(code, literal).into()
+    }
+}
+
+impl From<isa::Src> for Src {
+    fn from(s: isa::Src) -> Src {
+        match s {
+            isa::Src::Scalar(r) => Src::S(r),
+            isa::Src::Vgpr(r) => Src::V(r),
+            isa::Src::Inline(c) => Src::Inline(u16::from(c)),
+            isa::Src::Literal(v) => Src::Lit(v),
         }
     }
+}
+
+/// Source `k` of `i` (`Src::None` where the encoding has none).
+fn src(i: &Instruction, k: usize) -> Src {
+    i.src(k).map_or(Src::None, Src::from)
 }
 
 /// One pre-decoded instruction.
@@ -66,7 +78,8 @@ pub struct Op {
     pub y: Option<Box<Op>>,
     /// The words, for error reports.
     pub word: u32,
-    pub mnemonic: &'static str,
+    /// The operation (for error reports: semantics are in `k`).
+    pub opcode: O,
 }
 
 /// Why an instruction cannot be run.
@@ -114,7 +127,7 @@ impl Program {
                 }
                 Err(e) => (Err(e.to_string()), 4),
             };
-            let end = matches!(&res, Ok(op) if op.mnemonic == "s_code_end");
+            let end = matches!(&res, Ok(op) if op.opcode == O::SCodeEnd);
             if let Some(slot) = ops.get_mut(off / 4) {
                 *slot = Some(res);
             }
@@ -166,18 +179,7 @@ impl ProgramCache {
     }
 }
 
-fn sext(v: u32, bits: u32) -> i32 {
-    ((v << (32 - bits)) as i32) >> (32 - bits)
-}
-
-/// The mnemonic without the `_e32`/`_e64` suffix.
-fn base_name(m: &str) -> &str {
-    m.strip_suffix("_e32")
-        .or_else(|| m.strip_suffix("_e64"))
-        .unwrap_or(m)
-}
-
-fn blank(i: &Instruction, k: K, class: Class) -> Op {
+fn blank(i: &Instruction, opcode: O, k: K, class: Class) -> Op {
     Op {
         k,
         enc: i.encoding,
@@ -197,13 +199,8 @@ fn blank(i: &Instruction, k: K, class: Class) -> Op {
         imm1: 0,
         y: None,
         word: i.words().first().copied().unwrap_or(0),
-        mnemonic: mnemonic_static(i),
+        opcode,
     }
-}
-
-fn mnemonic_static(i: &Instruction) -> &'static str {
-    // The decoder's names are 'static table entries; keep a copy of the reference.
-    ops::intern(i.mnemonic())
 }
 
 /// Builds the [`Op`] of one decoded instruction.
@@ -216,91 +213,85 @@ pub fn build(i: &Instruction) -> Result<Op, String> {
 }
 
 fn build_op(i: &Instruction) -> Result<Op, String> {
-    let w = i.words();
-    let w0 = w.first().copied().unwrap_or(0);
-    let w1 = w.get(1).copied().unwrap_or(0);
     let lit = i.literal().unwrap_or(0);
-    // RDNA4 moved the memory fields, renamed some operations and added others; everything
-    // else (SOP*, VOP*, VOPD, DS) keeps the gfx11 layout.
+    let opcode = i
+        .op()
+        .ok_or_else(|| format!("{:?} opcode {} has no operation", i.encoding, i.opcode))?;
+    // RDNA4 moved the memory fields (the accessors know where), renamed some operations and
+    // added others; everything else keeps the gfx11 semantics.
     let g12 = i.target.family() == Some(Family::Rdna4);
-    let look: fn(Encoding, &str) -> Option<(K, Class)> =
-        if g12 { ops::lookup12 } else { ops::lookup };
-    let name = base_name(i.mnemonic());
-    let name = if g12 { ops::alias12(name) } else { name };
+    let look: fn(Encoding, O) -> Option<(K, Class)> = if g12 { ops::lookup12 } else { ops::lookup };
+    let o = if g12 { ops::alias12(opcode) } else { opcode };
+    let name = o.name();
     // DPP (src0 = 0xFA / 0xE9 / 0xEA with a control dword): lane shuffles are not emulated, and
     // reading the marker as an inline constant would compute garbage.
-    let dpp_src = match i.encoding {
-        Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc => Some(w0 & 0x1FF),
-        Encoding::Vop3 | Encoding::Vop3p if w.len() >= 3 => Some(w1 & 0x1FF),
-        _ => None,
-    };
-    if matches!(dpp_src, Some(0xFA | 0xE9 | 0xEA)) {
+    if i.is_dpp() {
         return Err(format!("{name}: DPP operands are not emulated"));
     }
     let (k, class) = if i.encoding == Encoding::Vopd {
         (K::Nop, Class::Valu)
     } else {
-        look(i.encoding, name)
+        look(i.encoding, o)
             .ok_or_else(|| format!("instruction {name} ({:?}) is not emulated", i.encoding))?
     };
-    let mut op = blank(i, k, class);
+    let mut op = blank(i, opcode, k, class);
+    let vdst = || i.vdst().map_or(0, u16::from);
+    let sdst = || i.sdst().map_or(0, u16::from);
+    let simm16 = || i.simm16().map_or(0, i32::from);
+    let unsupported = || format!("{:?} instructions are not emulated", i.encoding);
     match i.encoding {
         Encoding::Sop1 => {
-            op.d = ((w0 >> 16) & 0x7F) as u16;
-            op.src[0] = Src::from_code(w0 & 0xFF, lit);
+            op.d = sdst();
+            op.src[0] = src(i, 0);
         }
         Encoding::Sop2 => {
-            op.d = ((w0 >> 16) & 0x7F) as u16;
-            op.src[0] = Src::from_code(w0 & 0xFF, lit);
-            op.src[1] = Src::from_code((w0 >> 8) & 0xFF, lit);
+            op.d = sdst();
+            op.src[0] = src(i, 0);
+            op.src[1] = src(i, 1);
         }
         Encoding::Sopk => {
-            op.d = ((w0 >> 16) & 0x7F) as u16;
-            op.imm = i32::from(w0 as u16 as i16);
+            op.d = sdst();
+            op.imm = simm16();
         }
         Encoding::Sopc => {
-            op.src[0] = Src::from_code(w0 & 0xFF, lit);
-            op.src[1] = Src::from_code((w0 >> 8) & 0xFF, lit);
+            op.src[0] = src(i, 0);
+            op.src[1] = src(i, 1);
         }
         Encoding::Sopp => {
-            op.imm = i32::from(w0 as u16 as i16);
+            op.imm = simm16();
         }
         Encoding::Smem => {
-            op.d = ((w0 >> 6) & 0x7F) as u16;
-            op.src[0] = Src::S(((w0 & 0x3F) << 1) as u8);
-            // gfx12 widened the immediate offset to 24 bits.
-            op.imm = if g12 {
-                sext(w1 & 0xFF_FFFF, 24)
-            } else {
-                sext(w1 & 0x1F_FFFF, 21)
-            };
-            op.imm1 = ((w1 >> 25) & 0x7F) as i32;
+            let m = i.smem().ok_or_else(unsupported)?;
+            op.d = u16::from(m.sdata);
+            op.src[0] = Src::S(m.sbase);
+            op.imm = m.offset;
+            op.imm1 = i32::from(m.soffset);
         }
         Encoding::Vop1 => {
-            op.d = ((w0 >> 17) & 0xFF) as u16;
-            op.src[0] = Src::from_code(w0 & 0x1FF, lit);
-            true16(&mut op, name);
+            op.d = vdst();
+            op.src[0] = src(i, 0);
+            true16(&mut op, o);
         }
         Encoding::Vop2 => {
-            op.d = ((w0 >> 17) & 0xFF) as u16;
-            op.src[0] = Src::from_code(w0 & 0x1FF, lit);
-            op.src[1] = Src::V(((w0 >> 9) & 0xFF) as u16);
-            true16(&mut op, name);
+            op.d = vdst();
+            op.src[0] = src(i, 0);
+            op.src[1] = src(i, 1);
+            true16(&mut op, o);
             // VOP2 forms with an implicit third operand.
-            match name {
-                "v_fmac_f32" | "v_fmac_f64" => op.src[2] = Src::V(op.d),
-                "v_fmac_f16" => {
+            match o {
+                O::VFmacF32 | O::VFmacF64 => op.src[2] = Src::V(op.d),
+                O::VFmacF16 => {
                     // The accumulator is the destination half.
                     op.src[2] = Src::V(op.d);
                     op.hi |= (op.hi >> 3 & 1) << 2;
                 }
-                "v_fmamk_f32" | "v_fmamk_f16" => {
+                O::VFmamkF32 | O::VFmamkF16 => {
                     op.src[2] = op.src[1];
                     op.src[1] = Src::Lit(lit);
                     op.hi = (op.hi & !0b110) | (op.hi & 2) << 1;
                 }
-                "v_fmaak_f32" | "v_fmaak_f16" => op.src[2] = Src::Lit(lit),
-                "v_cndmask_b32" | "v_add_co_ci_u32" | "v_sub_co_ci_u32" | "v_subrev_co_ci_u32" => {
+                O::VFmaakF32 | O::VFmaakF16 => op.src[2] = Src::Lit(lit),
+                O::VCndmaskB32 | O::VAddCoCiU32 | O::VSubCoCiU32 | O::VSubrevCoCiU32 => {
                     op.src[2] = Src::S(106);
                     op.sd = 106;
                 }
@@ -308,136 +299,120 @@ fn build_op(i: &Instruction) -> Result<Op, String> {
             }
         }
         Encoding::Vopc => {
-            op.src[0] = Src::from_code(w0 & 0x1FF, lit);
-            op.src[1] = Src::V(((w0 >> 9) & 0xFF) as u16);
+            op.src[0] = src(i, 0);
+            op.src[1] = src(i, 1);
             op.sd = 106;
-            true16(&mut op, name);
+            true16(&mut op, o);
         }
         Encoding::Vop3 => {
-            op.d = (w0 & 0xFF) as u16;
-            op.src[0] = Src::from_code(w1 & 0x1FF, lit);
-            op.src[1] = Src::from_code((w1 >> 9) & 0x1FF, lit);
-            op.src[2] = Src::from_code((w1 >> 18) & 0x1FF, lit);
-            op.neg = ((w1 >> 29) & 7) as u8;
-            op.omod = ((w1 >> 27) & 3) as u8;
-            op.clamp = w0 & (1 << 15) != 0;
-            if ops::is_vop3sd(name) {
-                op.sd = ((w0 >> 8) & 0x7F) as u8;
-            } else {
-                op.abs = ((w0 >> 8) & 7) as u8;
-                // op_sel picks the halves of the 16-bit operands; on anything else it is a
-                // form the emulator does not know.
-                let sel = ((w0 >> 11) & 0xF) as u8;
-                let half = ops::half_mask(name);
-                if sel & !half != 0 {
-                    return Err(format!("VOP3 op_sel {sel:#x} is not emulated on {name}"));
-                }
-                op.hi = sel;
+            let m = i.vop3_mods().ok_or_else(unsupported)?;
+            op.d = vdst();
+            for k in 0..3 {
+                op.src[k] = src(i, k);
             }
-            if ops::is_cmp(name) {
+            op.neg = m.neg;
+            op.omod = m.omod;
+            op.clamp = m.clamp;
+            // VOP3SD forms keep their carry/mask destination where abs and op_sel would be
+            // (the accessor reports neither for them).
+            if let Some(sd) = i.sdst() {
+                op.sd = sd;
+            }
+            op.abs = m.abs;
+            // op_sel picks the halves of the 16-bit operands; on anything else it is a form the
+            // emulator does not know.
+            let half = ops::half_mask(o);
+            if m.op_sel & !half != 0 {
+                return Err(format!(
+                    "VOP3 op_sel {:#x} is not emulated on {name}",
+                    m.op_sel
+                ));
+            }
+            op.hi = m.op_sel;
+            if ops::is_cmp(o) {
                 // VOPC promoted to VOP3: the mask goes to vdst (an SGPR).
-                op.sd = (w0 & 0xFF) as u8;
+                op.sd = op.d as u8;
             }
-            if matches!(name, "v_fmac_f32" | "v_fmac_f16" | "v_fmac_f64") {
+            if matches!(o, O::VFmacF32 | O::VFmacF16 | O::VFmacF64) {
                 op.src[2] = Src::V(op.d);
                 op.hi |= (op.hi >> 3 & 1) << 2;
             }
         }
         Encoding::Vopd => {
             // X half in this op, Y half in `y`; both read before either writes.
-            let text = i.text();
-            let yname = text
-                .split(" :: ")
-                .nth(1)
-                .and_then(|s| s.split_whitespace().next())
-                .ok_or("VOPD without a Y half")?;
-            let xk = look(Encoding::Vop2, vopd_base(name))
-                .ok_or_else(|| format!("VOPD X {name} is not emulated"))?;
-            let yk = look(Encoding::Vop2, vopd_base(yname))
-                .ok_or_else(|| format!("VOPD Y {yname} is not emulated"))?;
+            let [x, y] = i.vopd().ok_or("VOPD without a Y half")?;
+            let (xo, yo) = (vopd_base(x.op), vopd_base(y.op));
+            let xk = look(Encoding::Vop2, xo)
+                .ok_or_else(|| format!("VOPD X {} is not emulated", x.op))?;
+            let yk = look(Encoding::Vop2, yo)
+                .ok_or_else(|| format!("VOPD Y {} is not emulated", y.op))?;
             op.k = xk.0;
             op.class = Class::Valu;
-            op.d = ((w1 >> 24) & 0xFF) as u16;
-            op.src[0] = Src::from_code(w0 & 0x1FF, lit);
-            op.src[1] = Src::V(((w0 >> 9) & 0xFF) as u16);
-            let ydst = ((((w1 >> 17) & 0x7F) << 1) | ((op.d as u32 & 1) ^ 1)) as u16;
-            let mut y = blank(i, yk.0, Class::Valu);
-            y.d = ydst;
-            y.src[0] = Src::from_code(w1 & 0x1FF, lit);
-            y.src[1] = Src::V(((w1 >> 9) & 0xFF) as u16);
-            vopd_fix(&mut op, vopd_base(name), lit);
-            vopd_fix(&mut y, vopd_base(yname), lit);
-            op.y = Some(Box::new(y));
+            op.d = x.vdst;
+            op.src[0] = x.src0.into();
+            op.src[1] = Src::V(x.vsrc1);
+            let mut yop = blank(i, y.op, yk.0, Class::Valu);
+            yop.d = y.vdst;
+            yop.src[0] = y.src0.into();
+            yop.src[1] = Src::V(y.vsrc1);
+            vopd_fix(&mut op, xo, lit);
+            vopd_fix(&mut yop, yo, lit);
+            op.y = Some(Box::new(yop));
         }
         Encoding::Vop3p => {
-            op.d = (w0 & 0xFF) as u16;
-            op.src[0] = Src::from_code(w1 & 0x1FF, lit);
-            op.src[1] = Src::from_code((w1 >> 9) & 0x1FF, lit);
-            op.src[2] = Src::from_code((w1 >> 18) & 0x1FF, lit);
-            op.neg = ((w1 >> 29) & 7) as u8;
-            op.abs = ((w0 >> 8) & 7) as u8;
-            op.hi = ((w0 >> 11) & 7) as u8;
-            op.hi2 = (((w1 >> 27) & 3) | (((w0 >> 14) & 1) << 2)) as u8;
-            op.clamp = w0 & (1 << 15) != 0;
+            let m = i.vop3p_mods().ok_or_else(unsupported)?;
+            op.d = vdst();
+            for k in 0..3 {
+                op.src[k] = src(i, k);
+            }
+            op.neg = m.neg_lo;
+            op.abs = m.neg_hi;
+            op.hi = m.op_sel;
+            op.hi2 = m.op_sel_hi;
+            op.clamp = m.clamp;
             if op.clamp {
                 return Err(format!("{name}: clamp is not emulated"));
             }
         }
         Encoding::Ds => {
-            op.imm = (w0 & 0xFF) as i32;
-            op.imm1 = ((w0 >> 8) & 0xFF) as i32;
-            if w0 & (1 << 17) != 0 {
+            let m = i.ds().ok_or_else(unsupported)?;
+            op.imm = i32::from(m.offset0);
+            op.imm1 = i32::from(m.offset1);
+            if m.gds {
                 return Err("GDS is not emulated".into());
             }
-            op.src[0] = Src::V((w1 & 0xFF) as u16);
-            op.src[1] = Src::V(((w1 >> 8) & 0xFF) as u16);
-            op.src[2] = Src::V(((w1 >> 16) & 0xFF) as u16);
-            op.d = ((w1 >> 24) & 0xFF) as u16;
-        }
-        Encoding::Flat | Encoding::Global | Encoding::Scratch if g12 => {
-            // VFLAT/VGLOBAL/VSCRATCH: saddr [6:0]; vdst w1[7:0], SVE w1[17], th w1[22:20],
-            // vsrc (data) w1[30:23]; vaddr w2[7:0], signed 24-bit offset w2[31:8].
-            let w2 = w.get(2).copied().unwrap_or(0);
-            op.imm = (w2 as i32) >> 8;
-            op.src[0] = Src::V((w2 & 0xFF) as u16);
-            op.src[1] = Src::V(((w1 >> 23) & 0xFF) as u16);
-            op.imm1 = (w0 & 0x7F) as i32;
-            op.d = (w1 & 0xFF) as u16;
-            if i.encoding == Encoding::Scratch && w1 & (1 << 17) == 0 {
-                op.src[0] = Src::None;
-            }
-            if let Class::Vmem { saddr, .. } = &mut op.class {
-                *saddr = op.imm1 != 124;
-            }
-            // th bit 0 (TH_ATOMIC_RETURN) makes an atomic return the old value.
-            atomic_return(&mut op, (w1 >> 20) & 1 != 0);
+            op.src[0] = Src::V(m.addr);
+            op.src[1] = Src::V(m.data0);
+            op.src[2] = Src::V(m.data1);
+            op.d = m.vdst;
         }
         Encoding::Flat | Encoding::Global | Encoding::Scratch => {
-            op.imm = sext(w0 & 0x1FFF, 13);
-            op.src[0] = Src::V((w1 & 0xFF) as u16);
-            op.src[1] = Src::V(((w1 >> 8) & 0xFF) as u16);
-            op.imm1 = ((w1 >> 16) & 0x7F) as i32;
-            op.d = ((w1 >> 24) & 0xFF) as u16;
-            // Scratch: SVE (bit 23 of w1) says whether VADDR takes part.
-            if i.encoding == Encoding::Scratch && w1 & (1 << 23) == 0 {
+            let m = i.flat().ok_or_else(unsupported)?;
+            op.imm = m.offset;
+            op.src[0] = Src::V(m.addr);
+            op.src[1] = Src::V(m.data);
+            op.imm1 = i32::from(m.saddr);
+            op.d = m.vdst;
+            // Scratch: SVE says whether VADDR takes part.
+            if i.encoding == Encoding::Scratch && !m.sve {
                 op.src[0] = Src::None;
             }
             if let Class::Vmem { saddr, .. } = &mut op.class {
                 *saddr = op.imm1 != 124;
             }
-            // GLC makes an atomic return the old value.
-            atomic_return(&mut op, (w0 >> 14) & 1 != 0);
+            // GLC (gfx11) / TH_ATOMIC_RETURN (gfx12) makes an atomic return the old value.
+            atomic_return(&mut op, m.atomic_return);
         }
         Encoding::Mubuf if !g12 => {}
-        e => return Err(format!("{e:?} instructions are not emulated")),
+        _ => return Err(unsupported()),
     }
     Ok(op)
 }
 
 /// True16 register fields of VOP1/VOP2/VOPC: for a 16-bit operand, bit 7 of the VGPR number
 /// selects the high half (v0..v127 only).
-fn true16(op: &mut Op, name: &str) {
-    let half = ops::half_mask(name);
+fn true16(op: &mut Op, o: O) {
+    let half = ops::half_mask(o);
     if half == 0 {
         return;
     }
@@ -463,22 +438,40 @@ fn atomic_return(op: &mut Op, rtn: bool) {
     }
 }
 
-fn vopd_base(n: &str) -> &str {
-    match n.strip_prefix("v_dual_") {
-        Some(r) => ops::intern_dual(r),
-        None => n,
+/// The VOP2 operation a VOPD half (`v_dual_*`) performs.
+fn vopd_base(o: O) -> O {
+    match o {
+        O::VDualAddF32 => O::VAddF32,
+        O::VDualAddNcU32 => O::VAddNcU32,
+        O::VDualAndB32 => O::VAndB32,
+        O::VDualCndmaskB32 => O::VCndmaskB32,
+        O::VDualDot2accF32F16 => O::VDot2accF32F16,
+        O::VDualFmaakF32 => O::VFmaakF32,
+        O::VDualFmacF32 => O::VFmacF32,
+        O::VDualFmamkF32 => O::VFmamkF32,
+        O::VDualLshlrevB32 => O::VLshlrevB32,
+        O::VDualMaxF32 => O::VMaxF32,
+        O::VDualMaxNumF32 => O::VMaxNumF32,
+        O::VDualMinF32 => O::VMinF32,
+        O::VDualMinNumF32 => O::VMinNumF32,
+        O::VDualMovB32 => O::VMovB32,
+        O::VDualMulDx9ZeroF32 => O::VMulDx9ZeroF32,
+        O::VDualMulF32 => O::VMulF32,
+        O::VDualSubF32 => O::VSubF32,
+        O::VDualSubrevF32 => O::VSubrevF32,
+        o => o,
     }
 }
 
-fn vopd_fix(op: &mut Op, name: &str, lit: u32) {
-    match name {
-        "v_fmac_f32" => op.src[2] = Src::V(op.d),
-        "v_fmamk_f32" => {
+fn vopd_fix(op: &mut Op, o: O, lit: u32) {
+    match o {
+        O::VFmacF32 => op.src[2] = Src::V(op.d),
+        O::VFmamkF32 => {
             op.src[2] = op.src[1];
             op.src[1] = Src::Lit(lit);
         }
-        "v_fmaak_f32" => op.src[2] = Src::Lit(lit),
-        "v_cndmask_b32" => op.src[2] = Src::S(106),
+        O::VFmaakF32 => op.src[2] = Src::Lit(lit),
+        O::VCndmaskB32 => op.src[2] = Src::S(106),
         _ => {}
     }
 }
@@ -503,6 +496,35 @@ mod tests {
         );
         let mov = p.at(4).unwrap();
         assert_eq!((mov.src[0], mov.d, mov.hi), (Src::V(15), 6, 0b0001));
+    }
+
+    #[test]
+    fn vopd_halves_come_from_the_decoder() {
+        // v_dual_fmac_f32 v0, v1, v2 :: v_dual_mov_b32 v3, 0x42
+        let p = program(&[0xC810_0501, 0x0002_00FF, 0x42]);
+        let x = p.at(0).unwrap();
+        assert_eq!(x.len, 12);
+        assert_eq!(
+            (x.opcode, x.d, x.src),
+            (O::VDualFmacF32, 0, [Src::V(1), Src::V(2), Src::V(0)])
+        );
+        let y = x.y.as_deref().unwrap();
+        assert_eq!(
+            (y.opcode, y.d, y.src[0]),
+            (O::VDualMovB32, 3, Src::Lit(0x42))
+        );
+        // gfx12: v_dual_max_num_f32 v0, v1, v2 :: v_dual_cndmask_b32 v3, v4, v5 (the max runs
+        // as gfx11's v_max_f32; the cndmask reads vcc).
+        let bytes: Vec<u8> = [0xCA92_0501u32, 0x0002_0B04]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
+        let p = Program::new(&bytes, 0, GfxTarget::GFX1200);
+        let x = p.at(0).unwrap();
+        assert!(matches!(x.k, K::V(_, true)), "{:?}", x.k);
+        let y = x.y.as_deref().unwrap();
+        assert!(matches!(y.k, K::Cndmask), "{:?}", y.k);
+        assert_eq!((y.d, y.src), (3, [Src::V(4), Src::V(5), Src::S(106)]));
     }
 
     #[test]

@@ -760,7 +760,7 @@ fn valu32(
         if !float {
             return Err(Fault::Illegal {
                 pc,
-                what: format!("{}: integer clamp/omod is not emulated", op.mnemonic),
+                what: format!("{}: integer clamp/omod is not emulated", op.opcode),
             });
         }
         for x in r.iter_mut() {
@@ -1120,7 +1120,7 @@ fn valu_or_mem(w: &mut Wave, op: &Op, pc: u64, exec: u64) -> Result<(), Fault> {
         _ => {
             return Err(Fault::Illegal {
                 pc,
-                what: format!("{} has no implementation in this position", op.mnemonic),
+                what: format!("{} has no implementation in this position", op.opcode),
             })
         }
     }
@@ -1185,7 +1185,7 @@ fn no_clamp(op: &Op, pc: u64) -> Result<(), Fault> {
             pc,
             what: format!(
                 "{}: clamp/omod on a 16-bit operation is not emulated",
-                op.mnemonic
+                op.opcode
             ),
         });
     }
@@ -1327,7 +1327,7 @@ fn vopd_half(w: &Wave, h: &Op, out: &mut L, pc: u64) -> Result<(), Fault> {
         _ => {
             return Err(Fault::Illegal {
                 pc,
-                what: format!("VOPD half {} is not emulated", h.mnemonic),
+                what: format!("VOPD half {} is not emulated", h.opcode),
             })
         }
     }

@@ -1141,14 +1141,16 @@ fn write_enc_mods(out: &mut String, i: &Instruction) {
     match i.encoding {
         Encoding::Smem => {}
         Encoding::Vop3 => {
-            // 16-bit ops show op_sel both as .h suffixes and as an explicit list (srcs then dst).
-            let op_sel = bits(w0, 11, 4);
+            let Some(m) = i.vop3_mods() else { return };
+            // 16-bit ops show op_sel both as .h suffixes and as an explicit list (srcs then dst);
+            // VOP3SD forms have none (their sdst sits there).
+            let op_sel = u32::from(m.op_sel);
             let has_half = i
                 .info
                 .ops
                 .iter()
                 .any(|o| matches!(o, Opnd::Src(_, _, true, _) | Opnd::Reg(_, _, _, true)));
-            if op_sel != 0 && !is_sd(i.info) && (has_half || vop3_has_opsel(i)) {
+            if op_sel != 0 && (has_half || vop3_has_opsel(i)) {
                 let nsrc = i
                     .info
                     .ops
@@ -1175,10 +1177,10 @@ fn write_enc_mods(out: &mut String, i: &Instruction) {
                 }
                 return;
             }
-            if bits(w0, 15, 1) != 0 {
+            if m.clamp {
                 out.push_str(" clamp");
             }
-            match bits(w1, 27, 2) {
+            match m.omod {
                 1 => out.push_str(" mul:2"),
                 2 => out.push_str(" mul:4"),
                 3 => out.push_str(" div:2"),
@@ -1207,10 +1209,11 @@ fn write_enc_mods(out: &mut String, i: &Instruction) {
                 .iter()
                 .filter(|o| matches!(o, Opnd::Src(..)))
                 .count() as u32;
-            let op_sel = bits(w0, 11, 3);
-            let op_sel_hi = bits(w1, 27, 2) | (bits(w0, 14, 1) << 2);
-            let neg_lo = bits(w1, 29, 3);
-            let neg_hi = bits(w0, 8, 3);
+            let Some(m) = i.vop3p_mods() else { return };
+            let op_sel = u32::from(m.op_sel);
+            let op_sel_hi = u32::from(m.op_sel_hi);
+            let neg_lo = u32::from(m.neg_lo);
+            let neg_hi = u32::from(m.neg_hi);
             let mask = (1u32 << nsrc) - 1;
             let list = |out: &mut String, label: &str, v: u32| {
                 out.push_str(label);
@@ -1237,7 +1240,7 @@ fn write_enc_mods(out: &mut String, i: &Instruction) {
             if neg_hi & mask != 0 && !mix {
                 list(out, " neg_hi:[", neg_hi);
             }
-            if bits(w0, 15, 1) != 0 {
+            if m.clamp {
                 out.push_str(" clamp");
             }
         }

@@ -9,6 +9,7 @@
 //! `llvm-objdump -d` and pasted into LLVM tools.
 
 pub mod codeobj;
+mod fields;
 mod format;
 #[rustfmt::skip]
 mod opcode;
@@ -29,8 +30,9 @@ mod tables_gfx9;
 mod tables_opsel;
 
 pub use codeobj::{CodeObject, CodeObjectError, Kernel, KernelArg, KernelDescriptor};
+pub use fields::{DsFields, FlatFields, SmemFields, Src, Vop3Mods, Vop3pMods, VopdHalf};
 pub use opcode::Opcode;
-pub use table::CType;
+pub use table::{CType, Field};
 
 impl Opcode {
     /// The mnemonic without an encoding suffix (`v_add_f32`).

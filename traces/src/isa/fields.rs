@@ -1,0 +1,391 @@
+//! Typed access to the encoding fields of a decoded instruction, for consumers that execute
+//! code rather than print it (the emulator). Register fields go through [`format::field`], the
+//! function the disassembler prints operands from, so both read a field the same way.
+//!
+//! The memory layouts (SMEM, DS, FLAT) are given for gfx11 and gfx12; gfx9 lays several of
+//! these fields out differently and its accessors answer `None`.
+
+use super::format::{self, field};
+use super::table::{Field, Opnd};
+use super::{Arch, Encoding, Instruction, Opcode};
+
+fn bits(w: u32, lo: u32, n: u32) -> u32 {
+    (w >> lo) & ((1u32 << n) - 1)
+}
+
+fn sext(v: u32, bits: u32) -> i32 {
+    ((v << (32 - bits)) as i32) >> (32 - bits)
+}
+
+/// A source operand as encoded: the 8-bit (SALU) or 9-bit (VALU) source code, or a VGPR-only
+/// field (`vsrc1`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Src {
+    /// Scalar-register-file slot 0..=127 (SGPRs, `vcc_lo` = 106, `null` = 124, `m0` = 125,
+    /// `exec_lo` = 126, ...).
+    Scalar(u8),
+    /// A VGPR.
+    Vgpr(u16),
+    /// An inline constant or special source, code 128..=254 (128 = 0, 129..=192 = 1..=64,
+    /// 193..=208 = -1..=-16, 240..=248 floats, 250..=254 DPP/SDWA markers, `scc`, ...).
+    Inline(u8),
+    /// The literal dword that follows the instruction.
+    Literal(u32),
+}
+
+impl Src {
+    /// A 9-bit (VALU) or 8-bit (SALU) source code; `literal` is the value code 255 reads.
+    pub fn from_code(code: u32, literal: u32) -> Src {
+        match code {
+            0..=127 => Src::Scalar(code as u8),
+            128..=254 => Src::Inline(code as u8),
+            255 => Src::Literal(literal),
+            _ => Src::Vgpr((code - 256) as u16),
+        }
+    }
+}
+
+/// VOP3 input/output modifiers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Vop3Mods {
+    /// abs per source (bit k: src k); 0 on VOP3SD forms, whose bits hold `sdst`.
+    pub abs: u8,
+    /// neg per source.
+    pub neg: u8,
+    /// op_sel: bit k picks the high half of 16-bit src k, bit 3 of the destination; 0 on VOP3SD.
+    pub op_sel: u8,
+    pub clamp: bool,
+    /// Output modifier: 0 none, 1 ×2, 2 ×4, 3 ÷2.
+    pub omod: u8,
+}
+
+/// VOP3P (packed) modifiers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Vop3pMods {
+    pub neg_lo: u8,
+    /// neg_hi (the `v_fma_mix*` forms use it as abs).
+    pub neg_hi: u8,
+    /// op_sel: the half each source's low result lane reads.
+    pub op_sel: u8,
+    /// op_sel_hi: the half each source's high result lane reads (bit 2 lives in word 0).
+    pub op_sel_hi: u8,
+    pub clamp: bool,
+}
+
+/// SMEM fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SmemFields {
+    /// First SGPR of the destination.
+    pub sdata: u8,
+    /// First SGPR of the 64-bit base address.
+    pub sbase: u8,
+    /// Signed immediate byte offset (21 bits on gfx11, 24 on gfx12).
+    pub offset: i32,
+    /// Scalar-register-file slot added to the address (`null` = 124 for none).
+    pub soffset: u8,
+}
+
+/// DS (LDS) fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DsFields {
+    pub offset0: u8,
+    pub offset1: u8,
+    pub gds: bool,
+    pub addr: u16,
+    pub data0: u16,
+    pub data1: u16,
+    pub vdst: u16,
+}
+
+/// FLAT / GLOBAL / SCRATCH fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlatFields {
+    /// Signed immediate byte offset (13 bits on gfx11, 24 on gfx12).
+    pub offset: i32,
+    /// Address VGPR(s).
+    pub addr: u16,
+    /// Store/atomic data VGPR(s).
+    pub data: u16,
+    /// Scalar-register-file slot of the 64-bit scalar base (`null` = 124 for none).
+    pub saddr: u8,
+    pub vdst: u16,
+    /// SCRATCH: whether the address VGPR takes part (SVE).
+    pub sve: bool,
+    /// Atomics return the pre-op value (GLC on gfx11, TH_ATOMIC_RETURN on gfx12).
+    pub atomic_return: bool,
+}
+
+/// One half of a VOPD dual-issue instruction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VopdHalf {
+    /// The half's operation (`v_dual_*`).
+    pub op: Opcode,
+    pub vdst: u16,
+    pub src0: Src,
+    pub vsrc1: u16,
+}
+
+impl Instruction {
+    /// The raw value of field `f` (register fields as register numbers, SMEM bases as SGPR
+    /// numbers; the X half of a VOPD pair), as the disassembler reads it; 0 where the encoding
+    /// has no such field.
+    #[inline]
+    pub fn field(&self, f: Field) -> u32 {
+        field(self, f, false)
+    }
+
+    /// Whether the instruction carries a DPP or SDWA control word (its src0 is a marker then).
+    #[inline]
+    pub fn is_dpp(&self) -> bool {
+        self.dpp != 0
+    }
+
+    /// Source operand `k` of a SALU or VALU instruction (VOPD: the X half), or `None` where the
+    /// encoding has no such source.
+    #[inline]
+    pub fn src(&self, k: usize) -> Option<Src> {
+        use Encoding as E;
+        let lit = format::literal(self).unwrap_or(0);
+        let f = match (self.encoding, k) {
+            (E::Sop1 | E::Sop2 | E::Sopc, 0) => Field::Ssrc0,
+            (E::Sop2 | E::Sopc, 1) => Field::Ssrc1,
+            (E::Vop1 | E::Vop2 | E::Vopc | E::Vop3 | E::Vop3p | E::Vopd, 0) => Field::Src0,
+            (E::Vop2 | E::Vopc | E::Vopd, 1) => {
+                return Some(Src::Vgpr(field(self, Field::Vsrc1, false) as u16))
+            }
+            (E::Vop3 | E::Vop3p, 1) => Field::Src1,
+            (E::Vop3 | E::Vop3p, 2) => Field::Src2,
+            _ => return None,
+        };
+        Some(Src::from_code(field(self, f, false), lit))
+    }
+
+    /// The VGPR destination of a VALU, DS or FLAT instruction (VOPD: the X half).
+    #[inline]
+    pub fn vdst(&self) -> Option<u16> {
+        use Encoding as E;
+        match self.encoding {
+            E::Vop1 | E::Vop2 | E::Vop3 | E::Vop3p | E::Vopd | E::Vinterp | E::Ldsdir => {}
+            E::Ds | E::Flat | E::Global | E::Scratch if self.arch != Arch::Gfx9 => {}
+            _ => return None,
+        }
+        Some(field(self, Field::Vdst, false) as u16)
+    }
+
+    /// The scalar destination slot: SOP1/SOP2/SOPK `sdst`, or the carry/mask `sdst` of a VOP3SD
+    /// form (`v_add_co_u32`, `v_div_scale_f32`, `v_mad_u64_u32`, ...).
+    #[inline]
+    pub fn sdst(&self) -> Option<u8> {
+        match self.encoding {
+            Encoding::Sop1 | Encoding::Sop2 | Encoding::Sopk => {}
+            Encoding::Vop3 if self.is_vop3sd() => {}
+            _ => return None,
+        }
+        Some(field(self, Field::Sdst, false) as u8)
+    }
+
+    /// Whether a VOP3 opcode is a VOP3SD form (a scalar destination where abs/op_sel would be).
+    fn is_vop3sd(&self) -> bool {
+        self.info
+            .ops
+            .iter()
+            .any(|o| matches!(o, Opnd::Reg(Field::Sdst, ..)))
+    }
+
+    /// VOP3 modifiers.
+    #[inline]
+    pub fn vop3_mods(&self) -> Option<Vop3Mods> {
+        if self.encoding != Encoding::Vop3 {
+            return None;
+        }
+        let [w0, w1, ..] = self.words;
+        // Only look the form up when the shared bits are set (the disassembler's hot path).
+        let sd = bits(w0, 8, 7) != 0 && self.is_vop3sd();
+        Some(Vop3Mods {
+            abs: if sd { 0 } else { bits(w0, 8, 3) as u8 },
+            neg: bits(w1, 29, 3) as u8,
+            op_sel: if sd { 0 } else { bits(w0, 11, 4) as u8 },
+            clamp: bits(w0, 15, 1) != 0,
+            omod: bits(w1, 27, 2) as u8,
+        })
+    }
+
+    /// VOP3P modifiers.
+    #[inline]
+    pub fn vop3p_mods(&self) -> Option<Vop3pMods> {
+        if self.encoding != Encoding::Vop3p {
+            return None;
+        }
+        let [w0, w1, ..] = self.words;
+        Some(Vop3pMods {
+            neg_lo: bits(w1, 29, 3) as u8,
+            neg_hi: bits(w0, 8, 3) as u8,
+            op_sel: bits(w0, 11, 3) as u8,
+            op_sel_hi: (bits(w1, 27, 2) | bits(w0, 14, 1) << 2) as u8,
+            clamp: bits(w0, 15, 1) != 0,
+        })
+    }
+
+    /// SMEM fields (gfx11, gfx12).
+    pub fn smem(&self) -> Option<SmemFields> {
+        if self.encoding != Encoding::Smem || self.arch == Arch::Gfx9 {
+            return None;
+        }
+        let w1 = self.words[1];
+        Some(SmemFields {
+            sdata: field(self, Field::Sdata, false) as u8,
+            sbase: field(self, Field::Sbase, false) as u8,
+            offset: if self.arch == Arch::Gfx12 {
+                sext(bits(w1, 0, 24), 24)
+            } else {
+                sext(bits(w1, 0, 21), 21)
+            },
+            soffset: field(self, Field::Soffset, false) as u8,
+        })
+    }
+
+    /// DS fields (gfx11, gfx12).
+    pub fn ds(&self) -> Option<DsFields> {
+        if self.encoding != Encoding::Ds || self.arch == Arch::Gfx9 {
+            return None;
+        }
+        let w0 = self.words[0];
+        let f = |f| field(self, f, false) as u16;
+        Some(DsFields {
+            offset0: bits(w0, 0, 8) as u8,
+            offset1: bits(w0, 8, 8) as u8,
+            gds: bits(w0, 17, 1) != 0,
+            addr: f(Field::Addr),
+            data0: f(Field::Data0),
+            data1: f(Field::Data1),
+            vdst: f(Field::Vdst),
+        })
+    }
+
+    /// FLAT / GLOBAL / SCRATCH fields (gfx11, gfx12).
+    pub fn flat(&self) -> Option<FlatFields> {
+        use Encoding as E;
+        if !matches!(self.encoding, E::Flat | E::Global | E::Scratch) || self.arch == Arch::Gfx9 {
+            return None;
+        }
+        let [w0, w1, w2, ..] = self.words;
+        let g12 = self.arch == Arch::Gfx12;
+        let f = |f| field(self, f, false);
+        Some(FlatFields {
+            offset: if g12 {
+                (w2 as i32) >> 8
+            } else {
+                sext(bits(w0, 0, 13), 13)
+            },
+            addr: f(Field::Addr) as u16,
+            data: f(Field::Data) as u16,
+            saddr: f(Field::Saddr) as u8,
+            vdst: f(Field::Vdst) as u16,
+            sve: bits(w1, if g12 { 17 } else { 23 }, 1) != 0,
+            atomic_return: if g12 {
+                bits(w1, 20, 1) != 0
+            } else {
+                bits(w0, 14, 1) != 0
+            },
+        })
+    }
+
+    /// The X and Y halves of a VOPD dual-issue instruction.
+    pub fn vopd(&self) -> Option<[VopdHalf; 2]> {
+        if self.encoding != Encoding::Vopd {
+            return None;
+        }
+        let lit = format::literal(self).unwrap_or(0);
+        let half = |op: Opcode, y: bool| VopdHalf {
+            op,
+            vdst: field(self, Field::Vdst, y) as u16,
+            src0: Src::from_code(field(self, Field::Src0, y), lit),
+            vsrc1: field(self, Field::Vsrc1, y) as u16,
+        };
+        Some([half(self.op()?, false), half(self.op_y()?, true)])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::isa::decode;
+    use crate::target::GfxTarget;
+
+    fn insn(words: &[u32], t: GfxTarget) -> Instruction {
+        let b: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        decode(&b, t).unwrap()
+    }
+
+    #[test]
+    fn vop3p_modifiers() {
+        // v_pk_fma_f16 v0, v1, v2, v3 op_sel:[1,0,0] op_sel_hi:[0,1,1] neg_lo:[0,1,0]
+        let i = insn(&[0xCC0E_4800, 0x540E_0501], GfxTarget::GFX1100);
+        assert_eq!(i.op(), Some(Opcode::VPkFmaF16));
+        assert_eq!(i.vdst(), Some(0));
+        let s: Vec<_> = (0..3).filter_map(|k| i.src(k)).collect();
+        assert_eq!(s, [Src::Vgpr(1), Src::Vgpr(2), Src::Vgpr(3)]);
+        let m = i.vop3p_mods().unwrap();
+        assert_eq!(
+            (m.op_sel, m.op_sel_hi, m.neg_lo, m.neg_hi),
+            (0b001, 0b110, 0b010, 0)
+        );
+        assert!(!m.clamp);
+    }
+
+    #[test]
+    fn vop3sd_has_sdst_and_no_abs() {
+        // v_add_co_u32 v0, s2, v1, v2 (VOP3SD; sdst = s2 sits where abs/op_sel would be)
+        let i = insn(&[0xD700_0200, 0x0002_0501], GfxTarget::GFX1100);
+        assert_eq!(i.op(), Some(Opcode::VAddCoU32), "{}", i.text());
+        assert_eq!(i.sdst(), Some(2));
+        assert_eq!(i.vop3_mods().map(|m| (m.abs, m.op_sel)), Some((0, 0)));
+        // v_add_f32_e64 v0, |v1|, v2 has abs and no sdst.
+        let i = insn(&[0xD503_0100, 0x0002_0501], GfxTarget::GFX1100);
+        assert_eq!(i.op(), Some(Opcode::VAddF32), "{}", i.text());
+        assert_eq!(i.sdst(), None);
+        assert_eq!(i.vop3_mods().map(|m| m.abs), Some(1));
+    }
+
+    #[test]
+    fn literal_and_inline_sources() {
+        // s_add_u32 s0, s1, 0x12345678 ; s_mov_b32 s3, -1
+        let i = insn(&[0x8000_FF01, 0x1234_5678], GfxTarget::GFX1100);
+        assert_eq!(i.src(0), Some(Src::Scalar(1)));
+        assert_eq!(i.src(1), Some(Src::Literal(0x1234_5678)));
+        assert_eq!(i.sdst(), Some(0));
+        let i = insn(&[0xBE83_00C1], GfxTarget::GFX1100);
+        assert_eq!((i.src(0), i.sdst()), (Some(Src::Inline(0xC1)), Some(3)));
+    }
+
+    #[test]
+    fn memory_fields_per_generation() {
+        // gfx11 global_load_b32 v1, v0, s[2:3] offset:-4
+        let i = insn(&[0xDC52_1FFC, 0x0102_0000], GfxTarget::GFX1100);
+        let f = i.flat().unwrap();
+        assert_eq!(
+            (f.offset, f.addr, f.saddr, f.vdst),
+            (-4, 0, 2, 1),
+            "{}",
+            i.text()
+        );
+        // gfx11 ds_load_2addr_b32 v[2:3], v1 offset0:1 offset1:2
+        let i = insn(&[0xD8DC_0201, 0x0200_0001], GfxTarget::GFX1100);
+        let d = i.ds().unwrap();
+        assert_eq!(
+            (d.offset0, d.offset1, d.addr, d.vdst),
+            (1, 2, 1, 2),
+            "{}",
+            i.text()
+        );
+        // gfx12 s_load_b32 s4, s[0:1], 0x10 (24-bit offset, soffset null)
+        let i = insn(&[0xF400_0100, 0xF800_0010], GfxTarget::GFX1200);
+        let s = i.smem().unwrap();
+        assert_eq!(
+            (s.sdata, s.sbase, s.offset, s.soffset),
+            (4, 0, 0x10, 124),
+            "{}",
+            i.text()
+        );
+    }
+}
