@@ -161,28 +161,29 @@ impl FromStr for Arg {
         let Some(val) = it.next() else {
             return err(format!("{s:?}: want {ARG_FORMS}"));
         };
+        let ctx = |e: ParseError| ParseError(format!("{s:?}: {e}"));
         let f32_bits = |v: &str| {
             v.parse::<f32>()
                 .map(f32::to_bits)
                 .map_err(|e| ParseError(format!("{s:?}: {v:?}: {e}")))
         };
         match kind {
-            "u32" => Ok(Arg::Scalar(parse_u32(val)?)),
+            "u32" => Ok(Arg::Scalar(parse_u32(val).map_err(ctx)?)),
             "i32" => val
                 .parse::<i32>()
                 .map(|v| Arg::Scalar(v as u32))
                 .map_err(|e| ParseError(format!("{s:?}: {e}"))),
             "f32" => Ok(Arg::Scalar(f32_bits(val)?)),
             "buf" => {
-                let Size(n) = val.parse()?;
+                let Size(n) = val.parse().map_err(ctx)?;
                 let words = n.div_ceil(4);
                 let fill = it.next().unwrap_or("zero");
                 let v: Vec<u32> = match fill.split_once('=') {
                     None if fill == "zero" => vec![0; words],
                     None if fill == "iota" => (0..words as u32).collect(),
                     None if fill == "rand" => crate::rng(words, 1),
-                    Some(("rand", seed)) => crate::rng(words, parse_u32(seed)?),
-                    Some(("u32", v)) => vec![parse_u32(v)?; words],
+                    Some(("rand", seed)) => crate::rng(words, parse_u32(seed).map_err(ctx)?),
+                    Some(("u32", v)) => vec![parse_u32(v).map_err(ctx)?; words],
                     Some(("f32", v)) => vec![f32_bits(v)?; words],
                     _ => return err(format!("{s:?}: fill {fill:?} is not one of {FILLS}")),
                 };

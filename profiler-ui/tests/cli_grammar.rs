@@ -116,7 +116,10 @@ fn bad_values_are_usage_errors_listing_valid_forms() {
         &["canonical", "summary"],
     );
     usage_error(&["open", "x.wst", "--size", "big"], &["WIDTHxHEIGHT"]);
-    usage_error(&["diff", "a", "b", "--fail-if-slower", "-1"], &["ratio"]);
+    usage_error(
+        &["diff", "a", "b", "--fail-if-slower", "0"],
+        &["positive ratio"],
+    );
 }
 
 #[test]
