@@ -1,5 +1,5 @@
 #!/bin/sh
-# Builds the demo kernels `wavescope capture --demo` runs (embedded by capture/src/demo.rs) with
+# Builds the demo kernels `wavescope capture --demo` runs (embedded by capture/src/lib.rs) with
 # clang-22 for gfx1100. The sources are the same as tests/fixtures/kernels/emu/src; the build is
 # reproducible (capture/tests/assets.rs rebuilds them and compares the bytes).
 set -eu
