@@ -94,17 +94,18 @@ impl FromStr for Dims {
     type Err = ParseError;
 
     fn from_str(s: &str) -> Result<Self, ParseError> {
+        let bad = || {
+            ParseError(format!(
+                "{s:?} is not X[,Y[,Z]]: up to 3 positive numbers (e.g. 16, 4,4,1 or 16x16)"
+            ))
+        };
         let parts: Vec<&str> = s.split([',', 'x']).collect();
         if parts.len() > 3 {
-            return err(format!("{s:?} has more than 3 dimensions (want X[,Y[,Z]])"));
+            return Err(bad());
         }
         let mut d = [1u32; 3];
         for (i, p) in parts.iter().enumerate() {
-            d[i] = p.trim().parse().ok().filter(|&v| v > 0).ok_or_else(|| {
-                ParseError(format!(
-                    "{s:?}: {p:?} is not a positive number (want X[,Y[,Z]], e.g. 16 or 4,4,1)"
-                ))
-            })?;
+            d[i] = p.trim().parse().ok().filter(|&v| v > 0).ok_or_else(bad)?;
         }
         Ok(Dims(d))
     }

@@ -76,10 +76,20 @@ fn usage_error(args: &[&str], want: &[&str]) {
 
 #[test]
 fn bad_values_are_usage_errors_listing_valid_forms() {
+    // The three, as a user types them.
+    usage_error(
+        &["capture", "--grid", "x"],
+        &["--grid", "X[,Y[,Z]]", "positive numbers"],
+    );
+    usage_error(&["capture", "--arg", "buf:zz"], &["--arg", "N, NK or NM"]);
+    usage_error(
+        &["capture", "--device", "nope"],
+        &["--device", "emu, emu-pci, emu-usb, kfd[:N], pci:N, usb:N"],
+    );
     let k = fixture("vadd.hsaco");
     usage_error(
         &["capture", &k, "--grid", "x"],
-        &["--grid", "positive number"],
+        &["--grid", "positive numbers"],
     );
     usage_error(&["capture", &k, "--block", "1,2,3,4"], &["--block"]);
     usage_error(
