@@ -104,26 +104,11 @@ pub struct App {
     pending_compare: Option<PathBuf>,
 }
 
-/// Where recent files are remembered: `$WAVESCOPE_CONFIG_DIR`, else the XDG config dir.
-pub fn config_dir() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("WAVESCOPE_CONFIG_DIR") {
-        return Some(PathBuf::from(d));
-    }
-    if let Some(d) = std::env::var_os("XDG_CONFIG_HOME") {
-        return Some(PathBuf::from(d).join("wavescope"));
-    }
-    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config/wavescope"))
-}
-
 const MAX_RECENT: usize = 10;
 
 impl App {
-    /// A new window; opens `file` right away when given (the welcome screen otherwise).
-    pub fn new(file: Option<PathBuf>) -> App {
-        Self::with_config_dir(file, config_dir())
-    }
-
-    /// Like [`App::new`] with an explicit place for the recent-files list (`None`: remember nothing).
+    /// A new window; opens `file` right away when given (the welcome screen otherwise). The
+    /// recent-files list lives in `config_dir` (`None`: remember nothing); the CLI decides where.
     pub fn with_config_dir(file: Option<PathBuf>, config_dir: Option<PathBuf>) -> App {
         let recent = config_dir
             .as_ref()

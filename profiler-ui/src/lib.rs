@@ -2,7 +2,6 @@
 //! and the data the views show. The `wavescope` binary and the tests/benchmarks use it.
 
 pub mod app;
-pub mod capture;
 pub mod data;
 pub mod layout;
 pub mod views;

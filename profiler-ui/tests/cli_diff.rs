@@ -42,21 +42,20 @@ fn capture(dir: &Path, hsaco: &str, kernel: &str, groups: u32, out: &str) -> Pat
     let n = groups * 64;
     let buf = format!("buf:{}:rand", n * 4);
     let path = dir.join(out);
-    let k = format!(
-        "{}:{kernel}",
-        root()
-            .join("tests/fixtures/kernels/emu")
-            .join(hsaco)
-            .display()
-    );
+    let k = root()
+        .join("tests/fixtures/kernels/emu")
+        .join(hsaco)
+        .display()
+        .to_string();
     let grid = groups.to_string();
     let nn = format!("u32:{n}");
     wavescope(&[
         "capture",
+        &k,
+        "--kernel",
+        kernel,
         "--device",
         "emu",
-        "--kernel",
-        &k,
         "--grid",
         &grid,
         "--block",
@@ -313,13 +312,14 @@ fn a_real_gfx1100_run_against_the_emulator_running_the_same_program() {
     let dir = tempfile::tempdir().unwrap();
     let emu = dir.path().join("emu.wst");
     // tinygrad's E_3: out[i] = a[i] + b[i] for 3 floats, one work-group of 3.
-    let k = format!("{}:E_3", case.join("program0_E_3.elf").display());
+    let k = case.join("program0_E_3.elf").display().to_string();
     wavescope(&[
         "capture",
+        &k,
+        "--kernel",
+        "E_3",
         "--device",
         "emu",
-        "--kernel",
-        &k,
         "--grid",
         "1",
         "--block",

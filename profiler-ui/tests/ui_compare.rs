@@ -14,15 +14,13 @@ use profiler_ui::views::compare;
 
 fn capture(dir: &Path, hsaco: &str, out: &str) -> PathBuf {
     let path = dir.join(out);
-    let k = format!(
-        "{}:edited",
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../tests/fixtures/kernels/emu")
-            .join(hsaco)
-            .display()
-    );
+    let k = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/kernels/emu")
+        .join(hsaco);
     let st = std::process::Command::new(env!("CARGO_BIN_EXE_wavescope"))
-        .args(["capture", "--device", "emu", "--kernel", &k, "--grid", "2"])
+        .arg("capture")
+        .arg(&k)
+        .args(["--kernel", "edited", "--device", "emu", "--grid", "2"])
         .args([
             "--arg",
             "buf:512",

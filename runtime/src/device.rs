@@ -47,9 +47,6 @@ pub struct DeviceOptions {
 
 impl Default for DeviceOptions {
     fn default() -> Self {
-        let sqtt_mb = std::env::var("WAVESCOPE_SQTT_BUFFER_MB")
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok());
         DeviceOptions {
             wait_timeout: Duration::from_secs(30),
             compute_ring_size: 16 << 20,
@@ -59,9 +56,7 @@ impl Default for DeviceOptions {
             staging_count: 4,
             profile: true,
             sqtt: false,
-            sqtt_buffer_size: sqtt_mb
-                .map(|m| m << 20)
-                .unwrap_or(sqtt::DEFAULT_BUFFER_SIZE),
+            sqtt_buffer_size: sqtt::DEFAULT_BUFFER_SIZE,
             sqtt_itrace_se_mask: 0b11,
         }
     }
@@ -145,14 +140,14 @@ impl Device {
         Device::new(Box::new(KfdIface::open(p, index)?), opts)
     }
 
-    /// Opens real GPU `index` through the driverless PCI path (needs root). `unbind`: take the
-    /// GPU from its kernel driver if one is bound (otherwise that is an error).
-    pub fn open_pci(index: usize, opts: DeviceOptions, unbind: bool) -> Result<Self> {
-        let popts = crate::pci::PciOptions {
-            unbind,
-            ..Default::default()
-        };
-        let iface = crate::pci::iface::PciIface::open_sysfs(index, &popts)?;
+    /// Opens real GPU `index` through the driverless PCI path (needs root). `popts.unbind`: take
+    /// the GPU from its kernel driver if one is bound (otherwise that is an error).
+    pub fn open_pci(
+        index: usize,
+        opts: DeviceOptions,
+        popts: &crate::pci::PciOptions,
+    ) -> Result<Self> {
+        let iface = crate::pci::iface::PciIface::open_sysfs(index, popts)?;
         Device::new(Box::new(iface), opts)
     }
 

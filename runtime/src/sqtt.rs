@@ -412,7 +412,8 @@ pub fn blob_header(gfx_major: u32, se: u32) -> Option<[u8; 8]> {
 pub fn full_warning(se: u32, size: u64) -> String {
     format!(
         "SQTT buffer of SE {se} is full ({} MiB): the trace is truncated; enlarge it with \
-         DeviceOptions::sqtt_buffer_size or the environment variable WAVESCOPE_SQTT_BUFFER_MB=<MiB>",
+         DeviceOptions::sqtt_buffer_size (wavescope capture --sqtt-buffer-mib, or \
+         WAVESCOPE_SQTT_BUFFER_MB=<MiB>)",
         size >> 20
     )
 }

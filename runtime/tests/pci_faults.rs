@@ -265,9 +265,10 @@ fn no_gpu_on_this_machine_is_a_clean_error() {
         .map(|l| l.is_empty())
         .unwrap_or(true)
     {
-        let e = runtime::Device::open_pci(0, runtime::DeviceOptions::default(), false)
-            .err()
-            .unwrap();
+        let e =
+            runtime::Device::open_pci(0, runtime::DeviceOptions::default(), &PciOptions::default())
+                .err()
+                .unwrap();
         assert!(
             e.to_string().contains("no AMD GPU found on the PCI bus"),
             "{e}"

@@ -59,9 +59,37 @@ pub enum OpenError {
     Rgp { path: String, error: rgp::RgpError },
 }
 
+/// Opens a file to read. A directory is refused here, with "is a directory": opening one
+/// succeeds on Linux and only the later mmap fails, with the unhelpful "No such device".
+pub fn open_file(path: &Path) -> std::io::Result<File> {
+    let file = File::open(path)?;
+    if file.metadata()?.is_dir() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::IsADirectory,
+            "is a directory",
+        ));
+    }
+    Ok(file)
+}
+
+/// The temporary file an atomic write of `path` goes to (then renamed over `path`): in the same
+/// directory, created with mode 0666 under the process umask like any new file, not tempfile's
+/// private 0600, so what `capture`/`export`/`convert` write is readable as usual.
+pub fn output_tempfile(path: &Path, prefix: &str) -> std::io::Result<tempfile::NamedTempFile> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let mut b = tempfile::Builder::new();
+    b.prefix(prefix).suffix(".tmp");
+    #[cfg(unix)]
+    b.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    b.tempfile_in(dir)
+}
+
 /// A file mapped into memory.
 pub fn map_file(path: &Path) -> std::io::Result<Arc<BlobStore>> {
-    let file = File::open(path)?;
+    let file = open_file(path)?;
     if file.metadata()?.len() == 0 {
         return Ok(Arc::new(BlobStore::Owned(Vec::new())));
     }

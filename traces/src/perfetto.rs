@@ -222,14 +222,7 @@ pub fn export_file(
     opts: &PerfettoOptions,
     path: &Path,
 ) -> Result<PerfettoStats, PerfettoError> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let tmp = tempfile::Builder::new()
-        .prefix(".perfetto-")
-        .suffix(".tmp")
-        .tempfile_in(&dir)?;
+    let tmp = crate::open::output_tempfile(path, ".perfetto-")?;
     let stats = write_json(p, opts, BufWriter::with_capacity(1 << 20, tmp.as_file()))?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| PerfettoError::Io(e.error))?;

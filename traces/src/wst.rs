@@ -136,10 +136,7 @@ pub fn write_file(profile: &Profile, path: &Path) -> Result<(), WstError> {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => std::path::PathBuf::from("."),
     };
-    let tmp = tempfile::Builder::new()
-        .prefix(".wst-")
-        .suffix(".tmp")
-        .tempfile_in(&dir)?;
+    let tmp = crate::open::output_tempfile(path, ".wst-")?;
     {
         let mut w = BufWriter::with_capacity(1 << 20, tmp.as_file());
         write_to(profile, &mut w)?;
@@ -263,7 +260,7 @@ pub fn read_store(store: Arc<BlobStore>) -> Result<Profile, WstError> {
 
 /// Memory-maps and reads a `.wst` file.
 pub fn open(path: &Path) -> Result<Profile, WstError> {
-    let file = File::open(path)?;
+    let file = crate::open::open_file(path)?;
     // SAFETY: the map is read-only; wavescope never modifies trace files in place (writes go
     // to a temp file that is renamed), so the mapped bytes do not change under us.
     let map = unsafe { memmap2::Mmap::map(&file)? };

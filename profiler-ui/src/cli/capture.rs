@@ -1,177 +1,111 @@
-//! `wavescope capture`: run kernels (or the built-in demo) on a device with SQTT and write the
-//! trace. Plain `wavescope` runs [`demo_then_open`].
+//! `wavescope capture`: run a kernel (or the built-in demo) on a device with SQTT and write the
+//! trace; the engine is the `capture` crate. Plain `wavescope` runs [`demo_then_open`].
 
 use std::borrow::Cow;
-use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{Context, Result};
+use capture::{Arg, CaptureOptions, CaptureResult, DeviceSpec, Dims, HostOptions, Workload};
+use clap::builder::BoolishValueParser;
 use clap::Args;
-use profiler_ui::capture::{self, Arg, CaptureOptions, CaptureResult, DeviceSpec, Workload};
 
-#[derive(Args, Debug, Default)]
+use super::{outln, CheckFailed, Out};
+
+#[derive(Args, Debug)]
 pub struct CaptureArgs {
-    /// emu, emu-pci, emu-usb, kfd:N, pci:N or usb:N; comma-separated for several devices
-    /// (default: a real GPU when the KFD lists one, else the emulated gfx1100).
-    #[arg(long)]
-    pub device: Option<String>,
+    /// The code object to run (an AMDGPU HSA ELF with one kernel).
+    #[arg(value_name = "CODE_OBJECT", required_unless_present = "demo")]
+    pub code_object: Option<PathBuf>,
     /// Run the built-in demo workload (vadd, reduce, matmul) with CPU reference checks.
-    #[arg(long, conflicts_with = "kernel")]
+    #[arg(long, conflicts_with_all = ["code_object", "kernel", "args"])]
     pub demo: bool,
-    /// The kernel to run: FILE.hsaco:NAME (NAME must be the code object's kernel).
-    #[arg(long, value_name = "FILE.hsaco:NAME")]
+    /// The kernel's name; the capture fails when the code object's kernel is another one.
+    #[arg(long, value_name = "NAME")]
     pub kernel: Option<String>,
+    /// Where to run: emu, emu-pci, emu-usb, kfd[:N], pci:N or usb:N; comma-separated or repeated
+    /// for several devices (default: a real GPU when the KFD lists one, else the emulated
+    /// gfx1100).
+    #[arg(long, value_name = "DEVICE", value_delimiter = ',')]
+    pub device: Vec<DeviceSpec>,
     /// Work-groups, X[,Y[,Z]].
-    #[arg(long, default_value = "1")]
-    pub grid: String,
+    #[arg(long, default_value = "1", value_name = "X[,Y[,Z]]")]
+    pub grid: Dims,
     /// Work-items per work-group, X[,Y[,Z]].
-    #[arg(long, default_value = "64")]
-    pub block: String,
+    #[arg(long, default_value = "64", value_name = "X[,Y[,Z]]")]
+    pub block: Dims,
     /// Kernel arguments in order, buffers first: buf:SIZE[:FILL] with FILL zero (default),
-    /// iota, rand[=SEED], u32=V or f32=V (SIZE in bytes, K/M suffixes allowed); u32:V; f32:V.
+    /// iota, rand[=SEED], u32=V or f32=V (SIZE in bytes, K/M suffixes allowed); u32:V; i32:V;
+    /// f32:V.
     #[arg(long = "arg", value_name = "ARG")]
-    pub args: Vec<String>,
+    pub args: Vec<Arg>,
     /// Capture SQTT around every launch (on by default; --sqtt=false turns it off).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1,
           default_missing_value = "true")]
     pub sqtt: bool,
     /// Per-SE SQTT buffer in MiB (default 64 on the emulator, 256 on real GPUs).
-    #[arg(long, value_name = "MIB")]
+    #[arg(long, value_name = "MIB", env = "WAVESCOPE_SQTT_BUFFER_MB",
+          value_parser = clap::value_parser!(u64).range(1..=65536))]
     pub sqtt_buffer_mib: Option<u64>,
     /// SEs with instruction tracing, a bit per SE (default: every SE).
     #[arg(long, value_name = "MASK", value_parser = parse_mask)]
     pub itrace_se_mask: Option<u32>,
     /// Launches of each kernel.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
     /// The trace to write (.wst).
-    #[arg(short = 'o', long = "output", default_value = "trace.wst")]
+    #[arg(
+        short = 'o',
+        long = "output",
+        default_value = "trace.wst",
+        value_name = "OUT.wst"
+    )]
     pub output: PathBuf,
     /// Also write an .rgp for Radeon GPU Profiler.
     #[arg(long, value_name = "OUT.rgp")]
     pub rgp: Option<PathBuf>,
+    /// Print the summary as JSON (devices, kernels with results, files written, warnings).
+    #[arg(long)]
+    pub json: bool,
+    /// pci:N: take the GPU from the kernel driver bound to it (never implicit).
+    #[arg(long, env = "WAVESCOPE_PCI_UNBIND", value_parser = BoolishValueParser::new())]
+    pub pci_unbind: bool,
+    /// pci:N: bind the GPU to vfio-pci (no-IOMMU mode) for MSI interrupts instead of polling.
+    #[arg(long, env = "WAVESCOPE_PCI_VFIO", value_parser = BoolishValueParser::new())]
+    pub pci_vfio: bool,
+    /// usb:N: detach the kernel driver (uas/usb-storage) from the bridge.
+    #[arg(long, env = "WAVESCOPE_USB_DETACH", value_parser = BoolishValueParser::new())]
+    pub usb_detach: bool,
+    /// pci:N, usb:N: the linux-firmware amdgpu/ directory (default /lib/firmware/amdgpu).
+    #[arg(long, env = "WAVESCOPE_AMDGPU_FIRMWARE", value_name = "DIR")]
+    pub firmware_dir: Option<PathBuf>,
 }
 
-fn parse_mask(s: &str) -> Result<u32, String> {
-    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(h) => u32::from_str_radix(h, 16),
-        None => match s.strip_prefix("0b") {
-            Some(b) => u32::from_str_radix(b, 2),
-            None => s.parse(),
-        },
-    };
-    r.map_err(|e| format!("{s:?}: {e}"))
+fn parse_mask(s: &str) -> Result<u32, capture::ParseError> {
+    capture::parse_u32(s)
 }
 
-fn dims(s: &str, what: &str) -> Result<[u32; 3]> {
-    let mut d = [1u32; 3];
-    let parts: Vec<&str> = s.split([',', 'x']).collect();
-    if parts.is_empty() || parts.len() > 3 {
-        bail!("--{what} wants X[,Y[,Z]], got {s:?}");
-    }
-    for (i, p) in parts.iter().enumerate() {
-        d[i] = p
-            .trim()
-            .parse()
-            .ok()
-            .filter(|&v| v > 0)
-            .ok_or_else(|| anyhow!("--{what}: {p:?} is not a positive number"))?;
-    }
-    Ok(d)
-}
-
-fn size(s: &str) -> Result<usize> {
-    let (num, mul) = match s.chars().last() {
-        Some('K' | 'k') => (&s[..s.len() - 1], 1 << 10),
-        Some('M' | 'm') => (&s[..s.len() - 1], 1 << 20),
-        _ => (s, 1),
-    };
-    num.parse::<usize>()
-        .ok()
-        .and_then(|n| n.checked_mul(mul))
-        .filter(|&n| n > 0)
-        .ok_or_else(|| anyhow!("buffer size {s:?} is not a positive number of bytes"))
-}
-
-/// One `--arg`.
-fn parse_arg(s: &str) -> Result<Arg> {
-    let mut it = s.splitn(3, ':');
-    let kind = it.next().unwrap_or_default();
-    let val = it
-        .next()
-        .ok_or_else(|| anyhow!("--arg {s:?}: want buf:SIZE[:FILL], u32:V or f32:V"))?;
-    match kind {
-        "u32" => Ok(Arg::Scalar(parse_u32(val)?)),
-        "i32" => Ok(Arg::Scalar(
-            val.parse::<i32>()
-                .map_err(|e| anyhow!("--arg {s:?}: {e}"))? as u32,
-        )),
-        "f32" => Ok(Arg::Scalar(
-            val.parse::<f32>()
-                .map_err(|e| anyhow!("--arg {s:?}: {e}"))?
-                .to_bits(),
-        )),
-        "buf" => {
-            let n = size(val)?;
-            let words = n.div_ceil(4);
-            let fill = it.next().unwrap_or("zero");
-            let v: Vec<u32> = match fill.split_once('=') {
-                None if fill == "zero" => vec![0; words],
-                None if fill == "iota" => (0..words as u32).collect(),
-                None if fill == "rand" => capture::rng(words, 1),
-                Some(("rand", seed)) => capture::rng(words, parse_u32(seed)?),
-                Some(("u32", v)) => vec![parse_u32(v)?; words],
-                Some(("f32", v)) => vec![
-                    v.parse::<f32>()
-                        .map_err(|e| anyhow!("--arg {s:?}: {e}"))?
-                        .to_bits();
-                    words
-                ],
-                _ => bail!(
-                    "--arg {s:?}: fill {fill:?} is not zero, iota, rand[=SEED], u32=V or f32=V"
-                ),
-            };
-            let mut b: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-            b.truncate(n);
-            Ok(Arg::Buffer(b))
-        }
-        _ => bail!("--arg {s:?}: want buf:SIZE[:FILL], u32:V, i32:V or f32:V"),
-    }
-}
-
-fn parse_u32(s: &str) -> Result<u32> {
-    parse_mask(s).map_err(|e| anyhow!("{e}"))
-}
-
-/// A one-line progress bar on stderr when it is a terminal.
-fn progress_bar() -> impl FnMut(usize, usize, &str) {
-    let tty = std::io::stderr().is_terminal();
+/// The capture engine's progress as a bar on stderr (hidden when stderr is not a terminal).
+fn progress() -> impl FnMut(usize, usize, &str) {
+    let mut bar: Option<indicatif::ProgressBar> = None;
     move |done, total, what| {
-        if !tty || total == 0 {
-            return;
+        let b = bar.get_or_insert_with(|| super::progress_bar(total as u64, "capture"));
+        b.set_length(total as u64);
+        b.set_position(done as u64);
+        b.set_message(what.to_string());
+        if done >= total {
+            b.finish_and_clear();
         }
-        let w = 30;
-        let fill = done * w / total;
-        let mut e = std::io::stderr();
-        let _ = write!(
-            e,
-            "\r[{}{}] {done}/{total} {what:<40}",
-            "#".repeat(fill),
-            " ".repeat(w - fill)
-        );
-        if done == total {
-            let _ = writeln!(e);
-        }
-        let _ = e.flush();
     }
 }
 
-fn options(a: &CaptureArgs) -> Result<CaptureOptions> {
-    let devices = match &a.device {
-        Some(d) => DeviceSpec::parse_list(d)?,
-        None => vec![DeviceSpec::default_device()],
+fn options(a: &CaptureArgs) -> CaptureOptions {
+    let devices = if a.device.is_empty() {
+        vec![DeviceSpec::default_device()]
+    } else {
+        a.device.clone()
     };
-    Ok(CaptureOptions {
+    CaptureOptions {
         devices,
         sqtt: a.sqtt,
         sqtt_buffer_mib: a.sqtt_buffer_mib,
@@ -179,27 +113,39 @@ fn options(a: &CaptureArgs) -> Result<CaptureOptions> {
         repeat: a.repeat,
         wst: Some(a.output.clone()),
         rgp: a.rgp.clone(),
-    })
+        host: HostOptions {
+            pci_unbind: a.pci_unbind,
+            pci_vfio: a.pci_vfio,
+            firmware_dir: a.firmware_dir.clone(),
+            usb_detach: a.usb_detach,
+        },
+    }
 }
 
-fn report(opts: &CaptureOptions, r: &CaptureResult) -> Result<()> {
-    let devs: Vec<String> = opts.devices.iter().map(DeviceSpec::label).collect();
-    println!("captured on {}", devs.join(", "));
-    print!("{}", capture::summary_table(r));
-    if let Some(p) = &r.wst {
-        println!("wrote {}", shown(p));
-    }
-    if let Some(p) = &r.rgp {
-        println!("wrote {} (open it in Radeon GPU Profiler)", shown(p));
+fn report(opts: &CaptureOptions, r: &CaptureResult, json: bool) -> Result<()> {
+    if json {
+        super::print_json(&r.report(opts))?;
+    } else {
+        let mut o = Out::new();
+        let devs: Vec<String> = opts.devices.iter().map(DeviceSpec::label).collect();
+        outln!(o, "captured on {}", devs.join(", "));
+        write!(o, "{}", capture::summary_table(r))?;
+        if let Some(p) = &r.wst {
+            outln!(o, "wrote {}", shown(p));
+        }
+        if let Some(p) = &r.rgp {
+            outln!(o, "wrote {} (open it in Radeon GPU Profiler)", shown(p));
+        }
+        o.flush()?;
     }
     if !capture::all_correct(r) {
-        bail!("a kernel's results differ from the CPU reference");
+        return Err(CheckFailed("a kernel's results differ from the CPU reference".into()).into());
     }
     Ok(())
 }
 
 /// The absolute path, so "where" is unambiguous.
-fn shown(p: &std::path::Path) -> String {
+fn shown(p: &Path) -> String {
     std::path::absolute(p)
         .unwrap_or_else(|_| p.to_path_buf())
         .display()
@@ -207,48 +153,36 @@ fn shown(p: &std::path::Path) -> String {
 }
 
 pub fn run(a: CaptureArgs) -> Result<()> {
-    let opts = options(&a)?;
-    let mut bar = progress_bar();
-    let r = if a.demo {
-        capture::run_demo(&opts, &mut bar)?
-    } else {
-        let Some(k) = &a.kernel else {
-            bail!("give --kernel FILE.hsaco:NAME or --demo");
-        };
-        let (file, name) = match k.rsplit_once(':') {
-            Some((f, n)) if !n.is_empty() && !n.contains('/') => (f, Some(n.to_string())),
-            _ => (k.as_str(), None),
-        };
-        let elf = std::fs::read(file).with_context(|| format!("reading {file}"))?;
-        let args = a.args.iter().map(|s| parse_arg(s)).collect::<Result<_>>()?;
-        let w = Workload {
-            elf: Cow::Owned(elf),
-            name,
-            grid: dims(&a.grid, "grid")?,
-            block: dims(&a.block, "block")?,
-            args,
-            check: None,
-        };
-        capture::run_capture(&[w], &opts, &mut bar)?
+    let opts = options(&a);
+    let mut bar = progress();
+    let r = match &a.code_object {
+        None => capture::run_demo(&opts, &mut bar)?,
+        Some(file) => {
+            let elf = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+            let w = Workload {
+                elf: Cow::Owned(elf),
+                name: a.kernel.clone(),
+                grid: a.grid.0,
+                block: a.block.0,
+                args: a.args.clone(),
+                check: None,
+            };
+            capture::run_capture(&[w], &opts, &mut bar)?
+        }
     };
-    report(&opts, &r)
+    report(&opts, &r, a.json)
 }
 
 /// Plain `wavescope`: capture the demo on the default device with SQTT into
 /// wavescope-demo.wst / wavescope-demo.rgp in the current directory, then open the .wst.
-pub fn demo_then_open() -> Result<()> {
+pub fn demo_then_open(config: &super::open::ConfigDir) -> Result<()> {
     let wst = PathBuf::from("wavescope-demo.wst");
-    let a = CaptureArgs {
-        demo: true,
-        sqtt: true,
-        repeat: 1,
-        output: wst.clone(),
+    let opts = CaptureOptions {
+        devices: vec![DeviceSpec::default_device()],
+        wst: Some(wst.clone()),
         rgp: Some(PathBuf::from("wavescope-demo.rgp")),
-        grid: "1".into(),
-        block: "64".into(),
         ..Default::default()
     };
-    let opts = options(&a)?;
     eprintln!(
         "wavescope: capturing the demo (vadd, reduce, matmul) on {} with SQTT; \
          `wavescope FILE` opens an existing trace",
@@ -258,18 +192,21 @@ pub fn demo_then_open() -> Result<()> {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    let mut bar = progress_bar();
+    let mut bar = progress();
     let r = capture::run_demo(&opts, &mut bar)?;
-    report(&opts, &r)?;
-    println!("opening {}", shown(&wst));
-    super::open::run(super::open::OpenArgs {
-        file: Some(wst.clone()),
-        compare: None,
-        screenshot: None,
-        // Straight to the waves of the last demo kernel (matmul).
-        view: super::open::View::Sqtt,
-        size: "1600x1000".into(),
-    })
+    report(&opts, &r, false)?;
+    eprintln!("wavescope: opening {}", shown(&wst));
+    super::open::run(
+        super::open::OpenArgs {
+            file: Some(wst.clone()),
+            compare: None,
+            screenshot: None,
+            // Straight to the waves of the last demo kernel (matmul).
+            view: super::open::View::Sqtt,
+            size: super::open::Size::default(),
+        },
+        config,
+    )
     .with_context(|| {
         format!(
             "the capture is saved, but the window did not open (no display?); \

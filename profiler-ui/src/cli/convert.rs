@@ -1,7 +1,8 @@
-//! `wavescope convert IN -o OUT.wst`: any readable trace file to wavescope's own format.
+//! `wavescope convert IN -o OUT.wst [--json]`: any readable trace file to wavescope's own format.
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use serde_json::json;
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -9,8 +10,11 @@ pub struct ConvertArgs {
     /// A tinygrad profile.pkl, a .wst or an .rgp file.
     pub input: PathBuf,
     /// The .wst file to write (replaced atomically).
-    #[arg(short, long)]
+    #[arg(short, long, value_name = "OUT.wst")]
     pub output: PathBuf,
+    /// Print what was written as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(a: ConvertArgs) -> Result<()> {
@@ -20,11 +24,28 @@ pub fn run(a: ConvertArgs) -> Result<()> {
             a.output.display()
         );
     }
+    let bar = super::spinner(&format!("reading {}", a.input.display()));
     let (format, profile) = traces::open::open_path(&a.input)?;
+    bar.set_message(format!("writing {}", a.output.display()));
     traces::wst::write_file(&profile, &a.output)
         .with_context(|| format!("writing {}", a.output.display()))?;
+    bar.finish_and_clear();
     for w in &profile.source.warnings {
         eprintln!("warning: {w}");
+    }
+    let bytes = std::fs::metadata(&a.output).map(|m| m.len()).ok();
+    if a.json {
+        return super::print_json(&json!({
+            "input": a.input,
+            "input_format": format.name(),
+            "output": a.output,
+            "output_format": "wst",
+            "bytes": bytes,
+            "devices": profile.devices.len(),
+            "kernels": profile.kernels.len(),
+            "sqtt": profile.sqtt.len(),
+            "warnings": profile.source.warnings,
+        }));
     }
     eprintln!(
         "{} ({}) -> {}: {} devices, {} kernels, {} SQTT streams",

@@ -38,8 +38,8 @@ pub struct DecodeArgs {
     pub blob: PathBuf,
     /// The GPU target the blob was captured on (gfx1100, gfx1200, gfx950, ...). The blob's own
     /// layout header decides how it is read; a mismatch is reported.
-    #[arg(long)]
-    pub arch: Option<String>,
+    #[arg(long, value_name = "gfxNNNN")]
+    pub arch: Option<GfxTarget>,
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
     /// The SE number for the summary (default: from a `_se<N>` in the file name).
@@ -68,21 +68,16 @@ fn se_from_name(path: &Path) -> Option<u32> {
     digits.parse().ok()
 }
 
-/// Run a writer to stdout; a closed pipe (`| head`) is not an error.
+/// Run a writer to stdout (a closed pipe ends the process quietly, see [`super::Out`]).
 pub fn with_stdout(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    match f(&mut out).and_then(|_| out.flush()) {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        r => r.context("writing output"),
-    }
+    let mut out = super::Out::new();
+    f(&mut out)
+        .and_then(|_| out.flush())
+        .context("writing output")
 }
 
 pub fn run(a: DecodeArgs) -> Result<()> {
-    let target: Option<GfxTarget> = match &a.arch {
-        Some(s) => Some(s.parse()?),
-        None => None,
-    };
+    let target = a.arch;
     let file = sqtt::file::SqttFile::open(&a.blob)?;
     let blob = file.bytes();
     let opts = DecodeOptions {

@@ -1,39 +1,95 @@
-//! `wavescope devices`: KFD nodes, driverless PCI candidates and ASM2464 USB bridges.
+//! `wavescope devices [--emulated ARCH] [--json]`: KFD nodes, driverless PCI candidates and
+//! ASM2464 USB bridges.
 
+use std::io::Write;
 use std::sync::Arc;
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
+use capture::emulated::Arch;
 use clap::Args;
-use emu::{EmuArch, EmuConfig, EmuPlatform};
 use runtime::platform::{host::HostPlatform, Platform};
+use serde_json::json;
+
+use super::{outln, Out};
 
 #[derive(Args, Debug)]
 pub struct DevicesArgs {
     /// List an emulated machine instead of this one (gfx1100, gfx1201, gfx950).
     #[arg(long, value_name = "ARCH")]
-    pub emulated: Option<String>,
+    pub emulated: Option<Arch>,
+    /// Print the lists as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(a: DevicesArgs) -> Result<()> {
-    let p: Arc<dyn Platform> = match &a.emulated {
-        Some(s) => {
-            let arch = EmuArch::parse(s)
-                .ok_or_else(|| anyhow!("unknown emulated arch {s:?} (gfx1100, gfx1201, gfx950)"))?;
-            Arc::new(EmuPlatform::new(EmuConfig::new(arch)))
-        }
+    let p: Arc<dyn Platform> = match a.emulated {
+        Some(arch) => capture::emulated::platform(arch),
         None => Arc::new(HostPlatform::new()),
     };
-    print!("{}", runtime::list::list_devices(p.as_ref()).render());
+    let list = runtime::list::list_devices(p.as_ref());
     // The bridges as libusb sees them (what `--device usb:N` opens), read-only.
-    println!("USB bridges (libusb, --device usb:N):");
-    if a.emulated.is_some() {
-        println!("  emulated ASM2464 with the emulated gfx1100 behind it: --device emu-usb");
-        return Ok(());
+    let bridges = match a.emulated {
+        Some(_) => Ok(vec![
+            "emulated ASM2464 with the emulated gfx1100 behind it: --device emu-usb".to_string(),
+        ]),
+        None => runtime::usb::list_bridges(),
+    };
+    if a.json {
+        let kfd: Vec<_> = list
+            .kfd
+            .iter()
+            .map(|n| {
+                let p = &n.props;
+                json!({
+                    "device": format!("kfd:{}", n.node),
+                    "node": n.node,
+                    "gpu_id": n.gpu_id,
+                    "target": p.target().to_string(),
+                    "device_id": p.device_id,
+                    "cus": p.num_cu(),
+                    "ses": p.num_se(),
+                    "xccs": p.num_xcc,
+                    "lds_kib": p.lds_size_in_kb,
+                    "render_minor": p.drm_render_minor,
+                })
+            })
+            .collect();
+        let pci: Vec<_> = list
+            .pci
+            .iter()
+            .map(|c| json!({"bus": c.bus, "device_id": c.device_id, "driver": c.driver}))
+            .collect();
+        let usb_sysfs: Vec<_> = list
+            .usb
+            .iter()
+            .map(|b| json!({"path": b.path, "vid": b.vid, "pid": b.pid, "what": b.what}))
+            .collect();
+        let (bridges, bridge_error) = match bridges {
+            Ok(v) => (v, None),
+            Err(e) => (Vec::new(), Some(e)),
+        };
+        return super::print_json(&json!({
+            "kfd": kfd,
+            "kfd_error": list.kfd_error,
+            "pci": pci,
+            "usb": usb_sysfs,
+            "usb_bridges": bridges,
+            "usb_bridges_error": bridge_error,
+        }));
     }
-    match runtime::usb::list_bridges() {
-        Ok(v) if v.is_empty() => println!("  none"),
-        Ok(v) => v.iter().for_each(|l| println!("  {l}")),
-        Err(e) => println!("  none ({e})"),
+    let mut o = Out::new();
+    write!(o, "{}", list.render())?;
+    outln!(o, "USB bridges (libusb, --device usb:N):");
+    match bridges {
+        Ok(v) if v.is_empty() => outln!(o, "  none"),
+        Ok(v) => {
+            for l in v {
+                outln!(o, "  {l}");
+            }
+        }
+        Err(e) => outln!(o, "  none ({e})"),
     }
+    o.flush()?;
     Ok(())
 }

@@ -1,11 +1,12 @@
 //! `wavescope diff A B [--kernel NAME] [--json]`: what got faster or slower between two
 //! captures, per kernel and per instruction (`traces::diff`; the JSON schema is in
-//! docs/diff-json.md).
+//! docs/diff-json.md). `--fail-if-slower RATIO` turns it into a check (exit status 3).
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use traces::diff::{self, DiffOptions, InstDiff, InstStatus, KernelDiff, ProfileDiff};
 
@@ -16,7 +17,7 @@ pub struct DiffArgs {
     /// The capture to compare with it.
     pub b: PathBuf,
     /// Only kernels whose name contains this.
-    #[arg(long)]
+    #[arg(long, value_name = "NAME")]
     pub kernel: Option<String>,
     /// Print JSON (schema wavescope-diff/1, docs/diff-json.md).
     #[arg(long)]
@@ -24,6 +25,17 @@ pub struct DiffArgs {
     /// Instruction rows per kernel in the text output (all with --json).
     #[arg(long, default_value_t = 25)]
     pub top: usize,
+    /// Fail (exit status 3) when a kernel's GPU time in B exceeds RATIO times its time in A
+    /// (e.g. 1.05: more than 5% slower).
+    #[arg(long, value_name = "RATIO", value_parser = parse_ratio)]
+    pub fail_if_slower: Option<f64>,
+}
+
+fn parse_ratio(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        _ => Err(format!("{s:?} is not a positive ratio (e.g. 1.05)")),
+    }
 }
 
 /// Opens both files and compares them.
@@ -32,8 +44,9 @@ pub fn compute(
     b: &std::path::Path,
     kernel: Option<String>,
 ) -> Result<ProfileDiff> {
-    let (_, pa) = traces::open::open_path(a).with_context(|| format!("opening {}", a.display()))?;
-    let (_, pb) = traces::open::open_path(b).with_context(|| format!("opening {}", b.display()))?;
+    // The open errors name the file.
+    let (_, pa) = traces::open::open_path(a)?;
+    let (_, pb) = traces::open::open_path(b)?;
     Ok(diff::diff_profiles(
         &pa,
         &a.display().to_string(),
@@ -54,9 +67,27 @@ pub fn run(a: DiffArgs) -> Result<()> {
         );
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&d)?);
+        super::print_json(&d)?;
     } else {
-        print!("{}", text(&d, a.top));
+        let mut o = super::Out::new();
+        write!(o, "{}", text(&d, a.top))?;
+        o.flush()?;
+    }
+    if let Some(limit) = a.fail_if_slower {
+        let slower: Vec<String> = d
+            .kernels
+            .iter()
+            .filter_map(|k| Some((k, k.time_ratio?)))
+            .filter(|(_, r)| *r > limit)
+            .map(|(k, r)| format!("{} ({r:.3}x)", k.name))
+            .collect();
+        if !slower.is_empty() {
+            return Err(super::CheckFailed(format!(
+                "slower than {limit}x in B: {}",
+                slower.join(", ")
+            ))
+            .into());
+        }
     }
     Ok(())
 }

@@ -2,7 +2,10 @@
 
 use anyhow::Result;
 use clap::Args;
+use std::io::Write;
 use std::path::PathBuf;
+
+use super::{outln, Out};
 
 #[derive(Args)]
 pub struct InfoArgs {
@@ -16,27 +19,33 @@ pub struct InfoArgs {
 pub fn run(a: InfoArgs) -> Result<()> {
     let info = traces::open::info_path(&a.file)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&info)?);
-        return Ok(());
+        return super::print_json(&info);
     }
-    println!("{} ({})", info.path, info.format);
+    let mut o = Out::new();
+    outln!(o, "{} ({})", info.path, info.format);
     for d in &info.devices {
         let target = d.target.as_deref().unwrap_or("-");
         let kind = if d.declared { "device" } else { "track" };
-        println!(
+        outln!(
+            o,
             "  {kind} {:<14} target {target:<8} clock offset {} us",
-            d.name, d.clock_offset_us
+            d.name,
+            d.clock_offset_us
         );
     }
     for p in &info.programs {
         let base = p.base.map_or("-".to_string(), |b| format!("0x{b:x}"));
-        println!(
+        outln!(
+            o,
             "  program {:<20} tag {:?} base {base} {} bytes",
-            p.name, p.tag, p.bytes
+            p.name,
+            p.tag,
+            p.bytes
         );
     }
     for k in &info.kernels {
-        println!(
+        outln!(
+            o,
             "  kernel  {:<20} on {} kern {:?} exec {:?} start {} us end {} us",
             k.name,
             k.device,
@@ -47,9 +56,10 @@ pub fn run(a: InfoArgs) -> Result<()> {
         );
     }
     let total: usize = info.sqtt.iter().map(|s| s.bytes).sum();
-    println!("  sqtt    {} streams, {total} bytes", info.sqtt.len());
+    outln!(o, "  sqtt    {} streams, {total} bytes", info.sqtt.len());
     for s in &info.sqtt {
-        println!(
+        outln!(
+            o,
             "    kern {} se {:>2} itrace {:<5} {:>10} bytes sha256 {}",
             s.kern,
             s.se,
@@ -60,19 +70,26 @@ pub fn run(a: InfoArgs) -> Result<()> {
     }
     if let Some(c) = &info.source_event_counts {
         let list: Vec<String> = c.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-        println!("  source events: {}", list.join(", "));
+        outln!(o, "  source events: {}", list.join(", "));
     }
     if let Some(chunks) = &info.chunks {
-        println!("  chunks:");
+        outln!(o, "  chunks:");
         for c in chunks {
-            println!(
+            outln!(
+                o,
                 "    @{:<10} {:<26} idx {:<3} v{}.{} {} bytes",
-                c.offset, c.type_name, c.index, c.version_major, c.version_minor, c.size
+                c.offset,
+                c.type_name,
+                c.index,
+                c.version_major,
+                c.version_minor,
+                c.size
             );
         }
     }
     for w in &info.warnings {
-        println!("  warning: {w}");
+        outln!(o, "  warning: {w}");
     }
+    o.flush()?;
     Ok(())
 }

@@ -1,12 +1,15 @@
 //! `wavescope stats FILE [--kernel NAME] [--json]`: the per-instruction timing table of each
 //! kernel with SQTT data, for scripts and CI (the same numbers as the Instructions tab).
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use clap::Args;
 use profiler_ui::data::{analyze_kernel, inst_stats, kernels_with_sqtt, InstStat, XUnit};
 use serde::Serialize;
+
+use super::{outln, Out};
 
 #[derive(Args)]
 pub struct StatsArgs {
@@ -34,12 +37,19 @@ struct KernelStats {
 pub fn run(a: StatsArgs) -> Result<()> {
     let (_, profile) = traces::open::open_path(&a.file)?;
     let mut out = Vec::new();
-    for k in kernels_with_sqtt(&profile) {
-        let name = &profile.kernels[k].name;
-        if a.kernel.as_deref().is_some_and(|q| !name.contains(q)) {
-            continue;
-        }
-        let Some(ks) = analyze_kernel(&profile, k, &mut |_, _| {}) else {
+    let selected: Vec<usize> = kernels_with_sqtt(&profile)
+        .into_iter()
+        .filter(|&k| {
+            let name = &profile.kernels[k].name;
+            a.kernel.as_deref().is_none_or(|q| name.contains(q))
+        })
+        .collect();
+    let bar = super::progress_bar(selected.len() as u64, "stats");
+    for k in selected {
+        bar.set_message(profile.kernels[k].name.clone());
+        let analyzed = analyze_kernel(&profile, k, &mut |_, _| {});
+        bar.inc(1);
+        let Some(ks) = analyzed else {
             continue;
         };
         out.push(KernelStats {
@@ -56,6 +66,7 @@ pub fn run(a: StatsArgs) -> Result<()> {
             instructions: inst_stats(&ks),
         });
     }
+    bar.finish_and_clear();
     if out.is_empty() {
         bail!(
             "{}: no kernel with SQTT data{}",
@@ -66,23 +77,38 @@ pub fn run(a: StatsArgs) -> Result<()> {
         );
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(());
+        return super::print_json(&out);
     }
+    let mut o = Out::new();
     for k in &out {
-        println!(
+        outln!(
+            o,
             "{} (kernel {}): {} waves, itraced SEs {:?}",
-            k.kernel, k.index, k.waves, k.itraced_ses
+            k.kernel,
+            k.index,
+            k.waves,
+            k.itraced_ses
         );
         for e in &k.errors {
-            println!("  error: {e}");
+            outln!(o, "  error: {e}");
         }
-        println!(
+        outln!(
+            o,
             "  {:<8} {:<40} {:>6} {:>9} {:>8} {:>6} {:>6} {:>6} {:>6} {:>6}",
-            "instr", "name", "count", "total", "mean", "min", "median", "max", "share", "stall"
+            "instr",
+            "name",
+            "count",
+            "total",
+            "mean",
+            "min",
+            "median",
+            "max",
+            "share",
+            "stall"
         );
         for r in &k.instructions {
-            println!(
+            outln!(
+                o,
                 "  {:<8} {:<40.40} {:>6} {:>9} {:>8.1} {:>6} {:>6} {:>6} {:>5.1}% {:>5.0}%",
                 r.key,
                 r.name,
@@ -97,5 +123,6 @@ pub fn run(a: StatsArgs) -> Result<()> {
             );
         }
     }
+    o.flush()?;
     Ok(())
 }

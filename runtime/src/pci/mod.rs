@@ -181,11 +181,9 @@ impl Default for PciOptions {
     fn default() -> Self {
         PciOptions {
             unbind: false,
-            firmware_dir: std::env::var_os("WAVESCOPE_AMDGPU_FIRMWARE")
-                .map(Into::into)
-                .unwrap_or_else(|| "/lib/firmware/amdgpu".into()),
+            firmware_dir: "/lib/firmware/amdgpu".into(),
             handshake_timeout_ms: 2000,
-            vfio: std::env::var("WAVESCOPE_PCI_VFIO").is_ok_and(|v| v == "1"),
+            vfio: false,
         }
     }
 }

@@ -74,12 +74,16 @@ pub fn list_bridges() -> std::result::Result<Vec<String>, String> {
 }
 
 /// Opens real bridge `index` as a device. The kernel driver (uas/usb-storage) is detached only
-/// when `WAVESCOPE_USB_DETACH=1`.
-pub fn open_device(index: usize, opts: DeviceOptions) -> Result<crate::device::Device> {
-    let detach = std::env::var("WAVESCOPE_USB_DETACH").is_ok_and(|v| v == "1");
+/// when `detach` is set.
+pub fn open_device(
+    index: usize,
+    opts: DeviceOptions,
+    detach: bool,
+    popts: &crate::pci::PciOptions,
+) -> Result<crate::device::Device> {
     let dev = open_rusb(index, detach)?;
     let link = dev.link.clone();
-    let iface = iface::UsbIface::new(dev, &crate::pci::PciOptions::default())?;
+    let iface = iface::UsbIface::new(dev, popts)?;
     crate::device::Device::new(Box::new(iface), device_options(opts))
         .map_err(|e| iface::with_cause(e, &link))
 }

@@ -471,14 +471,7 @@ pub fn export(profile: &Profile, opts: &ExportOptions) -> Result<Vec<u8>, RgpErr
 
 /// Writes an `.rgp` file atomically (temp file, fsync, rename).
 pub fn export_file(profile: &Profile, opts: &ExportOptions, path: &Path) -> Result<(), RgpError> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let tmp = tempfile::Builder::new()
-        .prefix(".rgp-")
-        .suffix(".tmp")
-        .tempfile_in(&dir)?;
+    let tmp = crate::open::output_tempfile(path, ".rgp-")?;
     write_to(
         profile,
         opts,

@@ -32,7 +32,7 @@ impl SqttFile {
             path: path.to_path_buf(),
             source,
         };
-        let file = std::fs::File::open(path).map_err(io)?;
+        let file = crate::open::open_file(path).map_err(io)?;
         let len = file.metadata().map_err(io)?.len();
         let map = if len == 0 {
             None

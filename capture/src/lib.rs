@@ -1,72 +1,111 @@
-//! Capturing kernels on a device: the built-in demo workload (vadd, reduce, matmul, compiled for
-//! gfx1100 and embedded in the binary), user kernels from `--kernel FILE.hsaco:NAME`, several
-//! devices merged into one profile on one host clock, `.wst`/`.rgp` output and the summary
-//! table. The CLI (`wavescope capture`, plain `wavescope`) is a thin layer over this module.
+//! wavescope's capture engine: the built-in demo workload (vadd, reduce, matmul, gfx1100 code
+//! objects embedded from `assets/`), user kernels, several devices merged into one profile on one
+//! host clock, `.wst`/`.rgp` output and the summary. The CLI (`wavescope capture`, plain
+//! `wavescope`) and the app call it; it reads no environment and prints nothing.
+//!
+//! Every use of the emulated GPU is in [`emulated`]; the rest sees only `runtime`'s device API.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context, Result};
-use emu::EmuArch;
 use runtime::platform::{host::HostPlatform, AllocKind, GpuBuffer};
 use runtime::profile::ProfileEvent;
 use runtime::{Device, DeviceOptions};
 use traces::model::{Blob, Profile, Time};
 
-/// The demo kernels (clang gfx1100 code objects from tests/fixtures/kernels/emu).
-pub const VADD_HSACO: &[u8] = include_bytes!("../../tests/fixtures/kernels/emu/vadd.hsaco");
-pub const REDUCE_HSACO: &[u8] = include_bytes!("../../tests/fixtures/kernels/emu/reduce.hsaco");
-pub const MATMUL_HSACO: &[u8] = include_bytes!("../../tests/fixtures/kernels/emu/matmul.hsaco");
+pub mod emulated;
+mod spec;
 
-/// Where kernels run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DeviceSpec {
-    /// The emulated gfx1100 behind the emulated KFD.
-    Emu,
-    /// The emulated gfx1100 behind the emulated PCI (AM) path.
-    EmuPci,
-    /// The emulated gfx1100 behind the emulated ASM2464 USB bridge.
-    EmuUsb,
-    /// Real GPU number N through /dev/kfd.
-    Kfd(usize),
-    /// Real GPU number N through the driverless PCI path.
-    Pci(usize),
-    /// Real GPU number N behind a USB bridge.
-    Usb(usize),
+pub use spec::{parse_u32, DeviceSpec, Dims, ParseError, Size};
+
+/// The demo kernels (built by `assets/build.sh`).
+pub const VADD_HSACO: &[u8] = include_bytes!("../assets/vadd.hsaco");
+pub const REDUCE_HSACO: &[u8] = include_bytes!("../assets/reduce.hsaco");
+pub const MATMUL_HSACO: &[u8] = include_bytes!("../assets/matmul.hsaco");
+
+/// What can stop a capture.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("no device given")]
+    NoDevice,
+    #[error("opening {device}")]
+    Open {
+        device: String,
+        #[source]
+        source: runtime::Error,
+    },
+    /// A device call failed while running `what` (loading the code object, launching vadd, ...).
+    #[error("{device}: {what}")]
+    Device {
+        device: String,
+        what: String,
+        #[source]
+        source: runtime::Error,
+    },
+    #[error("{device}: the code object's kernel is {found:?}, not {want:?} (one kernel per code object)")]
+    KernelName {
+        device: String,
+        found: String,
+        want: String,
+    },
+    #[error("buffer arguments must come before scalars")]
+    ArgOrder,
+    #[error("{device}: the runtime recorded no allocation to align clocks with")]
+    NoClock { device: String },
+    #[error("an .rgp needs SQTT (capture with SQTT on)")]
+    RgpNeedsSqtt,
+    #[error("writing {}", path.display())]
+    WriteWst {
+        path: PathBuf,
+        #[source]
+        source: traces::wst::WstError,
+    },
+    #[error("writing {}", path.display())]
+    WriteRgp {
+        path: PathBuf,
+        #[source]
+        source: traces::rgp::RgpError,
+    },
+    #[error("the capture stopped early; what was recorded before is saved in {saved}")]
+    StoppedEarly {
+        saved: String,
+        #[source]
+        source: Box<Error>,
+    },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// How real devices are taken: what the user allowed the driver to do to the machine.
+#[derive(Debug, Clone, Default)]
+pub struct HostOptions {
+    /// `pci:N`: unbind the kernel driver holding the GPU (never implicit).
+    pub pci_unbind: bool,
+    /// `pci:N`: bind the GPU to vfio-pci for MSI interrupts instead of polling.
+    pub pci_vfio: bool,
+    /// `pci:N`, `usb:N`: the linux-firmware `amdgpu/` directory (None: /lib/firmware/amdgpu).
+    pub firmware_dir: Option<PathBuf>,
+    /// `usb:N`: detach uas/usb-storage from the bridge.
+    pub usb_detach: bool,
+}
+
+impl HostOptions {
+    fn pci(&self) -> runtime::pci::PciOptions {
+        let mut p = runtime::pci::PciOptions {
+            unbind: self.pci_unbind,
+            vfio: self.pci_vfio,
+            ..Default::default()
+        };
+        if let Some(d) = &self.firmware_dir {
+            p.firmware_dir = d.clone();
+        }
+        p
+    }
 }
 
 impl DeviceSpec {
-    /// Parses `emu|emu-pci|emu-usb|kfd:N|pci:N|usb:N`, comma-separated for several devices.
-    pub fn parse_list(s: &str) -> Result<Vec<DeviceSpec>> {
-        let mut out = Vec::new();
-        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let idx = |rest: &str| -> Result<usize> {
-                rest.parse()
-                    .map_err(|_| anyhow!("device {part:?}: {rest:?} is not a device number"))
-            };
-            out.push(match part {
-                "emu" => DeviceSpec::Emu,
-                "emu-pci" => DeviceSpec::EmuPci,
-                "emu-usb" => DeviceSpec::EmuUsb,
-                "kfd" => DeviceSpec::Kfd(0),
-                _ => match part.split_once(':') {
-                    Some(("kfd", n)) => DeviceSpec::Kfd(idx(n)?),
-                    Some(("pci", n)) => DeviceSpec::Pci(idx(n)?),
-                    Some(("usb", n)) => DeviceSpec::Usb(idx(n)?),
-                    _ => bail!(
-                        "unknown device {part:?} (emu, emu-pci, emu-usb, kfd:N, pci:N, usb:N)"
-                    ),
-                },
-            });
-        }
-        if out.is_empty() {
-            bail!("no device given");
-        }
-        Ok(out)
-    }
-
     /// A real GPU when the KFD lists one, else the emulated gfx1100.
     pub fn default_device() -> DeviceSpec {
         let list = runtime::list::list_devices(&HostPlatform::new());
@@ -80,47 +119,18 @@ impl DeviceSpec {
     pub fn label(&self) -> String {
         match self {
             DeviceSpec::Emu => "emu (gfx1100)".into(),
-            DeviceSpec::EmuPci => "emu-pci".into(),
-            DeviceSpec::EmuUsb => "emu-usb".into(),
-            DeviceSpec::Kfd(n) => format!("kfd:{n}"),
-            DeviceSpec::Pci(n) => format!("pci:{n}"),
-            DeviceSpec::Usb(n) => format!("usb:{n}"),
+            other => other.to_string(),
         }
     }
 
-    fn is_emulated(&self) -> bool {
-        matches!(
-            self,
-            DeviceSpec::Emu | DeviceSpec::EmuPci | DeviceSpec::EmuUsb
-        )
-    }
-
-    fn open(&self, opts: DeviceOptions) -> Result<Device> {
+    fn open(&self, opts: DeviceOptions, host: &HostOptions) -> Result<Device, runtime::Error> {
         match self {
-            DeviceSpec::Emu => Ok(emu::open_kfd(EmuArch::Gfx1100, opts)
-                .context("opening the emulated gfx1100")?
-                .0),
-            DeviceSpec::Kfd(n) => {
-                Device::open_kfd(*n, opts).with_context(|| format!("opening GPU kfd:{n}"))
+            DeviceSpec::Emu | DeviceSpec::EmuPci | DeviceSpec::EmuUsb => {
+                emulated::open(*self, opts)
             }
-            DeviceSpec::EmuPci => Ok(emu::open_pci(EmuArch::Gfx1100, opts)
-                .context("opening the emulated gfx1100 behind the PCI (AM) driver")?
-                .0),
-            DeviceSpec::Pci(n) => {
-                // Taking the GPU from its kernel driver is never implicit.
-                let unbind = std::env::var("WAVESCOPE_PCI_UNBIND").is_ok_and(|v| v == "1");
-                Device::open_pci(*n, opts, unbind)
-                    .with_context(|| format!("opening GPU pci:{n} (driverless PCI path)"))
-            }
-            DeviceSpec::Usb(n) => runtime::usb::open_device(*n, opts)
-                .with_context(|| format!("opening the GPU behind USB bridge usb:{n}")),
-            DeviceSpec::EmuUsb => {
-                Ok(
-                    emu::open_usb(runtime::usb::Firmware::Custom, opts, |t| Box::new(t))
-                        .context("opening the emulated gfx1100 behind the emulated ASM2464 bridge")?
-                        .0,
-                )
-            }
+            DeviceSpec::Kfd(n) => Device::open_kfd(*n, opts),
+            DeviceSpec::Pci(n) => Device::open_pci(*n, opts, &host.pci()),
+            DeviceSpec::Usb(n) => runtime::usb::open_device(*n, opts, host.usb_detach, &host.pci()),
         }
     }
 }
@@ -162,6 +172,8 @@ pub struct CaptureOptions {
     pub repeat: u32,
     pub wst: Option<PathBuf>,
     pub rgp: Option<PathBuf>,
+    /// How real devices are taken (ignored by the emulated ones).
+    pub host: HostOptions,
 }
 
 impl Default for CaptureOptions {
@@ -174,6 +186,7 @@ impl Default for CaptureOptions {
             repeat: 1,
             wst: None,
             rgp: None,
+            host: HostOptions::default(),
         }
     }
 }
@@ -188,7 +201,7 @@ pub struct Check {
 }
 
 /// One kernel execution as the summary table shows it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct KernelSummary {
     pub device: String,
     pub kernel: String,
@@ -215,6 +228,62 @@ pub struct CaptureResult {
 }
 
 pub type DemoResult = CaptureResult;
+
+/// A capture's outcome for scripts (`wavescope capture --json`).
+#[derive(Debug, serde::Serialize)]
+pub struct Report {
+    pub devices: Vec<String>,
+    pub kernels: Vec<KernelReport>,
+    pub wst: Option<PathBuf>,
+    pub rgp: Option<PathBuf>,
+    pub warnings: Vec<String>,
+    /// Every checked kernel matched its CPU reference.
+    pub all_correct: bool,
+}
+
+/// One row of [`Report`]: the summary and the result check.
+#[derive(Debug, serde::Serialize)]
+pub struct KernelReport {
+    #[serde(flatten)]
+    pub summary: KernelSummary,
+    /// `ok`, `wrong` or `unchecked` (no CPU reference).
+    pub result: &'static str,
+    /// What differed, for `wrong`.
+    pub error: Option<String>,
+}
+
+impl CaptureResult {
+    pub fn report(&self, opts: &CaptureOptions) -> Report {
+        let kernels = self
+            .summary
+            .iter()
+            .map(|k| {
+                let check = self
+                    .checks
+                    .iter()
+                    .find(|c| c.kernel == k.kernel && c.device == k.device)
+                    .and_then(|c| c.result.as_ref());
+                KernelReport {
+                    summary: k.clone(),
+                    result: match check {
+                        None => "unchecked",
+                        Some(Ok(())) => "ok",
+                        Some(Err(_)) => "wrong",
+                    },
+                    error: check.and_then(|r| r.as_ref().err().cloned()),
+                }
+            })
+            .collect();
+        Report {
+            devices: opts.devices.iter().map(DeviceSpec::to_string).collect(),
+            kernels,
+            wst: self.wst.clone(),
+            rgp: self.rgp.clone(),
+            warnings: self.warnings.clone(),
+            all_correct: all_correct(self),
+        }
+    }
+}
 
 // ---- the demo workload ----
 
@@ -396,7 +465,7 @@ pub fn run_capture(
     progress: Progress,
 ) -> Result<CaptureResult> {
     if opts.devices.is_empty() {
-        bail!("no device given");
+        return Err(Error::NoDevice);
     }
     let repeat = opts.repeat.max(1) as usize;
     let total = opts.devices.len() * work.len() * repeat;
@@ -408,17 +477,20 @@ pub fn run_capture(
     let names = device_names(opts.devices.len());
     // The first failure stops the capture; what every device recorded up to then is still
     // merged and written, so an unplugged bridge or a hung kernel does not lose the run.
-    let mut failure: Option<anyhow::Error> = None;
+    let mut failure: Option<Error> = None;
     for (di, spec) in opts.devices.iter().enumerate() {
-        let mut dev = match spec.open(device_options(spec, opts)) {
+        let mut dev = match spec.open(device_options(spec, opts), &opts.host) {
             Ok(d) => d,
-            Err(e) => {
-                failure = Some(e.context(format!("opening {}", spec.label())));
+            Err(source) => {
+                failure = Some(Error::Open {
+                    device: spec.label(),
+                    source,
+                });
                 break;
             }
         };
         // Before any work: places this device's timeline on the host clock.
-        let offset_us = host_offset(&mut dev, epoch);
+        let offset_us = host_offset(&mut dev, epoch, &names[di]);
         let known_offset = offset_us.as_ref().ok().copied();
         let ran = offset_us.and_then(|off| {
             DeviceRun {
@@ -435,7 +507,15 @@ pub fn run_capture(
         });
         progress(done, total, "");
         warnings.extend(dev.warnings().iter().map(|w| format!("{}: {w}", names[di])));
-        match ran.and_then(|off| Ok((dev.profile()?, off))) {
+        let profiled = ran.and_then(|off| {
+            let p = dev.profile().map_err(|source| Error::Device {
+                device: names[di].clone(),
+                what: "reading the recorded profile".into(),
+                source,
+            })?;
+            Ok((p, off))
+        });
+        match profiled {
             Ok(p) => profiles.push(p),
             Err(e) => {
                 // No synchronize: the device may be gone. The recorder holds every event and
@@ -449,7 +529,7 @@ pub fn run_capture(
                     ));
                     profiles.push((kept, offset_us));
                 }
-                failure = Some(e.context(format!("capturing on {}", names[di])));
+                failure = Some(e);
                 break;
             }
         }
@@ -458,12 +538,14 @@ pub fn run_capture(
     let summary = summarize(&profile, work);
 
     if let Some(path) = &opts.wst {
-        traces::wst::write_file(&profile, path)
-            .with_context(|| format!("writing {}", path.display()))?;
+        traces::wst::write_file(&profile, path).map_err(|source| Error::WriteWst {
+            path: path.clone(),
+            source,
+        })?;
     }
     if let Some(path) = &opts.rgp {
         if !opts.sqtt {
-            bail!("--rgp needs SQTT (drop --no-sqtt)");
+            return Err(Error::RgpNeedsSqtt);
         }
         let device = (names.len() > 1).then(|| names[0].clone());
         if names.len() > 1 {
@@ -472,8 +554,12 @@ pub fn run_capture(
                 names[0]
             ));
         }
-        traces::rgp::export_file(&profile, &traces::rgp::ExportOptions { device }, path)
-            .with_context(|| format!("writing {}", path.display()))?;
+        traces::rgp::export_file(&profile, &traces::rgp::ExportOptions { device }, path).map_err(
+            |source| Error::WriteRgp {
+                path: path.clone(),
+                source,
+            },
+        )?;
     }
     if let Some(e) = failure {
         let saved: Vec<String> = [&opts.wst, &opts.rgp]
@@ -484,10 +570,10 @@ pub fn run_capture(
         if saved.is_empty() || profile.kernels.is_empty() {
             return Err(e);
         }
-        return Err(e.context(format!(
-            "the capture stopped early; what was recorded before is saved in {}",
-            saved.join(" and ")
-        )));
+        return Err(Error::StoppedEarly {
+            saved: saved.join(" and "),
+            source: Box::new(e),
+        });
     }
     Ok(CaptureResult {
         profile,
@@ -516,16 +602,25 @@ impl DeviceRun<'_> {
     }
 
     fn one(&mut self, w: &Workload) -> Result<()> {
+        let device = self.name;
+        let fail = |what: String| {
+            move |source| Error::Device {
+                device: device.to_string(),
+                what,
+                source,
+            }
+        };
         let dev = &mut *self.dev;
         let prg = dev
             .load_program(&w.elf)
-            .context("loading the code object")?;
+            .map_err(fail("loading the code object".into()))?;
         if let Some(n) = &w.name {
             if *n != prg.name {
-                bail!(
-                    "the code object's kernel is {:?}, not {n:?} (one kernel per code object)",
-                    prg.name
-                );
+                return Err(Error::KernelName {
+                    device: device.to_string(),
+                    found: prg.name.clone(),
+                    want: n.clone(),
+                });
             }
         }
         let mut bufs: Vec<GpuBuffer> = Vec::new();
@@ -534,10 +629,13 @@ impl DeviceRun<'_> {
             match a {
                 Arg::Buffer(init) => {
                     if !values.is_empty() {
-                        bail!("buffer arguments must come before scalars");
+                        return Err(Error::ArgOrder);
                     }
-                    let b = dev.alloc(init.len().max(4) as u64, AllocKind::VRAM)?;
-                    dev.copyin(&b, init)?;
+                    let b = dev
+                        .alloc(init.len().max(4) as u64, AllocKind::VRAM)
+                        .map_err(fail("allocating a buffer argument".into()))?;
+                    dev.copyin(&b, init)
+                        .map_err(fail("copying a buffer argument in".into()))?;
                     bufs.push(b);
                 }
                 Arg::Scalar(v) => values.push(*v),
@@ -551,9 +649,9 @@ impl DeviceRun<'_> {
                 &format!("{} on {}", prg.name, self.name),
             );
             dev.launch(&prg, &refs, &values, w.grid, w.block)
-                .with_context(|| format!("launching {}", prg.name))?;
+                .map_err(fail(format!("launching {}", prg.name)))?;
             dev.synchronize()
-                .with_context(|| format!("running {}", prg.name))?;
+                .map_err(fail(format!("running {}", prg.name)))?;
             *self.done += 1;
         }
         let result = match &w.check {
@@ -563,7 +661,8 @@ impl DeviceRun<'_> {
                 for (b, a) in bufs.iter().zip(&w.args) {
                     let Arg::Buffer(init) = a else { continue };
                     let mut out = vec![0u8; init.len()];
-                    dev.copyout(b, &mut out)?;
+                    dev.copyout(b, &mut out)
+                        .map_err(fail(format!("reading {}'s results", prg.name)))?;
                     outs.push(out);
                 }
                 Some(check(&outs))
@@ -597,13 +696,23 @@ fn device_names(n: usize) -> Vec<String> {
 /// Microseconds from `epoch` to the device's own host-clock origin. The device stamps each
 /// allocation with its host clock right after allocating; bracketing one allocation with our
 /// clock bounds the offset by the allocation's duration.
-fn host_offset(dev: &mut Device, epoch: Instant) -> Result<f64> {
+fn host_offset(dev: &mut Device, epoch: Instant, name: &str) -> Result<f64> {
     let before = epoch.elapsed().as_secs_f64() * 1e6;
-    let b = dev.alloc(0x1000, AllocKind::HOST)?;
+    let b = dev
+        .alloc(0x1000, AllocKind::HOST)
+        .map_err(|source| Error::Device {
+            device: name.to_string(),
+            what: "allocating the clock-alignment buffer".into(),
+            source,
+        })?;
     let after = epoch.elapsed().as_secs_f64() * 1e6;
     let stamp = match dev.recorder.events.last() {
         Some(ProfileEvent::Alloc { host_us, .. }) => *host_us,
-        _ => bail!("the runtime recorded no allocation to align clocks with"),
+        _ => {
+            return Err(Error::NoClock {
+                device: name.to_string(),
+            })
+        }
     };
     drop(b);
     Ok((before + after) / 2.0 - stamp)
