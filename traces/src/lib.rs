@@ -6,6 +6,9 @@
 //! - [`model`] and the file formats: tinygrad pickles, wavescope's `.wst`, `.rgp`, Perfetto JSON.
 
 pub mod analysis;
+/// The bounded little-endian reader every binary parser uses (the `le-reader` crate, shared with
+/// `usb`, which may not depend on `traces`).
+pub use le_reader as bytes;
 pub mod diff;
 pub mod isa;
 pub mod model;
