@@ -62,12 +62,10 @@ pub enum OpenError {
 /// A file mapped into memory.
 pub fn map_file(path: &Path) -> std::io::Result<Arc<BlobStore>> {
     let file = File::open(path)?;
-    if file.metadata()?.len() == 0 {
-        return Ok(Arc::new(BlobStore::Owned(Vec::new())));
-    }
-    // SAFETY: read-only map of a trace file; wavescope never writes trace files in place.
-    let map = unsafe { memmap2::Mmap::map(&file)? };
-    Ok(Arc::new(BlobStore::Mapped(map)))
+    Ok(Arc::new(match crate::mapped::map(&file)? {
+        Some(map) => BlobStore::Mapped(map),
+        None => BlobStore::Owned(Vec::new()),
+    }))
 }
 
 /// Reads a profile from bytes in memory (already detected or detectable by magic).
