@@ -454,3 +454,149 @@ impl Platform for HostPlatform {
 pub fn host_memory(len: u64) -> Result<Arc<dyn Mmio>, Errno> {
     HostPlatform::new().anon_mmap(len)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PAGE: u64 = 4096;
+
+    /// The tests look at the process' address space: one at a time, so a range one test freed
+    /// is not taken by another's mapping before it checks.
+    static ADDRESS_SPACE: Mutex<()> = Mutex::new(());
+
+    /// Whether `addr` is mapped at all in this process (from /proc/self/maps).
+    fn mapped(addr: u64) -> bool {
+        std::fs::read_to_string("/proc/self/maps")
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.split_whitespace().next()?.split_once('-'))
+            .filter_map(|(a, b)| {
+                Some((
+                    u64::from_str_radix(a, 16).ok()?,
+                    u64::from_str_radix(b, 16).ok()?,
+                ))
+            })
+            .any(|(a, b)| (a..b).contains(&addr))
+    }
+
+    #[test]
+    fn fixed_mappings_only_inside_a_live_reservation() {
+        let _one = ADDRESS_SPACE.lock();
+        let p = HostPlatform::new();
+        let fd = p.open("/dev/zero").unwrap();
+        let va = p.reserve_va(4 * PAGE).unwrap();
+        // Outside any reservation, or straddling its end: refused, nothing mapped.
+        assert_eq!(
+            p.mmap(fd, 0, PAGE, Some(va + 4 * PAGE)).err(),
+            Some(Errno::EINVAL)
+        );
+        assert_eq!(
+            p.mmap(fd, 0, 2 * PAGE, Some(va + 3 * PAGE)).err(),
+            Some(Errno::EINVAL)
+        );
+        let m = p.mmap(fd, 0, 2 * PAGE, Some(va + PAGE)).unwrap();
+        assert_eq!(m.addr(), va + PAGE);
+        m.write32(8, 0xDEAD_BEEF).unwrap();
+        assert_eq!(m.read32(8).unwrap(), 0xDEAD_BEEF);
+        // Over a live mapping: refused.
+        assert_eq!(
+            p.mmap(fd, 0, PAGE, Some(va + 2 * PAGE)).err(),
+            Some(Errno::EBUSY)
+        );
+        // A release with the wrong length is ignored; the right one drops the table's
+        // reference, but the live mapping keeps the range reserved and usable.
+        p.release_va(va, PAGE);
+        p.release_va(va, 4 * PAGE);
+        assert_eq!(m.read32(8).unwrap(), 0xDEAD_BEEF);
+        assert!(mapped(va) && mapped(va + PAGE));
+        // A released reservation takes no new mappings.
+        assert!(p.mmap(fd, 0, PAGE, Some(va)).is_err());
+        // The last owner gone, the whole range is unmapped.
+        drop(m);
+        assert!(!mapped(va) && !mapped(va + PAGE) && !mapped(va + 3 * PAGE));
+        p.close(fd);
+    }
+
+    #[test]
+    fn a_dropped_fixed_mapping_gives_its_range_back_to_the_reservation() {
+        let _one = ADDRESS_SPACE.lock();
+        let p = HostPlatform::new();
+        let fd = p.open("/dev/zero").unwrap();
+        let va = p.reserve_va(2 * PAGE).unwrap();
+        let m = p.mmap(fd, 0, PAGE, Some(va)).unwrap();
+        drop(m);
+        // Still reserved (PROT_NONE), so nothing else can land there, and mappable again.
+        assert!(mapped(va));
+        let m = p.mmap(fd, 0, PAGE, Some(va)).unwrap();
+        m.write32(0, 7).unwrap();
+        drop(m);
+        p.release_va(va, 2 * PAGE);
+        assert!(!mapped(va));
+    }
+
+    #[test]
+    fn ioctls_only_on_kfd_with_checked_pointers() {
+        let p = HostPlatform::new();
+        let fd = p.open("/dev/zero").unwrap();
+        let mut arg = [0u8; 8];
+        assert_eq!(
+            p.ioctl(fd, kfd_ioctl::AMDKFD_IOC_GET_VERSION, &mut arg, &mut [])
+                .err(),
+            Some(Errno::ENOTTY),
+            "not /dev/kfd"
+        );
+        assert_eq!(
+            p.ioctl(
+                Fd(12345),
+                kfd_ioctl::AMDKFD_IOC_GET_VERSION,
+                &mut arg,
+                &mut []
+            )
+            .err(),
+            Some(Errno::EBADF)
+        );
+        // The argument checks, as the ioctl would apply them on /dev/kfd.
+        use kfd_ioctl::*;
+        assert_eq!(
+            check_kfd_ioctl(0xC008_4B99, &[0; 8], &[]),
+            Err(Errno::ENOTTY)
+        );
+        assert_eq!(
+            check_kfd_ioctl(AMDKFD_IOC_GET_VERSION, &[0; 4], &[]),
+            Err(Errno::EINVAL)
+        );
+        assert_eq!(
+            check_kfd_ioctl(AMDKFD_IOC_GET_VERSION, &[0; 8], &[]),
+            Ok(())
+        );
+        let mut ids = [0u8; 4];
+        let good = MapMemoryArgs {
+            device_ids_array_ptr: ids.as_ptr() as u64,
+            n_devices: 1,
+            ..Default::default()
+        };
+        assert_eq!(
+            check_kfd_ioctl(AMDKFD_IOC_MAP_MEMORY_TO_GPU, &good.to_bytes(), &[&mut ids]),
+            Ok(())
+        );
+        // More devices than the buffer holds, or a pointer to memory not lent: refused.
+        let mut too_many = good;
+        too_many.n_devices = 2;
+        assert_eq!(
+            check_kfd_ioctl(
+                AMDKFD_IOC_MAP_MEMORY_TO_GPU,
+                &too_many.to_bytes(),
+                &[&mut ids]
+            ),
+            Err(Errno::EFAULT)
+        );
+        let mut stray = good;
+        stray.device_ids_array_ptr = 0x1000;
+        assert_eq!(
+            check_kfd_ioctl(AMDKFD_IOC_MAP_MEMORY_TO_GPU, &stray.to_bytes(), &[&mut ids]),
+            Err(Errno::EFAULT)
+        );
+        p.close(fd);
+    }
+}
