@@ -4,6 +4,7 @@
 //! `wavescope`) and the app call it; it reads no environment and prints nothing.
 //!
 //! Every use of the emulated GPU is in [`emulated`]; the rest sees only `runtime`'s device API.
+#![forbid(unsafe_code)]
 
 use std::borrow::Cow;
 use std::fmt::Write as _;

@@ -8,6 +8,7 @@
 //! Queues execute synchronously when their doorbell is written, and again whenever the runtime
 //! sleeps (KFD WAIT_EVENTS), which un-blocks queues waiting on values the CPU wrote. Timestamps
 //! come from a deterministic emulated 100 MHz clock that advances per packet and per dispatch.
+#![forbid(unsafe_code)]
 
 pub mod arch;
 pub mod asm24;

@@ -1,6 +1,8 @@
 //! wavescope's desktop profiler as a library: the app, its views, the headless layout code
 //! and the data the views show. The `wavescope` binary and the tests/benchmarks use it.
 
+#![forbid(unsafe_code)]
+
 pub mod app;
 pub mod data;
 pub mod layout;

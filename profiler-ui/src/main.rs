@@ -1,5 +1,7 @@
 //! `wavescope`: the desktop profiler for AMD GPU traces, and its command line.
 
+#![forbid(unsafe_code)]
+
 mod cli;
 
 use clap::error::{ContextKind, ContextValue};

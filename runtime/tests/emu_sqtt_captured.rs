@@ -50,7 +50,7 @@ fn case(t: Target, run: &str, elf: &str, bytes: [usize; 3], grid: [u32; 3], loca
     let root = shared_dir(t.arch(), run);
     let root = root.display();
     let Ok(bin) = std::fs::read(format!("{root}/{elf}")) else {
-        eprintln!("SKIPPED: {root} is not available");
+        testdata::missing(&format!("shared capture {root}/{elf}"));
         return;
     };
     let code = CodeObject::parse(&bin).unwrap();

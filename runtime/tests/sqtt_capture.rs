@@ -461,11 +461,9 @@ mod gfx9 {
     #[test]
     fn blob_header_matches_the_gfx950_captures() {
         assert_eq!(sqtt::blob_header(11, 0), None);
-        let dir = std::path::Path::new("/work/shared/traces/gfx950/empty_run_0");
-        if !dir.exists() {
-            eprintln!("SKIPPED: {} is not available", dir.display());
+        let Some(dir) = testdata::require_shared("traces/gfx950/empty_run_0") else {
             return;
-        }
+        };
         for se in 0..32u32 {
             let b = std::fs::read(dir.join(format!("kern0_se{se}.sqtt"))).unwrap();
             assert_eq!(sqtt::blob_header(9, se).unwrap(), b[..8], "SE {se}");

@@ -90,12 +90,10 @@ pub fn output_tempfile(path: &Path, prefix: &str) -> std::io::Result<tempfile::N
 /// A file mapped into memory.
 pub fn map_file(path: &Path) -> std::io::Result<Arc<BlobStore>> {
     let file = open_file(path)?;
-    if file.metadata()?.len() == 0 {
-        return Ok(Arc::new(BlobStore::Owned(Vec::new())));
-    }
-    // SAFETY: read-only map of a trace file; wavescope never writes trace files in place.
-    let map = unsafe { memmap2::Mmap::map(&file)? };
-    Ok(Arc::new(BlobStore::Mapped(map)))
+    Ok(Arc::new(match crate::mapped::map(&file)? {
+        Some(map) => BlobStore::Mapped(map),
+        None => BlobStore::Owned(Vec::new()),
+    }))
 }
 
 /// Reads a profile from bytes in memory (already detected or detectable by magic).

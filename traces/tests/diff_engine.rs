@@ -19,15 +19,9 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/kernels/emu")
 }
 
+/// The shared captures; missing fails under CI (see `testdata`).
 fn shared_traces() -> Option<PathBuf> {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    [
-        here.join("../../shared/traces"),
-        here.join("../shared/traces"),
-        PathBuf::from("/work/shared/traces"),
-    ]
-    .into_iter()
-    .find(|p| p.is_dir())
+    testdata::require_shared("traces")
 }
 
 fn code(name: &str) -> KernelCode {
@@ -220,7 +214,6 @@ fn kernels_match_by_code_then_name_then_order() {
 #[test]
 fn a_real_capture_against_itself_has_zero_deltas() {
     let Some(base) = shared_traces() else {
-        eprintln!("shared traces not found; skipped");
         return;
     };
     let mut checked = 0;
@@ -268,7 +261,6 @@ fn a_real_capture_against_itself_has_zero_deltas() {
 #[test]
 fn across_architectures_kernels_compare_by_time_only() {
     let Some(base) = shared_traces() else {
-        eprintln!("shared traces not found; skipped");
         return;
     };
     let (_, a) = traces::open::open_path(&base.join("gfx1100/plus_run_0/profile.pkl")).unwrap();

@@ -12,6 +12,8 @@
 //!   the PCI-cacheable write filter. [`enumerate`]: bridges, resizable BAR, BAR sizing and
 //!   assignment.
 
+#![forbid(unsafe_code)]
+
 pub mod controller;
 pub mod device;
 pub mod enumerate;

@@ -313,14 +313,15 @@ impl Asm24 {
         }
         // Split into runs of dwords that must be sent (cache misses).
         let mut runs: Vec<(u64, Vec<u8>)> = Vec::new();
-        for (i, w) in data.chunks_exact(4).enumerate() {
-            let a = addr + 4 * i as u64;
-            let v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+        let mut words = le_reader::Reader::new(data);
+        while let Ok(v) = words.u32("dword") {
+            let a = addr + words.offset() - 4;
             if self.cached(a, v) {
                 continue;
             }
+            let w = v.to_le_bytes();
             match runs.last_mut() {
-                Some((s, d)) if *s + d.len() as u64 == a => d.extend_from_slice(w),
+                Some((s, d)) if *s + d.len() as u64 == a => d.extend_from_slice(&w),
                 _ => runs.push((a, w.to_vec())),
             }
         }
@@ -344,8 +345,9 @@ impl Asm24 {
                 for (a, d) in merged {
                     for (k, chunk) in d.chunks(MAX_STREAM).enumerate() {
                         let ca = a + (k * MAX_STREAM) as u64;
-                        if chunk.len() == 4 {
-                            let v = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+                        if let (4, Ok(v)) =
+                            (chunk.len(), le_reader::Reader::new(chunk).u32("dword"))
+                        {
                             self.push_tlp_request(
                                 &mut b,
                                 tlp::MEM_WR,
@@ -372,9 +374,9 @@ impl Asm24 {
             }
             Firmware::Stock => {
                 for (a, d) in merged {
-                    for (i, w) in d.chunks_exact(4).enumerate() {
-                        let v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-                        self.pcie_request(tlp::MEM_WR, a + 4 * i as u64, Some(v), 4)?;
+                    let mut words = le_reader::Reader::new(&d);
+                    while let Ok(v) = words.u32("dword") {
+                        self.pcie_request(tlp::MEM_WR, a + words.offset() - 4, Some(v), 4)?;
                     }
                 }
                 Ok(())

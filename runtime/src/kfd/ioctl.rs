@@ -22,6 +22,47 @@ pub const fn ioc_size(request: u64) -> usize {
     ((request >> 16) & 0x3FFF) as usize
 }
 
+/// A user pointer the kernel follows inside an ioctl's argument struct: a u64 address at
+/// `ptr_at`, a u32 element count at `count_at`, elements of `elem_size` bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UserPtr {
+    pub ptr_at: usize,
+    pub count_at: usize,
+    pub elem_size: usize,
+}
+
+/// The user pointers the kernel reads or writes during each KFD request this runtime issues;
+/// `None` for any other request (the host platform refuses those). GPU virtual addresses
+/// (queue rings, `va_addr`, a user-pointer allocation's address) are not in this list: the
+/// kernel maps them for the GPU and never copies through them during the call.
+pub fn user_pointers(request: u64) -> Option<&'static [UserPtr]> {
+    const EVENTS: &[UserPtr] = &[UserPtr {
+        ptr_at: 0,
+        count_at: 8,
+        elem_size: EventData::SIZE,
+    }];
+    const DEVICE_IDS: &[UserPtr] = &[UserPtr {
+        ptr_at: 8,
+        count_at: 16,
+        elem_size: 4,
+    }];
+    match request {
+        AMDKFD_IOC_WAIT_EVENTS => Some(EVENTS),
+        AMDKFD_IOC_MAP_MEMORY_TO_GPU | AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU => Some(DEVICE_IDS),
+        AMDKFD_IOC_GET_VERSION
+        | AMDKFD_IOC_CREATE_QUEUE
+        | AMDKFD_IOC_DESTROY_QUEUE
+        | AMDKFD_IOC_CREATE_EVENT
+        | AMDKFD_IOC_DESTROY_EVENT
+        | AMDKFD_IOC_SET_EVENT
+        | AMDKFD_IOC_ACQUIRE_VM
+        | AMDKFD_IOC_ALLOC_MEMORY_OF_GPU
+        | AMDKFD_IOC_FREE_MEMORY_OF_GPU
+        | AMDKFD_IOC_EXPORT_DMABUF => Some(&[]),
+        _ => None,
+    }
+}
+
 pub fn ioctl_name(request: u64) -> &'static str {
     match request {
         AMDKFD_IOC_GET_VERSION => "AMDKFD_IOC_GET_VERSION",
@@ -86,7 +127,7 @@ impl Le for u32 {
         }
     }
     fn get(b: &[u8], off: usize) -> Option<Self> {
-        Some(u32::from_le_bytes(b.get(off..off + 4)?.try_into().ok()?))
+        le_reader::Reader::new(b).u32_at(off, "u32 field").ok()
     }
 }
 impl Le for u64 {
@@ -96,7 +137,7 @@ impl Le for u64 {
         }
     }
     fn get(b: &[u8], off: usize) -> Option<Self> {
-        Some(u64::from_le_bytes(b.get(off..off + 8)?.try_into().ok()?))
+        le_reader::Reader::new(b).u64_at(off, "u64 field").ok()
     }
 }
 
@@ -206,6 +247,30 @@ mod tests {
         );
         assert_eq!(ioc_size(AMDKFD_IOC_RUNTIME_ENABLE), RuntimeEnableArgs::SIZE);
         assert_eq!(ioc_size(AMDKFD_IOC_GET_VERSION), GetVersionArgs::SIZE);
+    }
+
+    #[test]
+    fn user_pointers_match_the_structs() {
+        let w = user_pointers(AMDKFD_IOC_WAIT_EVENTS).unwrap()[0];
+        let a = WaitEventsArgs {
+            events_ptr: 0x1122,
+            num_events: 3,
+            ..Default::default()
+        }
+        .to_bytes();
+        assert_eq!(u64::get(&a, w.ptr_at), Some(0x1122));
+        assert_eq!(u32::get(&a, w.count_at), Some(3));
+        let m = user_pointers(AMDKFD_IOC_MAP_MEMORY_TO_GPU).unwrap()[0];
+        let a = MapMemoryArgs {
+            device_ids_array_ptr: 0x3344,
+            n_devices: 2,
+            ..Default::default()
+        }
+        .to_bytes();
+        assert_eq!(u64::get(&a, m.ptr_at), Some(0x3344));
+        assert_eq!(u32::get(&a, m.count_at), Some(2));
+        assert_eq!(user_pointers(AMDKFD_IOC_RUNTIME_ENABLE), None);
+        assert_eq!(user_pointers(0xC008_4B99), None);
     }
 
     #[test]

@@ -474,7 +474,6 @@ impl GpuIface for KfdIface {
             &mut a.to_bytes(),
             &mut [&mut ids],
         )?;
-        let had_cpu_view = buf.cpu.is_some();
         let userptr = buf.kind.host && !buf.kind.uncached;
         let (va, size, handle) = (buf.va, buf.size, buf.handle);
         drop(buf);
@@ -483,7 +482,9 @@ impl GpuIface for KfdIface {
             &mut FreeMemoryArgs { handle }.to_bytes(),
             &mut [],
         )?;
-        if !had_cpu_view && !userptr {
+        if !userptr {
+            // The CPU view, if any, may still be held elsewhere: the reservation then lives on
+            // until that mapping is dropped (host platform), so releasing it here is safe.
             self.platform.release_va(va, size);
         }
         Ok(())

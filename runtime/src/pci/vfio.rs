@@ -48,10 +48,13 @@ fn write(p: &Path, v: &str, hint: &'static str) -> PciResult<()> {
 }
 
 /// An ioctl whose argument is a plain integer or a pointer; returns the call's result.
-fn ioctl(fd: &impl AsRawFd, req: u64, arg: u64, what: &str) -> PciResult<i32> {
-    // SAFETY: `fd` is an open VFIO descriptor owned by the caller; `req` is one of the VFIO
-    // requests above and `arg` is either an integer or the address of a live buffer laid out as
-    // that request's struct (checked at each call site), which the kernel only reads.
+///
+/// # Safety
+/// `req` must be a VFIO request that `fd` understands, and `arg` must be what that request takes:
+/// an integer, or the address of a live buffer laid out as its struct and large enough for
+/// everything the kernel reads or writes through it for the duration of the call.
+unsafe fn ioctl(fd: &impl AsRawFd, req: u64, arg: u64, what: &str) -> PciResult<i32> {
+    // SAFETY: the caller upholds this function's contract (request and argument agree).
     let r = unsafe { nix::libc::ioctl(fd.as_raw_fd(), req as _, arg) };
     if r < 0 {
         return Err(sys(
@@ -61,6 +64,73 @@ fn ioctl(fd: &impl AsRawFd, req: u64, arg: u64, what: &str) -> PciResult<i32> {
         ));
     }
     Ok(r)
+}
+
+// Typed VFIO requests: each takes exactly its argument, so none can be misused from safe code.
+
+fn check_extension(container: &File, ext: u64) -> PciResult<i32> {
+    // SAFETY: VFIO_CHECK_EXTENSION on a container takes an integer (the extension id).
+    unsafe { ioctl(container, VFIO_CHECK_EXTENSION, ext, "VFIO_CHECK_EXTENSION") }
+}
+
+fn set_iommu(container: &File, kind: u64) -> PciResult<()> {
+    // SAFETY: VFIO_SET_IOMMU on a container takes an integer (the IOMMU model).
+    unsafe { ioctl(container, VFIO_SET_IOMMU, kind, "VFIO_SET_IOMMU") }.map(|_| ())
+}
+
+fn group_set_container(group: &File, container: &File) -> PciResult<()> {
+    let cfd: i32 = container.as_raw_fd();
+    // SAFETY: VFIO_GROUP_SET_CONTAINER takes a pointer to an int holding the container fd;
+    // `cfd` lives across the call and the kernel only reads it.
+    unsafe {
+        ioctl(
+            group,
+            VFIO_GROUP_SET_CONTAINER,
+            &cfd as *const i32 as u64,
+            "VFIO_GROUP_SET_CONTAINER",
+        )
+    }
+    .map(|_| ())
+}
+
+fn group_get_device_fd(group: &File, bus: &std::ffi::CStr) -> PciResult<OwnedFd> {
+    // SAFETY: VFIO_GROUP_GET_DEVICE_FD takes a NUL-terminated string, which `bus` is and which
+    // outlives the call; the kernel only reads it.
+    let dfd = unsafe {
+        ioctl(
+            group,
+            VFIO_GROUP_GET_DEVICE_FD,
+            bus.as_ptr() as u64,
+            "VFIO_GROUP_GET_DEVICE_FD",
+        )
+    }?;
+    // SAFETY: the kernel just returned `dfd` (non-negative, checked by `ioctl`) as a new
+    // descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(dfd) })
+}
+
+/// Attaches `event` to MSI vector 0 of `device`.
+fn set_msi_eventfd(device: &OwnedFd, event: &OwnedFd) -> PciResult<()> {
+    // struct vfio_irq_set {argsz, flags, index, start, count, data[4]}.
+    let set: [u32; 6] = [
+        24,
+        IRQ_SET_DATA_EVENTFD | IRQ_SET_ACTION_TRIGGER,
+        PCI_MSI_IRQ_INDEX,
+        0,
+        1,
+        event.as_raw_fd() as u32,
+    ];
+    // SAFETY: VFIO_DEVICE_SET_IRQS takes a pointer to a vfio_irq_set whose argsz (24) is the
+    // size of `set`, which lives across the call; the kernel only reads it.
+    unsafe {
+        ioctl(
+            device,
+            VFIO_DEVICE_SET_IRQS,
+            set.as_ptr() as u64,
+            "VFIO_DEVICE_SET_IRQS",
+        )
+    }
+    .map(|_| ())
 }
 
 /// A device's MSI eventfd with its VFIO container, group and device descriptors kept open.
@@ -110,13 +180,7 @@ impl VfioIrq {
                     Some("no VFIO: load vfio-pci"),
                 )
             })?;
-        if ioctl(
-            &container,
-            VFIO_CHECK_EXTENSION,
-            VFIO_NOIOMMU_IOMMU,
-            "VFIO_CHECK_EXTENSION",
-        )? == 0
-        {
+        if check_extension(&container, VFIO_NOIOMMU_IOMMU)? == 0 {
             return Err(PciError::NoDevice {
                 detail: "VFIO has no no-IOMMU support (CONFIG_VFIO_NOIOMMU)".into(),
             });
@@ -154,32 +218,12 @@ impl VfioIrq {
                     None,
                 )
             })?;
-        let cfd: i32 = container.as_raw_fd();
-        // Argument: a pointer to the container fd (an int that lives across the call).
-        ioctl(
-            &group,
-            VFIO_GROUP_SET_CONTAINER,
-            &cfd as *const i32 as u64,
-            "VFIO_GROUP_SET_CONTAINER",
-        )?;
-        ioctl(
-            &container,
-            VFIO_SET_IOMMU,
-            VFIO_NOIOMMU_IOMMU,
-            "VFIO_SET_IOMMU",
-        )?;
+        group_set_container(&group, &container)?;
+        set_iommu(&container, VFIO_NOIOMMU_IOMMU)?;
         let name = std::ffi::CString::new(bus).map_err(|_| PciError::NoDevice {
             detail: format!("bad bus id {bus:?}"),
         })?;
-        // Argument: a NUL-terminated bus id string; the result is the device fd.
-        let dfd = ioctl(
-            &group,
-            VFIO_GROUP_GET_DEVICE_FD,
-            name.as_ptr() as u64,
-            "VFIO_GROUP_GET_DEVICE_FD",
-        )?;
-        // SAFETY: the kernel just returned `dfd` as a new descriptor that nothing else owns.
-        let device = unsafe { OwnedFd::from_raw_fd(dfd) };
+        let device = group_get_device_fd(&group, &name)?;
         // SAFETY: eventfd(2) has no memory arguments; a negative result is checked below.
         let efd = unsafe { nix::libc::eventfd(0, nix::libc::EFD_CLOEXEC) };
         if efd < 0 {
@@ -187,21 +231,7 @@ impl VfioIrq {
         }
         // SAFETY: `efd` is a fresh descriptor owned by nothing else.
         let event = unsafe { OwnedFd::from_raw_fd(efd) };
-        // struct vfio_irq_set {argsz, flags, index, start, count, data[4]}.
-        let set: [u32; 6] = [
-            24,
-            IRQ_SET_DATA_EVENTFD | IRQ_SET_ACTION_TRIGGER,
-            PCI_MSI_IRQ_INDEX,
-            0,
-            1,
-            efd as u32,
-        ];
-        ioctl(
-            &device,
-            VFIO_DEVICE_SET_IRQS,
-            set.as_ptr() as u64,
-            "VFIO_DEVICE_SET_IRQS",
-        )?;
+        set_msi_eventfd(&device, &event)?;
         Ok(VfioIrq {
             _container: container,
             _group: group,

@@ -148,9 +148,11 @@ pub trait Platform: Send + Sync {
     fn exists(&self, path: &str) -> bool;
     /// Reserves `len` bytes of address space (no access) and returns its address.
     fn reserve_va(&self, len: u64) -> Result<u64, Errno>;
-    /// Releases a reservation that was never mapped over.
+    /// Releases a reservation made by `reserve_va` (exactly its address and length; anything
+    /// else is ignored). Mappings placed inside it keep the range reserved until they drop.
     fn release_va(&self, addr: u64, len: u64);
-    /// Shared read-write mapping of `fd` at `offset`; at `fixed` if given (replacing a reservation).
+    /// Shared read-write mapping of `fd` at `offset`; at `fixed` if given, which must lie inside
+    /// a live reservation and overlap no other mapping placed there.
     fn mmap(
         &self,
         fd: Fd,

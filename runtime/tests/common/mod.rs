@@ -182,7 +182,9 @@ pub fn shared_dir(arch: EmuArch, run: &str) -> PathBuf {
         EmuArch::Gfx1201 => "gfx1200",
         _ => "gfx1100",
     };
-    PathBuf::from(format!("/work/shared/traces/{dir}/{run}"))
+    testdata::shared_dir()
+        .unwrap_or_else(|| PathBuf::from("../shared"))
+        .join(format!("traces/{dir}/{run}"))
 }
 
 /// A file of `arch`'s capture `path` (`run/file`), or `None` (said on stderr) where the captures
@@ -192,7 +194,8 @@ pub fn shared(arch: EmuArch, path: &str) -> Option<Vec<u8>> {
     match std::fs::read(&p) {
         Ok(b) => Some(b),
         Err(_) => {
-            eprintln!("SKIPPED: {} is not available", p.display());
+            // Fails under CI (see `testdata`).
+            testdata::missing(&format!("shared capture {}", p.display()));
             None
         }
     }
@@ -308,13 +311,8 @@ pub fn boot_pci(cfg: EmuPciConfig) -> (runtime::error::Result<PciIface>, EmuPciG
 
 /// ../shared/amd-registers (register JSON), or `None` (said on stderr) where it is absent.
 pub fn amd_registers_dir() -> Option<PathBuf> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/amd-registers");
-    if dir.exists() {
-        Some(dir)
-    } else {
-        eprintln!("skipping: {} not present", dir.display());
-        None
-    }
+    // Fails under CI when absent (see `testdata`).
+    testdata::require_shared("amd-registers")
 }
 
 /// Asserts a register entry of the JSON has this offset and base index.

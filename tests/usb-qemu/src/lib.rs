@@ -11,6 +11,8 @@
 //! * `usb-host` (src/bin) is the host side: the usb crate's rusb transport and controller.
 //! * `tests/usb_qemu.rs` runs the script and checks the guest's `USB-QEMU-RESULT:` line.
 
+#![forbid(unsafe_code)]
+
 pub mod bridge_gadget;
 pub mod ffs;
 pub mod scratch;

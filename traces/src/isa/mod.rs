@@ -378,9 +378,11 @@ pub fn disassemble(code: &[u8], base_addr: u64, target: GfxTarget) -> Disassembl
 }
 
 /// Little-endian dword `i` of `bytes`, if present.
+#[inline]
 pub(crate) fn dword(bytes: &[u8], i: usize) -> Option<u32> {
-    let b = bytes.get(i * 4..i * 4 + 4)?;
-    Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    crate::bytes::Reader::new(bytes)
+        .u32_at(i.checked_mul(4)?, "dword")
+        .ok()
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use super::{global_allowed, Construct, Id, Pickle, PickleError, Value};
+use crate::bytes::{self, Reader};
 
 /// Resource limits for hostile input. Lengths are also always checked against the bytes left.
 #[derive(Debug, Clone, Copy)]
@@ -36,8 +37,7 @@ pub fn parse(data: &[u8]) -> Result<Pickle<'_>, PickleError> {
 
 pub fn parse_with(data: &[u8], limits: Limits) -> Result<Pickle<'_>, PickleError> {
     Vm {
-        data,
-        pos: 0,
+        input: Reader::new(data),
         op_start: 0,
         limits,
         values: Vec::new(),
@@ -51,8 +51,7 @@ pub fn parse_with(data: &[u8], limits: Limits) -> Result<Pickle<'_>, PickleError
 }
 
 struct Vm<'a> {
-    data: &'a [u8],
-    pos: usize,
+    input: Reader<'a>,
     op_start: usize,
     limits: Limits,
     values: Vec<Value<'a>>,
@@ -68,11 +67,12 @@ type R<T> = Result<T, PickleError>;
 impl<'a> Vm<'a> {
     fn run(mut self) -> R<Pickle<'a>> {
         loop {
-            self.op_start = self.pos;
-            let Some(&op) = self.data.get(self.pos) else {
-                return Err(PickleError::NoStop { offset: self.pos });
+            self.op_start = self.input.position();
+            let Ok(op) = self.input.u8("opcode") else {
+                return Err(PickleError::NoStop {
+                    offset: self.op_start,
+                });
             };
-            self.pos += 1;
             if op == b'.' {
                 // STOP
                 if self.stack.len() != 1 || !self.marks.is_empty() {
@@ -95,38 +95,34 @@ impl<'a> Vm<'a> {
 
     // ---- input ----
 
-    fn take(&mut self, n: usize, what: &'static str) -> R<&'a [u8]> {
-        let left = self.data.len() - self.pos;
-        if n > left {
-            return Err(PickleError::Truncated {
-                offset: self.op_start,
-                what,
-                needed: n - left,
-            });
+    /// A short read: errors point at the opcode that wanted the bytes.
+    fn short(&self, e: bytes::Error) -> PickleError {
+        PickleError::Truncated {
+            offset: self.op_start,
+            what: e.what,
+            needed: usize::try_from(e.needed - e.available).unwrap_or(usize::MAX),
         }
-        let s = &self.data[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(s)
+    }
+
+    fn take(&mut self, n: usize, what: &'static str) -> R<&'a [u8]> {
+        self.input.slice(n, what).map_err(|e| self.short(e))
     }
 
     fn arr<const N: usize>(&mut self, what: &'static str) -> R<[u8; N]> {
-        let s = self.take(N, what)?;
-        let mut a = [0u8; N];
-        a.copy_from_slice(s);
-        Ok(a)
+        self.input.array(what).map_err(|e| self.short(e))
     }
 
     fn u8(&mut self, what: &'static str) -> R<u8> {
-        Ok(self.arr::<1>(what)?[0])
+        self.input.u8(what).map_err(|e| self.short(e))
     }
     fn u16(&mut self, what: &'static str) -> R<u16> {
-        Ok(u16::from_le_bytes(self.arr(what)?))
+        self.input.u16(what).map_err(|e| self.short(e))
     }
     fn u32(&mut self, what: &'static str) -> R<u32> {
-        Ok(u32::from_le_bytes(self.arr(what)?))
+        self.input.u32(what).map_err(|e| self.short(e))
     }
     fn u64(&mut self, what: &'static str) -> R<u64> {
-        Ok(u64::from_le_bytes(self.arr(what)?))
+        self.input.u64(what).map_err(|e| self.short(e))
     }
 
     fn len64(&mut self, what: &'static str) -> R<usize> {
@@ -137,11 +133,11 @@ impl<'a> Vm<'a> {
 
     /// A text-protocol line without its `\n`.
     fn line(&mut self, what: &'static str) -> R<&'a [u8]> {
-        let rest = &self.data[self.pos..];
+        let rest = self.input.rest();
         let limit = rest.len().min(self.limits.max_text + 1);
         match rest[..limit].iter().position(|&b| b == b'\n') {
             Some(i) => {
-                self.pos += i + 1;
+                self.input.skip(i + 1, what).map_err(|e| self.short(e))?;
                 Ok(&rest[..i])
             }
             None if limit > self.limits.max_text => Err(PickleError::Limit {
@@ -404,11 +400,12 @@ impl<'a> Vm<'a> {
             0x95 => {
                 // FRAME: only a read-ahead hint; check it is not longer than the data.
                 let n = self.len64("frame length")?;
-                if n > self.data.len() - self.pos {
+                let left = self.input.remaining();
+                if n > left {
                     return Err(PickleError::Truncated {
                         offset: self.op_start,
                         what: "frame",
-                        needed: n - (self.data.len() - self.pos),
+                        needed: n - left,
                     });
                 }
             }
@@ -437,7 +434,7 @@ impl<'a> Vm<'a> {
             0x88 => self.push(Value::Bool(true))?,
             0x89 => self.push(Value::Bool(false))?,
             b'J' => {
-                let v = i32::from_le_bytes(self.arr("BININT")?);
+                let v = self.input.i32("BININT").map_err(|e| self.short(e))?;
                 self.push(Value::Int(v as i64))?
             }
             b'K' => {

@@ -157,17 +157,6 @@ pub mod clock_calibration {
     pub const GPU_TS: usize = 24;
 }
 
-/// Little-endian field access on a chunk slice; reads return `None` past the end.
-pub fn rd_u16(b: &[u8], off: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(b.get(off..off + 2)?.try_into().ok()?))
-}
-pub fn rd_u32(b: &[u8], off: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(off..off + 4)?.try_into().ok()?))
-}
-pub fn rd_u64(b: &[u8], off: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(b.get(off..off + 8)?.try_into().ok()?))
-}
-
 /// Writes into a buffer the writer sized itself (offsets are the constants above).
 pub fn wr(b: &mut [u8], off: usize, bytes: &[u8]) {
     if let Some(dst) = b.get_mut(off..off + bytes.len()) {

@@ -12,7 +12,8 @@ use serde::Serialize;
 pub use reader::{import, list_chunks};
 pub use writer::{export, export_file, write_to, ExportOptions};
 
-use layout::{chunk, file, rd_u16, rd_u32};
+use crate::bytes::Reader;
+use layout::{chunk, file};
 
 /// `"B00P"` little endian.
 pub const FILE_MAGIC: u32 = 0x5030_3042;
@@ -147,21 +148,26 @@ pub enum RgpError {
 /// an error.
 pub fn walk(data: &[u8]) -> Result<Vec<ChunkInfo>, RgpError> {
     let have = data.len() as u64;
-    let magic = rd_u32(data, file::MAGIC).ok_or(RgpError::Truncated {
-        what: "file header".into(),
-        offset: 0,
-        needed: file::SIZE as u64,
-        have,
-    })?;
+    let rd = Reader::new(data);
+    let magic = rd
+        .u32_at(file::MAGIC, "magic")
+        .map_err(|_| RgpError::Truncated {
+            what: "file header".into(),
+            offset: 0,
+            needed: file::SIZE as u64,
+            have,
+        })?;
     if magic != FILE_MAGIC {
         return Err(RgpError::BadMagic(magic));
     }
-    let first = rd_u32(data, file::CHUNK_OFFSET).ok_or(RgpError::Truncated {
-        what: "file header".into(),
-        offset: 0,
-        needed: file::SIZE as u64,
-        have,
-    })? as u64;
+    let first = rd
+        .u32_at(file::CHUNK_OFFSET, "chunk offset")
+        .map_err(|_| RgpError::Truncated {
+            what: "file header".into(),
+            offset: 0,
+            needed: file::SIZE as u64,
+            have,
+        })? as u64;
     if first < 20 || first > have {
         return Err(RgpError::BadChunk {
             offset: file::CHUNK_OFFSET as u64,
@@ -180,10 +186,13 @@ pub fn walk(data: &[u8]) -> Result<Vec<ChunkInfo>, RgpError> {
                 have: have - off,
             });
         }
-        let id = rd_u32(data, o + chunk::ID).unwrap_or(0);
-        let minor = rd_u16(data, o + chunk::MINOR).unwrap_or(0);
-        let major = rd_u16(data, o + chunk::MAJOR).unwrap_or(0);
-        let size = rd_u32(data, o + chunk::SIZE_IN_BYTES).unwrap_or(0) as i32;
+        // The whole chunk header is in the file (checked above).
+        let id = rd.u32_at(o + chunk::ID, "chunk id").unwrap_or(0);
+        let minor = rd.u16_at(o + chunk::MINOR, "chunk minor").unwrap_or(0);
+        let major = rd.u16_at(o + chunk::MAJOR, "chunk major").unwrap_or(0);
+        let size = rd
+            .i32_at(o + chunk::SIZE_IN_BYTES, "chunk size")
+            .unwrap_or(0);
         let t = (id & 0xFF) as u8;
         if size < chunk::SIZE as i32 {
             return Err(RgpError::BadChunk {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::layout::*;
 use super::*;
+use crate::bytes::{self, Reader};
 use crate::model::*;
 
 /// Lists the chunks of an `.rgp` held in memory.
@@ -12,12 +13,14 @@ pub fn list_chunks(data: &[u8]) -> Result<Vec<ChunkInfo>, RgpError> {
     walk(data)
 }
 
-fn field<T>(v: Option<T>, c: &ChunkInfo, what: &str) -> Result<T, RgpError> {
-    v.ok_or_else(|| RgpError::Truncated {
-        what: format!("{} field {what}", c.type_name),
-        offset: c.offset,
-        needed: 0,
-        have: c.size,
+/// A field read from a chunk's bytes; a short chunk is an error naming the chunk type, the
+/// field and its offset in the file.
+fn field<T>(v: Result<T, bytes::Error>, c: &ChunkInfo) -> Result<T, RgpError> {
+    v.map_err(|e| RgpError::Truncated {
+        what: format!("{} field {}", c.type_name, e.what),
+        offset: e.offset,
+        needed: e.needed,
+        have: e.available,
     })
 }
 
@@ -57,30 +60,29 @@ pub fn import(store: Arc<BlobStore>, source_name: &str) -> Result<Profile, RgpEr
     for c in &chunks {
         let s = c.offset as usize;
         let b = &data[s..s + c.size as usize];
+        let rd = Reader::with_base(b, c.offset);
         match c.chunk_type() {
             ChunkType::AsicInfo => {
                 p.devices[dev as usize].props = asic_props(b, c)?;
             }
             ChunkType::ApiInfo => {
                 itrace_mode = field(
-                    rd_u32(b, api_info::INSTRUCTION_TRACE_MODE),
+                    rd.u32_at(api_info::INSTRUCTION_TRACE_MODE, "instruction_trace_mode"),
                     c,
-                    "instruction_trace_mode",
                 )?;
-                se_mask = field(rd_u32(b, api_info::SE_MASK), c, "shader_engine_filter")?;
+                se_mask = field(rd.u32_at(api_info::SE_MASK, "shader_engine_filter"), c)?;
             }
             ChunkType::SqttDesc => {
                 let se = field(
-                    rd_u32(b, sqtt_desc::SHADER_ENGINE_INDEX),
+                    rd.u32_at(sqtt_desc::SHADER_ENGINE_INDEX, "shader_engine_index"),
                     c,
-                    "shader_engine_index",
                 )?;
                 descs.insert(c.index, se);
                 last_desc_se = Some(se);
             }
             ChunkType::SqttData => {
-                let off = field(rd_u32(b, sqtt_data::OFFSET), c, "offset")? as u64;
-                let len = field(rd_u32(b, sqtt_data::DATA_SIZE), c, "size")? as u64;
+                let off = field(rd.u32_at(sqtt_data::OFFSET, "offset"), c)? as u64;
+                let len = field(rd.u32_at(sqtt_data::DATA_SIZE, "size"), c)? as u64;
                 // The payload must lie inside this chunk (Mesa and rgptool put it right after the fixed part).
                 let chunk_end = c.offset + c.size;
                 if off < c.offset + sqtt_data::SIZE as u64 || off + len > chunk_end {
@@ -106,15 +108,17 @@ pub fn import(store: Arc<BlobStore>, source_name: &str) -> Result<Profile, RgpEr
                 datas.push((se, p.add_blob(blob)));
             }
             ChunkType::CodeObjectDatabase => {
-                let count = field(rd_u32(b, record_table::RECORD_COUNT), c, "record_count")?;
+                let count = field(rd.u32_at(record_table::RECORD_COUNT, "record_count"), c)?;
                 let mut r = record_table::SIZE;
                 for i in 0..count {
-                    let size = rd_u32(b, r).ok_or_else(|| RgpError::Truncated {
-                        what: format!("code object record {i}"),
-                        offset: c.offset + r as u64,
-                        needed: 4,
-                        have: c.size.saturating_sub(r as u64),
-                    })? as usize;
+                    let size = rd
+                        .u32_at(r, "record size")
+                        .map_err(|e| RgpError::Truncated {
+                            what: format!("code object record {i}"),
+                            offset: e.offset,
+                            needed: e.needed,
+                            have: e.available,
+                        })? as usize;
                     let start = r + 4;
                     let end = start
                         .checked_add(size)
@@ -144,12 +148,11 @@ pub fn import(store: Arc<BlobStore>, source_name: &str) -> Result<Profile, RgpEr
             }
             ChunkType::CodeObjectLoaderEvents => {
                 let rs = field(
-                    rd_u32(b, record_table::SIZE_OR_RECORD_SIZE),
+                    rd.u32_at(record_table::SIZE_OR_RECORD_SIZE, "record_size"),
                     c,
-                    "record_size",
                 )? as usize;
                 let count =
-                    field(rd_u32(b, record_table::RECORD_COUNT), c, "record_count")? as usize;
+                    field(rd.u32_at(record_table::RECORD_COUNT, "record_count"), c)? as usize;
                 if rs < loader_record::SIZE {
                     return Err(RgpError::BadChunk {
                         offset: c.offset,
@@ -170,12 +173,11 @@ pub fn import(store: Arc<BlobStore>, source_name: &str) -> Result<Profile, RgpEr
                 for i in 0..count {
                     let r = record_table::SIZE + i * rs;
                     let base = field(
-                        rd_u64(b, r + loader_record::BASE_ADDRESS),
+                        rd.u64_at(r + loader_record::BASE_ADDRESS, "loader record"),
                         c,
-                        "loader record",
                     )?;
-                    let hash = field(rd_u64(b, r + loader_record::HASH), c, "loader record")?;
-                    let kind = field(rd_u32(b, r + loader_record::EVENT_TYPE), c, "loader record")?;
+                    let hash = field(rd.u64_at(r + loader_record::HASH, "loader record"), c)?;
+                    let kind = field(rd.u32_at(r + loader_record::EVENT_TYPE, "loader record"), c)?;
                     if kind == 0 {
                         loads.push((base, hash));
                     }
@@ -183,18 +185,18 @@ pub fn import(store: Arc<BlobStore>, source_name: &str) -> Result<Profile, RgpEr
             }
             ChunkType::PsoCorrelation => {
                 let rs = field(
-                    rd_u32(b, record_table::SIZE_OR_RECORD_SIZE),
+                    rd.u32_at(record_table::SIZE_OR_RECORD_SIZE, "record_size"),
                     c,
-                    "record_size",
                 )? as usize;
-                let count = field(rd_u32(b, record_table::RECORD_COUNT), c, "record_count")?;
+                let count = field(rd.u32_at(record_table::RECORD_COUNT, "record_count"), c)?;
                 // Names are optional: a table that does not fit, or records too small to hold
                 // one, just name nothing (Mesa and rgptool leave them zero).
                 if rs >= pso_record::SIZE {
                     for i in 0..count as usize {
                         let r = record_table::SIZE.saturating_add(i.saturating_mul(rs));
                         let (Some(h), Some(raw)) = (
-                            rd_u64(b, r + pso_record::PIPELINE_HASH),
+                            rd.u64_at(r + pso_record::PIPELINE_HASH, "pipeline_hash")
+                                .ok(),
                             b.get(
                                 r + pso_record::NAME..r + pso_record::NAME + pso_record::NAME_LEN,
                             ),
@@ -212,9 +214,9 @@ pub fn import(store: Arc<BlobStore>, source_name: &str) -> Result<Profile, RgpEr
             }
             ChunkType::QueueEventTimings => {
                 use queue_timings::*;
-                let qn = field(rd_u32(b, QUEUE_INFO_SIZE), c, "queue_info_table_size")? as usize;
+                let qn = field(rd.u32_at(QUEUE_INFO_SIZE, "queue_info_table_size"), c)? as usize;
                 let en =
-                    field(rd_u32(b, EVENT_COUNT), c, "queue_event_table_record_count")? as usize;
+                    field(rd.u32_at(EVENT_COUNT, "queue_event_table_record_count"), c)? as usize;
                 if en
                     .checked_mul(EVENT_RECORD)
                     .and_then(|t| t.checked_add(qn))
@@ -230,18 +232,18 @@ pub fn import(store: Arc<BlobStore>, source_name: &str) -> Result<Profile, RgpEr
                 }
                 for i in 0..en {
                     let r = SIZE + qn + i * EVENT_RECORD;
-                    let ty = field(rd_u32(b, r + EV_TYPE), c, "queue event")?;
+                    let ty = field(rd.u32_at(r + EV_TYPE, "queue event"), c)?;
                     if ty == 0 {
-                        let cpu = field(rd_u64(b, r + EV_CPU_TS), c, "queue event")?;
-                        let g0 = field(rd_u64(b, r + EV_GPU_TS0), c, "queue event")?;
-                        let g1 = field(rd_u64(b, r + EV_GPU_TS1), c, "queue event")?;
+                        let cpu = field(rd.u64_at(r + EV_CPU_TS, "queue event"), c)?;
+                        let g0 = field(rd.u64_at(r + EV_GPU_TS0, "queue event"), c)?;
+                        let g1 = field(rd.u64_at(r + EV_GPU_TS1, "queue event"), c)?;
                         queue_events.push((cpu, g0, g1));
                     }
                 }
             }
             ChunkType::ClockCalibration if calib.is_none() => {
-                let cpu = field(rd_u64(b, clock_calibration::CPU_TS), c, "cpu_timestamp")?;
-                let gpu = field(rd_u64(b, clock_calibration::GPU_TS), c, "gpu_timestamp")?;
+                let cpu = field(rd.u64_at(clock_calibration::CPU_TS, "cpu_timestamp"), c)?;
+                let gpu = field(rd.u64_at(clock_calibration::GPU_TS, "gpu_timestamp"), c)?;
                 calib = Some((cpu, gpu));
             }
             _ => {}
@@ -327,7 +329,8 @@ pub fn import(store: Arc<BlobStore>, source_name: &str) -> Result<Profile, RgpEr
 /// Device props from ASIC_INFO, named as KFD/tinygrad name them.
 fn asic_props(b: &[u8], c: &ChunkInfo) -> Result<BTreeMap<String, i64>, RgpError> {
     use asic_info::*;
-    let g = |off: usize, what: &str| field(rd_u32(b, off), c, what);
+    let rd = Reader::with_base(b, c.offset);
+    let g = |off: usize, what: &'static str| field(rd.u32_at(off, what), c);
     let device_id = g(DEVICE_ID, "device_id")?;
     let gfxip = g(GFXIP_LEVEL, "gfxip_level")?;
     let ses = g(SHADER_ENGINES, "shader_engines")? as i64;
@@ -353,7 +356,7 @@ fn asic_props(b: &[u8], c: &ChunkInfo) -> Result<BTreeMap<String, i64>, RgpError
     let mut sa_per_se = 0i64;
     let mut cu_per_sa = 0i64;
     for sa in 0..CU_MASK_SAS {
-        let m = field(rd_u16(b, CU_MASK + sa * 2), c, "cu_mask")?;
+        let m = field(rd.u16_at(CU_MASK + sa * 2, "cu_mask"), c)?;
         if m != 0 {
             sa_per_se += 1;
             cu_per_sa = cu_per_sa.max(m.count_ones() as i64);

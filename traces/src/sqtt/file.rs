@@ -33,18 +33,11 @@ impl SqttFile {
             source,
         };
         let file = crate::open::open_file(path).map_err(io)?;
-        let len = file.metadata().map_err(io)?.len();
-        let map = if len == 0 {
-            None
-        } else {
-            // SAFETY: a read-only private mapping that wavescope never writes through; the one
-            // hazard, another process truncating the file while it is mapped, is accepted as
-            // for every mmap-based reader.
-            let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-            #[cfg(unix)]
+        let map = crate::mapped::map(&file).map_err(io)?;
+        #[cfg(unix)]
+        if let Some(map) = &map {
             let _ = map.advise(memmap2::Advice::Sequential);
-            Some(map)
-        };
+        }
         Ok(SqttFile {
             path: path.to_path_buf(),
             map,
@@ -62,19 +55,9 @@ impl SqttFile {
     /// Let the kernel drop the pages of `bytes[..end]` (they are re-read from the file if
     /// touched again).
     pub fn release_before(&self, end: usize) {
-        #[cfg(unix)]
         if let Some(map) = &self.map {
-            let end = end.min(map.len()) & !4095;
-            if end > 0 {
-                // SAFETY: DONTNEED on a private, never-written file mapping only drops clean
-                // pages; later reads fault them back in from the file with the same contents.
-                let _ = unsafe {
-                    map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, end)
-                };
-            }
+            crate::mapped::release_before(map, end);
         }
-        #[cfg(not(unix))]
-        let _ = end;
     }
 
     /// Analyse the blob, releasing its pages behind the decoder.

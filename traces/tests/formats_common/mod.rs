@@ -3,22 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+/// The shared data (`../shared`): these tests cannot do without it.
 pub fn shared() -> PathBuf {
-    // The shared captures sit next to the repository (/work/shared) or under $WAVESCOPE_SHARED.
-    if let Ok(p) = std::env::var("WAVESCOPE_SHARED") {
-        return PathBuf::from(p);
-    }
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for cand in [
-        here.join("../../shared"),
-        here.join("../shared"),
-        PathBuf::from("/work/shared"),
-    ] {
-        if cand.join("traces").is_dir() {
-            return cand;
-        }
-    }
-    panic!("shared captures not found; set WAVESCOPE_SHARED");
+    testdata::shared("")
 }
 
 /// Every `traces/<arch>/<case>/` folder with a profile.pkl.

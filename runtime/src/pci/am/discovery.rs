@@ -65,36 +65,37 @@ pub fn checksum(b: &[u8]) -> u16 {
     b.iter().fold(0u16, |s, &x| s.wrapping_add(u16::from(x)))
 }
 
-struct Reader<'a> {
-    b: &'a [u8],
-    base: u64,
-}
+/// The bounded reader with discovery errors (offsets in VRAM).
+struct Reader<'a>(le_reader::Reader<'a>);
 
 impl Reader<'_> {
     fn err(&self, at: usize, msg: impl Into<String>) -> PciError {
         PciError::Discovery {
-            offset: self.base + at as u64,
+            offset: self.0.base() + at as u64,
             msg: msg.into(),
         }
     }
+    fn short(&self, e: le_reader::Error) -> PciError {
+        PciError::Discovery {
+            offset: e.offset,
+            msg: format!("truncated ({} past the table)", e.what),
+        }
+    }
     fn u8(&self, at: usize) -> PciResult<u8> {
-        self.b
-            .get(at)
-            .copied()
-            .ok_or_else(|| self.err(at, "truncated (byte past the table)"))
+        self.0.u8_at(at, "u8").map_err(|e| self.short(e))
     }
     fn u16(&self, at: usize) -> PciResult<u16> {
-        Ok(u16::from(self.u8(at)?) | u16::from(self.u8(at + 1)?) << 8)
+        self.0.u16_at(at, "u16").map_err(|e| self.short(e))
     }
     fn u32(&self, at: usize) -> PciResult<u32> {
-        Ok(u32::from(self.u16(at)?) | u32::from(self.u16(at + 2)?) << 16)
+        self.0.u32_at(at, "u32").map_err(|e| self.short(e))
     }
 }
 
 impl Discovery {
     /// Parses the table read from VRAM offset `base` (for error messages).
     pub fn parse(b: &[u8], base: u64) -> PciResult<Discovery> {
-        let r = Reader { b, base };
+        let r = Reader(le_reader::Reader::with_base(b, base));
         let sig = r.u32(0)?;
         if sig != BINARY_SIGNATURE {
             return Err(r.err(

@@ -118,18 +118,14 @@ impl FwFile<'_> {
         }
     }
     pub fn u32(&self, at: usize) -> PciResult<u32> {
-        let s = self
-            .b
-            .get(at..at + 4)
-            .ok_or_else(|| self.err(format!("truncated: no u32 at offset {at:#x}")))?;
-        Ok(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+        le_reader::Reader::new(self.b)
+            .u32_at(at, "u32")
+            .map_err(|_| self.err(format!("truncated: no u32 at offset {at:#x}")))
     }
     pub fn u16(&self, at: usize) -> PciResult<u16> {
-        let s = self
-            .b
-            .get(at..at + 2)
-            .ok_or_else(|| self.err(format!("truncated: no u16 at offset {at:#x}")))?;
-        Ok(u16::from_le_bytes([s[0], s[1]]))
+        le_reader::Reader::new(self.b)
+            .u16_at(at, "u16")
+            .map_err(|_| self.err(format!("truncated: no u16 at offset {at:#x}")))
     }
     pub fn slice(&self, off: u32, len: u32, what: &str) -> PciResult<Vec<u8>> {
         let (o, l) = (off as usize, len as usize);

@@ -92,8 +92,9 @@ impl Ih {
         while self.rptr != wptr {
             let mut e = [0u8; ENTRY_SIZE as usize];
             vram.read_bytes(base + self.rptr, &mut e)?;
-            let dw =
-                |i: usize| u32::from_le_bytes([e[4 * i], e[4 * i + 1], e[4 * i + 2], e[4 * i + 3]]);
+            let entry = le_reader::Reader::new(&e);
+            // Every dword index below is inside the fixed-size entry.
+            let dw = |i: usize| entry.u32_at(4 * i, "IH entry dword").unwrap_or(0);
             let client = dw(0) & 0xFF;
             let src_id = (dw(0) >> 8) & 0xFF;
             let vmid = (dw(0) >> 24) & 0xF;

@@ -1,0 +1,33 @@
+//! The crate's only `unsafe`: read-only file mappings (the rest of `traces` denies
+//! `unsafe_code`). Trace files are large and read at random, so they are mapped, not read.
+#![allow(unsafe_code)]
+
+use std::fs::File;
+
+/// Maps `file` read-only; `None` for an empty file (mmap of length 0 fails).
+pub(crate) fn map(file: &File) -> std::io::Result<Option<memmap2::Mmap>> {
+    if file.metadata()?.len() == 0 {
+        return Ok(None);
+    }
+    // SAFETY: a read-only private mapping that wavescope never writes through (its own writes
+    // go to a temp file renamed over the target); the one hazard, another process truncating
+    // or rewriting the file while it is mapped, is accepted as for every mmap-based reader.
+    unsafe { memmap2::Mmap::map(file) }.map(Some)
+}
+
+/// Lets the kernel drop the pages of `map[..end]` (rounded down to a page); they are re-read
+/// from the file if touched again.
+pub(crate) fn release_before(map: &memmap2::Mmap, end: usize) {
+    #[cfg(unix)]
+    {
+        let end = end.min(map.len()) & !4095;
+        if end > 0 {
+            // SAFETY: DONTNEED on a private, never-written file mapping only drops clean pages;
+            // later reads fault them back in from the file with the same contents.
+            let _ =
+                unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, end) };
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (map, end);
+}
