@@ -81,6 +81,8 @@ fn usz(v: u64, off: usize) -> Result<usize> {
 
 const EM_AMDGPU: u16 = 224;
 const SHT_PROGBITS: u32 = 1;
+const ET_REL: u16 = 1;
+const SHF_ALLOC: u64 = 2;
 
 /// Parses an AMDGPU ELF code object (one kernel; its descriptor is the start of `.rodata`).
 pub fn parse_code_object(b: &[u8]) -> Result<CodeObject> {
@@ -106,6 +108,10 @@ pub fn parse_code_object(b: &[u8]) -> Result<CodeObject> {
             .ok_or_else(|| err(0x28, "section table overflow"))
     };
     let str_off = usz(u64_at(b, sh(shstrndx)? + 0x18)?, sh(shstrndx)? + 0x18)?;
+    // A relocatable object (ET_REL, what tinygrad's compiler hands its own loader) has no
+    // addresses: its allocated sections load at their file offsets (tinygrad's elf_loader
+    // does the same; the 256-byte aligned .text stays aligned).
+    let relocatable = u16_at(b, 16)? == ET_REL;
     let mut sections = Vec::new();
     for i in 0..shnum {
         let h = sh(i)?;
@@ -122,9 +128,14 @@ pub fn parse_code_object(b: &[u8]) -> Result<CodeObject> {
             .ok_or_else(|| err(start, "unterminated section name"))?;
         let name = String::from_utf8_lossy(name_bytes.get(..end).unwrap_or(&[])).into_owned();
         let sh_type = u32_at(b, h + 4)?;
+        let alloc = u64_at(b, h + 8)? & SHF_ALLOC != 0;
         sections.push(Section {
             name,
-            addr: u64_at(b, h + 0x10)?,
+            addr: if relocatable && alloc {
+                u64_at(b, h + 0x18)?
+            } else {
+                u64_at(b, h + 0x10)?
+            },
             offset: u64_at(b, h + 0x18)?,
             size: u64_at(b, h + 0x20)?,
             progbits: sh_type == SHT_PROGBITS,

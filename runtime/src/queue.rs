@@ -22,6 +22,8 @@ pub struct GfxContext {
     pub gc: IpRegs,
     pub hdp_flush_req: u32,
     pub hdp_flush_done: u32,
+    /// Their register names (NBIO/NBIF table), for recordings.
+    pub hdp_flush_names: (&'static str, &'static str),
     pub pgm_lo: u32,
     pub rsrc1: u32,
     pub rsrc3: u32,
@@ -64,6 +66,7 @@ impl GfxContext {
             num_xcc: num_xcc.max(1),
             hdp_flush_req: nbio.get(req)?.addr,
             hdp_flush_done: nbio.get(done)?.addr,
+            hdp_flush_names: (req, done),
             pgm_lo: a("COMPUTE_PGM_LO")?,
             rsrc1: a("COMPUTE_PGM_RSRC1")?,
             rsrc3: a("COMPUTE_PGM_RSRC3")?,
@@ -165,6 +168,10 @@ pub struct SqttMarker {
 pub struct ComputeCmds {
     pub ctx: Arc<GfxContext>,
     pub q: Vec<u32>,
+    /// Where each operation's packets begin in `q` (dword offset, operation name as tinygrad's
+    /// recordings name them); set by the caller with [`ComputeCmds::group`], read by
+    /// [`crate::record`].
+    pub groups: Vec<(usize, &'static str)>,
     /// The words of an unmarked `exec` per user-data shape ([`shape`]), replayed with the
     /// launch's fields patched in.
     templates: [Option<ExecTemplate>; 4],
@@ -289,12 +296,19 @@ impl ComputeCmds {
         ComputeCmds {
             ctx,
             q: Vec::with_capacity(256),
+            groups: Vec::new(),
             templates: Default::default(),
         }
     }
 
     pub fn clear(&mut self) {
         self.q.clear();
+        self.groups.clear();
+    }
+
+    /// The packets from here on belong to operation `name` (until the next call).
+    pub fn group(&mut self, name: &'static str) {
+        self.groups.push((self.q.len(), name));
     }
 
     fn pkt(&mut self, p: Packet<'_>) {
@@ -581,7 +595,9 @@ impl ComputeCmds {
         if marker.is_some() {
             return self.encode_exec(l, marker).map(|_| ());
         }
-        let ComputeCmds { ctx, q, templates } = self;
+        let ComputeCmds {
+            ctx, q, templates, ..
+        } = self;
         let slot = &mut templates[shape(l)];
         if let Some(t) = slot.as_ref().filter(|t| Arc::ptr_eq(&t.ctx, ctx)) {
             t.replay(l, q);
@@ -695,6 +711,9 @@ pub struct CopyCmds {
     pub q: Vec<u32>,
     /// Dword length of each packet, in order.
     pub sizes: Vec<usize>,
+    /// The operation (copy/signal/wait/timestamp) of each packet, in order.
+    pub groups: Vec<&'static str>,
+    cur: &'static str,
 }
 
 impl CopyCmds {
@@ -702,18 +721,23 @@ impl CopyCmds {
         CopyCmds {
             q: Vec::with_capacity(64),
             sizes: Vec::with_capacity(16),
+            groups: Vec::with_capacity(16),
+            cur: "",
         }
     }
     pub fn clear(&mut self) {
         self.q.clear();
         self.sizes.clear();
+        self.groups.clear();
     }
     fn pkt(&mut self, p: SdmaPacket) {
         let s = self.q.len();
         p.encode(&mut self.q);
         self.sizes.push(self.q.len() - s);
+        self.groups.push(self.cur);
     }
     pub fn copy(&mut self, dst: u64, src: u64, size: u64) {
+        self.cur = "copy";
         let mut done = 0;
         while done < size {
             let n = (size - done).min(sdma::MAX_COPY_SIZE);
@@ -726,6 +750,7 @@ impl CopyCmds {
         }
     }
     pub fn signal(&mut self, signal_va: u64, value: u32, mailbox: Option<(u64, u32)>) {
+        self.cur = "signal";
         self.pkt(SdmaPacket::Fence {
             mtype: 3,
             addr: signal_va,
@@ -741,6 +766,7 @@ impl CopyCmds {
         }
     }
     pub fn wait(&mut self, signal_va: u64, value: u32) {
+        self.cur = "wait";
         self.pkt(SdmaPacket::PollRegmem {
             hdp_flush: false,
             function: func::GE,
@@ -753,6 +779,7 @@ impl CopyCmds {
         });
     }
     pub fn timestamp(&mut self, ts_va: u64) {
+        self.cur = "timestamp";
         self.pkt(SdmaPacket::Timestamp { addr: ts_va });
     }
 }
