@@ -516,11 +516,19 @@ impl ComputeCmds {
     /// id) a second release wakes a CPU sleeping in WAIT_EVENTS.
     pub fn signal(&mut self, signal_va: u64, value: u32, mailbox: Option<(u64, u32)>) {
         let p = self.pred_exec_begin(1);
+        // With a mailbox the second release raises the interrupt: one on the value write too
+        // would carry context id 0, which sends the KFD to scan every event (kfd_events.c
+        // kfd_signal_event_interrupt's slow path). tinygrad's signal does the same.
+        let irq = if mailbox.is_some() {
+            int_sel::NONE
+        } else {
+            int_sel::IRQ_AFTER_WRITE_CONFIRM
+        };
         self.release_mem(
             signal_va,
             u64::from(value),
             data_sel::VALUE_32,
-            int_sel::IRQ_AFTER_WRITE_CONFIRM,
+            irq,
             0,
             true,
         );

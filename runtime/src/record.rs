@@ -369,11 +369,19 @@ fn decoded(p: &Packet<'_>, payload: &[u32], gc: &GfxContext) -> Value {
             }
             v
         }
-        Packet::AcquireMem(a) => json!({
-            "coher_cntl": hex(a.coher_cntl.into()), "size": hex(a.coher_size),
-            "base": hex(a.coher_base), "poll_interval": hex(a.poll_interval.into()),
-            "gcr_cntl": hex(a.gcr_cntl.unwrap_or(0).into()),
-        }),
+        Packet::AcquireMem(a) => {
+            let mut v = json!({
+                "coher_cntl": hex(a.coher_cntl.into()), "size": hex(a.coher_size),
+                "base": hex(a.coher_base), "poll_interval": hex(a.poll_interval.into()),
+            });
+            // gfx9's ACQUIRE_MEM has no GCR_CNTL dword.
+            if let Some(g) = a.gcr_cntl {
+                v.as_object_mut()
+                    .expect("object literal")
+                    .insert("gcr_cntl".into(), hex(g.into()));
+            }
+            v
+        }
         Packet::ReleaseMem(r) => json!({
             "event_type": hex(r.event_type.into()), "event_index": r.event_index,
             "gcr_or_cache_bits": hex(r.gcr.into()), "data_sel": r.data_sel,
@@ -527,7 +535,8 @@ pub fn sdma_events(
         let (op, d) = match SdmaPacket::decode(w) {
             Ok(SdmaPacket::CopyLinear { bytes, src, dst }) => (
                 "COPY",
-                json!({"bytes": bytes, "src": hex(src), "dst": hex(dst)}),
+                json!({"bytes": bytes, "param": hex(w.get(2).copied().unwrap_or(0).into()),
+                       "src": hex(src), "dst": hex(dst)}),
             ),
             Ok(SdmaPacket::Fence { mtype, addr, data }) => (
                 "FENCE",

@@ -122,6 +122,8 @@ fn replay(
             }
         }
     }
+    // Dropping the device records its teardown (the reference has tinygrad's).
+    drop(d);
     let ours = std::mem::take(&mut rec.lock().unwrap().events);
     let arch_name = conform::arch_of(evs).unwrap_or_default();
     Outcome {
