@@ -42,6 +42,8 @@ enum Command {
     Diff(cli::diff::DiffArgs),
     /// List KFD GPU nodes, driverless PCI GPUs and ASM2464 USB bridges.
     Devices(cli::devices::DevicesArgs),
+    /// Compare two command recordings (--record-commands) per operation.
+    Conform(cli::conform::ConformArgs),
 }
 
 /// `wavescope info x | head` closes stdout early; `println!` then panics with a broken pipe.
@@ -76,6 +78,7 @@ fn main() -> ExitCode {
         Some(Command::Open(a)) => cli::open::run(a),
         Some(Command::Stats(a)) => cli::stats::run(a),
         Some(Command::Diff(a)) => cli::diff::run(a),
+        Some(Command::Conform(a)) => cli::conform::run(a),
         // No FILE: capture the built-in demo and open it.
         None if args.file.is_none() => cli::capture::demo_then_open(),
         None => cli::open::run(cli::open::OpenArgs {

@@ -183,6 +183,7 @@ impl Device {
         opts: DeviceOptions,
         commands: Option<SharedRecorder>,
     ) -> Result<Self> {
+        let commands = commands.or_else(record::installed);
         let props = iface.props().clone();
         let target = props.target();
         if target.family().is_none() {

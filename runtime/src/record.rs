@@ -86,6 +86,22 @@ impl CommandRecorder for JsonlRecorder {
     }
 }
 
+/// The recorder the driver paths pick up by themselves (KFD ioctls in
+/// [`crate::kfd::KfdIface::open`], submissions in [`crate::Device::new`]): for a front end that
+/// opens devices through code it does not own (`wavescope capture --record-commands`). Code
+/// that opens the device itself passes its recorder explicitly instead.
+static INSTALLED: Mutex<Option<SharedRecorder>> = Mutex::new(None);
+
+/// Installs (or with `None` removes) the process-wide recorder for devices opened from now on.
+pub fn install(rec: Option<SharedRecorder>) {
+    *INSTALLED.lock().unwrap_or_else(|e| e.into_inner()) = rec;
+}
+
+/// The installed recorder, if any.
+pub fn installed() -> Option<SharedRecorder> {
+    INSTALLED.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
 fn emit(rec: &SharedRecorder, ev: Value) {
     // A poisoned lock only means another recording thread panicked; keep recording.
     let mut g = rec.lock().unwrap_or_else(|e| e.into_inner());

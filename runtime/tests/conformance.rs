@@ -212,3 +212,54 @@ fn conformance() {
         assert!(differs.is_empty(), "recordings that differ: {differs:?}");
     }
 }
+
+/// The comparison can fail: a recording compared with itself matches, and the same recording
+/// with one SQTT register value changed (SE0's SQ_THREAD_TRACE_CTRL.rt_freq) is reported as
+/// exactly that register and field, not accepted.
+#[test]
+fn conformance_detects_a_changed_sqtt_register() {
+    let f = dir().join("kfd_gfx1100_add_sqtt.jsonl");
+    let Ok(text) = std::fs::read_to_string(&f) else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{} is missing (CI)",
+            f.display()
+        );
+        eprintln!("SKIPPED: {} is not available", f.display());
+        return;
+    };
+    let reference = conform::parse_jsonl(&text).unwrap();
+    let same = conform::compare(&reference, &reference, "gfx1100", &[]);
+    assert_eq!(same.verdict(), Verdict::Match, "{:?}", same.differences);
+
+    let mut changed = reference.clone();
+    let mut done = false;
+    for e in changed
+        .iter_mut()
+        .filter(|e| e["ev"] == "pm4" && e["group"] == "sqtt_start")
+    {
+        for r in e["regs"].as_array_mut().into_iter().flatten() {
+            if r["name"] == "regSQ_THREAD_TRACE_CTRL" && !done {
+                // rt_freq is bits [17:16] on GC 11: 2 (4096 clocks) becomes 1.
+                let v =
+                    u32::from_str_radix(r["val"].as_str().unwrap().trim_start_matches("0x"), 16)
+                        .unwrap();
+                assert_eq!((v >> 16) & 3, 2);
+                r["val"] = Value::String(format!("{:#x}", (v & !(3 << 16)) | (1 << 16)));
+                done = true;
+            }
+        }
+    }
+    assert!(
+        done,
+        "the recording has an SQ_THREAD_TRACE_CTRL write in sqtt_start"
+    );
+    let rep = conform::compare(&changed, &reference, "gfx1100", &[]);
+    let got: Vec<String> = rep.differences.iter().map(|d| d.to_string()).collect();
+    assert_eq!(
+        got,
+        ["[sqtt_start] FieldDiffers SQ_THREAD_TRACE_CTRL[se0].rt_freq: ours {0x1} reference {0x2}"],
+        "{got:#?}"
+    );
+    assert_eq!(rep.verdict(), Verdict::Differs(1));
+}

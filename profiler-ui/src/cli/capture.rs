@@ -50,6 +50,10 @@ pub struct CaptureArgs {
     /// Also write an .rgp for Radeon GPU Profiler.
     #[arg(long, value_name = "OUT.rgp")]
     pub rgp: Option<PathBuf>,
+    /// Record every KFD ioctl and PM4/SDMA packet sent (JSON lines, the schema of tinygrad's
+    /// recordings; compare with `wavescope conform`).
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub record_commands: Option<PathBuf>,
 }
 
 fn parse_mask(s: &str) -> Result<u32, String> {
@@ -207,6 +211,27 @@ fn shown(p: &std::path::Path) -> String {
 }
 
 pub fn run(a: CaptureArgs) -> Result<()> {
+    let Some(path) = a.record_commands.clone() else {
+        return run_workload(a);
+    };
+    use runtime::record::{self, JsonlRecorder};
+    use std::sync::{Arc, Mutex};
+    let jsonl =
+        JsonlRecorder::create(&path).with_context(|| format!("creating {}", path.display()))?;
+    let rec = Arc::new(Mutex::new(jsonl));
+    record::install(Some(rec.clone()));
+    let r = run_workload(a);
+    record::install(None);
+    let mut g = rec
+        .lock()
+        .map_err(|_| anyhow!("the command recorder's lock is poisoned"))?;
+    g.finish()
+        .with_context(|| format!("writing {}", path.display()))?;
+    eprintln!("recorded the commands in {}", path.display());
+    r
+}
+
+fn run_workload(a: CaptureArgs) -> Result<()> {
     let opts = options(&a)?;
     let mut bar = progress_bar();
     let r = if a.demo {

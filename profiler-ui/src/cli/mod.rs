@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod capture;
+pub mod conform;
 pub mod convert;
 pub mod decode;
 pub mod devices;
