@@ -91,6 +91,8 @@ pub struct EngineStats {
 struct SeTrace {
     events: Vec<Ev>,
     written: Written,
+    /// Whether this SE traced instructions in the last dispatch (its LAYOUT_HEADER says so).
+    itrace: bool,
 }
 
 /// The emulated shader engines: the default for emulated gfx11 and gfx12 devices.
@@ -259,6 +261,9 @@ impl ShaderEngines for EmuShaderEngines {
             if self.ses.len() < num_se {
                 self.ses.resize_with(num_se, SeTrace::default);
             }
+            for (s, it) in self.ses.iter_mut().zip(&itrace) {
+                s.itrace = *it;
+            }
         }
 
         let start = d.clock * CYCLES_PER_TICK + cycles::DISPATCH_LATENCY;
@@ -268,9 +273,10 @@ impl ShaderEngines for EmuShaderEngines {
         let mut end_max = start;
         let mut budget = self.max_wave_instructions;
         let mut lds = vec![0u8; lds_bytes];
-        let mut wave_id: u32 = 0;
         let mut waves: Vec<Wave> = Vec::with_capacity(nwaves);
         let mut places: Vec<Placement> = Vec::with_capacity(nwaves);
+        // Each wave's active lanes at launch (its WAVESTART carries the count).
+        let mut active: Vec<u8> = Vec::with_capacity(nwaves);
 
         for g in 0..total_wg {
             let gx = (g % u64::from(grid[0])) as u32;
@@ -310,6 +316,7 @@ impl ShaderEngines for EmuShaderEngines {
             }
             lds.iter_mut().for_each(|b| *b = 0);
             waves.clear();
+            active.clear();
             for (wv, p) in places.iter().enumerate() {
                 let mut w = Wave::new(lanes, vgprs, priv_bytes);
                 if self.gfx12() {
@@ -353,6 +360,7 @@ impl ShaderEngines for EmuShaderEngines {
                     m |= 1 << l;
                 }
                 w.s[EXEC] = m as u32;
+                active.push(m.count_ones() as u8);
                 if lanes == 64 {
                     w.s[EXEC + 1] = (m >> 32) as u32;
                 }
@@ -422,7 +430,7 @@ impl ShaderEngines for EmuShaderEngines {
                             wgp: p.wgp,
                             simd: p.simd,
                             slot: p.slot,
-                            id: wave_id,
+                            lanes: active[wv],
                         },
                     );
                     if let Some(tr) = w.trace.take() {
@@ -444,7 +452,6 @@ impl ShaderEngines for EmuShaderEngines {
                         },
                     );
                 }
-                wave_id = wave_id.wrapping_add(1);
             }
         }
         let cyc = end_max + cycles::DRAIN_LATENCY - d.clock * CYCLES_PER_TICK;
@@ -494,7 +501,7 @@ impl ShaderEngines for EmuShaderEngines {
             return Vec::new();
         };
         let mut ev = std::mem::take(&mut s.events);
-        match sqtt_enc::encode(&mut ev, t0, gfx12) {
+        match sqtt_enc::encode(&mut ev, t0, gfx12, s.itrace) {
             Ok((bytes, w)) => {
                 s.written = w;
                 if self.last_written.len() <= se as usize {

@@ -25,7 +25,8 @@ pub enum EvKind {
         wgp: u8,
         simd: u8,
         slot: u8,
-        id: u32,
+        /// Active lanes when the wave was launched (1..=64).
+        lanes: u8,
     },
     WaveEnd {
         sa: u8,
@@ -162,6 +163,45 @@ impl Enc {
     }
 }
 
+/// WAVESTART's `id7` field as the hardware writes it. It is no wave index: every wave of a
+/// dispatch carries the same value in the captures (shared/traces gfx1100 empty/plus/gemm/sync,
+/// gfx1200 empty/plus/gemm: 1, 1, 1024, 5, 1, 1, 1024 waves). What varies between the kernels is
+/// id7[11:7] (gfx11) / id7[9:5] (gfx12), packet bits 25..29, and it equals the wave's active
+/// lanes minus one in every capture (1, 3, 16, 32 lanes -> 0, 2, 15, 31). The other set bits are
+/// the same in all of them: packet bits 30, 31 and 23 (gfx11) / 22 (gfx12). AMD's decoder (0.1.6)
+/// reads these bits to attribute the wave to its dispatch; with a running index in them it
+/// stitched no instruction of an emulated capture. Lane counts above 32 (wave64) are not in any
+/// capture; they saturate at 31.
+fn wavestart_id(lanes: u8, gfx12: bool) -> u64 {
+    let n = u64::from(lanes.clamp(1, 32) - 1);
+    if gfx12 {
+        // id7 is packet bits [31:20].
+        (0b11 << 10) | (n << 5) | (1 << 2)
+    } else {
+        // id7 is packet bits [31:18].
+        (0b11 << 12) | (n << 7) | (1 << 5)
+    }
+}
+
+/// LAYOUT_HEADER bits no named field covers, as every hardware capture has them (the whole
+/// first 64 bits are the same in all captures of an arch: gfx1100 0x68900191, gfx1200
+/// 0x0913100868700211 on SE0/SE1 and bit 37 more on SE2/SE3). Their meaning is not documented;
+/// bit 37 separates the instruction-traced SEs (0, 1) from the others in every gfx1200
+/// capture, so it follows `itrace` here (the captures cannot tell it from "SE index >= 2").
+fn header_extra(gfx12: bool, itrace: bool) -> u64 {
+    if gfx12 {
+        let base = (1 << 20) | (1 << 21) | (1 << 22) | (1 << 27) | (1 << 44) | (1 << 48);
+        let base = base | (1 << 49) | (1 << 52) | (1 << 56);
+        if itrace {
+            base
+        } else {
+            base | (1 << 37)
+        }
+    } else {
+        (1 << 20) | (1 << 23) | (1 << 27)
+    }
+}
+
 /// Per-stream counts of what was written (compared with the decoder's reading in the tests).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Written {
@@ -170,8 +210,14 @@ pub struct Written {
     pub markers: u64,
 }
 
-/// Encodes `events` (any order) of one SE; `t0` is the absolute cycle the capture started.
-pub fn encode(events: &mut [Ev], t0: u64, gfx12: bool) -> Result<(Vec<u8>, Written), String> {
+/// Encodes `events` (any order) of one SE; `t0` is the absolute cycle the capture started,
+/// `itrace` whether the SE traced instructions.
+pub fn encode(
+    events: &mut [Ev],
+    t0: u64,
+    gfx12: bool,
+    itrace: bool,
+) -> Result<(Vec<u8>, Written), String> {
     events.sort_by_key(|e| (e.t, e.seq));
     let ty = Types::new(gfx12)?;
     let mut e = Enc {
@@ -192,7 +238,8 @@ pub fn encode(events: &mut [Ev], t0: u64, gfx12: bool) -> Result<(Vec<u8>, Writt
             ("flag4", 0),
         ]
     };
-    e.put(e.ty.header, header)?;
+    let raw = assemble(e.ty.header, header).map_err(|x| x.to_string())?;
+    e.w.push(raw | header_extra(gfx12, itrace), e.ty.header.nibbles);
     e.marker(0, t0)?;
     written.markers += 1;
     let mut next_mark = MARKER_INTERVAL;
@@ -209,10 +256,9 @@ pub fn encode(events: &mut [Ev], t0: u64, gfx12: bool) -> Result<(Vec<u8>, Writt
                 wgp,
                 simd,
                 slot,
-                id,
+                lanes,
             } => {
                 let d = e.advance(t, max_delta(e.ty.start))?;
-                let idw = if gfx12 { 12 } else { 14 };
                 e.put(
                     e.ty.start,
                     &[
@@ -221,7 +267,7 @@ pub fn encode(events: &mut [Ev], t0: u64, gfx12: bool) -> Result<(Vec<u8>, Writt
                         ("simd", u64::from(simd)),
                         ("wgp", u64::from(wgp)),
                         ("wave", u64::from(slot)),
-                        ("id7", u64::from(id) & ((1 << idw) - 1)),
+                        ("id7", wavestart_id(lanes, gfx12)),
                     ],
                 )?;
                 written.waves += 1;

@@ -67,6 +67,8 @@ enum Command {
     Diff(cli::diff::DiffArgs),
     /// List KFD GPU nodes, driverless PCI GPUs and ASM2464 USB bridges.
     Devices(cli::devices::DevicesArgs),
+    /// Compare two command recordings (--record-commands) per operation.
+    Conform(cli::conform::ConformArgs),
 }
 
 /// The error and its causes on one line, each cause once: a cause whose text the message
@@ -122,6 +124,7 @@ fn main() -> ExitCode {
         Some(Command::Open(a)) => cli::open::run(a, &args.config),
         Some(Command::Stats(a)) => cli::stats::run(a),
         Some(Command::Diff(a)) => cli::diff::run(a),
+        Some(Command::Conform(a)) => cli::conform::run(a),
         // No FILE: capture the built-in demo and open it.
         None if args.file.is_none() => cli::capture::demo_then_open(&args.config),
         None => cli::open::run(

@@ -13,6 +13,7 @@ use crate::platform::{
 };
 use crate::profile::{ProfileEvent, Recorder};
 use crate::queue::{ComputeCmds, CopyCmds, GfxContext, Launch, Ring, SqttMarker};
+use crate::record::{self, SharedRecorder};
 use crate::signal::{Signal, SignalPool, SIGNAL_PAGE};
 use crate::sqtt::{self, SqttSetup};
 
@@ -114,6 +115,10 @@ pub struct Device {
     copy_cmds: CopyCmds,
     pending: Vec<Pending>,
     pub recorder: Recorder,
+    /// Sees every PM4 and SDMA submission ([`crate::record`]).
+    commands: Option<SharedRecorder>,
+    /// Submissions so far (the recordings' `submit` ids).
+    submits: u64,
     sqtt: Option<SqttState>,
     cmd_id: u32,
     exec_tag: i64,
@@ -162,7 +167,18 @@ impl Device {
         Device::new(Box::new(iface), opts)
     }
 
-    pub fn new(mut iface: Box<dyn GpuIface>, opts: DeviceOptions) -> Result<Self> {
+    pub fn new(iface: Box<dyn GpuIface>, opts: DeviceOptions) -> Result<Self> {
+        Self::new_recorded(iface, opts, None)
+    }
+
+    /// [`Device::new`] with `commands` seeing every PM4 and SDMA submission from the first
+    /// (bring-up included).
+    pub fn new_recorded(
+        mut iface: Box<dyn GpuIface>,
+        opts: DeviceOptions,
+        commands: Option<SharedRecorder>,
+    ) -> Result<Self> {
+        let commands = commands.or_else(record::installed);
         let props = iface.props().clone();
         let target = props.target();
         if target.family().is_none() {
@@ -294,6 +310,8 @@ impl Device {
             staging,
             pending: Vec::new(),
             recorder: Recorder::default(),
+            commands,
+            submits: 0,
             sqtt: None,
             cmd_id: 0,
             exec_tag: 0,
@@ -302,6 +320,7 @@ impl Device {
         };
         if dev.ctx.num_xcc > 1 {
             dev.cmds.clear();
+            dev.cmds.group("xcc_config");
             dev.cmds.xcc_config()?;
             dev.submit_compute()?;
         }
@@ -346,7 +365,25 @@ impl Device {
         v as u32
     }
 
+    /// Sees every later submission (bring-up submissions are only seen with
+    /// [`Device::new_recorded`]).
+    pub fn set_command_recorder(&mut self, rec: Option<SharedRecorder>) {
+        self.commands = rec;
+    }
+
     fn submit_compute(&mut self) -> Result<()> {
+        self.submits += 1;
+        if let Some(rec) = &self.commands {
+            for ev in record::pm4_events(
+                &self.cmds.q,
+                &self.cmds.groups,
+                &self.ctx,
+                self.submits,
+                "compute",
+            ) {
+                record::record(rec, ev);
+            }
+        }
         let Device {
             compute,
             cmds,
@@ -358,6 +395,13 @@ impl Device {
     }
 
     fn submit_copy(&mut self) -> Result<()> {
+        self.submits += 1;
+        if let Some(rec) = &self.commands {
+            let c = &self.copy_cmds;
+            for ev in record::sdma_events(&c.q, &c.sizes, &c.groups, self.submits) {
+                record::record(rec, ev);
+            }
+        }
         let Device {
             sdma,
             copy_cmds,
@@ -414,8 +458,11 @@ impl Device {
                 self.submit_copy()?;
             } else {
                 self.cmds.clear();
+                self.cmds.group("wait");
                 self.cmds.wait(self.timeline.value_addr(), v - 1);
+                self.cmds.group("timestamp");
                 self.cmds.timestamp(sig.timestamp_addr());
+                self.cmds.group("signal");
                 self.cmds
                     .signal(self.timeline.value_addr(), v, self.iface.event_mailbox());
                 self.submit_compute()?;
@@ -703,15 +750,21 @@ impl Device {
         let mailbox = self.iface.event_mailbox();
         let c = &mut self.cmds;
         c.clear();
+        c.group("wait");
         c.wait(tl, v - 1);
+        c.group("memory_barrier");
         c.memory_barrier();
         if let Some((st, _)) = &prof {
+            c.group("timestamp");
             c.timestamp(st.timestamp_addr());
         }
+        c.group("exec");
         c.exec(&launch, marker)?;
         if let Some((_, en)) = &prof {
+            c.group("timestamp");
             c.timestamp(en.timestamp_addr());
         }
+        c.group("signal");
         c.signal(tl, v, mailbox);
         if let Some((st, en)) = prof {
             self.exec_tag += 1;
@@ -792,8 +845,11 @@ impl Device {
         let tl = self.timeline.value_addr();
         let mailbox = self.iface.event_mailbox();
         self.cmds.clear();
+        self.cmds.group("wait");
         self.cmds.wait(tl, v - 1);
+        self.cmds.group("sqtt_start");
         sqtt::start(&mut self.cmds, &setup)?;
+        self.cmds.group("signal");
         self.cmds.signal(tl, v, mailbox);
         self.submit_compute()
     }
@@ -805,8 +861,11 @@ impl Device {
         let tl = self.timeline.value_addr();
         let mailbox = self.iface.event_mailbox();
         self.cmds.clear();
+        self.cmds.group("wait");
         self.cmds.wait(tl, v - 1);
+        self.cmds.group("sqtt_stop");
         sqtt::stop(&mut self.cmds, &setup)?;
+        self.cmds.group("signal");
         self.cmds.signal(tl, v, mailbox);
         self.submit_compute()?;
         self.synchronize()?;

@@ -12,6 +12,7 @@
 //! The emulated GPU is the separate `emu` crate: it implements these traits from outside, and
 //! `runtime` never depends on it (only its tests do).
 
+pub mod conform;
 pub mod device;
 pub mod error;
 pub mod kernel;
@@ -22,6 +23,7 @@ pub mod platform;
 pub mod pm4;
 pub mod profile;
 pub mod queue;
+pub mod record;
 pub mod regs;
 pub mod sdma;
 pub mod signal;

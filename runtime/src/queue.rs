@@ -23,6 +23,8 @@ pub struct GfxContext {
     pub gc: IpRegs,
     pub hdp_flush_req: u32,
     pub hdp_flush_done: u32,
+    /// Their register names (NBIO/NBIF table), for recordings.
+    pub hdp_flush_names: (&'static str, &'static str),
     pub pgm_lo: u32,
     pub rsrc1: u32,
     pub rsrc3: u32,
@@ -65,6 +67,7 @@ impl GfxContext {
             num_xcc: num_xcc.max(1),
             hdp_flush_req: nbio.get(req)?.addr,
             hdp_flush_done: nbio.get(done)?.addr,
+            hdp_flush_names: (req, done),
             pgm_lo: a("COMPUTE_PGM_LO")?,
             rsrc1: a("COMPUTE_PGM_RSRC1")?,
             rsrc3: a("COMPUTE_PGM_RSRC3")?,
@@ -166,6 +169,10 @@ pub struct SqttMarker {
 pub struct ComputeCmds {
     pub ctx: Arc<GfxContext>,
     pub q: Vec<u32>,
+    /// Where each operation's packets begin in `q` (dword offset, operation name as tinygrad's
+    /// recordings name them); set by the caller with [`ComputeCmds::group`], read by
+    /// [`crate::record`].
+    pub groups: Vec<(usize, &'static str)>,
     /// The words of an unmarked `exec` per user-data shape ([`shape`]), replayed with the
     /// launch's fields patched in.
     templates: [Option<ExecTemplate>; 4],
@@ -290,12 +297,19 @@ impl ComputeCmds {
         ComputeCmds {
             ctx,
             q: Vec::with_capacity(256),
+            groups: Vec::new(),
             templates: Default::default(),
         }
     }
 
     pub fn clear(&mut self) {
         self.q.clear();
+        self.groups.clear();
+    }
+
+    /// The packets from here on belong to operation `name` (until the next call).
+    pub fn group(&mut self, name: &'static str) {
+        self.groups.push((self.q.len(), name));
     }
 
     fn pkt(&mut self, p: Packet<'_>) {
@@ -503,11 +517,19 @@ impl ComputeCmds {
     /// id) a second release wakes a CPU sleeping in WAIT_EVENTS.
     pub fn signal(&mut self, signal_va: u64, value: u32, mailbox: Option<(u64, u32)>) {
         let p = self.pred_exec_begin(1);
+        // With a mailbox the second release raises the interrupt: one on the value write too
+        // would carry context id 0, which sends the KFD to scan every event (kfd_events.c
+        // kfd_signal_event_interrupt's slow path). tinygrad's signal does the same.
+        let irq = if mailbox.is_some() {
+            int_sel::NONE
+        } else {
+            int_sel::IRQ_AFTER_WRITE_CONFIRM
+        };
         self.release_mem(
             signal_va,
             u64::from(value),
             data_sel::VALUE_32,
-            int_sel::IRQ_AFTER_WRITE_CONFIRM,
+            irq,
             0,
             true,
         );
@@ -580,7 +602,9 @@ impl ComputeCmds {
         if marker.is_some() {
             return self.encode_exec(l, marker).map(|_| ());
         }
-        let ComputeCmds { ctx, q, templates } = self;
+        let ComputeCmds {
+            ctx, q, templates, ..
+        } = self;
         let slot = &mut templates[shape(l)];
         if let Some(t) = slot.as_ref().filter(|t| Arc::ptr_eq(&t.ctx, ctx)) {
             t.replay(l, q);
@@ -694,6 +718,9 @@ pub struct CopyCmds {
     pub q: Vec<u32>,
     /// Dword length of each packet, in order.
     pub sizes: Vec<usize>,
+    /// The operation (copy/signal/wait/timestamp) of each packet, in order.
+    pub groups: Vec<&'static str>,
+    cur: &'static str,
 }
 
 impl CopyCmds {
@@ -701,18 +728,23 @@ impl CopyCmds {
         CopyCmds {
             q: Vec::with_capacity(64),
             sizes: Vec::with_capacity(16),
+            groups: Vec::with_capacity(16),
+            cur: "",
         }
     }
     pub fn clear(&mut self) {
         self.q.clear();
         self.sizes.clear();
+        self.groups.clear();
     }
     fn pkt(&mut self, p: SdmaPacket) {
         let s = self.q.len();
         p.encode(&mut self.q);
         self.sizes.push(self.q.len() - s);
+        self.groups.push(self.cur);
     }
     pub fn copy(&mut self, dst: u64, src: u64, size: u64) {
+        self.cur = "copy";
         let mut done = 0;
         while done < size {
             let n = (size - done).min(sdma::MAX_COPY_SIZE);
@@ -725,6 +757,7 @@ impl CopyCmds {
         }
     }
     pub fn signal(&mut self, signal_va: u64, value: u32, mailbox: Option<(u64, u32)>) {
+        self.cur = "signal";
         self.pkt(SdmaPacket::Fence {
             mtype: 3,
             addr: signal_va,
@@ -740,6 +773,7 @@ impl CopyCmds {
         }
     }
     pub fn wait(&mut self, signal_va: u64, value: u32) {
+        self.cur = "wait";
         self.pkt(SdmaPacket::PollRegmem {
             hdp_flush: false,
             function: func::GE,
@@ -752,6 +786,7 @@ impl CopyCmds {
         });
     }
     pub fn timestamp(&mut self, ts_va: u64) {
+        self.cur = "timestamp";
         self.pkt(SdmaPacket::Timestamp { addr: ts_va });
     }
 }

@@ -24,7 +24,8 @@ pub const DEFAULT_BUFFER_SIZE: u64 = 256 << 20;
 /// SQ_TT token-mask and wave-type constants (soc21 enums).
 const WTYPE_INCLUDE_CS: u32 = 0x40;
 const REG_INCLUDE: u32 = 0x1F; // SQDEC | SHDEC | GFXUDEC | COMP | CONTEXT
-const TOKEN_EXCLUDE_PERF: u32 = 1 << 11;
+/// PERF in gfx12's token_exclude (bit 11 of the field; gfx11's field ends at bit 10).
+const TOKEN_EXCLUDE_PERF_GFX12: u32 = 1 << 11;
 const TOKEN_EXCLUDE_NO_ITRACE: u32 = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 5) | (1 << 8);
 
 /// gfx9 SQ_THREAD_TRACE_TOKEN_MASK.token_mask bits (equal to the CDNA packet type codes,
@@ -328,18 +329,28 @@ pub fn start(c: &mut ComputeCmds, s: &SqttSetup) -> Result<()> {
                 ("sa_sel", 0),
             ],
         )?;
-        let mut exclude = TOKEN_EXCLUDE_PERF;
-        if (s.itrace_se_mask >> se) & 1 == 0 {
-            exclude |= TOKEN_EXCLUDE_NO_ITRACE;
+        // As tinygrad programs it (its recordings, shared/conformance/tinygrad): gfx11's
+        // token_exclude is bits [10:0], so the bit 11 tinygrad sets there is ttrace_exec (the
+        // register JSON), which the hardware captures were taken with (they hold ALUEXEC and
+        // VMEMEXEC tokens). gfx12's token_exclude is [11:0]: PERF (bit 11) is excluded with the
+        // instruction tokens on SEs that do not trace instructions; barrier waits are excluded.
+        let itrace = (s.itrace_se_mask >> se) & 1 == 1;
+        let exclude = match (s.gfx_major, itrace) {
+            (_, true) => 0,
+            (12, false) => TOKEN_EXCLUDE_NO_ITRACE | TOKEN_EXCLUDE_PERF_GFX12,
+            (_, false) => TOKEN_EXCLUDE_NO_ITRACE,
+        };
+        let mut f = vec![
+            ("reg_include", REG_INCLUDE),
+            ("token_exclude", exclude),
+            ("bop_events_token_include", 1),
+        ];
+        if s.gfx_major == 12 {
+            f.push(("exclude_barrier_wait", 1));
+        } else {
+            f.push(("ttrace_exec", 1));
         }
-        c.wreg_fields(
-            "SQ_THREAD_TRACE_TOKEN_MASK",
-            &[
-                ("reg_include", REG_INCLUDE),
-                ("token_exclude", exclude),
-                ("bop_events_token_include", 1),
-            ],
-        )?;
+        c.wreg_fields("SQ_THREAD_TRACE_TOKEN_MASK", &f)?;
         sqtt_ctrl(c, true)?;
     }
     broadcast(c)?;

@@ -79,6 +79,10 @@ pub struct CaptureArgs {
     /// pci:N, usb:N: the linux-firmware amdgpu/ directory (default /lib/firmware/amdgpu).
     #[arg(long, env = "WAVESCOPE_AMDGPU_FIRMWARE", value_name = "DIR")]
     pub firmware_dir: Option<PathBuf>,
+    /// Record every KFD ioctl and PM4/SDMA packet sent (JSON lines, the schema of tinygrad's
+    /// recordings; compare with `wavescope conform`).
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub record_commands: Option<PathBuf>,
 }
 
 fn parse_mask(s: &str) -> Result<u32, capture::ParseError> {
@@ -169,6 +173,50 @@ pub fn run(a: CaptureArgs) -> Result<()> {
             };
             capture::run_capture(&[w], &opts, &mut bar)?
         }
+    let Some(path) = a.record_commands.clone() else {
+        return run_workload(a);
+    };
+    use runtime::record::{self, JsonlRecorder};
+    use std::sync::{Arc, Mutex};
+    let jsonl =
+        JsonlRecorder::create(&path).with_context(|| format!("creating {}", path.display()))?;
+    let rec = Arc::new(Mutex::new(jsonl));
+    record::install(Some(rec.clone()));
+    let r = run_workload(a);
+    record::install(None);
+    let mut g = rec
+        .lock()
+        .map_err(|_| anyhow!("the command recorder's lock is poisoned"))?;
+    g.finish()
+        .with_context(|| format!("writing {}", path.display()))?;
+    eprintln!("recorded the commands in {}", path.display());
+    r
+}
+
+fn run_workload(a: CaptureArgs) -> Result<()> {
+    let opts = options(&a)?;
+    let mut bar = progress_bar();
+    let r = if a.demo {
+        capture::run_demo(&opts, &mut bar)?
+    } else {
+        let Some(k) = &a.kernel else {
+            bail!("give --kernel FILE.hsaco:NAME or --demo");
+        };
+        let (file, name) = match k.rsplit_once(':') {
+            Some((f, n)) if !n.is_empty() && !n.contains('/') => (f, Some(n.to_string())),
+            _ => (k.as_str(), None),
+        };
+        let elf = std::fs::read(file).with_context(|| format!("reading {file}"))?;
+        let args = a.args.iter().map(|s| parse_arg(s)).collect::<Result<_>>()?;
+        let w = Workload {
+            elf: Cow::Owned(elf),
+            name,
+            grid: dims(&a.grid, "grid")?,
+            block: dims(&a.block, "block")?,
+            args,
+            check: None,
+        };
+        capture::run_capture(&[w], &opts, &mut bar)?
     };
     report(&opts, &r, a.json)
 }

@@ -4,6 +4,7 @@
 use std::io::{self, Write};
 
 pub mod capture;
+pub mod conform;
 pub mod convert;
 pub mod decode;
 pub mod devices;

@@ -184,6 +184,11 @@ fn ioctl_err(request: u64, errno: Errno) -> Error {
 impl KfdIface {
     /// Opens GPU number `index` (into the sorted list of GPU nodes) through `platform`.
     pub fn open(platform: Arc<dyn Platform>, index: usize) -> Result<Self> {
+        // An installed command recorder sees every ioctl (crate::record).
+        let platform: Arc<dyn Platform> = match crate::record::installed() {
+            Some(r) => Arc::new(crate::record::RecordingPlatform::new(platform, r)),
+            None => platform,
+        };
         let p = platform.as_ref();
         if !p.exists(KFD_PATH) {
             return Err(Error::NoKfd {

@@ -62,8 +62,9 @@ pub struct Reg {
 }
 
 impl Reg {
-    /// ORs `value << lo` for each named field; unknown field names are an error (a typo in the
-    /// runtime, or a field that this GC generation does not have).
+    /// ORs `value << lo` for each named field; unknown field names and values wider than their
+    /// field are errors (a typo in the runtime, a field that this GC generation does not have,
+    /// or a bit that belongs to the next field on this generation).
     pub fn encode(&self, fields: &[(&str, u32)]) -> Result<u32> {
         let mut v = 0u32;
         for (name, val) in fields {
@@ -76,6 +77,12 @@ impl Reg {
             } else {
                 (1u32 << width) - 1
             };
+            if val & !mask != 0 {
+                return Err(Error::Unsupported(format!(
+                    "{val:#x} does not fit {}.{name} ({width} bits)",
+                    self.def.name
+                )));
+            }
             v |= (val & mask) << f.lo;
         }
         Ok(v)

@@ -36,7 +36,8 @@ pub enum Role {
     Layout,
     /// CDNA absolute timestamp.
     Timestamp,
-    /// The dispatch-wide wave index tinygrad calls `id7`.
+    /// WAVESTART `id7` (tinygrad's name): not a wave index on hardware but per-dispatch constants
+    /// and the active lanes - 1 (docs/conformance.md).
     WaveIndex,
     Other,
 }

@@ -1,0 +1,265 @@
+//! `conformance`: every tinygrad recording in `shared/conformance/tinygrad` (override with
+//! `WAVESCOPE_CONFORMANCE_DIR`) replayed on our matching emulated device — the recording's own
+//! code object, buffers (their contents before the launch) and launch dims — with the command
+//! recorder on; the result must equal the recording's buffer after the launch, and our
+//! commands are compared with tinygrad's per operation (`runtime::conform`). One line per
+//! recording: `match`, `accepted (N differences, see docs/conformance.md)`, `DIFFERS`, or
+//! `blocked (reason)` where no emulated device can run it yet. Under `CI` a missing or empty
+//! directory, and any DIFFERS, fails.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use emu::{EmuArch, EmuConfig, EmuPlatform};
+use runtime::conform::{self, Verdict};
+use runtime::kfd::KfdIface;
+use runtime::platform::{AllocKind, Platform};
+use runtime::record::{MemoryRecorder, RecordingPlatform, SharedRecorder};
+use runtime::{Device, DeviceOptions};
+use serde_json::Value;
+
+fn dir() -> PathBuf {
+    std::env::var_os("WAVESCOPE_CONFORMANCE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/conformance/tinygrad")
+        })
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len() / 2)
+        .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
+        .collect()
+}
+
+fn u32s(v: &Value) -> [u32; 3] {
+    let a = v.as_array().expect("a 3-element array");
+    [0, 1, 2].map(|i| a[i].as_u64().unwrap() as u32)
+}
+
+/// The operations a launch's replay covers: what our runtime does for one kernel launch, its
+/// buffer copies and the device's KFD calls.
+const OPS: &[&str] = &[
+    "wait",
+    "memory_barrier",
+    "exec",
+    "signal",
+    "timestamp",
+    "sqtt_start",
+    "sqtt_stop",
+    "copy",
+    "ioctl",
+];
+
+struct Outcome {
+    report: conform::Report,
+    /// The launch's output differs from the recording's (what differs).
+    wrong_result: Option<String>,
+}
+
+/// Replays recording `evs` on `arch`; returns our recording's report.
+fn replay(
+    root: &std::path::Path,
+    evs: &[Value],
+    arch: EmuArch,
+    sqtt: bool,
+    profile: bool,
+) -> Outcome {
+    let mut wrong_result = None;
+    let launches: Vec<&Value> = evs.iter().filter(|e| e["ev"] == "launch").collect();
+    let rec: Arc<Mutex<MemoryRecorder>> = Arc::new(Mutex::new(MemoryRecorder::default()));
+    let shared: SharedRecorder = rec.clone();
+    let emu = EmuPlatform::new(EmuConfig::new(arch));
+    let p: Arc<dyn Platform> = Arc::new(RecordingPlatform::new(
+        Arc::new(emu.clone()),
+        shared.clone(),
+    ));
+    let opts = DeviceOptions {
+        wait_timeout: Duration::from_secs(10),
+        profile,
+        sqtt,
+        sqtt_buffer_size: 1 << 20,
+        ..DeviceOptions::default()
+    };
+    let mut d =
+        Device::new_recorded(Box::new(KfdIface::open(p, 0).unwrap()), opts, Some(shared)).unwrap();
+    for l in &launches {
+        let elf = std::fs::read(root.join(l["elf_file"].as_str().unwrap())).unwrap();
+        let prg = d.load_program(&elf).unwrap();
+        let mut bufs = Vec::new();
+        for b in l["buffer_args"].as_array().unwrap() {
+            let size = b["size"].as_u64().unwrap();
+            let buf = d.alloc(size, AllocKind::VRAM).unwrap();
+            if let Some(h) = b["before_hex"].as_str() {
+                d.copyin(&buf, &unhex(h)).unwrap();
+            }
+            bufs.push((buf, b.clone()));
+        }
+        let refs: Vec<_> = bufs.iter().map(|(b, _)| b).collect();
+        d.launch(
+            &prg,
+            &refs,
+            &[],
+            u32s(&l["global_size"]),
+            u32s(&l["local_size"]),
+        )
+        .unwrap();
+        d.synchronize().unwrap();
+        for (buf, b) in &bufs {
+            let (Some(after), true) = (b["after_hex"].as_str(), b["changed"] == true) else {
+                continue;
+            };
+            let n = b["param_nbytes"].as_u64().unwrap() as usize;
+            let mut out = vec![0u8; n];
+            d.copyout(buf, &mut out).unwrap();
+            let want = &unhex(after)[..n];
+            if out != want {
+                wrong_result = Some(format!(
+                    "buffer {}: {out:02x?}, the recording has {want:02x?}",
+                    b["index"]
+                ));
+            }
+        }
+    }
+    // Dropping the device records its teardown (the reference has tinygrad's).
+    drop(d);
+    let ours = std::mem::take(&mut rec.lock().unwrap().events);
+    let arch_name = conform::arch_of(evs).unwrap_or_default();
+    Outcome {
+        report: conform::compare(&ours, evs, &arch_name, OPS),
+        wrong_result,
+    }
+}
+
+fn blocked(name: &str, evs: &[Value]) -> Option<String> {
+    if name.ends_with("_pmc.jsonl") {
+        return Some("performance counters are not emulated yet".into());
+    }
+    if name.starts_with("pci_") || name.starts_with("usb_") {
+        return Some(
+            "needs an emulated gfx1200 PCI GPU (ours emulates gfx1100 over PCI/USB)".into(),
+        );
+    }
+    if !evs.iter().any(|e| e["ev"] == "launch") {
+        return Some("no launch in the recording".into());
+    }
+    None
+}
+
+#[test]
+fn conformance() {
+    let root = dir();
+    let ci = std::env::var_os("CI").is_some();
+    let mut files: Vec<_> = std::fs::read_dir(&root)
+        .map(|r| {
+            r.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    if files.is_empty() {
+        assert!(!ci, "no recordings in {} (CI)", root.display());
+        eprintln!("SKIPPED: no recordings in {}", root.display());
+        return;
+    }
+    let mut differs = Vec::new();
+    for f in &files {
+        let name = f.file_name().unwrap().to_string_lossy().to_string();
+        let evs = conform::parse_jsonl(&std::fs::read_to_string(f).unwrap())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        if let Some(why) = blocked(&name, &evs) {
+            println!("{name}: blocked ({why})");
+            continue;
+        }
+        let arch = match name.split('_').nth(1) {
+            Some("gfx1100") => EmuArch::Gfx1100,
+            // No emulated gfx1200: gfx1201 is the same GC 12.0 register set (its KFD target
+            // differs only in the stepping).
+            Some("gfx1200") => EmuArch::Gfx1201,
+            Some("gfx950") => EmuArch::Gfx950,
+            a => panic!("{name}: no emulated device for {a:?}"),
+        };
+        let sqtt = name.contains("_sqtt");
+        let profile = sqtt || name.contains("_pmc");
+        let Outcome {
+            report: rep,
+            wrong_result,
+        } = replay(&root, &evs, arch, sqtt, profile);
+        let line = match rep.verdict() {
+            _ if wrong_result.is_some() => {
+                differs.push(name.clone());
+                format!(
+                    "DIFFERS (wrong result: {})",
+                    wrong_result.unwrap_or_default()
+                )
+            }
+            Verdict::Match => "match".to_string(),
+            Verdict::Accepted(n) => format!("accepted ({n} differences, see docs/conformance.md)"),
+            Verdict::Differs(n) => {
+                differs.push(name.clone());
+                format!("DIFFERS ({n} not accepted)")
+            }
+        };
+        println!("{name}: {line}");
+        for d in &rep.differences {
+            println!("    {d}");
+        }
+    }
+    if ci {
+        assert!(differs.is_empty(), "recordings that differ: {differs:?}");
+    }
+}
+
+/// The comparison can fail: a recording compared with itself matches, and the same recording
+/// with one SQTT register value changed (SE0's SQ_THREAD_TRACE_CTRL.rt_freq) is reported as
+/// exactly that register and field, not accepted.
+#[test]
+fn conformance_detects_a_changed_sqtt_register() {
+    let f = dir().join("kfd_gfx1100_add_sqtt.jsonl");
+    let Ok(text) = std::fs::read_to_string(&f) else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{} is missing (CI)",
+            f.display()
+        );
+        eprintln!("SKIPPED: {} is not available", f.display());
+        return;
+    };
+    let reference = conform::parse_jsonl(&text).unwrap();
+    let same = conform::compare(&reference, &reference, "gfx1100", &[]);
+    assert_eq!(same.verdict(), Verdict::Match, "{:?}", same.differences);
+
+    let mut changed = reference.clone();
+    let mut done = false;
+    for e in changed
+        .iter_mut()
+        .filter(|e| e["ev"] == "pm4" && e["group"] == "sqtt_start")
+    {
+        for r in e["regs"].as_array_mut().into_iter().flatten() {
+            if r["name"] == "regSQ_THREAD_TRACE_CTRL" && !done {
+                // rt_freq is bits [17:16] on GC 11: 2 (4096 clocks) becomes 1.
+                let v =
+                    u32::from_str_radix(r["val"].as_str().unwrap().trim_start_matches("0x"), 16)
+                        .unwrap();
+                assert_eq!((v >> 16) & 3, 2);
+                r["val"] = Value::String(format!("{:#x}", (v & !(3 << 16)) | (1 << 16)));
+                done = true;
+            }
+        }
+    }
+    assert!(
+        done,
+        "the recording has an SQ_THREAD_TRACE_CTRL write in sqtt_start"
+    );
+    let rep = conform::compare(&changed, &reference, "gfx1100", &[]);
+    let got: Vec<String> = rep.differences.iter().map(|d| d.to_string()).collect();
+    assert_eq!(
+        got,
+        ["[sqtt_start] FieldDiffers SQ_THREAD_TRACE_CTRL[se0].rt_freq: ours {0x1} reference {0x2}"],
+        "{got:#?}"
+    );
+    assert_eq!(rep.verdict(), Verdict::Differs(1));
+}
