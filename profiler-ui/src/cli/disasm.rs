@@ -12,11 +12,23 @@ pub struct DisasmArgs {
     /// Only this kernel.
     #[arg(long)]
     pub kernel: Option<String>,
+    /// The GPU target (gfx1100, gfx950, ...) for code objects that name none, such as
+    /// tinygrad's hand-assembled kernels.
+    #[arg(long)]
+    pub arch: Option<String>,
 }
 
 pub fn run(a: DisasmArgs) -> Result<()> {
     let bytes = std::fs::read(&a.file).with_context(|| format!("reading {}", a.file.display()))?;
-    let co = CodeObject::parse(&bytes).with_context(|| format!("parsing {}", a.file.display()))?;
+    let target = match &a.arch {
+        Some(s) => Some(s.parse()?),
+        None => None,
+    };
+    let co = CodeObject::parse_with_target(&bytes, target)
+        .with_context(|| format!("parsing {}", a.file.display()))?;
+    for w in &co.warnings {
+        eprintln!("{}: {w}", a.file.display());
+    }
     println!(
         "{}: {}, .text at 0x{:x} ({} bytes)",
         a.file.display(),

@@ -225,19 +225,37 @@ fn rdna_exec_cycles(op: Option<&str>) -> i64 {
         .unwrap_or(1)
 }
 
+/// Internal instructions AMD's decoder files as IMMED (0.1.6 decides by the text: s_waitcnt,
+/// s_nop, s_clause, s_barrier, ... every SOPP that is not a branch, message or s_endpgm).
+fn amd_immediate(i: &MappedInst) -> bool {
+    if matches!(i.token, "IMMEDIATE" | "IMMEDIATE_MASK") {
+        return true;
+    }
+    let m = i.inst.mnemonic();
+    i.inst.is_sopp()
+        && !i.inst.is_branch()
+        && !m.starts_with("s_endpgm")
+        && !m.starts_with("s_sendmsg")
+        && !m.starts_with("s_call")
+        && !m.starts_with("s_trap")
+}
+
 /// AMD's time / stall / duration of RDNA instructions, per wave (a wave's list ends at its
-/// WAVEEND). Only immediates (s_waitcnt, s_nop, s_clause: IMMEDIATE tokens) stall: AMD dates
-/// them when the previous instruction finished and counts the wait up to our token as stall;
-/// the final `s_endpgm` likewise starts there and lasts until the wave's end.
+/// WAVEEND):
+/// - internal instructions (s_waitcnt, s_barrier, ...) are dated when the wave's previous
+///   instruction finished; the wait until our token is their stall;
+/// - the final `s_endpgm` likewise starts there and lasts until the wave's end;
+/// - any other instruction issues at its token (AMD sometimes counts a few cycles before a
+///   VALU's token as stall, by a rule not derived yet: `docs/conformance.md`).
 fn amd_rdna(insts: &mut [MappedInst]) {
     // Per slot: (issue time, duration) of the wave's previous instruction.
     let mut prev: HashMap<u8, (i64, i64)> = HashMap::new();
     for i in insts.iter_mut() {
-        let before = prev.get(&i.slot).map(|&(t, d)| t + d);
-        let immediate = matches!(i.token, "IMMEDIATE" | "IMMEDIATE_MASK");
-        let end = i.token.ends_with("WAVEEND");
-        let start = match before {
-            Some(b) if immediate || end => b.min(i.time),
+        let ready = prev.get(&i.slot).map(|&(t, d)| t + d);
+        let end = i.token.contains("WAVEEND");
+        let immediate = !end && amd_immediate(i);
+        let start = match ready {
+            Some(r) if immediate || end => r.min(i.time),
             _ => i.time,
         };
         i.issue_time = start;
@@ -247,7 +265,7 @@ fn amd_rdna(insts: &mut [MappedInst]) {
         } else if immediate {
             i.stall + 1
         } else {
-            rdna_exec_cycles(i.op.as_deref())
+            i.stall + rdna_exec_cycles(i.op.as_deref())
         };
         if end {
             prev.remove(&i.slot);
@@ -491,7 +509,7 @@ fn walk_cdna(
             message: format!("slot {slot} reached {pc:#x}, outside the program"),
         })
     };
-    for &(time, amd, v, offset) in &w.issues {
+    for (n, &(time, amd, v, offset)) in w.issues.iter().enumerate() {
         if v == 1 {
             attempt.get_or_insert(amd);
             continue;
@@ -502,8 +520,14 @@ fn walk_cdna(
             break;
         }
         let (issue_time, stall, duration, token_offset, op) = if v == 3 {
+            // AMD: an internal instruction (s_waitcnt, s_nop) starts when the previous one
+            // finished and waits until the wave issues again (its own entry may come early).
             let start = prev.map_or(amd, |(t, d)| (t + d).min(amd));
-            let stall = amd + CDNA_ISSUE_CYCLES - start;
+            let until = w
+                .issues
+                .get(n + 1)
+                .map_or(amd + CDNA_ISSUE_CYCLES, |e| e.1);
+            let stall = until - start;
             (start, stall, stall, offset, None)
         } else {
             let start = attempt.unwrap_or(amd);
