@@ -69,7 +69,11 @@ fn tinygrads_minimal_elf_needs_and_names_its_assumptions() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../shared/traces/gfx1100/sync_run_0/program0_custom_lds_sync.elf");
     if !path.is_file() {
-        assert!(std::env::var_os("CI").is_none(), "{} missing", path.display());
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{} missing",
+            path.display()
+        );
         return;
     }
     let bytes = std::fs::read(&path).unwrap();
@@ -97,6 +101,9 @@ fn tinygrads_minimal_elf_needs_and_names_its_assumptions() {
     let gemm = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../shared/traces/gfx1100/gemm_run_0/program0_r_32_32_16_2.elf");
     if let Ok(b) = std::fs::read(gemm) {
-        assert_eq!(CodeObject::parse(&b).unwrap().warnings, Vec::<String>::new());
+        assert_eq!(
+            CodeObject::parse(&b).unwrap().warnings,
+            Vec::<String>::new()
+        );
     }
 }

@@ -168,13 +168,19 @@ fn compare(root: &Path, arch: &str, diffs: &mut Diffs) {
         let got = our_waves(&blob, &code, &ctx, diffs);
         diffs.blobs += 1;
         let keys = |v: &[Wave]| v.iter().map(|w| w.0).collect::<Vec<_>>();
-        let ids = |v: &[Wave]| v.iter().map(|w| (w.0 .0, w.0 .1, w.0 .2)).collect::<Vec<_>>();
+        let ids = |v: &[Wave]| {
+            v.iter()
+                .map(|w| (w.0 .0, w.0 .1, w.0 .2))
+                .collect::<Vec<_>>()
+        };
         assert_eq!(ids(&got), ids(&want), "{ctx}: traced waves");
         for (g, w) in keys(&got).into_iter().zip(keys(&want)) {
             if g.3 != w.3 {
                 diffs.end += 1;
                 if diffs.examples.len() < 40 {
-                    diffs.examples.push(format!("{ctx} wave {g:?}: end ours {}, AMD {}", g.3, w.3));
+                    diffs
+                        .examples
+                        .push(format!("{ctx} wave {g:?}: end ours {}, AMD {}", g.3, w.3));
                 }
             }
         }

@@ -23,7 +23,9 @@ pub enum CodeObjectError {
     NotAmdgpu(u16),
     #[error("unknown AMDGPU e_flags machine 0x{0:x}")]
     UnknownMachine(u32),
-    #[error("the ELF names no GPU target (e_flags machine 0): give the target (e.g. --arch gfx1100)")]
+    #[error(
+        "the ELF names no GPU target (e_flags machine 0): give the target (e.g. --arch gfx1100)"
+    )]
     NoTarget,
     #[error("big-endian ELF (EI_DATA 2): AMDGPU code objects are little-endian")]
     BigEndian,

@@ -115,7 +115,11 @@ pub fn map_insts(
     opts: DecodeOptions,
 ) -> InstMap {
     let program = Program::new(code);
-    if code.target.major == 9 || Decoder::new(blob, opts).take(2).any(|p| p.layout == Layout::Cdna) {
+    if code.target.major == 9
+        || Decoder::new(blob, opts)
+            .take(2)
+            .any(|p| p.layout == Layout::Cdna)
+    {
         return map_cdna(blob, &program, analysis, opts);
     }
     let wave_by_start: HashMap<u64, u32> = analysis
@@ -429,8 +433,8 @@ fn map_cdna(
         let simd = p.get(Role::Simd).unwrap_or(0) as u8;
         match p.ty.kind {
             // The traced unit: CU 0 of shader array 0.
-            Kind::WaveStart | Kind::WaveEnd
-                if p.cu() != 0 || p.get(Role::Sa).unwrap_or(0) != 0 => {}
+            Kind::WaveStart | Kind::WaveEnd if p.cu() != 0 || p.get(Role::Sa).unwrap_or(0) != 0 => {
+            }
             Kind::WaveStart => {
                 let slot = p.get(Role::Wave).unwrap_or(0) as u8;
                 if live.contains_key(&(simd, slot)) {
@@ -523,10 +527,7 @@ fn walk_cdna(
             // AMD: an internal instruction (s_waitcnt, s_nop) starts when the previous one
             // finished and waits until the wave issues again (its own entry may come early).
             let start = prev.map_or(amd, |(t, d)| (t + d).min(amd));
-            let until = w
-                .issues
-                .get(n + 1)
-                .map_or(amd + CDNA_ISSUE_CYCLES, |e| e.1);
+            let until = w.issues.get(n + 1).map_or(amd + CDNA_ISSUE_CYCLES, |e| e.1);
             let stall = until - start;
             (start, stall, stall, offset, None)
         } else {
@@ -589,7 +590,8 @@ fn walk_cdna(
             token: "CDNA_WAVEEND",
             op: None,
             inst,
-            offset,
+            // The OTHER_MSG token s_endpgm leaves, so token-based views show it too.
+            offset: w.insts.get(next_inst).map_or(offset, |t| t.1),
             issue_time: start,
             stall: 0,
             duration: amd - start,
