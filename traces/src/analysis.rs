@@ -38,6 +38,9 @@ pub struct SeTrace {
     pub token_pc: Vec<u64>,
     /// Why instruction mapping stopped early, if it did.
     pub map_error: Option<String>,
+    /// Every mapped instruction, with AMD's issue time, stall and duration beside our token
+    /// time (on CDNA this includes the internal instructions no CDNA_INST token stands for).
+    pub mapped: Vec<sqtt::map::MappedInst>,
 }
 
 impl SeTrace {
@@ -73,6 +76,7 @@ impl SeTrace {
             token_start,
             token_pc: Vec::new(),
             map_error: None,
+            mapped: Vec::new(),
         }
     }
 
@@ -107,6 +111,7 @@ impl SeTrace {
         self.map_error = m
             .error
             .map(|e| format!("nibble {}: {}", e.offset, e.message));
+        self.mapped = m.insts;
     }
 }
 
@@ -270,7 +275,7 @@ pub fn analyze_kernel(
         .kern
         .and_then(|kern| p.program_for(k.device, kern))
         .and_then(|prog| prog.elf)
-        .and_then(|elf| crate::isa::CodeObject::parse(p.blob(elf)).ok());
+        .and_then(|elf| crate::isa::CodeObject::parse_with_target(p.blob(elf), target).ok());
     if let Some(code) = &code {
         for (st, s) in ses.iter_mut().zip(&streams) {
             if st.itrace && st.error.is_none() && !st.analysis.tokens.is_empty() {
@@ -348,6 +353,73 @@ pub fn wave_insts(k: &KernelSqtt, se_idx: usize, w: usize) -> Vec<WaveInst> {
     out
 }
 
+/// One executed instruction of a traced wave, in both conventions.
+#[derive(Debug, Clone, Serialize)]
+pub struct TracedInst {
+    /// Our token time (shader cycles from the blob's start): when the instruction issued.
+    pub time: i64,
+    /// AMD's (rocprof-trace-decoder) `time`: when the wave first tried to issue it.
+    pub issue_time: i64,
+    /// AMD's `stall`: `issue_time + stall` is the successful issue.
+    pub stall: i64,
+    /// AMD's `duration`: stall + execution (gfx10+) / stall + issue (gfx9); the drain for the
+    /// final `s_endpgm`.
+    pub duration: i64,
+    pub pc: u64,
+    pub token: String,
+    pub disasm: String,
+}
+
+/// A traced wave and every instruction it executed.
+#[derive(Debug, Clone, Serialize)]
+pub struct TracedWave {
+    pub se: u32,
+    pub cu: u16,
+    pub simd: u8,
+    pub slot: u8,
+    pub start: i64,
+    pub end: i64,
+    pub instructions: Vec<TracedInst>,
+}
+
+/// The mapped waves of a kernel (itraced SEs whose tokens were mapped to the program).
+pub fn traced_waves(k: &KernelSqtt) -> Vec<TracedWave> {
+    let mut out = Vec::new();
+    for se in &k.ses {
+        let mut by_wave: std::collections::BTreeMap<u32, Vec<TracedInst>> = Default::default();
+        for m in &se.mapped {
+            let Some(w) = m.wave else { continue };
+            by_wave.entry(w).or_default().push(TracedInst {
+                time: m.time,
+                issue_time: m.issue_time,
+                stall: m.stall,
+                duration: m.duration,
+                pc: m.pc,
+                token: match &m.op {
+                    Some(op) => format!("{}:{op}", m.token),
+                    None => m.token.to_string(),
+                },
+                disasm: m.inst.text(),
+            });
+        }
+        for (w, instructions) in by_wave {
+            let Some(wave) = se.analysis.waves.get(w as usize) else {
+                continue;
+            };
+            out.push(TracedWave {
+                se: se.se,
+                cu: wave.cu,
+                simd: wave.simd,
+                slot: wave.wave,
+                start: wave.start,
+                end: wave.end,
+                instructions,
+            });
+        }
+    }
+    out
+}
+
 /// One row of the instruction timing table: all executions of one instruction.
 #[derive(Debug, Clone, Serialize)]
 pub struct InstStat {
@@ -372,6 +444,10 @@ pub struct InstStat {
     pub stall: i64,
     /// `stall / total`: how much of this instruction's latency was waiting.
     pub stall_share: f64,
+    /// AMD's reading (rocprof-trace-decoder), summed over the executions when the PC is
+    /// known: stall cycles, and duration (stall + execution, or + issue on gfx9).
+    pub amd_stall: Option<i64>,
+    pub amd_duration: Option<i64>,
 }
 
 /// The instruction table of a kernel over every itraced SE.
@@ -407,6 +483,14 @@ pub fn inst_stats(k: &KernelSqtt) -> Vec<InstStat> {
         }
     }
     let grand: i64 = groups.values().flatten().map(|(gap, _)| gap).sum();
+    let mut amd: HashMap<u64, (i64, i64)> = HashMap::new();
+    for se in &k.ses {
+        for m in &se.mapped {
+            let e = amd.entry(m.pc).or_default();
+            e.0 += m.stall;
+            e.1 += m.duration;
+        }
+    }
     let mut rows: Vec<InstStat> = groups
         .into_iter()
         .map(|((pc, idx, name), execs)| {
@@ -443,6 +527,8 @@ pub fn inst_stats(k: &KernelSqtt) -> Vec<InstStat> {
                 } else {
                     0.0
                 },
+                amd_stall: amd.get(&pc).map(|a| a.0),
+                amd_duration: amd.get(&pc).map(|a| a.1),
             }
         })
         .collect();

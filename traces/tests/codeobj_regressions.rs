@@ -1,11 +1,13 @@
-//! The inputs of `fuzz/regressions/codeobj` (offsets that overflowed the runtime's former ELF
-//! reader, or that it accepted wrongly) through the one code-object reader: never a panic, and
-//! the ones that describe an unloadable kernel are errors.
+//! The code-object reader on the hostile inputs kept in `fuzz/regressions/codeobj/`: the
+//! offsets that overflowed the runtime's former ELF reader or that it accepted wrongly (`*.elf`),
+//! the fuzzing's own hostile cases, and tinygrad's minimal ELF. A value or a clear error, never a
+//! panic; the ones that describe an unloadable kernel are errors.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use traces::isa::codeobj::MAX_LOAD_IMAGE;
+use traces::isa::codeobj::{self, MAX_LOAD_IMAGE};
 use traces::isa::{CodeObject, CodeObjectError};
+use traces::GfxTarget;
 
 fn inputs() -> Vec<(String, Vec<u8>)> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions/codeobj");
@@ -84,4 +86,107 @@ fn the_base_object_loads() {
     assert_eq!(&img[0x5C0..0x600], &b[0x5C0..0x600]);
     assert_eq!(&img[0x1600..0x1800], &b[0x600..0x800]);
     assert!(img[0x600..0x1600].iter().all(|&x| x == 0));
+}
+
+fn regressions() -> Vec<(String, Vec<u8>)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions/codeobj");
+    let mut v: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_none_or(|e| e != "md" && e != "py"))
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read(&p).unwrap())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn hostile_inputs_give_clear_errors() {
+    let cases = regressions();
+    assert!(cases.len() >= 12, "regression inputs missing");
+    for (name, bytes) in &cases {
+        let _ = codeobj::image_len(bytes);
+        for t in [None, Some(GfxTarget::new(11, 0, 0))] {
+            match CodeObject::parse_with_target(bytes, t) {
+                Ok(c) => {
+                    for k in &c.kernels {
+                        let _ = c.kernel_code(k);
+                    }
+                }
+                Err(e) => assert!(!e.to_string().is_empty(), "{name}"),
+            }
+        }
+    }
+    let get = |n: &str| &cases.iter().find(|(c, _)| c == n).unwrap().1;
+    let err = |n: &str| CodeObject::parse_with_target(get(n), Some(GfxTarget::new(11, 0, 0)));
+    assert!(matches!(
+        err("truncated_header"),
+        Err(CodeObjectError::Truncated { .. })
+    ));
+    assert!(matches!(
+        err("shnum_65535"),
+        Err(CodeObjectError::Truncated { .. })
+    ));
+    assert!(matches!(
+        err("shentsize0_huge_shnum"),
+        Err(CodeObjectError::Truncated { .. })
+    ));
+    assert!(matches!(
+        err("shoff_near_u64_max"),
+        Err(CodeObjectError::Truncated { .. })
+    ));
+    assert!(matches!(
+        err("sh_size_overflow"),
+        Err(CodeObjectError::Truncated { .. })
+    ));
+    assert!(matches!(err("big_endian"), Err(CodeObjectError::BigEndian)));
+    assert!(matches!(err("elf32"), Err(CodeObjectError::NotElf64)));
+}
+
+#[test]
+fn tinygrads_minimal_elf_needs_and_names_its_assumptions() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/traces/gfx1100/sync_run_0/program0_custom_lds_sync.elf");
+    if !path.is_file() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{} missing",
+            path.display()
+        );
+        return;
+    }
+    let bytes = std::fs::read(&path).unwrap();
+    // No target in the file: the caller must give one.
+    assert!(matches!(
+        CodeObject::parse(&bytes),
+        Err(CodeObjectError::NoTarget)
+    ));
+    let c = CodeObject::parse_with_target(&bytes, Some(GfxTarget::new(11, 0, 0))).unwrap();
+    assert_eq!(c.target, GfxTarget::new(11, 0, 0));
+    assert_eq!(c.text_addr, 0x100);
+    assert_eq!(c.text.len(), 784);
+    assert_eq!(c.kernels.len(), 1);
+    assert_eq!(c.kernels[0].entry, 0x100);
+    assert_eq!(c.kernels[0].descriptor_addr, 0x440);
+    for w in [
+        "no EI_DATA: assumed little-endian",
+        "no e_machine: assumed AMDGPU",
+        "target taken from the capture: gfx1100",
+        "e_shentsize 0: assumed 64-byte section headers",
+    ] {
+        assert!(c.warnings.iter().any(|x| x == w), "{w}: {:?}", c.warnings);
+    }
+    // An ordinary code object needs no assumption.
+    let gemm = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/traces/gfx1100/gemm_run_0/program0_r_32_32_16_2.elf");
+    if let Ok(b) = std::fs::read(gemm) {
+        assert_eq!(
+            CodeObject::parse(&b).unwrap().warnings,
+            Vec::<String>::new()
+        );
+    }
 }

@@ -113,8 +113,11 @@ pub fn run(a: DecodeArgs) -> Result<()> {
                 .context("--format insts needs --program FILE.elf")?;
             let elf =
                 std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-            let code = traces::isa::CodeObject::parse(&elf)
+            let code = traces::isa::CodeObject::parse_with_target(&elf, target)
                 .with_context(|| format!("{}: not a usable code object", path.display()))?;
+            for w in &code.warnings {
+                eprintln!("{}: {w}", path.display());
+            }
             let analysis = analyze(blob, target, opts, false)?;
             report_warnings(&name, &analysis);
             let map = sqtt::map::map_insts(blob, &code, Some(&analysis), opts);
@@ -350,8 +353,9 @@ fn write_text(
     Ok(())
 }
 
-/// Per traced wave: its instructions with issue time, the gap to the previous one, PC, token
-/// and disassembly.
+/// Per traced wave: its instructions with our token time, the gap to the previous one, AMD's
+/// reading (issue time = first attempt, stall, duration; rocprof-trace-decoder's convention),
+/// PC, token and disassembly.
 fn write_insts(out: &mut dyn Write, a: &BlobAnalysis, map: &sqtt::map::InstMap) -> io::Result<()> {
     let mut by_wave: std::collections::BTreeMap<Option<u32>, Vec<&sqtt::map::MappedInst>> =
         std::collections::BTreeMap::new();
@@ -374,8 +378,8 @@ fn write_insts(out: &mut dyn Write, a: &BlobAnalysis, map: &sqtt::map::InstMap) 
         }
         writeln!(
             out,
-            "{:>12} {:>6}  {:>8}  {:<15} instruction",
-            "time", "gap", "pc", "token"
+            "{:>12} {:>6}  {:>12} {:>6} {:>6}  {:>8}  {:<15} instruction",
+            "time", "gap", "amd_issue", "stall", "dur", "pc", "token"
         )?;
         let mut prev: Option<i64> = None;
         for i in insts {
@@ -387,9 +391,12 @@ fn write_insts(out: &mut dyn Write, a: &BlobAnalysis, map: &sqtt::map::InstMap) 
             };
             writeln!(
                 out,
-                "{:>12} {:>6}  {:>#8x}  {:<15} {}",
+                "{:>12} {:>6}  {:>12} {:>6} {:>6}  {:>#8x}  {:<15} {}",
                 i.time,
                 gap,
+                i.issue_time,
+                i.stall,
+                i.duration,
                 i.pc,
                 token,
                 i.inst.text()

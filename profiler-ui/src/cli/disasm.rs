@@ -21,6 +21,14 @@ pub struct DisasmArgs {
     /// Print the kernels and their instructions as JSON.
     #[arg(long)]
     pub json: bool,
+    /// The GPU target (gfx1100, gfx950, ...) for code objects that name none, such as
+    /// tinygrad's hand-assembled kernels.
+    #[arg(long, value_name = "ARCH", value_parser = parse_target)]
+    pub arch: Option<traces::GfxTarget>,
+}
+
+fn parse_target(s: &str) -> std::result::Result<traces::GfxTarget, String> {
+    s.parse::<traces::GfxTarget>().map_err(|e| e.to_string())
 }
 
 /// One instruction: address, text, branch target.
@@ -60,7 +68,12 @@ fn print_code(o: &mut Out, lines: &[(u64, String, Option<u64>)]) -> Result<()> {
 
 pub fn run(a: DisasmArgs) -> Result<()> {
     let bytes = std::fs::read(&a.file).with_context(|| format!("reading {}", a.file.display()))?;
-    let co = CodeObject::parse(&bytes).with_context(|| format!("parsing {}", a.file.display()))?;
+    let co = CodeObject::parse_with_target(&bytes, a.arch)
+        .with_context(|| format!("parsing {}", a.file.display()))?;
+    // What the reader had to assume (tinygrad's minimal ELFs): said, not hidden.
+    for w in &co.warnings {
+        eprintln!("{}: {w}", a.file.display());
+    }
     let kernels: Vec<_> = co
         .kernels
         .iter()
@@ -120,6 +133,7 @@ pub fn run(a: DisasmArgs) -> Result<()> {
             "target": co.target.to_string(),
             "text_addr": co.text_addr,
             "text_bytes": co.text.len(),
+            "warnings": co.warnings,
             "kernels": ks,
             // Only for a code object without kernel descriptors: all of .text.
             "text": text,

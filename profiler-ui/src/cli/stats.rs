@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use clap::Args;
-use profiler_ui::data::{analyze_kernel, inst_stats, kernels_with_sqtt, InstStat, XUnit};
+use profiler_ui::data::{
+    analyze_kernel, inst_stats, kernels_with_sqtt, traced_waves, InstStat, TracedWave, XUnit,
+};
 use serde::Serialize;
 
 use super::{outln, Out};
@@ -32,6 +34,9 @@ struct KernelStats {
     time_unit: XUnit,
     errors: Vec<String>,
     instructions: Vec<InstStat>,
+    /// Per traced wave, every instruction it executed: our token time beside AMD's issue
+    /// time, stall and duration.
+    traced_waves: Vec<TracedWave>,
 }
 
 pub fn run(a: StatsArgs) -> Result<()> {
@@ -64,6 +69,7 @@ pub fn run(a: StatsArgs) -> Result<()> {
                 .filter_map(|s| s.error.as_ref().map(|e| format!("SE {}: {e}", s.se)))
                 .collect(),
             instructions: inst_stats(&ks),
+            traced_waves: traced_waves(&ks),
         });
     }
     bar.finish_and_clear();

@@ -1,12 +1,23 @@
+//! The one code-object reader on arbitrary bytes: it must return a value or an error, never
+//! panic, hang or allocate without bound; with and without a target from the caller, and
+//! whatever it returns must disassemble and slice without panicking either.
 #![no_main]
-//! Any bytes as a code object: parse errors are fine, panics are not.
+
 use libfuzzer_sys::fuzz_target;
+use traces::isa::{self, codeobj, CodeObject};
+use traces::GfxTarget;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(co) = traces::isa::CodeObject::parse(data) {
-        for k in &co.kernels {
-            for line in traces::isa::disassemble(co.kernel_code(k), k.entry, co.target) {
-                let _ = line.text();
+    let _ = codeobj::image_len(data);
+    for t in [None, Some(GfxTarget::new(11, 0, 0)), Some(GfxTarget::new(9, 5, 0))] {
+        if let Ok(c) = CodeObject::parse_with_target(data, t) {
+            for k in &c.kernels {
+                for line in isa::disassemble(c.kernel_code(k), k.entry, c.target).take(4096) {
+                    let _ = line.text();
+                }
+            }
+            for line in isa::disassemble(&c.text, c.text_addr, c.target).take(4096) {
+                let _ = line.insn.map(|i| i.text());
             }
         }
     }

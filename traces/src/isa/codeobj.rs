@@ -23,6 +23,14 @@ pub enum CodeObjectError {
     NotAmdgpu(u16),
     #[error("unknown AMDGPU e_flags machine 0x{0:x}")]
     UnknownMachine(u32),
+    #[error(
+        "the ELF names no GPU target (e_flags machine 0): give the target (e.g. --arch gfx1100)"
+    )]
+    NoTarget,
+    #[error("big-endian ELF (EI_DATA 2): AMDGPU code objects are little-endian")]
+    BigEndian,
+    #[error("section header entries of {0} bytes (ELF64 needs 64)")]
+    BadShentsize(u16),
     #[error("truncated ELF: {what} at offset 0x{offset:x} needs {need} bytes, file has {len}")]
     Truncated {
         what: &'static str,
@@ -134,6 +142,10 @@ pub struct CodeObject {
     pub text_addr: u64,
     pub text: Vec<u8>,
     pub kernels: Vec<Kernel>,
+    /// What the reader had to assume about a file that is not a complete code object
+    /// (tinygrad's minimal ELF writer: no EI_DATA, no e_machine, no target in e_flags,
+    /// e_shentsize 0, no symbols). Empty for ordinary code objects.
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -301,24 +313,40 @@ fn with_goblin(bytes: &[u8]) -> Option<(Vec<Section>, Vec<Sym>)> {
 }
 
 /// Hand reader of section headers and symbol tables.
-fn by_hand(r: &Reader) -> Result<(Vec<Section>, Vec<Sym>), CodeObjectError> {
+fn by_hand(
+    r: &Reader,
+    warnings: &mut Vec<String>,
+) -> Result<(Vec<Section>, Vec<Sym>), CodeObjectError> {
     let shoff = r.u64("e_shoff", 0x28)?;
-    let shentsize = u64::from(r.u16("e_shentsize", 0x3A)?);
+    let raw_entsize = r.u16("e_shentsize", 0x3A)?;
     let shnum = u64::from(r.u16("e_shnum", 0x3C)?);
     let shstrndx = u64::from(r.u16("e_shstrndx", 0x3E)?);
-    if shentsize < 64 && shnum > 0 {
-        return Err(CodeObjectError::Truncated {
-            what: "section header entry",
-            offset: 0x3A,
-            need: 64,
-            len: 0,
-        });
-    }
+    // tinygrad's writer leaves e_shentsize at 0; its entries are ELF64's 64 bytes.
+    let shentsize = match raw_entsize {
+        0 if shnum > 0 => {
+            warnings.push("e_shentsize 0: assumed 64-byte section headers".into());
+            64
+        }
+        n if u64::from(n) < 64 && shnum > 0 => return Err(CodeObjectError::BadShentsize(n)),
+        n => u64::from(n),
+    };
+    // Every header must lie in the file before any is read (a hostile e_shnum of 65535 fails
+    // here, not after thousands of reads).
+    r.slice(
+        "section header table",
+        shoff,
+        shentsize.saturating_mul(shnum),
+    )?;
     let mut raw = Vec::new();
-    for k in 0..shnum.min(4096) {
+    for k in 0..shnum {
         let o = shoff
             .checked_add(k * shentsize)
-            .ok_or(CodeObjectError::NotElf64)?;
+            .ok_or(CodeObjectError::Truncated {
+                what: "section header",
+                offset: shoff,
+                need: shentsize,
+                len: r.b.len(),
+            })?;
         raw.push((
             r.u32("sh_name", o)?,
             r.u32("sh_type", o + 4)?,
@@ -367,22 +395,56 @@ fn by_hand(r: &Reader) -> Result<(Vec<Section>, Vec<Sym>), CodeObjectError> {
 }
 
 impl CodeObject {
+    /// Parses a code object whose target is in its `e_flags`.
     pub fn parse(bytes: &[u8]) -> Result<CodeObject, CodeObjectError> {
+        Self::parse_with_target(bytes, None)
+    }
+
+    /// Parses a code object; `target` (e.g. the capture's GPU) is used when the ELF names none,
+    /// as tinygrad's minimal writer does. Whatever had to be assumed is listed in `warnings`.
+    pub fn parse_with_target(
+        bytes: &[u8],
+        target: Option<GfxTarget>,
+    ) -> Result<CodeObject, CodeObjectError> {
         let r = Reader { b: bytes };
+        let mut warnings = Vec::new();
         if bytes.get(..4) != Some(b"\x7fELF") {
             return Err(CodeObjectError::NotElf);
         }
-        if bytes.get(4) != Some(&2) || bytes.get(5) != Some(&1) {
+        if bytes.get(4) != Some(&2) {
             return Err(CodeObjectError::NotElf64);
         }
-        let machine = r.u16("e_machine", 0x12)?;
-        if machine != EM_AMDGPU {
-            return Err(CodeObjectError::NotAmdgpu(machine));
+        match bytes.get(5) {
+            Some(1) => {}
+            Some(0) => warnings.push("no EI_DATA: assumed little-endian".into()),
+            Some(2) => return Err(CodeObjectError::BigEndian),
+            _ => return Err(CodeObjectError::NotElf64),
         }
-        let target = target_from_e_flags(r.u32("e_flags", 0x30)?)?;
-        let (secs, syms) = match with_goblin(bytes) {
+        let machine = r.u16("e_machine", 0x12)?;
+        match machine {
+            EM_AMDGPU => {}
+            0 => warnings.push("no e_machine: assumed AMDGPU".into()),
+            m => return Err(CodeObjectError::NotAmdgpu(m)),
+        }
+        let flags = r.u32("e_flags", 0x30)?;
+        let target = match (target_from_e_flags(flags), target) {
+            (Ok(t), _) => t,
+            (Err(_), Some(t)) => {
+                warnings.push(format!("target taken from the capture: {t}"));
+                t
+            }
+            (Err(_), None) if flags & 0xFF == 0 => return Err(CodeObjectError::NoTarget),
+            (Err(e), None) => return Err(e),
+        };
+        // goblin refuses what tinygrad's writer emits (no EI_DATA); the hand reader takes it.
+        let goblin = if bytes.get(5) == Some(&1) {
+            with_goblin(bytes)
+        } else {
+            None
+        };
+        let (secs, syms) = match goblin {
             Some(x) => x,
-            None => by_hand(&r)?,
+            None => by_hand(&r, &mut warnings)?,
         };
         let text = secs
             .iter()
@@ -461,8 +523,21 @@ impl CodeObject {
                     .ok()
                     .and_then(KernelDescriptor::parse)
                 {
-                    let entry = ro.addr.wrapping_add(d.kernel_code_entry_byte_offset as u64);
-                    if entry >= text_addr && entry < text_addr.saturating_add(text.size) {
+                    let mut entry = ro.addr.wrapping_add(d.kernel_code_entry_byte_offset as u64);
+                    // tinygrad's writer does not relocate the entry offset; its loader and
+                    // AMD's decoder start the kernel at `.text`.
+                    if entry != text_addr {
+                        warnings.push(format!(
+                            "descriptor in .rodata at {:#x} points at {entry:#x}, not at .text \
+                             ({text_addr:#x}): kernel entry taken as the start of .text",
+                            ro.addr
+                        ));
+                        entry = text_addr;
+                    }
+                    if syms.is_empty() {
+                        warnings.push("no symbols: kernel named \"kernel\"".into());
+                    }
+                    {
                         let name = syms
                             .iter()
                             .find(|s| s.typ == STT_FUNC && s.value == entry)
@@ -490,6 +565,7 @@ impl CodeObject {
             text_addr,
             text: text_bytes,
             kernels,
+            warnings,
         })
     }
 

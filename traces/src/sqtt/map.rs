@@ -7,6 +7,13 @@
 //! skipping the instructions that never produce a token (`s_delay_alu`, `s_wait_alu`,
 //! `s_barrier_wait`); a branch must be matched by a JUMP / JUMP_NO token and moves the PC by its
 //! offset when taken. WAVEEND maps to the `s_endpgm` at the final PC.
+//!
+//! gfx9 / CDNA streams are walked by their CDNA_ISSUE packets instead (see [`map_cdna`]): every
+//! instruction a wave issues on CU 0 shows there, on each of the four SIMDs.
+//!
+//! Each mapped instruction also carries AMD's reading of it (rocprof-trace-decoder's
+//! `time` / `stall` / `duration`), derived from the same tokens; `docs/conformance.md` lists
+//! where the two decoders still differ.
 
 use super::decoder::{DecodeOptions, Decoder, Packet};
 use super::inst_op::op_name;
@@ -32,6 +39,15 @@ pub struct MappedInst {
     pub inst: Instruction,
     /// Nibble offset of the token.
     pub offset: u64,
+    /// AMD's `time`: when the wave first tried to issue the instruction, on AMD's timeline of
+    /// the blob (equal to ours on RDNA; on CDNA AMD also counts bit 4 of every non-MISC
+    /// packet as 4 cycles, see [`cdna_amd_clock`]).
+    pub issue_time: i64,
+    /// AMD's `stall`: `issue_time + stall` is the successful issue.
+    pub stall: i64,
+    /// AMD's `duration`: stall + execution (gfx10+) or stall + issue (gfx9); for the final
+    /// `s_endpgm` the drain until the wave's end.
+    pub duration: i64,
 }
 
 /// Why mapping stopped early.
@@ -99,6 +115,13 @@ pub fn map_insts(
     opts: DecodeOptions,
 ) -> InstMap {
     let program = Program::new(code);
+    if code.target.major == 9
+        || Decoder::new(blob, opts)
+            .take(2)
+            .any(|p| p.layout == Layout::Cdna)
+    {
+        return map_cdna(blob, &program, analysis, opts);
+    }
     let wave_by_start: HashMap<u64, u32> = analysis
         .map(|a| {
             a.waves
@@ -164,6 +187,9 @@ pub fn map_insts(
                     op: None,
                     inst,
                     offset: p.offset,
+                    issue_time: p.time,
+                    stall: 0,
+                    duration: 0,
                 });
             }
             Kind::ImmediateMask => {
@@ -191,7 +217,66 @@ pub fn map_insts(
             _ => {}
         }
     }
+    amd_rdna(&mut out.insts);
     out
+}
+
+/// Cycles an RDNA instruction token's op keeps the wave busy in AMD's reading: the cycle count
+/// at the end of the op's name (`VALUB_2`, `SGMEM_RD_2`, `LDS_WR_2`), else 1.
+fn rdna_exec_cycles(op: Option<&str>) -> i64 {
+    op.and_then(|o| o.rsplit('_').next())
+        .and_then(|n| n.parse::<i64>().ok())
+        .unwrap_or(1)
+}
+
+/// Internal instructions AMD's decoder files as IMMED (0.1.6 decides by the text: s_waitcnt,
+/// s_nop, s_clause, s_barrier, ... every SOPP that is not a branch, message or s_endpgm).
+fn amd_immediate(i: &MappedInst) -> bool {
+    if matches!(i.token, "IMMEDIATE" | "IMMEDIATE_MASK") {
+        return true;
+    }
+    let m = i.inst.mnemonic();
+    i.inst.is_sopp()
+        && !i.inst.is_branch()
+        && !m.starts_with("s_endpgm")
+        && !m.starts_with("s_sendmsg")
+        && !m.starts_with("s_call")
+        && !m.starts_with("s_trap")
+}
+
+/// AMD's time / stall / duration of RDNA instructions, per wave (a wave's list ends at its
+/// WAVEEND):
+/// - internal instructions (s_waitcnt, s_barrier, ...) are dated when the wave's previous
+///   instruction finished; the wait until our token is their stall;
+/// - the final `s_endpgm` likewise starts there and lasts until the wave's end;
+/// - any other instruction issues at its token (AMD sometimes counts a few cycles before a
+///   VALU's token as stall, by a rule not derived yet: `docs/conformance.md`).
+fn amd_rdna(insts: &mut [MappedInst]) {
+    // Per slot: (issue time, duration) of the wave's previous instruction.
+    let mut prev: HashMap<u8, (i64, i64)> = HashMap::new();
+    for i in insts.iter_mut() {
+        let ready = prev.get(&i.slot).map(|&(t, d)| t + d);
+        let end = i.token.contains("WAVEEND");
+        let immediate = !end && amd_immediate(i);
+        let start = match ready {
+            Some(r) if immediate || end => r.min(i.time),
+            _ => i.time,
+        };
+        i.issue_time = start;
+        i.stall = if end { 0 } else { i.time - start };
+        i.duration = if end {
+            i.time - start
+        } else if immediate {
+            i.stall + 1
+        } else {
+            i.stall + rdna_exec_cycles(i.op.as_deref())
+        };
+        if end {
+            prev.remove(&i.slot);
+        } else {
+            prev.insert(i.slot, (i.issue_time, i.duration));
+        }
+    }
 }
 
 /// Take the instruction at `slot`'s PC for a token, and advance the PC.
@@ -245,6 +330,272 @@ fn step(
         op: op.map(|o| o.to_string()),
         inst,
         offset: p.offset,
+        issue_time: p.time,
+        stall: 0,
+        duration: 0,
     });
+    Ok(())
+}
+
+/// AMD's timeline of a CDNA blob, packet by packet: ours (tinygrad's rule: CDNA_MISC deltas,
+/// CDNA_TIMESTAMP re-anchoring) plus 4 cycles for every other packet with bit 4 set. AMD's
+/// decoder reads that bit as one more 4-cycle tick; with it, its wave start and end times on
+/// the gfx950 captures are ours to the cycle. Re-anchoring keeps the difference the first
+/// timestamp saw.
+struct CdnaAmdClock {
+    base: i64,
+    since: i64,
+    anchored: bool,
+}
+
+impl CdnaAmdClock {
+    fn new() -> Self {
+        CdnaAmdClock {
+            base: 0,
+            since: 0,
+            anchored: false,
+        }
+    }
+
+    /// AMD's time of packet `p` (call once per packet, in stream order).
+    fn time(&mut self, p: &Packet) -> i64 {
+        match p.ty.kind {
+            Kind::CdnaMisc | Kind::LayoutHeader => {}
+            Kind::CdnaTimestamp if (p.raw >> 4) & 0xfff == 0 => {
+                if !self.anchored {
+                    self.anchored = true;
+                    self.base = self.since;
+                }
+                self.since = 0;
+            }
+            _ => {
+                if p.raw & 0x10 != 0 {
+                    self.since += 4;
+                }
+            }
+        }
+        p.time + self.base + self.since
+    }
+}
+
+/// See [`CdnaAmdClock`]; exposed for tests and tools that line our CDNA times up with AMD's.
+pub fn cdna_amd_clock(blob: &[u8], opts: DecodeOptions) -> Vec<(u64, i64)> {
+    let mut c = CdnaAmdClock::new();
+    Decoder::new(blob, opts)
+        .map(|p| (p.offset, c.time(&p)))
+        .collect()
+}
+
+/// What one traced CDNA wave did, in stream order.
+#[derive(Default)]
+struct CdnaWave {
+    wave: Option<u32>,
+    slot: u8,
+    /// CDNA_ISSUE entries for the wave: (our time, AMD time, value, offset). Value 1: the wave
+    /// tried and stalled; 2: it issued an instruction; 3: it issued an internal one (s_waitcnt,
+    /// s_nop: AMD's IMMED).
+    issues: Vec<(i64, i64, u8, u64)>,
+    /// CDNA_INST tokens: (op, offset), one per issued non-internal instruction, in order; the
+    /// branch ones say taken (JUMP) or not (NEXT).
+    insts: Vec<(u32, u64)>,
+    /// WAVEEND: (our time, AMD time, offset).
+    end: Option<(i64, i64, u64)>,
+}
+
+/// Cycles one issue slot takes on gfx9 (AMD's `duration` of an instruction that did not stall).
+const CDNA_ISSUE_CYCLES: i64 = 4;
+
+/// gfx9 / CDNA: the traced unit is CU 0 with all four SIMDs; each wave is walked by its
+/// CDNA_ISSUE entries (the instruction at the PC issues at each entry of value 2 or 3), and the
+/// CDNA_INST tokens, one per non-internal instruction in order, say where branches went.
+fn map_cdna(
+    blob: &[u8],
+    program: &Program,
+    analysis: Option<&super::BlobAnalysis>,
+    opts: DecodeOptions,
+) -> InstMap {
+    let wave_by_start: HashMap<u64, u32> = analysis
+        .map(|a| {
+            a.waves
+                .iter()
+                .enumerate()
+                .map(|(i, w)| (w.start_offset, i as u32))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut out = InstMap::default();
+    let mut clock = CdnaAmdClock::new();
+    let mut waves: Vec<CdnaWave> = Vec::new();
+    // (simd, slot) -> index into `waves` of the live wave.
+    let mut live: HashMap<(u8, u8), usize> = HashMap::new();
+    for p in Decoder::new(blob, opts) {
+        let amd = clock.time(&p);
+        let simd = p.get(Role::Simd).unwrap_or(0) as u8;
+        match p.ty.kind {
+            // The traced unit: CU 0 of shader array 0.
+            Kind::WaveStart | Kind::WaveEnd if p.cu() != 0 || p.get(Role::Sa).unwrap_or(0) != 0 => {
+            }
+            Kind::WaveStart => {
+                let slot = p.get(Role::Wave).unwrap_or(0) as u8;
+                if live.contains_key(&(simd, slot)) {
+                    out.error = Some(MapError {
+                        offset: p.offset,
+                        message: format!(
+                            "WAVESTART for simd {simd} slot {slot}, which is already live"
+                        ),
+                    });
+                    break;
+                }
+                live.insert((simd, slot), waves.len());
+                waves.push(CdnaWave {
+                    wave: wave_by_start.get(&p.offset).copied(),
+                    slot,
+                    ..Default::default()
+                });
+            }
+            Kind::WaveEnd => {
+                let slot = p.get(Role::Wave).unwrap_or(0) as u8;
+                if let Some(w) = live.remove(&(simd, slot)) {
+                    waves[w].end = Some((p.time, amd, p.offset));
+                }
+            }
+            Kind::CdnaIssue => {
+                for slot in 0..10u8 {
+                    let v = ((p.raw >> (8 + 2 * slot)) & 3) as u8;
+                    if v == 0 {
+                        continue;
+                    }
+                    if let Some(&w) = live.get(&(simd, slot)) {
+                        waves[w].issues.push((p.time, amd, v, p.offset));
+                    }
+                }
+            }
+            Kind::Inst => {
+                let slot = p.get(Role::Wave).unwrap_or(0) as u8;
+                if let Some(&w) = live.get(&(simd, slot)) {
+                    let op = p.get(Role::Op).unwrap_or(0) as u32;
+                    waves[w].insts.push((op, p.offset));
+                }
+            }
+            _ => {}
+        }
+    }
+    for w in &waves {
+        if let Err(e) = walk_cdna(program, w, w.slot, &mut out.insts) {
+            if out.error.is_none() {
+                out.error = Some(e);
+            }
+        }
+    }
+    out.insts.sort_by_key(|i| (i.time, i.offset));
+    out
+}
+
+fn is_endpgm(i: &Instruction) -> bool {
+    i.mnemonic().starts_with("s_endpgm")
+}
+
+/// One CDNA wave's instructions, in AMD's reading as well as ours.
+fn walk_cdna(
+    program: &Program,
+    w: &CdnaWave,
+    slot: u8,
+    out: &mut Vec<MappedInst>,
+) -> Result<(), MapError> {
+    let mut pc = program.entry;
+    let mut next_inst = 0usize;
+    let mut attempt: Option<i64> = None;
+    // AMD's (time, duration) of the previous instruction.
+    let mut prev: Option<(i64, i64)> = None;
+    let at = |pc: u64, offset: u64| {
+        program.insts.get(&pc).copied().ok_or_else(|| MapError {
+            offset,
+            message: format!("slot {slot} reached {pc:#x}, outside the program"),
+        })
+    };
+    for (n, &(time, amd, v, offset)) in w.issues.iter().enumerate() {
+        if v == 1 {
+            attempt.get_or_insert(amd);
+            continue;
+        }
+        let inst = at(pc, offset)?;
+        if is_endpgm(&inst) {
+            // Its issue entry; the instruction is dated by the wave's end below.
+            break;
+        }
+        let (issue_time, stall, duration, token_offset, op) = if v == 3 {
+            // AMD: an internal instruction (s_waitcnt, s_nop) starts when the previous one
+            // finished and waits until the wave issues again (its own entry may come early).
+            let start = prev.map_or(amd, |(t, d)| (t + d).min(amd));
+            let until = w.issues.get(n + 1).map_or(amd + CDNA_ISSUE_CYCLES, |e| e.1);
+            let stall = until - start;
+            (start, stall, stall, offset, None)
+        } else {
+            let start = attempt.unwrap_or(amd);
+            let stall = amd - start;
+            let tok = w.insts.get(next_inst).copied();
+            next_inst += 1;
+            let op = tok.map(|(op, _)| op_name(Layout::Cdna, op));
+            (
+                start,
+                stall,
+                stall + CDNA_ISSUE_CYCLES,
+                tok.map_or(offset, |(_, o)| o),
+                op,
+            )
+        };
+        attempt = None;
+        let mut next = pc + inst.len() as u64;
+        if inst.is_branch() {
+            match op {
+                Some(o) if o.to_string() == "JUMP" => {
+                    next = (next as i64 + i64::from(inst.simm16().unwrap_or(0)) * 4) as u64;
+                }
+                Some(o) if o.to_string() == "NEXT" => {}
+                _ => {
+                    return Err(MapError {
+                        offset,
+                        message: format!(
+                            "{} at {pc:#x} must be matched by a JUMP or NEXT token",
+                            inst.mnemonic()
+                        ),
+                    })
+                }
+            }
+        }
+        out.push(MappedInst {
+            time,
+            pc,
+            slot,
+            wave: w.wave,
+            token: if v == 3 { "CDNA_ISSUE" } else { "CDNA_INST" },
+            op: op.map(|o| o.to_string()),
+            inst,
+            offset: token_offset,
+            issue_time,
+            stall,
+            duration,
+        });
+        prev = Some((issue_time, duration));
+        pc = next;
+    }
+    if let Some((time, amd, offset)) = w.end {
+        let inst = at(pc, offset)?;
+        let start = prev.map_or(amd, |(t, d)| (t + d).min(amd));
+        out.push(MappedInst {
+            time,
+            pc,
+            slot,
+            wave: w.wave,
+            token: "CDNA_WAVEEND",
+            op: None,
+            inst,
+            // The OTHER_MSG token s_endpgm leaves, so token-based views show it too.
+            offset: w.insts.get(next_inst).map_or(offset, |t| t.1),
+            issue_time: start,
+            stall: 0,
+            duration: amd - start,
+        });
+    }
     Ok(())
 }
