@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, Context, Result};
 use capture::{Arg, CaptureOptions, CaptureResult, DeviceSpec, Dims, HostOptions, Workload};
 use clap::builder::BoolishValueParser;
 use clap::Args;
@@ -157,22 +157,6 @@ fn shown(p: &Path) -> String {
 }
 
 pub fn run(a: CaptureArgs) -> Result<()> {
-    let opts = options(&a);
-    let mut bar = progress();
-    let r = match &a.code_object {
-        None => capture::run_demo(&opts, &mut bar)?,
-        Some(file) => {
-            let elf = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
-            let w = Workload {
-                elf: Cow::Owned(elf),
-                name: a.kernel.clone(),
-                grid: a.grid.0,
-                block: a.block.0,
-                args: a.args.clone(),
-                check: None,
-            };
-            capture::run_capture(&[w], &opts, &mut bar)?
-        }
     let Some(path) = a.record_commands.clone() else {
         return run_workload(a);
     };
@@ -194,29 +178,22 @@ pub fn run(a: CaptureArgs) -> Result<()> {
 }
 
 fn run_workload(a: CaptureArgs) -> Result<()> {
-    let opts = options(&a)?;
-    let mut bar = progress_bar();
-    let r = if a.demo {
-        capture::run_demo(&opts, &mut bar)?
-    } else {
-        let Some(k) = &a.kernel else {
-            bail!("give --kernel FILE.hsaco:NAME or --demo");
-        };
-        let (file, name) = match k.rsplit_once(':') {
-            Some((f, n)) if !n.is_empty() && !n.contains('/') => (f, Some(n.to_string())),
-            _ => (k.as_str(), None),
-        };
-        let elf = std::fs::read(file).with_context(|| format!("reading {file}"))?;
-        let args = a.args.iter().map(|s| parse_arg(s)).collect::<Result<_>>()?;
-        let w = Workload {
-            elf: Cow::Owned(elf),
-            name,
-            grid: dims(&a.grid, "grid")?,
-            block: dims(&a.block, "block")?,
-            args,
-            check: None,
-        };
-        capture::run_capture(&[w], &opts, &mut bar)?
+    let opts = options(&a);
+    let mut bar = progress();
+    let r = match &a.code_object {
+        None => capture::run_demo(&opts, &mut bar)?,
+        Some(file) => {
+            let elf = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+            let w = Workload {
+                elf: Cow::Owned(elf),
+                name: a.kernel.clone(),
+                grid: a.grid.0,
+                block: a.block.0,
+                args: a.args.clone(),
+                check: None,
+            };
+            capture::run_capture(&[w], &opts, &mut bar)?
+        }
     };
     report(&opts, &r, a.json)
 }

@@ -406,6 +406,8 @@ impl CodeObject {
         bytes: &[u8],
         target: Option<GfxTarget>,
     ) -> Result<CodeObject, CodeObjectError> {
+        let linked = link_relocatable(bytes)?;
+        let bytes = linked.as_deref().unwrap_or(bytes);
         let r = Reader { b: bytes };
         let mut warnings = Vec::new();
         if bytes.get(..4) != Some(b"\x7fELF") {
@@ -805,6 +807,140 @@ mod msgpack {
     }
 }
 
+const ET_REL: u16 = 1;
+const SHF_ALLOC: u64 = 2;
+const SHT_RELA: u32 = 4;
+const SHN_LORESERVE: u16 = 0xFF00;
+/// R_AMDGPU_* relocation types (LLVM AMDGPUUsage, "Relocation Records").
+const R_AMDGPU_ABS32_LO: u32 = 1;
+const R_AMDGPU_ABS32_HI: u32 = 2;
+const R_AMDGPU_ABS64: u32 = 3;
+const R_AMDGPU_REL32: u32 = 4;
+const R_AMDGPU_REL64: u32 = 5;
+const R_AMDGPU_ABS32: u32 = 6;
+const R_AMDGPU_REL32_LO: u32 = 10;
+const R_AMDGPU_REL32_HI: u32 = 11;
+
+/// A relocatable object (`ET_REL`, what LLVM hands tinygrad's own loader) linked in place, as
+/// that loader does: every allocated section at its file offset, symbol values made absolute,
+/// and the `.rela` entries against allocated sections applied (the kernel descriptor's entry
+/// offset is one). `None` for any other ELF type: the bytes are used as they are.
+fn link_relocatable(bytes: &[u8]) -> Result<Option<Vec<u8>>, CodeObjectError> {
+    let r = Reader { b: bytes };
+    if bytes.get(..4) != Some(b"\x7fELF") || r.u16("e_type", 0x10)? != ET_REL {
+        return Ok(None);
+    }
+    let shoff = r.u64("e_shoff", 0x28)?;
+    let shentsize = match r.u16("e_shentsize", 0x3A)? {
+        0 => 64,
+        n if n < 64 => return Err(CodeObjectError::BadShentsize(n)),
+        n => u64::from(n),
+    };
+    let shnum = u64::from(r.u16("e_shnum", 0x3C)?);
+    // (header offset, type, flags, offset, size, link, info)
+    let mut secs = Vec::new();
+    for k in 0..shnum {
+        let h = k
+            .checked_mul(shentsize)
+            .and_then(|o| shoff.checked_add(o))
+            .ok_or(CodeObjectError::NotElf64)?;
+        secs.push((
+            h,
+            r.u32("sh_type", h + 4)?,
+            r.u64("sh_flags", h + 8)?,
+            r.u64("sh_offset", h + 24)?,
+            r.u64("sh_size", h + 32)?,
+            r.u32("sh_link", h + 40)?,
+            r.u32("sh_info", h + 44)?,
+        ));
+    }
+    let mut out = bytes.to_vec();
+    let put = |out: &mut Vec<u8>, at: u64, v: &[u8], what: &'static str| {
+        let len = out.len();
+        usize::try_from(at)
+            .ok()
+            .and_then(|a| out.get_mut(a..a.checked_add(v.len())?))
+            .map(|d| d.copy_from_slice(v))
+            .ok_or(CodeObjectError::Truncated {
+                what,
+                offset: at,
+                need: v.len() as u64,
+                len,
+            })
+    };
+    let alloc = |i: u64| secs.get(i as usize).filter(|s| s.2 & SHF_ALLOC != 0);
+    for &(h, _, flags, offset, ..) in &secs {
+        if flags & SHF_ALLOC != 0 {
+            put(&mut out, h + 16, &offset.to_le_bytes(), "sh_addr")?;
+        }
+    }
+    for &(_, typ, _, offset, size, ..) in &secs {
+        if typ != SHT_SYMTAB {
+            continue;
+        }
+        for e in 0..size / 24 {
+            let at = offset.saturating_add(e * 24);
+            let shndx = r.u16("st_shndx", at + 6)?;
+            if shndx == 0 || shndx >= SHN_LORESERVE {
+                continue;
+            }
+            if let Some(sec) = alloc(u64::from(shndx)) {
+                let v = r.u64("st_value", at + 8)?.wrapping_add(sec.3);
+                put(&mut out, at + 8, &v.to_le_bytes(), "st_value")?;
+            }
+        }
+    }
+    let linked = Reader { b: &out }.b.to_vec();
+    let lr = Reader { b: &linked };
+    for &(_, typ, _, offset, size, link, info) in &secs {
+        let Some(target) = (typ == SHT_RELA).then(|| alloc(u64::from(info))).flatten() else {
+            continue;
+        };
+        let symtab = secs.get(link as usize).ok_or(CodeObjectError::NotElf64)?.3;
+        for e in 0..size / 24 {
+            let at = offset.saturating_add(e * 24);
+            let r_offset = lr.u64("r_offset", at)?;
+            let r_info = lr.u64("r_info", at + 8)?;
+            let addend = lr.u64("r_addend", at + 16)?;
+            let sym = symtab.saturating_add((r_info >> 32).saturating_mul(24));
+            let s_val = if r_info >> 32 == 0 {
+                0
+            } else {
+                lr.u64("st_value", sym + 8)?
+            };
+            let place = target.3.saturating_add(r_offset);
+            let abs = s_val.wrapping_add(addend);
+            let rel = abs.wrapping_sub(place);
+            match r_info as u32 {
+                R_AMDGPU_ABS64 => put(&mut out, place, &abs.to_le_bytes(), "relocation")?,
+                R_AMDGPU_REL64 => put(&mut out, place, &rel.to_le_bytes(), "relocation")?,
+                R_AMDGPU_ABS32 | R_AMDGPU_ABS32_LO => {
+                    put(&mut out, place, &(abs as u32).to_le_bytes(), "relocation")?
+                }
+                R_AMDGPU_ABS32_HI => put(
+                    &mut out,
+                    place,
+                    &((abs >> 32) as u32).to_le_bytes(),
+                    "relocation",
+                )?,
+                R_AMDGPU_REL32 | R_AMDGPU_REL32_LO => {
+                    put(&mut out, place, &(rel as u32).to_le_bytes(), "relocation")?
+                }
+                R_AMDGPU_REL32_HI => put(
+                    &mut out,
+                    place,
+                    &((rel >> 32) as u32).to_le_bytes(),
+                    "relocation",
+                )?,
+                t => return Err(CodeObjectError::Metadata(format!(
+                    "relocation type {t} at 0x{at:x} is not supported in a relocatable code object"
+                ))),
+            }
+        }
+    }
+    Ok(Some(out))
+}
+
 /// The largest image [`CodeObject::load_image`] builds. Code objects are KiB to a few MiB; the
 /// bound keeps a small file from asking for GiBs of zeros (and of GPU memory).
 pub const MAX_LOAD_IMAGE: u64 = 256 << 20;
@@ -821,10 +957,12 @@ impl CodeObject {
         if bytes.get(4) != Some(&2) || bytes.get(5) != Some(&1) {
             return Err(CodeObjectError::NotElf64);
         }
+        let linked = link_relocatable(bytes)?;
+        let bytes = linked.as_deref().unwrap_or(bytes);
         let r = Reader { b: bytes };
         let (secs, _) = match with_goblin(bytes) {
             Some(x) => x,
-            None => by_hand(&r)?,
+            None => by_hand(&r, &mut Vec::new())?,
         };
         let loaded: Vec<&Section> = secs
             .iter()
