@@ -20,7 +20,7 @@ pub struct Code {
 
 impl Code {
     pub fn parse(elf: &[u8]) -> Result<Code> {
-        let object = CodeObject::parse(elf).map_err(|e| Error::Program(e.to_string()))?;
+        let object = CodeObject::parse_loaded(elf).map_err(|e| Error::Program(e.to_string()))?;
         let kernel = object
             .kernels
             .iter()

@@ -236,37 +236,46 @@ pub fn image_len(b: &[u8]) -> Option<usize> {
     (end <= b.len()).then_some(end)
 }
 
+/// ELF fields at 64-bit file offsets, read through the workspace's one bounded reader
+/// (`traces::bytes`); a field past the end is `Truncated` with its name and offset.
 struct Reader<'a> {
     b: &'a [u8],
 }
 
 impl<'a> Reader<'a> {
-    fn slice(&self, what: &'static str, off: u64, n: u64) -> Result<&'a [u8], CodeObjectError> {
-        let err = || CodeObjectError::Truncated {
+    fn truncated(&self, what: &'static str, off: u64, n: u64) -> CodeObjectError {
+        CodeObjectError::Truncated {
             what,
             offset: off,
             need: n,
             len: self.b.len(),
+        }
+    }
+    fn slice(&self, what: &'static str, off: u64, n: u64) -> Result<&'a [u8], CodeObjectError> {
+        let (Ok(pos), Ok(len)) = (usize::try_from(off), usize::try_from(n)) else {
+            return Err(self.truncated(what, off, n));
         };
-        let s = usize::try_from(off).map_err(|_| err())?;
-        let e = s
-            .checked_add(usize::try_from(n).map_err(|_| err())?)
-            .ok_or_else(err)?;
-        self.b.get(s..e).ok_or_else(err)
+        crate::bytes::Reader::new(self.b)
+            .slice_at(pos, len, what)
+            .map_err(|_| self.truncated(what, off, n))
     }
     fn u16(&self, what: &'static str, off: u64) -> Result<u16, CodeObjectError> {
-        let s = self.slice(what, off, 2)?;
-        Ok(u16::from_le_bytes([s[0], s[1]]))
+        let pos = usize::try_from(off).map_err(|_| self.truncated(what, off, 2))?;
+        crate::bytes::Reader::new(self.b)
+            .u16_at(pos, what)
+            .map_err(|_| self.truncated(what, off, 2))
     }
     fn u32(&self, what: &'static str, off: u64) -> Result<u32, CodeObjectError> {
-        let s = self.slice(what, off, 4)?;
-        Ok(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+        let pos = usize::try_from(off).map_err(|_| self.truncated(what, off, 4))?;
+        crate::bytes::Reader::new(self.b)
+            .u32_at(pos, what)
+            .map_err(|_| self.truncated(what, off, 4))
     }
     fn u64(&self, what: &'static str, off: u64) -> Result<u64, CodeObjectError> {
-        let s = self.slice(what, off, 8)?;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(s);
-        Ok(u64::from_le_bytes(a))
+        let pos = usize::try_from(off).map_err(|_| self.truncated(what, off, 8))?;
+        crate::bytes::Reader::new(self.b)
+            .u64_at(pos, what)
+            .map_err(|_| self.truncated(what, off, 8))
     }
     fn cstr(&self, off: u64) -> String {
         let Some(rest) = usize::try_from(off).ok().and_then(|o| self.b.get(o..)) else {
@@ -402,12 +411,21 @@ impl CodeObject {
 
     /// Parses a code object; `target` (e.g. the capture's GPU) is used when the ELF names none,
     /// as tinygrad's minimal writer does. Whatever had to be assumed is listed in `warnings`.
+    /// The code object as a loader places it: a relocatable object (`ET_REL`) is linked
+    /// first, so kernel entries and descriptor addresses are offsets into
+    /// [`CodeObject::load_image`]'s image. [`CodeObject::parse`] keeps a relocatable object's
+    /// section-relative addresses, as `llvm-objdump` shows them.
+    pub fn parse_loaded(bytes: &[u8]) -> Result<CodeObject, CodeObjectError> {
+        match link_relocatable(bytes)? {
+            Some(linked) => CodeObject::parse(&linked),
+            None => CodeObject::parse(bytes),
+        }
+    }
+
     pub fn parse_with_target(
         bytes: &[u8],
         target: Option<GfxTarget>,
     ) -> Result<CodeObject, CodeObjectError> {
-        let linked = link_relocatable(bytes)?;
-        let bytes = linked.as_deref().unwrap_or(bytes);
         let r = Reader { b: bytes };
         let mut warnings = Vec::new();
         if bytes.get(..4) != Some(b"\x7fELF") {
@@ -890,7 +908,8 @@ fn link_relocatable(bytes: &[u8]) -> Result<Option<Vec<u8>>, CodeObjectError> {
             }
         }
     }
-    let linked = Reader { b: &out }.b.to_vec();
+    // Relocations read the symbol values linked above.
+    let linked = out.clone();
     let lr = Reader { b: &linked };
     for &(_, typ, _, offset, size, link, info) in &secs {
         let Some(target) = (typ == SHT_RELA).then(|| alloc(u64::from(info))).flatten() else {
@@ -932,9 +951,11 @@ fn link_relocatable(bytes: &[u8]) -> Result<Option<Vec<u8>>, CodeObjectError> {
                     &((rel >> 32) as u32).to_le_bytes(),
                     "relocation",
                 )?,
-                t => return Err(CodeObjectError::Metadata(format!(
+                t => {
+                    return Err(CodeObjectError::Metadata(format!(
                     "relocation type {t} at 0x{at:x} is not supported in a relocatable code object"
-                ))),
+                )))
+                }
             }
         }
     }

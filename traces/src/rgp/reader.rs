@@ -385,11 +385,11 @@ fn asic_props(b: &[u8], c: &ChunkInfo) -> Result<BTreeMap<String, i64>, RgpError
 
 /// The kernel name of an AMDGPU ELF: the symbol `NAME.kd` (kernel descriptor).
 pub(super) fn kernel_name(b: &[u8]) -> Option<String> {
-    let elf = goblin::elf::Elf::parse(b).ok()?;
-    elf.syms.iter().find_map(|s| {
-        elf.strtab
-            .get_at(s.st_name)
-            .and_then(|n| n.strip_suffix(".kd"))
-            .map(str::to_string)
-    })
+    // The one code-object reader; a code object that names no target or kernel (tinygrad's
+    // minimal ELFs) has no name here, and the caller falls back to PSO_CORRELATION's.
+    crate::isa::CodeObject::parse(b)
+        .ok()?
+        .kernels
+        .first()
+        .map(|k| k.name.clone())
 }
