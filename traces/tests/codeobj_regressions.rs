@@ -110,6 +110,9 @@ fn hostile_inputs_give_clear_errors() {
     assert!(cases.len() >= 12, "regression inputs missing");
     for (name, bytes) in &cases {
         let _ = codeobj::image_len(bytes);
+        // The loader's view links relocatable objects first (`rel_*` inputs).
+        let _ = CodeObject::parse_loaded(bytes);
+        let _ = CodeObject::load_image(bytes);
         for t in [None, Some(GfxTarget::new(11, 0, 0))] {
             match CodeObject::parse_with_target(bytes, t) {
                 Ok(c) => {

@@ -864,12 +864,12 @@ fn link_relocatable(bytes: &[u8]) -> Result<Option<Vec<u8>>, CodeObjectError> {
             .ok_or(CodeObjectError::NotElf64)?;
         secs.push((
             h,
-            r.u32("sh_type", h + 4)?,
-            r.u64("sh_flags", h + 8)?,
-            r.u64("sh_offset", h + 24)?,
-            r.u64("sh_size", h + 32)?,
-            r.u32("sh_link", h + 40)?,
-            r.u32("sh_info", h + 44)?,
+            r.u32("sh_type", h.saturating_add(4))?,
+            r.u64("sh_flags", h.saturating_add(8))?,
+            r.u64("sh_offset", h.saturating_add(24))?,
+            r.u64("sh_size", h.saturating_add(32))?,
+            r.u32("sh_link", h.saturating_add(40))?,
+            r.u32("sh_info", h.saturating_add(44))?,
         ));
     }
     let mut out = bytes.to_vec();
@@ -889,7 +889,7 @@ fn link_relocatable(bytes: &[u8]) -> Result<Option<Vec<u8>>, CodeObjectError> {
     let alloc = |i: u64| secs.get(i as usize).filter(|s| s.2 & SHF_ALLOC != 0);
     for &(h, _, flags, offset, ..) in &secs {
         if flags & SHF_ALLOC != 0 {
-            put(&mut out, h + 16, &offset.to_le_bytes(), "sh_addr")?;
+            put(&mut out, h.saturating_add(16), &offset.to_le_bytes(), "sh_addr")?;
         }
     }
     for &(_, typ, _, offset, size, ..) in &secs {
@@ -898,13 +898,13 @@ fn link_relocatable(bytes: &[u8]) -> Result<Option<Vec<u8>>, CodeObjectError> {
         }
         for e in 0..size / 24 {
             let at = offset.saturating_add(e * 24);
-            let shndx = r.u16("st_shndx", at + 6)?;
+            let shndx = r.u16("st_shndx", at.saturating_add(6))?;
             if shndx == 0 || shndx >= SHN_LORESERVE {
                 continue;
             }
             if let Some(sec) = alloc(u64::from(shndx)) {
-                let v = r.u64("st_value", at + 8)?.wrapping_add(sec.3);
-                put(&mut out, at + 8, &v.to_le_bytes(), "st_value")?;
+                let v = r.u64("st_value", at.saturating_add(8))?.wrapping_add(sec.3);
+                put(&mut out, at.saturating_add(8), &v.to_le_bytes(), "st_value")?;
             }
         }
     }
@@ -919,13 +919,13 @@ fn link_relocatable(bytes: &[u8]) -> Result<Option<Vec<u8>>, CodeObjectError> {
         for e in 0..size / 24 {
             let at = offset.saturating_add(e * 24);
             let r_offset = lr.u64("r_offset", at)?;
-            let r_info = lr.u64("r_info", at + 8)?;
-            let addend = lr.u64("r_addend", at + 16)?;
+            let r_info = lr.u64("r_info", at.saturating_add(8))?;
+            let addend = lr.u64("r_addend", at.saturating_add(16))?;
             let sym = symtab.saturating_add((r_info >> 32).saturating_mul(24));
             let s_val = if r_info >> 32 == 0 {
                 0
             } else {
-                lr.u64("st_value", sym + 8)?
+                lr.u64("st_value", sym.saturating_add(8))?
             };
             let place = target.3.saturating_add(r_offset);
             let abs = s_val.wrapping_add(addend);
