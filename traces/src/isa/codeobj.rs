@@ -889,7 +889,12 @@ fn link_relocatable(bytes: &[u8]) -> Result<Option<Vec<u8>>, CodeObjectError> {
     let alloc = |i: u64| secs.get(i as usize).filter(|s| s.2 & SHF_ALLOC != 0);
     for &(h, _, flags, offset, ..) in &secs {
         if flags & SHF_ALLOC != 0 {
-            put(&mut out, h.saturating_add(16), &offset.to_le_bytes(), "sh_addr")?;
+            put(
+                &mut out,
+                h.saturating_add(16),
+                &offset.to_le_bytes(),
+                "sh_addr",
+            )?;
         }
     }
     for &(_, typ, _, offset, size, ..) in &secs {
