@@ -267,6 +267,19 @@ fn a_failed_check_exits_3() {
     assert!(stderr(&o).contains("slower than 0.5x"), "{}", stderr(&o));
     // Plain errors are 1.
     assert_eq!(run(&["info", "/nonexistent/x.wst"]).status.code(), Some(1));
+    // `conform`: a recording matches itself (0); with and without SQTT the streams differ
+    // beyond what docs/conformance.md accepts (3).
+    let rec = testdata::shared("conformance/tinygrad");
+    let (add, sqtt) = (
+        rec.join("kfd_gfx1100_add.jsonl"),
+        rec.join("kfd_gfx1100_add_sqtt.jsonl"),
+    );
+    let (add, sqtt) = (add.to_str().unwrap(), sqtt.to_str().unwrap());
+    let o = run(&["conform", add, add]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = run(&["conform", add, sqtt]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("DIFFERS"), "{}", stderr(&o));
 }
 
 #[test]

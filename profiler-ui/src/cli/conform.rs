@@ -2,11 +2,14 @@
 //! `wavescope capture --record-commands`, a reference such as tinygrad's) per operation with
 //! `runtime::conform`, and prints every difference with its acceptance, if any.
 
+use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args;
 use runtime::conform::{self, Verdict};
+
+use super::{outln, Out};
 
 #[derive(Args, Debug)]
 pub struct ConformArgs {
@@ -41,16 +44,24 @@ pub fn run(a: ConformArgs) -> Result<()> {
     }
     let ops: Vec<&str> = a.ops.iter().map(String::as_str).collect();
     let r = conform::compare(&ours, &reference, &arch, &ops);
+    let mut o = Out::new();
     for (op, (n_ours, n_ref)) in &r.compared {
-        println!("{op}: {n_ours} registers/packet kinds ours, {n_ref} reference");
+        outln!(
+            o,
+            "{op}: {n_ours} registers/packet kinds ours, {n_ref} reference"
+        );
     }
     for d in &r.differences {
-        println!("  {d}");
+        outln!(o, "  {d}");
     }
     match r.verdict() {
-        Verdict::Match => println!("match"),
-        Verdict::Accepted(n) => println!("accepted ({n} differences, see docs/conformance.md)"),
-        Verdict::Differs(n) => bail!("DIFFERS ({n} differences not accepted)"),
+        Verdict::Match => outln!(o, "match"),
+        Verdict::Accepted(n) => outln!(o, "accepted ({n} differences, see docs/conformance.md)"),
+        Verdict::Differs(n) => {
+            return Err(
+                super::CheckFailed(format!("DIFFERS ({n} differences not accepted)")).into(),
+            )
+        }
     }
     Ok(())
 }
