@@ -1,6 +1,6 @@
 #!/bin/sh
 # Builds the demo kernels `wavescope capture --demo` runs (embedded by capture/src/lib.rs) with
-# clang-22 for gfx1100. The sources are the same as tests/fixtures/kernels/emu/src; the build is
+# clang-22 for gfx1100. These sources are the only copy (tests/fixtures/kernels/emu/build.sh builds them too); the build is
 # reproducible (capture/tests/assets.rs rebuilds them and compares the bytes).
 set -eu
 cd "$(dirname "$0")"
