@@ -47,6 +47,8 @@ pub enum Kind {
     IoctlOursOnly,
     IoctlReferenceOnly,
     IoctlFieldDiffers,
+    /// The order of steps or of first register writes differs ([`crate::conform_io`]).
+    OrderDiffers,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -553,6 +555,43 @@ pub fn arch_of(evs: &[Value]) -> Option<String> {
 /// Compares `ours` with `reference` (both in the recording schema) for `arch`; `ops` limits
 /// the comparison to those operations (empty: every operation either side has).
 pub fn compare(ours: &[Value], reference: &[Value], arch: &str, ops: &[&str]) -> Report {
+    compare_with(ours, reference, arch, ops, None)
+}
+
+/// [`compare`], plus the driverless path's MMIO writes and USB transfers
+/// ([`crate::conform_io`]) when either side has them; `registers` is the register JSON
+/// directory (`shared/amd-registers`) that decodes their fields (`None`: whole values).
+pub fn compare_with(
+    ours: &[Value],
+    reference: &[Value],
+    arch: &str,
+    ops: &[&str],
+    registers: Option<&std::path::Path>,
+) -> Report {
+    let mut r = compare_cmds(ours, reference, arch, ops);
+    if crate::conform_io::has_io(ours) || crate::conform_io::has_io(reference) {
+        let db = |evs: &[Value]| {
+            registers
+                .and_then(|d| crate::conform_io::RegisterDb::for_recording(d, evs).ok())
+                .unwrap_or_default()
+        };
+        let want = |op: &str| {
+            ops.is_empty()
+                || ops
+                    .iter()
+                    .any(|o| op == *o || op.starts_with(&format!("{o}:")))
+        };
+        for mut d in crate::conform_io::compare_io(ours, reference, &db(ours), &db(reference)) {
+            if want(&d.op) {
+                d.accepted = accept(arch, &d);
+                r.differences.push(d);
+            }
+        }
+    }
+    r
+}
+
+fn compare_cmds(ours: &[Value], reference: &[Value], arch: &str, ops: &[&str]) -> Report {
     let table = table_for(arch);
     let (a, b) = (side(ours, table), side(reference, table));
     let mut r = Report::default();

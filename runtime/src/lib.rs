@@ -13,6 +13,7 @@
 //! `runtime` never depends on it (only its tests do).
 
 pub mod conform;
+pub mod conform_io;
 pub mod device;
 pub mod error;
 pub mod kernel;
@@ -24,6 +25,7 @@ pub mod pm4;
 pub mod profile;
 pub mod queue;
 pub mod record;
+pub mod record_io;
 pub mod regs;
 pub mod sdma;
 pub mod signal;

@@ -6,8 +6,9 @@
 //! object a line, [`MemoryRecorder`] keeps them (tests, `conform`).
 //!
 //! Hooks: [`RecordingPlatform`] wraps any [`Platform`] (the KFD path's ioctls);
-//! [`crate::Device::set_command_recorder`] sees the PM4 and SDMA submissions. MMIO and USB
-//! transfers are not recorded yet.
+//! [`crate::Device::set_command_recorder`] sees the PM4 and SDMA submissions; the driverless
+//! path's register accesses, PCI config space and USB transfers are recorded by
+//! [`crate::record_io`].
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};

@@ -65,6 +65,8 @@ fn runs_of(pages: &[u64], size: u64) -> Vec<PhysRun> {
 impl PciIface {
     /// Brings the GPU behind `pci` up and wraps it.
     pub fn new(pci: Arc<dyn PciDevice>, opts: &PciOptions) -> Result<Self> {
+        // An installed command recorder sees config space ([`crate::record_io`]).
+        let pci = crate::record_io::wrap_pci(pci);
         let vendor = pci.config_read(super::config::VENDOR_ID, 2)?;
         let device = pci.config_read(super::config::DEVICE_ID, 2)?;
         if vendor != u32::from(super::AMD_VENDOR) {

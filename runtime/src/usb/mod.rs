@@ -23,6 +23,8 @@ use link::UsbLink;
 
 /// Controller up, bus enumerated, GPU BARs assigned.
 pub fn open_bridge(t: Box<dyn UsbTransport>) -> Result<Arc<UsbPciDevice>> {
+    // An installed command recorder sees every transfer ([`crate::record_io`]).
+    let t = crate::record_io::wrap_transport(t);
     let ctrl = Asm24::new(t).map_err(|e| Error::Invalid(format!("USB bridge: {e}")))?;
     let link = UsbLink::new(ctrl);
     let ep = link

@@ -63,6 +63,8 @@ pub const AM_VERSION: u32 = 0xA000_0006;
 pub struct RegIo {
     pub mmio: Arc<dyn Mmio>,
     bases: Vec<(AmIp, Vec<u32>)>,
+    /// Sees every access when a command recorder is installed ([`crate::record_io`]).
+    pub tap: Option<crate::record_io::MmioTap>,
 }
 
 impl RegIo {
@@ -70,6 +72,7 @@ impl RegIo {
         RegIo {
             mmio,
             bases: Vec::new(),
+            tap: crate::record::installed().map(crate::record_io::MmioTap::new),
         }
     }
     pub fn set_bases(&mut self, ip: AmIp, bases: Vec<u32>) {
@@ -98,23 +101,47 @@ impl RegIo {
             })?;
         Ok(base + r.offset)
     }
+    /// The known register at absolute dword address `addr` (for recordings).
+    pub fn name_of(&self, addr: u32) -> Option<(&'static str, AmIp)> {
+        regs::ALL
+            .iter()
+            .find(|r| self.addr(**r).ok() == Some(addr))
+            .map(|r| (r.name, r.ip))
+    }
+    fn tap(&self, write: bool, addr: u32, v: u32, indirect: bool) {
+        if let Some(t) = &self.tap {
+            t.access(write, addr, self.name_of(addr), v, indirect);
+        }
+    }
     pub fn rreg(&self, addr: u32) -> PciResult<u32> {
         let byte = u64::from(addr) * 4;
         if byte + 4 <= self.mmio.size() {
-            return Ok(self.mmio.read32(byte)?);
+            let v = self.mmio.read32(byte)?;
+            self.tap(false, addr, v, false);
+            return Ok(v);
         }
         let (idx, data) = self.rsmu()?;
         self.mmio.write32(u64::from(idx) * 4, byte as u32)?;
-        Ok(self.mmio.read32(u64::from(data) * 4)?)
+        let v = self.mmio.read32(u64::from(data) * 4)?;
+        self.tap(false, addr, v, true);
+        Ok(v)
     }
     pub fn wreg(&self, addr: u32, v: u32) -> PciResult<()> {
         let byte = u64::from(addr) * 4;
         if byte + 4 <= self.mmio.size() {
+            self.tap(true, addr, v, false);
             return Ok(self.mmio.write32(byte, v)?);
         }
         let (idx, data) = self.rsmu()?;
+        self.tap(true, addr, v, true);
         self.mmio.write32(u64::from(idx) * 4, byte as u32)?;
         Ok(self.mmio.write32(u64::from(data) * 4, v)?)
+    }
+    /// Names the bring-up step in progress in the recording.
+    pub fn phase(&self, p: &'static str) {
+        if let Some(t) = &self.tap {
+            t.set_phase(p);
+        }
     }
     fn rsmu(&self) -> PciResult<(u32, u32)> {
         Ok((
@@ -235,6 +262,9 @@ impl AmDevice {
             let b = disc.ip(ip)?.bases.clone();
             regs.set_bases(ip, b);
         }
+        if let Some(t) = &regs.tap {
+            t.event(crate::record_io::device_info(&disc, vram_size));
+        }
 
         let ver = |ip| disc.ip(ip).map(|i| i.version);
         let names = FirmwareNames::new(
@@ -275,22 +305,34 @@ impl AmDevice {
 
     fn full_boot(&mut self) -> PciResult<()> {
         // §1.3: a GPU left running by amdgpu or a crashed run answers on both mailboxes: reset it.
+        self.regs.phase("reset");
         if psp::sos_alive(&self.regs)? && smu::alive(&self.regs, 100)? {
             smu::send(&self.regs, smu::MSG_MODE1_RESET, 0, self.timeout_ms)?;
             std::thread::sleep(Duration::from_millis(500));
         }
+        // The phase names are tinygrad's bring-up methods, so recordings compare by step.
+        self.regs.phase("AM_SOC.init_hw");
         self.soc_init()?;
+        self.regs.phase("AM_GMC.init_hw");
         self.gmc.init_hub(&self.regs, gmc::Hub::Mm)?;
+        self.regs.phase("AM_IH.init_hw");
         self.ih.init(&self.regs, &mut self.gmc)?;
         self.doorbell_enable(1, 0, 0, ih::DOORBELL_IH * 2, 2)?;
+        self.regs.phase("AM_PSP.init_hw");
         self.psp
             .init(&self.regs, &mut self.gmc, &self.fw, self.timeout_ms)?;
+        self.regs.phase("AM_SMU.init_hw");
         self.smu.init(&self.regs, &mut self.gmc, self.timeout_ms)?;
+        self.regs.phase("AM_GFX.init_hw");
         gfx::init(self)?;
+        self.regs.phase("AM_SDMA.init_hw");
         sdma::init(self)?;
+        self.regs.phase("AM_SMU.set_clocks");
         self.smu.set_clocks(&self.regs, true, self.timeout_ms)?;
         self.gmc.boot_done();
+        self.regs.phase("AMDev.init_hw");
         self.regs.write(regs::SCRATCH_REG7, AM_VERSION)?;
+        self.regs.phase("run");
         Ok(())
     }
 
@@ -336,6 +378,7 @@ impl AmDevice {
             return Ok(());
         }
         self.finished = true;
+        self.regs.phase("fini");
         gfx::fini(self)?;
         sdma::fini(self)?;
         self.smu.set_clocks(&self.regs, false, self.timeout_ms)?;
