@@ -24,6 +24,10 @@ pub struct ConformArgs {
     /// Compare only these operations (comma-separated: exec, sqtt_start, ..., ioctl).
     #[arg(long, value_delimiter = ',')]
     pub ops: Vec<String>,
+    /// The register JSON directory (shared/amd-registers) that decodes the fields of MMIO
+    /// writes (driverless PCI/USB recordings); without it whole values are compared.
+    #[arg(long, value_name = "DIR")]
+    pub registers: Option<PathBuf>,
 }
 
 fn load(p: &PathBuf) -> Result<Vec<serde_json::Value>> {
@@ -43,7 +47,7 @@ pub fn run(a: ConformArgs) -> Result<()> {
         eprintln!("note: no register table for arch {arch:?}; register fields are not decoded");
     }
     let ops: Vec<&str> = a.ops.iter().map(String::as_str).collect();
-    let r = conform::compare(&ours, &reference, &arch, &ops);
+    let r = conform::compare_with(&ours, &reference, &arch, &ops, a.registers.as_deref());
     let mut o = Out::new();
     for (op, (n_ours, n_ref)) in &r.compared {
         outln!(

@@ -58,7 +58,15 @@ pub fn run(a: DevicesArgs) -> Result<()> {
         let pci: Vec<_> = list
             .pci
             .iter()
-            .map(|c| json!({"bus": c.bus, "device_id": c.device_id, "driver": c.driver}))
+            .map(|c| {
+                let ips: serde_json::Map<String, serde_json::Value> = c
+                    .ips
+                    .iter()
+                    .map(|(n, (a, b, r))| (n.to_string(), json!([a, b, r])))
+                    .collect();
+                json!({"bus": c.bus, "device_id": c.device_id, "driver": c.driver,
+                       "family": c.family(), "ip_versions": ips, "driverless": c.driverless()})
+            })
             .collect();
         let usb_sysfs: Vec<_> = list
             .usb
