@@ -54,6 +54,30 @@ def main():
     for n in allnames:
         out.append(f"    {n},")
     out.append("];")
+    # The versions whose register JSON puts every register above at the same offset and
+    # segment as the table it was generated from: the bring-up refuses any other version.
+    import glob, os, re
+    compat = {}
+    for (ip, table), names in NEED.items():
+        src = json.load(open(f"{root}/{table}.json"))["registers"]
+        pre = table.rsplit("_", 3)[0]
+        for path in sorted(glob.glob(f"{root}/{pre}_*.json")):
+            m = re.fullmatch(pre + r"_(\d+)_(\d+)_(\d+)\.json", os.path.basename(path))
+            if not m:
+                continue
+            regs = json.load(open(path))["registers"]
+            def at(rs, n):
+                r = rs.get("reg" + n) or rs.get("mm" + n)
+                return r and (r["offset"], r["base_index"])
+            if all(at(regs, n) == at(src, n) for n in names):
+                compat.setdefault(ip, []).append(tuple(int(x) for x in m.groups()))
+    out.append("")
+    out.append("/// Per IP block, the versions whose register JSON places every register above exactly where")
+    out.append("/// the table it was generated from does (the bring-up refuses other versions).")
+    out.append("pub const COMPATIBLE: &[(AmIp, &[(u32, u32, u32)])] = &[")
+    for ip, vs in compat.items():
+        out.append(f"    (AmIp::{ip}, &[{', '.join(f'({a}, {b}, {c})' for a, b, c in vs)}]),")
+    out.append("];")
     print("\n".join(out))
 
 main()

@@ -55,6 +55,12 @@ pub enum PciError {
     },
     #[error("firmware {file}: {msg}")]
     Firmware { file: String, msg: String },
+    #[error("unsupported IP version: {ip} {} ({msg})", fmt_ver(*version))]
+    UnsupportedIp {
+        ip: &'static str,
+        version: (u32, u32, u32),
+        msg: String,
+    },
     #[error("IP discovery table at VRAM offset {offset:#x}: {msg}")]
     Discovery { offset: u64, msg: String },
     #[error("{block} did not answer: {what} (register {reg} stayed {value:#x} for {ms} ms)")]
@@ -80,6 +86,10 @@ pub enum PciError {
 }
 
 pub type PciResult<T> = std::result::Result<T, PciError>;
+
+fn fmt_ver(v: (u32, u32, u32)) -> String {
+    format!("{}.{}.{}", v.0, v.1, v.2)
+}
 
 /// System memory the GPU can reach by DMA: a CPU view and the bus address of each 4 KiB page.
 #[derive(Clone)]

@@ -194,6 +194,57 @@ impl RegIo {
     }
 }
 
+/// Refuses a discovery table with an IP version the driver was not generated for: GC and
+/// each block with registers in [`regs::COMPATIBLE`] (versions whose register JSON places
+/// every register the driver uses where its source table does), SDMA by its packet format.
+pub fn check_versions(disc: &Discovery) -> PciResult<()> {
+    let gc = disc.ip(AmIp::Gc)?.version;
+    let fix = "use the KFD path (kfd:N) for this GPU";
+    let family = crate::list::gc_family(gc);
+    let ok = |ip: AmIp, v| {
+        regs::COMPATIBLE
+            .iter()
+            .any(|(i, vs)| *i == ip && vs.contains(&v))
+    };
+    if !ok(AmIp::Gc, gc) {
+        let msg = match family {
+            Some(f) => {
+                format!("{f}: the driverless path brings up GC 11.0.0 (RDNA3) only so far; {fix}")
+            }
+            None => format!("not a GPU generation wavescope knows; {fix}"),
+        };
+        return Err(PciError::UnsupportedIp {
+            ip: "GC",
+            version: gc,
+            msg,
+        });
+    }
+    let sdma = disc.ip(AmIp::Sdma0)?.version;
+    if sdma.0 != 6 {
+        return Err(PciError::UnsupportedIp {
+            ip: "SDMA0",
+            version: sdma,
+            msg: format!("the driver builds SDMA 6 packets (GC 11); {fix}"),
+        });
+    }
+    for (ip, vs) in regs::COMPATIBLE {
+        let v = disc.ip(*ip)?.version;
+        if !vs.contains(&v) {
+            let known: Vec<String> = vs.iter().map(|(a, b, c)| format!("{a}.{b}.{c}")).collect();
+            return Err(PciError::UnsupportedIp {
+                ip: crate::record_io::ip_name(*ip),
+                version: v,
+                msg: format!(
+                    "the driver's {} registers are placed for version {} (shared/amd-registers); {fix}",
+                    crate::record_io::ip_name(*ip),
+                    known.join(" or ")
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The brought-up GPU: BAR views, discovered IPs and the per-IP state.
 pub struct AmDevice {
     pub pci: Arc<dyn PciDevice>,
@@ -245,18 +296,9 @@ impl AmDevice {
         let mut tbl = vec![0u8; discovery::TABLE_SIZE];
         vram.read_bytes(doff, &mut tbl)?;
         let disc = Discovery::parse(&tbl, doff)?;
-        // The register offsets, page-table format and bring-up sequence here are GC 11's
-        // (RDNA3); on other parts the same writes would hit the wrong registers.
-        let gc = disc.ip(AmIp::Gc)?.version;
-        if gc.0 != 11 {
-            return Err(PciError::Discovery {
-                offset: doff,
-                msg: format!(
-                    "GC {}.{}.{}: the driverless PCI path supports GC 11 (RDNA3) only; use the KFD path (kfd:N) for this GPU",
-                    gc.0, gc.1, gc.2
-                ),
-            });
-        }
+        // Every block's version is checked against the register JSON the driver was generated
+        // from: the same writes on another layout would hit the wrong registers.
+        check_versions(&disc)?;
         for ip in ALL_IPS {
             // SDMA registers live in GC's register space on GC 11 (SDMA0 reports the same bases).
             let b = disc.ip(ip)?.bases.clone();

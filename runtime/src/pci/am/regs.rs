@@ -1888,3 +1888,15 @@ pub const ALL: &[AmReg] = &[
     GCVM_L2_CNTL4,
     GCVM_L2_CNTL5,
 ];
+
+/// Per IP block, the versions whose register JSON places every register above exactly where
+/// the table it was generated from does (the bring-up refuses other versions).
+pub const COMPATIBLE: &[(AmIp, &[(u32, u32, u32)])] = &[
+    (AmIp::Mp0, &[(11, 0, 0), (13, 0, 0)]),
+    (AmIp::Mp1, &[(11, 0, 0), (13, 0, 0)]),
+    (AmIp::Nbio, &[(4, 3, 0)]),
+    (AmIp::Osssys, &[(4, 4, 2), (6, 0, 0)]),
+    (AmIp::Mmhub, &[(3, 0, 0)]),
+    (AmIp::Hdp, &[(4, 4, 2), (6, 0, 0), (7, 0, 0)]),
+    (AmIp::Gc, &[(11, 0, 0)]),
+];
