@@ -138,7 +138,7 @@ fn blocked(name: &str, evs: &[Value]) -> Option<String> {
     }
     if name.starts_with("pci_") || name.starts_with("usb_") {
         return Some(
-            "needs an emulated gfx1200 PCI GPU (ours emulates gfx1100 over PCI/USB)".into(),
+            "needs an emulated gfx1200 PCI GPU and a GC 12 bring-up; MMIO/USB recording and comparison: record_io.rs".into(),
         );
     }
     if !evs.iter().any(|e| e["ev"] == "launch") {

@@ -66,3 +66,18 @@ fn a_block_whose_registers_moved_is_refused() {
     assert_eq!(ip, "SDMA0");
     assert!(msg.contains("SDMA 6"), "{msg}");
 }
+
+#[test]
+fn a_missing_firmware_file_is_named_with_the_package_that_has_it() {
+    use runtime::pci::am::firmware::{Firmware, FirmwareNames};
+    let dir = std::env::temp_dir().join(format!("wavescope-nofw-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let names = FirmwareNames::new((11, 0, 0), (13, 0, 0), (13, 0, 0), (6, 0, 0));
+    let e = match Firmware::load(&dir, &names) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("an empty directory has no firmware"),
+    };
+    let _ = std::fs::remove_dir(&dir);
+    assert!(e.contains("psp_13_0_0_sos.bin"), "{e}");
+    assert!(e.contains("firmware-amd-graphics") && e.contains("linux-firmware"), "{e}");
+}

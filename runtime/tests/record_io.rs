@@ -211,6 +211,19 @@ fn usb_transfers_are_recorded_with_tinygrads_request_kinds() {
     };
     let (a, b) = (kinds(&ours), kinds(&theirs));
     println!("ours {a:?}\ntheirs {b:?}");
+    for (who, evs) in [("ours", &ours), ("tinygrad", &theirs)] {
+        let n = |k: &str| ev(evs, k).count();
+        let bulk_out: u64 = ev(evs, "usb_bulk_out")
+            .map(|e| e["len"].as_u64().unwrap_or(0))
+            .sum();
+        println!(
+            "{who}: {} control OUT, {} control IN, {} bulk OUT ({bulk_out} bytes), {} bulk IN",
+            n("usb_ctrl_out"),
+            n("usb_ctrl_in"),
+            n("usb_bulk_out"),
+            n("usb_bulk_in")
+        );
+    }
     assert!(!a.is_empty());
     assert!(
         a.is_subset(&b),
