@@ -14,8 +14,11 @@
 //! * **Addresses and sizes of our own buffers** ([`ADDR_REGS`]): page-table, ring, MQD, EOP,
 //!   firmware and fence addresses, FB/AGP/aperture locations (they follow the VRAM size) and
 //!   the mailbox parameters that carry them.
+//!   A field that only one side's JSON defines is compared only when that side sets it.
 //! * **Order**: the order of steps, and within a step the order in which registers both sides
 //!   write are first written, are compared (one difference at the first divergence).
+//! * **SMU messages** by name per step (ids differ between SMU generations; parameters are
+//!   addresses, clock levels and table ids of the driver's choosing).
 //! * **USB**: control transfers by (direction, bRequest); XDATA writes (0xE5) by address with
 //!   their values; bulk transfers by direction only (their sizes follow the copy sizes).
 
@@ -199,6 +202,8 @@ struct IoSide {
     regs: BTreeMap<String, BTreeMap<String, BTreeSet<u32>>>,
     order: BTreeMap<String, Vec<String>>,
     usb: BTreeMap<String, BTreeSet<String>>,
+    /// Step -> SMU message names.
+    smu: BTreeMap<String, BTreeSet<String>>,
 }
 
 fn io_side(evs: &[Value]) -> IoSide {
@@ -239,6 +244,11 @@ fn io_side(evs: &[Value]) -> IoSide {
                     let v = e.get("wIndex").and_then(hexnum).unwrap_or(0);
                     set.insert(format!("xdata[{a:#06x}]={v:#04x}"));
                 }
+            }
+            "smu_msg" => {
+                let st = step(e.get("ctx").and_then(Value::as_str).unwrap_or(""));
+                let n = e.get("msg_name").and_then(Value::as_str).unwrap_or("?");
+                s.smu.entry(st).or_default().insert(n.to_string());
             }
             "usb_bulk_out" | "usb_bulk_in" => {
                 s.usb.entry(ev.to_string()).or_default();
@@ -345,10 +355,17 @@ pub fn compare_io(
                 let fb = field_sets(db_ref, reg, vb);
                 let names: BTreeSet<&String> = fa.keys().chain(fb.keys()).collect();
                 for f in names {
-                    let (xa, xb) = (
-                        fa.get(f).cloned().unwrap_or_default(),
-                        fb.get(f).cloned().unwrap_or_default(),
-                    );
+                    // A field only one generation defines differs only when that side sets it.
+                    let zero = BTreeSet::from([0]);
+                    let (xa, xb) = match (fa.get(f), fb.get(f)) {
+                        (Some(x), Some(y)) => (x.clone(), y.clone()),
+                        (Some(x), None) if *x == zero => continue,
+                        (None, Some(y)) if *y == zero => continue,
+                        (x, y) => (
+                            x.cloned().unwrap_or_default(),
+                            y.cloned().unwrap_or_default(),
+                        ),
+                    };
                     if xa != xb {
                         out.push(diff(
                             &op,
@@ -360,6 +377,37 @@ pub fn compare_io(
                         ));
                     }
                 }
+            }
+        }
+    }
+    if !a.smu.is_empty() || !b.smu.is_empty() {
+        let steps: BTreeSet<&String> = a.smu.keys().chain(b.smu.keys()).collect();
+        let none = BTreeSet::new();
+        for st in steps {
+            let (x, y) = (
+                a.smu.get(st).unwrap_or(&none),
+                b.smu.get(st).unwrap_or(&none),
+            );
+            let op = format!("smu:{st}");
+            for m in x.difference(y) {
+                out.push(diff(
+                    &op,
+                    Kind::PacketOursOnly,
+                    m,
+                    None,
+                    "sent".into(),
+                    "-".into(),
+                ));
+            }
+            for m in y.difference(x) {
+                out.push(diff(
+                    &op,
+                    Kind::PacketReferenceOnly,
+                    m,
+                    None,
+                    "-".into(),
+                    "sent".into(),
+                ));
             }
         }
     }

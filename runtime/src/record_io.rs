@@ -291,3 +291,14 @@ pub fn device_info(disc: &crate::pci::am::discovery::Discovery, vram_size: u64) 
         "vram_size": hex(vram_size),
     })
 }
+
+/// The `firmware` event of one loaded file: name, size and SHA-256 of its contents.
+pub fn firmware_event(dir: &std::path::Path, name: &str) -> Value {
+    use sha2::{Digest, Sha256};
+    let b = std::fs::read(dir.join(name)).unwrap_or_default();
+    let d: String = Sha256::digest(&b)
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect();
+    json!({"ev": "firmware", "name": name, "size": b.len(), "sha256": d})
+}

@@ -79,5 +79,8 @@ fn a_missing_firmware_file_is_named_with_the_package_that_has_it() {
     };
     let _ = std::fs::remove_dir(&dir);
     assert!(e.contains("psp_13_0_0_sos.bin"), "{e}");
-    assert!(e.contains("firmware-amd-graphics") && e.contains("linux-firmware"), "{e}");
+    assert!(
+        e.contains("firmware-amd-graphics") && e.contains("linux-firmware"),
+        "{e}"
+    );
 }

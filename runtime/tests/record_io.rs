@@ -169,6 +169,29 @@ fn pci_bringup_steps_come_in_tinygrads_order() {
     let (a, b) = (steps(&ours), steps(&theirs));
     println!("ours   {a:?}\ntheirs {b:?}");
     assert_eq!(a, b, "bring-up steps in order");
+    // SMU messages by name per step (SMU 13 here, 14 in the reference: names, not ids).
+    let smu = |evs: &[Value]| {
+        ev(evs, "smu_msg")
+            .map(|e| {
+                let st = e["ctx"]
+                    .as_str()
+                    .unwrap_or("")
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or("");
+                (
+                    st.to_string(),
+                    e["msg_name"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    let (sa, sb) = (smu(&ours), smu(&theirs));
+    println!("SMU ours {sa:?}\nSMU tinygrad {sb:?}");
+    assert!(sa.contains(&(
+        "AM_SMU.init_hw".into(),
+        "PPSMC_MSG_SetDriverDramAddrHigh".into()
+    )));
     // Each step writes registers of the IP blocks tinygrad's step writes (by IP of the name).
     for st in &a {
         let ips = |evs: &[Value], named: bool| {

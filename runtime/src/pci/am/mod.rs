@@ -316,6 +316,18 @@ impl AmDevice {
             ver(AmIp::Sdma0)?,
         );
         let fw = Firmware::load(&opts.firmware_dir, &names)?;
+        if let Some(t) = &regs.tap {
+            for n in [
+                &names.sos,
+                &names.smu,
+                &names.sdma,
+                &names.mec,
+                &names.imu,
+                &names.rlc,
+            ] {
+                t.event(crate::record_io::firmware_event(&opts.firmware_dir, n));
+            }
+        }
 
         let gmc = gmc::Gmc::new(&regs, vram.clone(), vram_size)?;
         let mut dev = AmDevice {

@@ -43,7 +43,15 @@ pub fn send(r: &RegIo, msg: u32, arg: u32, timeout_ms: u64) -> PciResult<u32> {
     loop {
         let resp = r.read(regs::MP1_SMN_C2PMSG_90)?;
         if resp == 1 {
-            return r.read(regs::MP1_SMN_C2PMSG_82);
+            let back = r.read(regs::MP1_SMN_C2PMSG_82)?;
+            if let Some(t) = &r.tap {
+                t.event(serde_json::json!({
+                    "ev": "smu_msg", "msg": format!("{msg:#x}"),
+                    "msg_name": format!("PPSMC_MSG_{}", name_of(msg)),
+                    "param": format!("{arg:#x}"), "read_back": format!("{back:#x}"),
+                }));
+            }
+            return Ok(back);
         }
         if resp != 0 {
             return Err(PciError::Rejected {
