@@ -72,9 +72,12 @@ def main():
             if all(at(regs, n) == at(src, n) for n in names):
                 compat.setdefault(ip, []).append(tuple(int(x) for x in m.groups()))
     out.append("")
+    out.append("/// IP versions (major, minor, revision).")
+    out.append("pub type Versions = &'static [(u32, u32, u32)];")
+    out.append("")
     out.append("/// Per IP block, the versions whose register JSON places every register above exactly where")
     out.append("/// the table it was generated from does (the bring-up refuses other versions).")
-    out.append("pub const COMPATIBLE: &[(AmIp, &[(u32, u32, u32)])] = &[")
+    out.append("pub const COMPATIBLE: &[(AmIp, Versions)] = &[")
     for ip, vs in compat.items():
         out.append(f"    (AmIp::{ip}, &[{', '.join(f'({a}, {b}, {c})' for a, b, c in vs)}]),")
     out.append("];")

@@ -1889,9 +1889,12 @@ pub const ALL: &[AmReg] = &[
     GCVM_L2_CNTL5,
 ];
 
+/// IP versions (major, minor, revision).
+pub type Versions = &'static [(u32, u32, u32)];
+
 /// Per IP block, the versions whose register JSON places every register above exactly where
 /// the table it was generated from does (the bring-up refuses other versions).
-pub const COMPATIBLE: &[(AmIp, &[(u32, u32, u32)])] = &[
+pub const COMPATIBLE: &[(AmIp, Versions)] = &[
     (AmIp::Mp0, &[(11, 0, 0), (13, 0, 0)]),
     (AmIp::Mp1, &[(11, 0, 0), (13, 0, 0)]),
     (AmIp::Nbio, &[(4, 3, 0)]),
