@@ -83,6 +83,8 @@ pub enum Error {
     Pci(#[from] crate::pci::PciError),
     #[error("code object: {0}")]
     Program(String),
+    #[error(transparent)]
+    Args(#[from] crate::kernargs::ArgError),
     #[error("unsupported: {0}")]
     Unsupported(String),
     #[error("invalid argument: {0}")]
