@@ -181,7 +181,7 @@ impl WorkloadFile {
             }
         };
         let spec: FileSpec = toml::from_str(text).map_err(|e| {
-            let msg = e.message().trim().to_string();
+            let msg = friendly(e.message().trim());
             match e.span() {
                 Some(s) => at(s, msg),
                 None => WorkloadError::File {
@@ -441,6 +441,28 @@ impl WorkloadFile {
     }
 }
 
+/// serde's message for an untagged enum names a Rust type; say what the field accepts.
+fn friendly(msg: &str) -> String {
+    const FORMS: [(&str, &str); 3] = [
+        (
+            "DimsSpec",
+            "grid and block are a positive number or a list of up to 3 (X, [X, Y] or [X, Y, Z])",
+        ),
+        ("SizeSpec", "size is a number of bytes, or \"NK\" / \"NM\""),
+        (
+            "ArgSpec",
+            "an argument is a buffer's name (\"a\") or one value ({ u32 = V }, i32, f32, u64, i64, f64)",
+        ),
+    ];
+    match FORMS
+        .iter()
+        .find(|(t, _)| msg.contains("untagged enum") && msg.contains(t))
+    {
+        Some((_, say)) => format!("invalid value: {say}"),
+        None => msg.to_string(),
+    }
+}
+
 fn value_bytes(v: &ValueSpec) -> Option<Vec<u8>> {
     let all: [Option<Vec<u8>>; 6] = [
         v.u32.map(|x| x.to_le_bytes().to_vec()),
@@ -522,7 +544,7 @@ impl Dump {
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(bad(e.to_string())),
+            Err(e) => return Err(bad(format!("cannot be used: {e}"))),
         }
         let name = dir
             .file_name()
