@@ -802,10 +802,7 @@ pub fn summarize(p: &Profile, work: &[Workload]) -> Vec<KernelSummary> {
 }
 
 /// [`summarize`] with each kernel's grid and block from `dims`.
-fn summarize_dims(
-    p: &Profile,
-    dims: impl Fn(&str) -> ([u32; 3], [u32; 3]),
-) -> Vec<KernelSummary> {
+fn summarize_dims(p: &Profile, dims: impl Fn(&str) -> ([u32; 3], [u32; 3])) -> Vec<KernelSummary> {
     let mut out = Vec::new();
     for k in &p.kernels {
         let dev = p.devices.get(k.device as usize);

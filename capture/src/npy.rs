@@ -38,7 +38,10 @@ impl Dtype {
 
     /// `f32`, `u8`, ... as a workload file names them.
     pub fn parse(s: &str) -> Option<Dtype> {
-        Self::ALL.iter().find(|(_, n, _)| *n == s).map(|(d, _, _)| *d)
+        Self::ALL
+            .iter()
+            .find(|(_, n, _)| *n == s)
+            .map(|(d, _, _)| *d)
     }
 
     pub fn size(self) -> usize {
@@ -151,16 +154,16 @@ pub fn parse(b: &[u8]) -> Result<Npy<'_>, NpyError> {
             10,
         ),
         2 | 3 => {
-            let l = b
-                .get(8..12)
-                .ok_or_else(|| bad("truncated header".into()))?;
+            let l = b.get(8..12).ok_or_else(|| bad("truncated header".into()))?;
             (u32::from_le_bytes([l[0], l[1], l[2], l[3]]) as usize, 12)
         }
         v => return Err(bad(format!("format version {v} (offset 6)"))),
     };
-    let header = b
-        .get(start..start.saturating_add(len))
-        .ok_or_else(|| bad(format!("header of {len} bytes at offset {start} is truncated")))?;
+    let header = b.get(start..start.saturating_add(len)).ok_or_else(|| {
+        bad(format!(
+            "header of {len} bytes at offset {start} is truncated"
+        ))
+    })?;
     let header =
         std::str::from_utf8(header).map_err(|_| bad("header is not text (offset 8)".into()))?;
     let field = |key: &str| -> Option<&str> {
@@ -190,7 +193,9 @@ pub fn parse(b: &[u8]) -> Result<Npy<'_>, NpyError> {
         .map_err(|_| bad(format!("shape ({shape_s}) is not a tuple of sizes")))?;
     let fortran = field("fortran_order").is_some_and(|v| v.starts_with("True"));
     if fortran && shape.iter().filter(|&&d| d > 1).count() > 1 {
-        return Err(bad("Fortran-order arrays are not read (save C order)".into()));
+        return Err(bad(
+            "Fortran-order arrays are not read (save C order)".into()
+        ));
     }
     let count = shape
         .iter()
@@ -245,7 +250,10 @@ mod tests {
         let f = write(Dtype::F32, &data);
         assert_eq!(f.len() % 64, 12, "header padded to 64 bytes");
         let n = parse(&f).unwrap();
-        assert_eq!((n.dtype, n.shape.as_slice(), n.data), (Dtype::F32, &[3][..], &data[..]));
+        assert_eq!(
+            (n.dtype, n.shape.as_slice(), n.data),
+            (Dtype::F32, &[3][..], &data[..])
+        );
         assert_eq!(n.dtype.value(n.data, 2), Some(3.25));
         assert!(parse(b"nope").unwrap_err().to_string().contains("magic"));
         let big = String::from_utf8_lossy(&f).replace("<f4", ">f4");

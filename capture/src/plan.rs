@@ -105,12 +105,11 @@ impl Plan<'_> {
             let c = match parsed.entry((l.code, l.kernel)) {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
                 std::collections::hash_map::Entry::Vacant(e) => {
-                    let c = Code::parse_named(code.elf, l.kernel).map_err(|source| {
-                        Error::Launch {
+                    let c =
+                        Code::parse_named(code.elf, l.kernel).map_err(|source| Error::Launch {
                             what: format!("{} ({})", l.label, code.label),
                             source,
-                        }
-                    })?;
+                        })?;
                     e.insert(c)
                 }
             };
@@ -196,8 +195,7 @@ impl DeviceRun<'_> {
     pub fn all(&mut self, plan: &Plan) -> Result<Option<Vec<Vec<u8>>>> {
         // A real GPU's target is known only now; emulated ones were checked before opening.
         let target = self.dev.props.target();
-        let mut programs: HashMap<(usize, Option<&str>), runtime::device::Program> =
-            HashMap::new();
+        let mut programs: HashMap<(usize, Option<&str>), runtime::device::Program> = HashMap::new();
         let mut bufs: Vec<Option<GpuBuffer>> = plan.buffers.iter().map(|_| None).collect();
         for l in &plan.launches {
             let code = &plan.code[l.code];

@@ -87,9 +87,10 @@ impl FromStr for DeviceSpec {
                 Some(("kfd", n)) => DeviceSpec::Kfd(idx(n)?),
                 Some(("pci", n)) => DeviceSpec::Pci(idx(n)?),
                 Some(("usb", n)) => DeviceSpec::Usb(idx(n)?),
-                Some(("emu", a)) => DeviceSpec::emu(a.parse().map_err(|e: ParseError| {
-                    ParseError(format!("device {part:?}: {e}"))
-                })?),
+                Some(("emu", a)) => DeviceSpec::emu(
+                    a.parse()
+                        .map_err(|e: ParseError| ParseError(format!("device {part:?}: {e}")))?,
+                ),
                 _ => return err(format!("unknown device {part:?} (valid: {})", Self::VALID)),
             },
         })
@@ -236,7 +237,10 @@ mod tests {
         assert!("usb:x".parse::<DeviceSpec>().is_err());
         assert_eq!("emu:gfx1100".parse(), Ok(DeviceSpec::Emu));
         let e = "emu:gfx1201".parse::<DeviceSpec>().unwrap();
-        assert_eq!(e.emulated_arch().map(|a| a.to_string()).as_deref(), Some("gfx1201"));
+        assert_eq!(
+            e.emulated_arch().map(|a| a.to_string()).as_deref(),
+            Some("gfx1201")
+        );
         let e = "emu:gfx90a".parse::<DeviceSpec>().unwrap_err().to_string();
         assert!(e.contains("gfx90a") && e.contains("gfx950"), "{e}");
         for d in [

@@ -217,20 +217,19 @@ impl WorkloadFile {
             let span = b.span();
             let bad = |msg: String| at(span.clone(), format!("buffer {name}: {msg}"));
             let b = b.get_ref();
-            let dtype_named = match &b.dtype {
-                Some(d) => Some(Dtype::parse(d).ok_or_else(|| {
-                    bad(format!("dtype {d:?} is not one of {}", Dtype::VALID))
-                })?),
-                None => None,
-            };
+            let dtype_named =
+                match &b.dtype {
+                    Some(d) => Some(Dtype::parse(d).ok_or_else(|| {
+                        bad(format!("dtype {d:?} is not one of {}", Dtype::VALID))
+                    })?),
+                    None => None,
+                };
             let size = match &b.size {
                 None => None,
                 Some(SizeSpec::Bytes(n)) => Some(*n as usize),
-                Some(SizeSpec::Text(s)) => Some(
-                    s.parse::<crate::Size>()
-                        .map_err(|e| bad(e.to_string()))?
-                        .0,
-                ),
+                Some(SizeSpec::Text(s)) => {
+                    Some(s.parse::<crate::Size>().map_err(|e| bad(e.to_string()))?.0)
+                }
             };
             let (mut init, file_dtype) = match (&b.file, &b.fill) {
                 (Some(_), Some(_)) => return Err(bad("give file or fill, not both".into())),
@@ -288,16 +287,29 @@ impl WorkloadFile {
             let span = l.span();
             let l = l.get_ref();
             let label = format!("{} launch {} ({})", path.display(), li + 1, l.kernel);
-            let bad = |msg: String| at(span.clone(), format!("launch {} ({}): {msg}", li + 1, l.kernel));
+            let bad = |msg: String| {
+                at(
+                    span.clone(),
+                    format!("launch {} ({}): {msg}", li + 1, l.kernel),
+                )
+            };
             let code_ix = match &l.code {
                 Some(c) => code_names.iter().position(|n| *n == c).ok_or_else(|| {
                     bad(format!(
                         "code {c:?} is not in [code] ({})",
-                        code_names.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                        code_names
+                            .iter()
+                            .map(|s| s.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ))
                 })?,
                 None if code.len() == 1 => 0,
-                None => return Err(bad("name its code object (code = \"...\"): [code] has several".into())),
+                None => {
+                    return Err(bad(
+                        "name its code object (code = \"...\"): [code] has several".into(),
+                    ))
+                }
             };
             let dims = |d: &DimsSpec, what: &str| -> Result<[u32; 3], WorkloadError> {
                 let v = match d {
@@ -376,9 +388,8 @@ impl WorkloadFile {
                 });
             }
             let check: Option<Checker> = (!expects.is_empty()).then(|| {
-                Box::new(move |outs: &[Vec<u8>]| {
-                    expects.iter().try_for_each(|e| e.compare(outs))
-                }) as Checker
+                Box::new(move |outs: &[Vec<u8>]| expects.iter().try_for_each(|e| e.compare(outs)))
+                    as Checker
             });
             launches.push(Launch {
                 label,
@@ -501,7 +512,8 @@ impl Expect {
                 first.get_or_insert((i, f64::NAN, f64::NAN));
                 continue;
             };
-            let same = (g.is_nan() && w.is_nan()) || (g - w).abs() <= self.atol + self.rtol * w.abs();
+            let same =
+                (g.is_nan() && w.is_nan()) || (g - w).abs() <= self.atol + self.rtol * w.abs();
             if !same {
                 bad += 1;
                 first.get_or_insert((i, g, w));
@@ -558,7 +570,8 @@ impl Dump {
             name.to_string_lossy(),
             std::process::id()
         ));
-        fs::create_dir(&tmp).map_err(|e| bad(format!("cannot create it in {}: {e}", parent.display())))?;
+        fs::create_dir(&tmp)
+            .map_err(|e| bad(format!("cannot create it in {}: {e}", parent.display())))?;
         Ok(Dump {
             target: dir.to_path_buf(),
             tmp,

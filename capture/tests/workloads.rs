@@ -142,7 +142,11 @@ fn both_kernels_of_one_code_object_run_by_name() {
 
 /// The workload file the tests run: inputs a and b from .npy files, c = a + b, d = c * 0.5.
 fn workload_file(dir: &Path, code: &Path) -> PathBuf {
-    std::fs::write(dir.join("a.npy"), npy::write(Dtype::F32, &bytes(&floats(3)))).unwrap();
+    std::fs::write(
+        dir.join("a.npy"),
+        npy::write(Dtype::F32, &bytes(&floats(3))),
+    )
+    .unwrap();
     std::fs::write(dir.join("b.raw"), bytes(&floats(4))).unwrap();
     let text = format!(
         r#"
@@ -264,13 +268,21 @@ fn bad_launches_are_refused_before_anything_runs() {
         "{e}"
     );
     // A value where a buffer goes.
-    let e = run("k_mul", vec![buf(), Arg::Scalar(1), buf(), Arg::Scalar(1)], DeviceSpec::Emu);
+    let e = run(
+        "k_mul",
+        vec![buf(), Arg::Scalar(1), buf(), Arg::Scalar(1)],
+        DeviceSpec::Emu,
+    );
     assert!(
         e.contains("kernel k_mul, argument 1") && e.contains("expected a buffer"),
         "{e}"
     );
     // A buffer where the f32 goes.
-    let e = run("k_mul", vec![buf(), buf(), buf(), Arg::Scalar(1)], DeviceSpec::Emu);
+    let e = run(
+        "k_mul",
+        vec![buf(), buf(), buf(), Arg::Scalar(1)],
+        DeviceSpec::Emu,
+    );
     assert!(
         e.contains("argument 2") && e.contains("4-byte value (by_value)"),
         "{e}"

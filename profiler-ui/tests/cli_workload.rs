@@ -93,7 +93,8 @@ fn an_output_that_differs_from_its_expected_file_exits_3() {
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
-        out.contains("WRONG RESULT k_mul") && out.contains("buffer d differs from")
+        out.contains("WRONG RESULT k_mul")
+            && out.contains("buffer d differs from")
             && out.contains("data/c.npy in 1000 of 1000 f32 values"),
         "{out}"
     );
@@ -106,12 +107,16 @@ fn bad_input_is_a_clear_error_with_nothing_written() {
     let cases: Vec<(PathBuf, &str, Vec<String>)> = vec![
         // Malformed: a string where the grid goes, on line 17 of the copy.
         (
-            edited(dir.path(), "w2.toml", |t| t.replacen("grid = 16", "grid = \"sixteen\"", 1)),
+            edited(dir.path(), "w2.toml", |t| {
+                t.replacen("grid = 16", "grid = \"sixteen\"", 1)
+            }),
             "emu",
             vec!["w2.toml:17:8: invalid value: grid and block are".into()],
         ),
         (
-            edited(dir.path(), "w3.toml", |t| t.replace("\"c\", \"a\", \"b\",", "\"c\", \"a\",")),
+            edited(dir.path(), "w3.toml", |t| {
+                t.replace("\"c\", \"a\", \"b\",", "\"c\", \"a\",")
+            }),
             "emu",
             vec![
                 "launch 1 (k_add)".into(),
@@ -120,7 +125,9 @@ fn bad_input_is_a_clear_error_with_nothing_written() {
             ],
         ),
         (
-            edited(dir.path(), "w4.toml", |t| t.replace("{ f32 = 0.5 }", "\"a\"")),
+            edited(dir.path(), "w4.toml", |t| {
+                t.replace("{ f32 = 0.5 }", "\"a\"")
+            }),
             "emu",
             vec![
                 "kernel k_mul, argument 2".into(),
@@ -128,9 +135,14 @@ fn bad_input_is_a_clear_error_with_nothing_written() {
             ],
         ),
         (
-            edited(dir.path(), "w5.toml", |t| t.replace("kernel = \"k_mul\"", "kernel = \"k_div\"")),
+            edited(dir.path(), "w5.toml", |t| {
+                t.replace("kernel = \"k_mul\"", "kernel = \"k_div\"")
+            }),
             "emu",
-            vec!["no kernel \"k_div\"".into(), "its kernels: k_add, k_mul".into()],
+            vec![
+                "no kernel \"k_div\"".into(),
+                "its kernels: k_add, k_mul".into(),
+            ],
         ),
         (
             edited(dir.path(), "w6.toml", |t| t),

@@ -719,19 +719,21 @@ impl Device {
                         KernArg::Value(b) if b.len() == 4 => {
                             vals.push(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
                         }
-                        _ => {
-                            return Err(Error::Invalid(format!(
-                                "{} has no argument metadata: give buffers first, then 4-byte values",
-                                prg.name
-                            )))
-                        }
+                        _ => return Err(Error::Invalid(format!(
+                            "{} has no argument metadata: give buffers first, then 4-byte values",
+                            prg.name
+                        ))),
                     }
                 }
                 kernargs::legacy(0, &bufs, &vals)
             }
         };
         let d = &prg.code.kernel.descriptor;
-        let dp_extra = if prg.code.enable_dispatch_ptr() { 64 } else { 0 };
+        let dp_extra = if prg.code.enable_dispatch_ptr() {
+            64
+        } else {
+            0
+        };
         let args_len = u64::from(d.kernarg_size).max(bytes.len() as u64);
         let off = self.alloc_kernargs(args_len + dp_extra)?;
         if !bytes.is_empty() {

@@ -66,7 +66,10 @@ pub enum ArgError {
 /// run, so the launch is refused instead.
 const UNSUPPORTED: &[(&str, &str)] = &[
     ("hidden_printf_buffer", "printf"),
-    ("hidden_hostcall_buffer", "hostcall, used by printf and malloc"),
+    (
+        "hidden_hostcall_buffer",
+        "hostcall, used by printf and malloc",
+    ),
     ("hidden_default_queue", "device-side enqueue"),
     ("hidden_completion_action", "device-side enqueue"),
     ("hidden_multigrid_sync_arg", "multi-grid cooperative launch"),
@@ -286,7 +289,11 @@ mod tests {
             arg("by_value", 24, 4),
         ];
         for (i, k) in ["x", "y", "z"].iter().enumerate() {
-            args.push(arg(&format!("hidden_block_count_{k}"), 32 + 4 * i as u64, 4));
+            args.push(arg(
+                &format!("hidden_block_count_{k}"),
+                32 + 4 * i as u64,
+                4,
+            ));
         }
         for (i, k) in ["x", "y", "z"].iter().enumerate() {
             args.push(arg(&format!("hidden_group_size_{k}"), 44 + 2 * i as u64, 2));
@@ -295,7 +302,11 @@ mod tests {
             args.push(arg(&format!("hidden_remainder_{k}"), 50 + 2 * i as u64, 2));
         }
         for (i, k) in ["x", "y", "z"].iter().enumerate() {
-            args.push(arg(&format!("hidden_global_offset_{k}"), 72 + 8 * i as u64, 8));
+            args.push(arg(
+                &format!("hidden_global_offset_{k}"),
+                72 + 8 * i as u64,
+                8,
+            ));
         }
         args.push(arg("hidden_grid_dims", 96, 2));
         Kernel {

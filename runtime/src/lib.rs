@@ -15,8 +15,8 @@
 pub mod conform;
 pub mod device;
 pub mod error;
-pub mod kernel;
 pub mod kernargs;
+pub mod kernel;
 pub mod kfd;
 pub mod list;
 pub mod pci;

@@ -200,7 +200,11 @@ fn run_workload(a: CaptureArgs) -> Result<()> {
         let w = WorkloadFile::load(path)?;
         let plan = w.plan(dump.is_some());
         let r = capture::run_plan(&plan, &opts, &mut bar)?;
-        let names = w.buffers.iter().map(|b| (b.name.clone(), b.dtype)).collect();
+        let names = w
+            .buffers
+            .iter()
+            .map(|b| (b.name.clone(), b.dtype))
+            .collect();
         (r, names)
     } else if let Some(file) = &a.code_object {
         let elf = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;

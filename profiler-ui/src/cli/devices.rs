@@ -34,7 +34,10 @@ fn emulated() -> Vec<serde_json::Value> {
             "path": "emulated KFD",
         }));
     }
-    for (d, path) in [("emu-pci", "emulated PCI (AM) driver"), ("emu-usb", "emulated USB bridge")] {
+    for (d, path) in [
+        ("emu-pci", "emulated PCI (AM) driver"),
+        ("emu-usb", "emulated USB bridge"),
+    ] {
         v.push(json!({
             "device": d,
             "target": Arch::GFX1100.target().to_string(),
