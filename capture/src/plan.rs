@@ -200,7 +200,7 @@ impl DeviceRun<'_> {
         for l in &plan.launches {
             let code = &plan.code[l.code];
             let key = (l.code, l.kernel);
-            if !programs.contains_key(&key) {
+            if let std::collections::hash_map::Entry::Vacant(slot) = programs.entry(key) {
                 let prg = self
                     .dev
                     .load_program_named(code.elf, l.kernel)
@@ -214,7 +214,7 @@ impl DeviceRun<'_> {
                         hint: device_hint(prg.code.object.target),
                     });
                 }
-                programs.insert(key, prg);
+                slot.insert(prg);
             }
             let prg = &programs[&key];
             for a in &l.args {
