@@ -719,10 +719,10 @@ impl Device {
                         KernArg::Value(b) if b.len() == 4 => {
                             vals.push(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
                         }
-                        _ => return Err(Error::Invalid(format!(
-                            "{} has no argument metadata: give buffers first, then 4-byte values",
-                            prg.name
-                        ))),
+                        _ => {
+                            let why = "has no argument metadata: buffers first, then 4-byte values";
+                            return Err(Error::Invalid(format!("{} {why}", prg.name)));
+                        }
                     }
                 }
                 kernargs::legacy(0, &bufs, &vals)
