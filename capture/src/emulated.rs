@@ -9,13 +9,19 @@ use std::sync::Arc;
 use emu::{EmuArch, EmuConfig, EmuPlatform};
 use runtime::platform::Platform;
 use runtime::{Device, DeviceOptions};
+use traces::GfxTarget;
 
 use crate::{DeviceSpec, ParseError};
 
-/// Opens an emulated device spec (`emu`, `emu-pci`, `emu-usb`); the gfx1100 in each case.
+/// Opens an emulated device spec (`emu[:ARCH]`, `emu-pci`, `emu-usb`; the last two are the
+/// gfx1100).
 pub(crate) fn open(spec: DeviceSpec, opts: DeviceOptions) -> Result<Device, runtime::Error> {
     match spec {
         DeviceSpec::Emu => Ok(emu::open_kfd(EmuArch::Gfx1100, opts)?.0),
+        DeviceSpec::EmuArch(a) => {
+            a.check_executes()?;
+            Ok(emu::open_kfd(a.0, opts)?.0)
+        }
         DeviceSpec::EmuPci => Ok(emu::open_pci(EmuArch::Gfx1100, opts)?.0),
         DeviceSpec::EmuUsb => {
             Ok(emu::open_usb(runtime::usb::Firmware::Custom, opts, |t| Box::new(t))?.0)
@@ -32,6 +38,49 @@ pub struct Arch(EmuArch);
 
 impl Arch {
     pub const VALID: &'static str = "gfx1100, gfx1201 (or gfx1200), gfx950";
+    pub const GFX1100: Arch = Arch(EmuArch::Gfx1100);
+    /// Every emulated architecture, in `wavescope devices` order.
+    pub const ALL: [Arch; 3] = [
+        Arch(EmuArch::Gfx1100),
+        Arch(EmuArch::Gfx1201),
+        Arch(EmuArch::Gfx950),
+    ];
+
+    /// The GPU target code objects for this architecture must name (the emulated KFD's
+    /// `gfx_target_version`).
+    pub fn target(&self) -> GfxTarget {
+        let v = self
+            .0
+            .properties(0)
+            .into_iter()
+            .find(|(k, _)| *k == "gfx_target_version")
+            .map_or(0, |(_, v)| v as u32);
+        GfxTarget::from_target_version(v)
+    }
+
+    /// Whether the emulator runs this architecture's shader code (its interpreter says so).
+    pub fn executes(&self) -> bool {
+        emu::EmuShaderEngines::new(self.0).can_execute()
+    }
+
+    /// An error when the emulator cannot run this architecture's shaders: its command
+    /// processor would accept a launch and no wave would run, so a capture would be empty and
+    /// its buffers untouched. Refused rather than reported as a run.
+    pub fn check_executes(&self) -> Result<(), runtime::Error> {
+        if self.executes() {
+            return Ok(());
+        }
+        Err(runtime::Error::Unsupported(format!(
+            "the emulator does not execute {self} shader code yet (its command processor, \
+             queues and SQTT control run, but no wave would): a capture on emu:{self} would \
+             be empty"
+        )))
+    }
+
+    /// The emulated architecture that runs code objects for `target`, if any.
+    pub fn for_target(target: GfxTarget) -> Option<Arch> {
+        Self::ALL.into_iter().find(|a| a.target() == target)
+    }
 
     /// Shader engines of the emulated chip.
     pub fn num_se(&self) -> u32 {

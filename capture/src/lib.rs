@@ -11,14 +11,19 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use runtime::platform::{host::HostPlatform, AllocKind, GpuBuffer};
+use runtime::kernel::Code;
+use runtime::platform::{host::HostPlatform, AllocKind};
 use runtime::profile::ProfileEvent;
 use runtime::{Device, DeviceOptions};
 use traces::model::{Blob, Profile, Time};
 
 pub mod emulated;
+pub mod npy;
+pub mod plan;
 mod spec;
+pub mod workload;
 
+pub use plan::{DeviceBuffers, Plan, PlanArg, PlanBuffer, PlanCode, PlanLaunch};
 pub use spec::{parse_u32, DeviceSpec, Dims, ParseError, Size};
 
 /// The demo kernels (built by `assets/build.sh`).
@@ -45,14 +50,24 @@ pub enum Error {
         #[source]
         source: runtime::Error,
     },
-    #[error("{device}: the code object's kernel is {found:?}, not {want:?} (one kernel per code object)")]
-    KernelName {
-        device: String,
-        found: String,
-        want: String,
+    /// A launch that cannot run as given (unknown kernel, arguments that do not fit the
+    /// kernel's metadata), found before anything runs.
+    #[error("{what}")]
+    Launch {
+        what: String,
+        #[source]
+        source: runtime::Error,
     },
-    #[error("buffer arguments must come before scalars")]
-    ArgOrder,
+    #[error("{code} is for {target}, but {device} runs {runs}: {hint}")]
+    Target {
+        code: String,
+        target: traces::GfxTarget,
+        device: String,
+        runs: traces::GfxTarget,
+        hint: String,
+    },
+    #[error("{what}: the kernel has no argument metadata, so buffers must come first, then 4-byte values")]
+    ArgOrder { what: String },
     #[error("{device}: the runtime recorded no allocation to align clocks with")]
     NoClock { device: String },
     #[error("an .rgp needs SQTT (capture with SQTT on)")]
@@ -120,13 +135,14 @@ impl DeviceSpec {
     pub fn label(&self) -> String {
         match self {
             DeviceSpec::Emu => "emu (gfx1100)".into(),
+            DeviceSpec::EmuArch(a) => format!("emu:{a} (emulated)"),
             other => other.to_string(),
         }
     }
 
     fn open(&self, opts: DeviceOptions, host: &HostOptions) -> Result<Device, runtime::Error> {
         match self {
-            DeviceSpec::Emu | DeviceSpec::EmuPci | DeviceSpec::EmuUsb => {
+            DeviceSpec::Emu | DeviceSpec::EmuArch(_) | DeviceSpec::EmuPci | DeviceSpec::EmuUsb => {
                 emulated::open(*self, opts)
             }
             DeviceSpec::Kfd(n) => Device::open_kfd(*n, opts),
@@ -136,7 +152,8 @@ impl DeviceSpec {
     }
 }
 
-/// One kernel argument: buffers first (their initial contents), then 32-bit scalars.
+/// One kernel argument: a buffer (its initial contents) or a 32-bit scalar, in the kernel's
+/// parameter order (buffers first for a kernel without argument metadata).
 #[derive(Debug, Clone)]
 pub enum Arg {
     Buffer(Vec<u8>),
@@ -149,7 +166,7 @@ pub type Checker = Box<dyn Fn(&[Vec<u8>]) -> std::result::Result<(), String>>;
 /// One kernel to run.
 pub struct Workload {
     pub elf: Cow<'static, [u8]>,
-    /// The kernel the code object must contain (the runtime loads the first one).
+    /// The kernel to launch (None: the code object's first).
     pub name: Option<String>,
     pub grid: [u32; 3],
     pub block: [u32; 3],
@@ -226,6 +243,8 @@ pub struct CaptureResult {
     pub summary: Vec<KernelSummary>,
     /// Device warnings (SQTT buffer full, ...) and export notes.
     pub warnings: Vec<String>,
+    /// Every device's buffers after its run, when the plan asked ([`Plan::read_back`]).
+    pub buffers: Vec<DeviceBuffers>,
 }
 
 pub type DemoResult = CaptureResult;
@@ -458,6 +477,44 @@ fn device_options(spec: &DeviceSpec, o: &CaptureOptions) -> DeviceOptions {
     d
 }
 
+/// The plan of independent workloads: one code object, its own buffers and one launch each.
+pub fn plan_of(work: &[Workload]) -> Plan<'_> {
+    let mut plan = Plan::default();
+    for (wi, w) in work.iter().enumerate() {
+        let label = match &w.name {
+            Some(n) => format!("kernel {n}"),
+            None => format!("workload {wi}"),
+        };
+        plan.code.push(PlanCode {
+            label: label.clone(),
+            elf: &w.elf,
+        });
+        let mut args = Vec::new();
+        for (ai, a) in w.args.iter().enumerate() {
+            match a {
+                Arg::Buffer(init) => {
+                    args.push(PlanArg::Buffer(plan.buffers.len()));
+                    plan.buffers.push(PlanBuffer {
+                        name: format!("arg{ai}"),
+                        init,
+                    });
+                }
+                Arg::Scalar(v) => args.push(PlanArg::Value(v.to_le_bytes().to_vec())),
+            }
+        }
+        plan.launches.push(PlanLaunch {
+            label,
+            code: wi,
+            kernel: w.name.as_deref(),
+            grid: w.grid,
+            block: w.block,
+            args,
+            check: w.check.as_ref(),
+        });
+    }
+    plan
+}
+
 /// Runs `work` on every device of `opts`, checks the results, merges the profiles on one clock
 /// and writes the requested files.
 pub fn run_capture(
@@ -465,11 +522,19 @@ pub fn run_capture(
     opts: &CaptureOptions,
     progress: Progress,
 ) -> Result<CaptureResult> {
+    run_plan(&plan_of(work), opts, progress)
+}
+
+/// Runs `plan`'s launches in order on every device of `opts` (after [`Plan::validate`]), checks
+/// the results, merges the profiles on one clock and writes the requested files.
+pub fn run_plan(plan: &Plan, opts: &CaptureOptions, progress: Progress) -> Result<CaptureResult> {
     if opts.devices.is_empty() {
         return Err(Error::NoDevice);
     }
+    plan.validate(&opts.devices)?;
     let repeat = opts.repeat.max(1) as usize;
-    let total = opts.devices.len() * work.len() * repeat;
+    let total = opts.devices.len() * plan.launches.len() * repeat;
+    let mut buffers = Vec::new();
     let mut done = 0usize;
     let epoch = Instant::now();
     let mut profiles = Vec::new();
@@ -494,7 +559,7 @@ pub fn run_capture(
         let offset_us = host_offset(&mut dev, epoch, &names[di]);
         let known_offset = offset_us.as_ref().ok().copied();
         let ran = offset_us.and_then(|off| {
-            DeviceRun {
+            plan::DeviceRun {
                 dev: &mut dev,
                 name: &names[di],
                 repeat,
@@ -503,8 +568,16 @@ pub fn run_capture(
                 checks: &mut checks,
                 progress: &mut *progress,
             }
-            .all(work)
-            .map(|()| off)
+            .all(plan)
+            .map(|bufs| {
+                if let Some(b) = bufs {
+                    buffers.push(DeviceBuffers {
+                        device: names[di].clone(),
+                        buffers: b,
+                    });
+                }
+                off
+            })
         });
         progress(done, total, "");
         warnings.extend(dev.warnings().iter().map(|w| format!("{}: {w}", names[di])));
@@ -536,7 +609,15 @@ pub fn run_capture(
         }
     }
     let profile = merge(profiles, &names);
-    let summary = summarize(&profile, work);
+    let summary = summarize_dims(&profile, |name| {
+        let l = plan.launches.iter().find(|l| {
+            l.kernel == Some(name)
+                || (l.kernel.is_none()
+                    && Code::parse_named(plan.code[l.code].elf, None)
+                        .is_ok_and(|c| c.kernel.name == name))
+        });
+        l.map_or(([0; 3], [0; 3]), |l| (l.grid, l.block))
+    });
 
     if let Some(path) = &opts.wst {
         traces::wst::write_file(&profile, path).map_err(|source| Error::WriteWst {
@@ -583,102 +664,8 @@ pub fn run_capture(
         checks,
         summary,
         warnings,
+        buffers,
     })
-}
-
-/// The workloads of a capture on one device.
-struct DeviceRun<'a> {
-    dev: &'a mut Device,
-    name: &'a str,
-    repeat: usize,
-    total: usize,
-    done: &'a mut usize,
-    checks: &'a mut Vec<Check>,
-    progress: &'a mut dyn FnMut(usize, usize, &str),
-}
-
-impl DeviceRun<'_> {
-    fn all(&mut self, work: &[Workload]) -> Result<()> {
-        work.iter().try_for_each(|w| self.one(w))
-    }
-
-    fn one(&mut self, w: &Workload) -> Result<()> {
-        let device = self.name;
-        let fail = |what: String| {
-            move |source| Error::Device {
-                device: device.to_string(),
-                what,
-                source,
-            }
-        };
-        let dev = &mut *self.dev;
-        let prg = dev
-            .load_program(&w.elf)
-            .map_err(fail("loading the code object".into()))?;
-        if let Some(n) = &w.name {
-            if *n != prg.name {
-                return Err(Error::KernelName {
-                    device: device.to_string(),
-                    found: prg.name.clone(),
-                    want: n.clone(),
-                });
-            }
-        }
-        let mut bufs: Vec<GpuBuffer> = Vec::new();
-        let mut values = Vec::new();
-        for a in &w.args {
-            match a {
-                Arg::Buffer(init) => {
-                    if !values.is_empty() {
-                        return Err(Error::ArgOrder);
-                    }
-                    let b = dev
-                        .alloc(init.len().max(4) as u64, AllocKind::VRAM)
-                        .map_err(fail("allocating a buffer argument".into()))?;
-                    dev.copyin(&b, init)
-                        .map_err(fail("copying a buffer argument in".into()))?;
-                    bufs.push(b);
-                }
-                Arg::Scalar(v) => values.push(*v),
-            }
-        }
-        let refs: Vec<&GpuBuffer> = bufs.iter().collect();
-        for _ in 0..self.repeat {
-            (self.progress)(
-                *self.done,
-                self.total,
-                &format!("{} on {}", prg.name, self.name),
-            );
-            dev.launch(&prg, &refs, &values, w.grid, w.block)
-                .map_err(fail(format!("launching {}", prg.name)))?;
-            dev.synchronize()
-                .map_err(fail(format!("running {}", prg.name)))?;
-            *self.done += 1;
-        }
-        let result = match &w.check {
-            None => None,
-            Some(check) => {
-                let mut outs = Vec::new();
-                for (b, a) in bufs.iter().zip(&w.args) {
-                    let Arg::Buffer(init) = a else { continue };
-                    let mut out = vec![0u8; init.len()];
-                    dev.copyout(b, &mut out)
-                        .map_err(fail(format!("reading {}'s results", prg.name)))?;
-                    outs.push(out);
-                }
-                Some(check(&outs))
-            }
-        };
-        self.checks.push(Check {
-            device: self.name.to_string(),
-            kernel: prg.name.clone(),
-            result,
-        });
-        // Buffers stay allocated until the device closes: a free synchronizes and adds a
-        // host-time point per buffer, which only stretches the timeline.
-        drop(bufs);
-        Ok(())
-    }
 }
 
 /// `AMD`, `AMD_1`, ...: distinct base names, since `AMD:1` would read as a queue of `AMD`.
@@ -807,11 +794,15 @@ fn merge(parts: Vec<(Profile, f64)>, names: &[String]) -> Profile {
 
 /// Per kernel execution: GPU time, waves decoded from every SE, SQTT bytes per SE.
 pub fn summarize(p: &Profile, work: &[Workload]) -> Vec<KernelSummary> {
-    let dims = |name: &str| {
+    summarize_dims(p, |name| {
         work.iter()
             .find(|w| w.name.as_deref() == Some(name))
             .map_or(([0; 3], [0; 3]), |w| (w.grid, w.block))
-    };
+    })
+}
+
+/// [`summarize`] with each kernel's grid and block from `dims`.
+fn summarize_dims(p: &Profile, dims: impl Fn(&str) -> ([u32; 3], [u32; 3])) -> Vec<KernelSummary> {
     let mut out = Vec::new();
     for k in &p.kernels {
         let dev = p.devices.get(k.device as usize);

@@ -5,6 +5,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::emulated::Arch;
 use crate::Arg;
 
 /// Why a value was not understood (the message lists what would have been).
@@ -19,8 +20,10 @@ fn err<T>(msg: String) -> Result<T, ParseError> {
 /// Where kernels run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeviceSpec {
-    /// The emulated gfx1100 behind the emulated KFD.
+    /// The emulated gfx1100 behind the emulated KFD (`emu`, `emu:gfx1100`).
     Emu,
+    /// Another emulated architecture behind the emulated KFD (`emu:gfx1201`, `emu:gfx950`).
+    EmuArch(Arch),
     /// The emulated gfx1100 behind the emulated PCI (AM) path.
     EmuPci,
     /// The emulated gfx1100 behind the emulated ASM2464 USB bridge.
@@ -34,20 +37,37 @@ pub enum DeviceSpec {
 }
 
 impl DeviceSpec {
-    pub const VALID: &'static str = "emu, emu-pci, emu-usb, kfd[:N], pci:N, usb:N";
+    pub const VALID: &'static str =
+        "emu, emu:gfx1100, emu:gfx1201, emu:gfx950, emu-pci, emu-usb, kfd[:N], pci:N, usb:N";
 
     pub fn is_emulated(&self) -> bool {
-        matches!(
-            self,
-            DeviceSpec::Emu | DeviceSpec::EmuPci | DeviceSpec::EmuUsb
-        )
+        self.emulated_arch().is_some()
+    }
+
+    /// The architecture of an emulated device (None for a real GPU).
+    pub fn emulated_arch(&self) -> Option<Arch> {
+        match self {
+            DeviceSpec::Emu | DeviceSpec::EmuPci | DeviceSpec::EmuUsb => Some(Arch::GFX1100),
+            DeviceSpec::EmuArch(a) => Some(*a),
+            _ => None,
+        }
+    }
+
+    /// The `emu:ARCH` form for an architecture (plain `emu` for the default gfx1100).
+    pub fn emu(arch: Arch) -> DeviceSpec {
+        if arch == Arch::GFX1100 {
+            DeviceSpec::Emu
+        } else {
+            DeviceSpec::EmuArch(arch)
+        }
     }
 }
 
 impl FromStr for DeviceSpec {
     type Err = ParseError;
 
-    /// `emu|emu-pci|emu-usb|kfd[:N]|pci:N|usb:N` (one device; a list is the caller's split).
+    /// `emu[:ARCH]|emu-pci|emu-usb|kfd[:N]|pci:N|usb:N` (one device; a list is the caller's
+    /// split). A new `KIND:ARCH` form is one more arm of the `split_once` match.
     fn from_str(s: &str) -> Result<Self, ParseError> {
         let part = s.trim();
         let idx = |rest: &str| -> Result<usize, ParseError> {
@@ -67,6 +87,10 @@ impl FromStr for DeviceSpec {
                 Some(("kfd", n)) => DeviceSpec::Kfd(idx(n)?),
                 Some(("pci", n)) => DeviceSpec::Pci(idx(n)?),
                 Some(("usb", n)) => DeviceSpec::Usb(idx(n)?),
+                Some(("emu", a)) => DeviceSpec::emu(
+                    a.parse()
+                        .map_err(|e: ParseError| ParseError(format!("device {part:?}: {e}")))?,
+                ),
                 _ => return err(format!("unknown device {part:?} (valid: {})", Self::VALID)),
             },
         })
@@ -77,6 +101,7 @@ impl fmt::Display for DeviceSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DeviceSpec::Emu => f.write_str("emu"),
+            DeviceSpec::EmuArch(a) => write!(f, "emu:{a}"),
             DeviceSpec::EmuPci => f.write_str("emu-pci"),
             DeviceSpec::EmuUsb => f.write_str("emu-usb"),
             DeviceSpec::Kfd(n) => write!(f, "kfd:{n}"),
@@ -210,7 +235,24 @@ mod tests {
         let e = "nope".parse::<DeviceSpec>().unwrap_err().to_string();
         assert!(e.contains("emu-pci") && e.contains("usb:N"), "{e}");
         assert!("usb:x".parse::<DeviceSpec>().is_err());
-        for d in ["emu", "emu-pci", "emu-usb", "kfd:2", "pci:0", "usb:1"] {
+        assert_eq!("emu:gfx1100".parse(), Ok(DeviceSpec::Emu));
+        let e = "emu:gfx1201".parse::<DeviceSpec>().unwrap();
+        assert_eq!(
+            e.emulated_arch().map(|a| a.to_string()).as_deref(),
+            Some("gfx1201")
+        );
+        let e = "emu:gfx90a".parse::<DeviceSpec>().unwrap_err().to_string();
+        assert!(e.contains("gfx90a") && e.contains("gfx950"), "{e}");
+        for d in [
+            "emu",
+            "emu:gfx1201",
+            "emu:gfx950",
+            "emu-pci",
+            "emu-usb",
+            "kfd:2",
+            "pci:0",
+            "usb:1",
+        ] {
             assert_eq!(d.parse::<DeviceSpec>().unwrap().to_string(), d);
         }
     }

@@ -271,20 +271,33 @@ fn device_specs() {
 
 #[test]
 fn a_failed_capture_keeps_what_was_recorded() {
-    // The second workload's code object is corrupt: the capture stops there, but the first
-    // kernel's events and SQTT are written and the error says where.
+    // The second workload's kernel asks for more LDS than the device has, which only the
+    // device's loader can tell: the capture stops there, but the first kernel's events and
+    // SQTT are written and the error says where. (A corrupt code object is refused before
+    // anything runs: the last lines.)
     let dir = tempfile::tempdir().unwrap();
     let mut work = capture::demo_workloads();
     work.truncate(1);
     let kept = work[0].name.clone().unwrap();
     let mut bad = fixture("vadd");
-    bad.truncate(200);
+    let co = traces::isa::CodeObject::parse_loaded(&bad).unwrap();
+    let image = traces::isa::CodeObject::load_image(&bad).unwrap();
+    let at = co.kernels[0].descriptor_addr as usize;
+    let desc = image[at..at + 64].to_vec();
+    let off = bad.windows(64).position(|w| w == desc).unwrap();
+    // group_segment_fixed_size, the descriptor's first field: 1 MiB of LDS.
+    bad[off..off + 4].copy_from_slice(&(1u32 << 20).to_le_bytes());
     work.push(Workload {
         elf: bad.into(),
         name: None,
         grid: [1, 1, 1],
         block: [32, 1, 1],
-        args: vec![],
+        args: vec![
+            Arg::Buffer(vec![0; 4]),
+            Arg::Buffer(vec![0; 4]),
+            Arg::Buffer(vec![0; 4]),
+            Arg::Scalar(1),
+        ],
         check: None,
     });
     let wst = dir.path().join("partial.wst");
@@ -302,4 +315,15 @@ fn a_failed_capture_keeps_what_was_recorded() {
     let names: Vec<&str> = p.kernels.iter().map(|k| k.name.as_str()).collect();
     assert_eq!(names, [kept.as_str()]);
     assert_eq!(p.sqtt.len(), EmuArch::Gfx1100.num_se() as usize);
+
+    let mut corrupt = fixture("vadd");
+    corrupt.truncate(200);
+    work[1].elf = corrupt.into();
+    std::fs::remove_file(&wst).unwrap();
+    let e = match run_capture(&work, &o, &mut |_, _, _| panic!("nothing may run")) {
+        Ok(_) => panic!("a corrupt code object must be refused"),
+        Err(e) => chain(&e),
+    };
+    assert!(e.contains("code object") && !e.contains("saved in"), "{e}");
+    assert!(!wst.exists(), "nothing written");
 }

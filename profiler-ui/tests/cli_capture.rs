@@ -92,7 +92,7 @@ fn capture_command_writes_files_info_reads() {
         2,
         "{stdout}"
     );
-    // A name that is not the code object's kernel is an error (1, not a usage error).
+    // A name that is not one of the code object's kernels is an error (1, not a usage error).
     let out = exe()
         .args([
             "capture",
@@ -107,7 +107,11 @@ fn capture_command_writes_files_info_reads() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not \"nope\""));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no kernel \"nope\"") && err.contains("(its kernels: vadd)"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -84,7 +84,10 @@ fn bad_values_are_usage_errors_listing_valid_forms() {
     usage_error(&["capture", "--arg", "buf:zz"], &["--arg", "N, NK or NM"]);
     usage_error(
         &["capture", "--device", "nope"],
-        &["--device", "emu, emu-pci, emu-usb, kfd[:N], pci:N, usb:N"],
+        &[
+            "--device",
+            "emu, emu:gfx1100, emu:gfx1201, emu:gfx950, emu-pci, emu-usb, kfd[:N], pci:N, usb:N",
+        ],
     );
     let k = fixture("vadd.hsaco");
     usage_error(
@@ -106,7 +109,10 @@ fn bad_values_are_usage_errors_listing_valid_forms() {
     );
     usage_error(
         &["capture", "--demo", "--device", "nope"],
-        &["--device", "emu, emu-pci, emu-usb, kfd[:N], pci:N, usb:N"],
+        &[
+            "--device",
+            "emu, emu:gfx1100, emu:gfx1201, emu:gfx950, emu-pci, emu-usb, kfd[:N], pci:N, usb:N",
+        ],
     );
     usage_error(&["capture", "--demo", "--device", "emu,usb:x"], &["usb:x"]);
     usage_error(&["capture", "--demo", "--repeat", "0"], &["--repeat"]);

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::kernargs::{self, KernArg, Layout};
 use crate::kernel::{self, Code};
 use crate::kfd::KfdIface;
 use crate::platform::{
@@ -602,7 +603,13 @@ impl Device {
     // ---- programs ----
 
     pub fn load_program(&mut self, elf: &[u8]) -> Result<Program> {
-        let code = Code::parse(elf)?;
+        self.load_program_named(elf, None)
+    }
+
+    /// Loads the kernel `name` of a code object (None: its first kernel); a code object holds
+    /// any number of kernels, each loaded as its own program.
+    pub fn load_program_named(&mut self, elf: &[u8], name: Option<&str>) -> Result<Program> {
+        let code = Code::parse_named(elf, name)?;
         let size = round_up(code.image.len() as u64, 0x1000);
         let lib = self.alloc(size, AllocKind::VRAM)?;
         self.copyin(&lib, &code.image)?;
@@ -662,7 +669,6 @@ impl Device {
         let args_len =
             u64::from(d.kernarg_size).max(buffers.len() as u64 * 8 + values.len() as u64 * 4);
         let off = self.alloc_kernargs(args_len + dp_extra)?;
-        let kva = self.kernargs.va + off;
         let mut args = [0u8; 256];
         let mut n = 0usize;
         for b in buffers {
@@ -689,6 +695,65 @@ impl Device {
                 .cpu()?
                 .write_bytes(off, args.get(..n).unwrap_or(&[]))?;
         }
+        self.build_launch_at(prg, off, args_len, global, local)
+    }
+
+    /// Builds one launch whose arguments are checked against, and laid out by, the kernel's
+    /// metadata (explicit arguments in parameter order; hidden ones filled from the launch).
+    /// A kernel without metadata gets the legacy packing: buffers, then 4-byte values.
+    pub fn build_launch_args(
+        &mut self,
+        prg: &Program,
+        args: &[KernArg],
+        global: [u32; 3],
+        local: [u32; 3],
+    ) -> Result<()> {
+        let bytes = match Layout::of(&prg.code.kernel) {
+            Some(l) => l.build(args, global, local)?,
+            None => {
+                let mut bufs = Vec::new();
+                let mut vals = Vec::new();
+                for a in args {
+                    match a {
+                        KernArg::Buffer(va) if vals.is_empty() => bufs.push(*va),
+                        KernArg::Value(b) if b.len() == 4 => {
+                            vals.push(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                        }
+                        _ => {
+                            let why = "has no argument metadata: buffers first, then 4-byte values";
+                            return Err(Error::Invalid(format!("{} {why}", prg.name)));
+                        }
+                    }
+                }
+                kernargs::legacy(0, &bufs, &vals)
+            }
+        };
+        let d = &prg.code.kernel.descriptor;
+        let dp_extra = if prg.code.enable_dispatch_ptr() {
+            64
+        } else {
+            0
+        };
+        let args_len = u64::from(d.kernarg_size).max(bytes.len() as u64);
+        let off = self.alloc_kernargs(args_len + dp_extra)?;
+        if !bytes.is_empty() {
+            self.kernargs.cpu()?.write_bytes(off, &bytes)?;
+        }
+        self.build_launch_at(prg, off, args_len, global, local)
+    }
+
+    /// The rest of a launch once its kernargs are at `off` in the kernarg buffer.
+    fn build_launch_at(
+        &mut self,
+        prg: &Program,
+        off: u64,
+        args_len: u64,
+        global: [u32; 3],
+        local: [u32; 3],
+    ) -> Result<()> {
+        let k = &prg.code;
+        let d = &k.kernel.descriptor;
+        let kva = self.kernargs.va + off;
         let dispatch_ptr = if k.enable_dispatch_ptr() {
             Some(kva + args_len)
         } else {
@@ -799,6 +864,29 @@ impl Device {
             self.sqtt_begin()?;
         }
         self.build_launch(prg, buffers, values, global, local)?;
+        self.submit_compute()?;
+        if self.sqtt.is_some() {
+            self.sqtt_end(prg.kern)?;
+        }
+        Ok(())
+    }
+
+    /// [`Device::launch`] with arguments checked against the kernel's metadata
+    /// ([`Device::build_launch_args`]); a mismatch is an error before anything is submitted.
+    pub fn launch_args(
+        &mut self,
+        prg: &Program,
+        args: &[KernArg],
+        global: [u32; 3],
+        local: [u32; 3],
+    ) -> Result<()> {
+        if let Some(l) = Layout::of(&prg.code.kernel) {
+            l.check(args)?;
+        }
+        if self.sqtt.is_some() {
+            self.sqtt_begin()?;
+        }
+        self.build_launch_args(prg, args, global, local)?;
         self.submit_compute()?;
         if self.sqtt.is_some() {
             self.sqtt_end(prg.kern)?;

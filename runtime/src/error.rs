@@ -83,12 +83,21 @@ pub enum Error {
     Pci(#[from] crate::pci::PciError),
     #[error("code object: {0}")]
     Program(String),
+    /// Boxed: the error stays small for every `Result` of the runtime.
+    #[error(transparent)]
+    Args(Box<crate::kernargs::ArgError>),
     #[error("unsupported: {0}")]
     Unsupported(String),
     #[error("invalid argument: {0}")]
     Invalid(String),
     #[error("profile: {0}")]
     Profile(String),
+}
+
+impl From<crate::kernargs::ArgError> for Error {
+    fn from(e: crate::kernargs::ArgError) -> Self {
+        Error::Args(Box::new(e))
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -10,8 +10,8 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone)]
 pub struct Code {
     pub object: CodeObject,
-    /// The kernel launched: the one whose descriptor comes first (the start of `.rodata` in
-    /// the single-kernel objects tinygrad and clang write).
+    /// The kernel launched: the one named, else the one whose descriptor comes first (the
+    /// start of `.rodata` in the single-kernel objects tinygrad and clang write).
     pub kernel: Kernel,
     /// PROGBITS sections at their addresses; `kernel.entry` and `kernel.descriptor_addr` are
     /// offsets into it.
@@ -20,15 +20,30 @@ pub struct Code {
 
 impl Code {
     pub fn parse(elf: &[u8]) -> Result<Code> {
+        Code::parse_named(elf, None)
+    }
+
+    /// The code object with `name` as the kernel to launch (None: the first descriptor's).
+    pub fn parse_named(elf: &[u8], name: Option<&str>) -> Result<Code> {
         let object = CodeObject::parse_loaded(elf).map_err(|e| Error::Program(e.to_string()))?;
-        let kernel = object
-            .kernels
-            .iter()
-            .min_by_key(|k| k.descriptor_addr)
-            .cloned()
-            .ok_or_else(|| {
-                Error::Program("no kernel (no .kd symbol, no descriptor in .rodata)".into())
-            })?;
+        let kernel = match name {
+            None => object.kernels.iter().min_by_key(|k| k.descriptor_addr),
+            Some(n) => object.kernels.iter().find(|k| k.name == n),
+        };
+        let kernel = match (kernel, name) {
+            (Some(k), _) => k.clone(),
+            (None, None) => {
+                return Err(Error::Program(
+                    "no kernel (no .kd symbol, no descriptor in .rodata)".into(),
+                ))
+            }
+            (None, Some(n)) => {
+                return Err(Error::Program(format!(
+                    "no kernel {n:?} in the code object (its kernels: {})",
+                    kernel_names(&object)
+                )))
+            }
+        };
         // COMPUTE_PGM_LO holds the entry address >> 8.
         if kernel.entry % 256 != 0 {
             return Err(Error::Program(format!(
@@ -83,6 +98,16 @@ impl Code {
         }
         Ok((rsrc1, d.compute_pgm_rsrc2 | ((lds_blocks & 0x1FF) << 15)))
     }
+}
+
+/// The kernels of a code object, by name, for messages.
+pub fn kernel_names(object: &CodeObject) -> String {
+    if object.kernels.is_empty() {
+        return "none".into();
+    }
+    let mut names: Vec<&str> = object.kernels.iter().map(|k| k.name.as_str()).collect();
+    names.sort_unstable();
+    names.join(", ")
 }
 
 /// Builds kernargs the way tinygrad's C-like args do: buffer VAs (u64) then u32 values.

@@ -7,7 +7,7 @@
 //! - [`kfd`]: the KFD interface (`/dev/kfd` ioctls, sysfs topology and IP discovery).
 //! - [`regs`], [`pm4`], [`sdma`]: register tables and packet layouts (shared by builders and the
 //!   emulated engines).
-//! - [`signal`], [`queue`], [`device`], [`kernel`], [`sqtt`], [`profile`]: the device runtime.
+//! - [`signal`], [`queue`], [`device`], [`kernel`], [`kernargs`], [`sqtt`], [`profile`]: the device runtime.
 //!
 //! The emulated GPU is the separate `emu` crate: it implements these traits from outside, and
 //! `runtime` never depends on it (only its tests do).
@@ -16,6 +16,7 @@ pub mod conform;
 pub mod conform_io;
 pub mod device;
 pub mod error;
+pub mod kernargs;
 pub mod kernel;
 pub mod kfd;
 pub mod list;

@@ -6,6 +6,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context, Result};
+use capture::npy::Dtype;
+use capture::workload::{Dump, WorkloadFile};
 use capture::{Arg, CaptureOptions, CaptureResult, DeviceSpec, Dims, HostOptions, Workload};
 use clap::builder::BoolishValueParser;
 use clap::Args;
@@ -14,18 +16,27 @@ use super::{outln, CheckFailed, Out};
 
 #[derive(Args, Debug)]
 pub struct CaptureArgs {
-    /// The code object to run (an AMDGPU HSA ELF with one kernel).
-    #[arg(value_name = "CODE_OBJECT", required_unless_present = "demo")]
+    /// The code object to run (an AMDGPU HSA ELF; --kernel picks one of its kernels).
+    #[arg(value_name = "CODE_OBJECT", required_unless_present_any = ["demo", "workload"])]
     pub code_object: Option<PathBuf>,
     /// Run the built-in demo workload (vadd, reduce, matmul) with CPU reference checks.
-    #[arg(long, conflicts_with_all = ["code_object", "kernel", "args"])]
+    #[arg(long, conflicts_with_all = ["code_object", "kernel", "args", "workload"])]
     pub demo: bool,
-    /// The kernel's name; the capture fails when the code object's kernel is another one.
+    /// Run a workload file: code objects, named buffers and an ordered list of launches, each
+    /// optionally compared with an expected output (docs/workloads.md).
+    #[arg(long, value_name = "FILE.toml", conflicts_with_all = ["code_object", "kernel", "args"])]
+    pub workload: Option<PathBuf>,
+    /// Write every buffer after the run into DIR (NAME.bin raw and NAME.npy; a subdirectory per
+    /// device when there are several). DIR must not exist or be empty.
+    #[arg(long, value_name = "DIR", conflicts_with = "demo")]
+    pub dump: Option<PathBuf>,
+    /// The kernel to launch by name (a code object may hold many; default: its first).
     #[arg(long, value_name = "NAME")]
     pub kernel: Option<String>,
-    /// Where to run: emu, emu-pci, emu-usb, kfd[:N], pci:N or usb:N; comma-separated or repeated
-    /// for several devices (default: a real GPU when the KFD lists one, else the emulated
-    /// gfx1100).
+    /// Where to run: emu (the emulated gfx1100), emu:gfx1100, emu:gfx1201, emu:gfx950, emu-pci,
+    /// emu-usb, kfd[:N], pci:N or usb:N; comma-separated or repeated for several devices
+    /// (default: a real GPU when the KFD lists one, else the emulated gfx1100). The code
+    /// object's target must be the device's.
     #[arg(long, value_name = "DEVICE", value_delimiter = ',')]
     pub device: Vec<DeviceSpec>,
     /// Work-groups, X[,Y[,Z]].
@@ -34,9 +45,9 @@ pub struct CaptureArgs {
     /// Work-items per work-group, X[,Y[,Z]].
     #[arg(long, default_value = "64", value_name = "X[,Y[,Z]]")]
     pub block: Dims,
-    /// Kernel arguments in order, buffers first: buf:SIZE[:FILL] with FILL zero (default),
-    /// iota, rand[=SEED], u32=V or f32=V (SIZE in bytes, K/M suffixes allowed); u32:V; i32:V;
-    /// f32:V.
+    /// Kernel arguments in the kernel's parameter order, checked against its metadata:
+    /// buf:SIZE[:FILL] with FILL zero (default), iota, rand[=SEED], u32=V or f32=V (SIZE in
+    /// bytes, K/M suffixes allowed); u32:V; i32:V; f32:V.
     #[arg(long = "arg", value_name = "ARG")]
     pub args: Vec<Arg>,
     /// Capture SQTT around every launch (on by default; --sqtt=false turns it off).
@@ -143,7 +154,10 @@ fn report(opts: &CaptureOptions, r: &CaptureResult, json: bool) -> Result<()> {
         o.flush()?;
     }
     if !capture::all_correct(r) {
-        return Err(CheckFailed("a kernel's results differ from the CPU reference".into()).into());
+        return Err(CheckFailed(
+            "a kernel's results differ from its CPU reference or expected output".into(),
+        )
+        .into());
     }
     Ok(())
 }
@@ -180,21 +194,55 @@ pub fn run(a: CaptureArgs) -> Result<()> {
 fn run_workload(a: CaptureArgs) -> Result<()> {
     let opts = options(&a);
     let mut bar = progress();
-    let r = match &a.code_object {
-        None => capture::run_demo(&opts, &mut bar)?,
-        Some(file) => {
-            let elf = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
-            let w = Workload {
-                elf: Cow::Owned(elf),
-                name: a.kernel.clone(),
-                grid: a.grid.0,
-                block: a.block.0,
-                args: a.args.clone(),
-                check: None,
-            };
-            capture::run_capture(&[w], &opts, &mut bar)?
+    // Made before anything runs: a directory that cannot be written fails first.
+    let dump = a.dump.as_deref().map(Dump::prepare).transpose()?;
+    let (r, names) = if let Some(path) = &a.workload {
+        let w = WorkloadFile::load(path)?;
+        let plan = w.plan(dump.is_some());
+        let r = capture::run_plan(&plan, &opts, &mut bar)?;
+        let names = w
+            .buffers
+            .iter()
+            .map(|b| (b.name.clone(), b.dtype))
+            .collect();
+        (r, names)
+    } else if let Some(file) = &a.code_object {
+        let elf = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+        let w = Workload {
+            elf: Cow::Owned(elf),
+            name: a.kernel.clone(),
+            grid: a.grid.0,
+            block: a.block.0,
+            args: a.args.clone(),
+            check: None,
+        };
+        let mut plan = capture::plan_of(std::slice::from_ref(&w));
+        plan.read_back = dump.is_some();
+        for c in &mut plan.code {
+            c.label = file.display().to_string();
         }
+        for l in &mut plan.launches {
+            l.label = file.display().to_string();
+        }
+        let names = plan
+            .buffers
+            .iter()
+            .map(|b| (b.name.clone(), Dtype::U8))
+            .collect();
+        (capture::run_plan(&plan, &opts, &mut bar)?, names)
+    } else {
+        (capture::run_demo(&opts, &mut bar)?, Vec::new())
     };
+    if let Some(d) = dump {
+        let files = d.finish(&names, &r.buffers)?;
+        if !a.json {
+            eprintln!(
+                "wavescope: dumped {} buffer(s) into {}",
+                files.len() / 2,
+                shown(a.dump.as_deref().unwrap_or(Path::new(".")))
+            );
+        }
+    }
     report(&opts, &r, a.json)
 }
 

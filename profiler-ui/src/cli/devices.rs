@@ -1,11 +1,12 @@
 //! `wavescope devices [--emulated ARCH] [--json]`: KFD nodes, driverless PCI candidates and
-//! ASM2464 USB bridges.
+//! ASM2464 USB bridges, and the emulated devices `capture --device` offers.
 
 use std::io::Write;
 use std::sync::Arc;
 
 use anyhow::Result;
 use capture::emulated::Arch;
+use capture::DeviceSpec;
 use clap::Args;
 use runtime::platform::{host::HostPlatform, Platform};
 use serde_json::json;
@@ -20,6 +21,31 @@ pub struct DevicesArgs {
     /// Print the lists as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The emulated devices `capture --device` opens, one per architecture and code path.
+fn emulated() -> Vec<serde_json::Value> {
+    let mut v = Vec::new();
+    for arch in Arch::ALL {
+        v.push(json!({
+            "device": DeviceSpec::emu(arch).to_string(),
+            "target": arch.target().to_string(),
+            "ses": arch.num_se(),
+            "path": "emulated KFD",
+        }));
+    }
+    for (d, path) in [
+        ("emu-pci", "emulated PCI (AM) driver"),
+        ("emu-usb", "emulated USB bridge"),
+    ] {
+        v.push(json!({
+            "device": d,
+            "target": Arch::GFX1100.target().to_string(),
+            "ses": Arch::GFX1100.num_se(),
+            "path": path,
+        }));
+    }
+    v
 }
 
 pub fn run(a: DevicesArgs) -> Result<()> {
@@ -78,6 +104,7 @@ pub fn run(a: DevicesArgs) -> Result<()> {
             Err(e) => (Vec::new(), Some(e)),
         };
         return super::print_json(&json!({
+            "emulated": emulated(),
             "kfd": kfd,
             "kfd_error": list.kfd_error,
             "pci": pci,
@@ -97,6 +124,17 @@ pub fn run(a: DevicesArgs) -> Result<()> {
             }
         }
         Err(e) => outln!(o, "  none ({e})"),
+    }
+    outln!(o, "Emulated devices (--device; no GPU needed):");
+    for e in emulated() {
+        outln!(
+            o,
+            "  {:<12} {} ({} SEs), {}",
+            e["device"].as_str().unwrap_or_default(),
+            e["target"].as_str().unwrap_or_default(),
+            e["ses"],
+            e["path"].as_str().unwrap_or_default()
+        );
     }
     o.flush()?;
     Ok(())
