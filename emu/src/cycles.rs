@@ -31,6 +31,8 @@ pub const DISPATCH_LATENCY: u64 = 200;
 pub const DRAIN_LATENCY: u64 = 100;
 
 pub const SMEM_LATENCY: u64 = 40;
+/// Cycles a 16x16x16 WMMA keeps its SIMD busy (wave32).
+pub const WMMA_ISSUE: u64 = 16;
 pub const LDS_LATENCY: u64 = 40;
 pub const VMEM_LATENCY: u64 = 300;
 
@@ -57,6 +59,8 @@ pub enum Class {
     ValuMad64,
     Valu64,
     ValuCmpx,
+    /// v_wmma_* (a VALU token on both generations).
+    Wmma,
     /// dwords moved, store?, saddr form?, flat?
     Vmem {
         dwords: u8,
@@ -81,6 +85,7 @@ impl Class {
             Class::Valu64Shift => 2 * w64,
             Class::ValuMad64 => 4 * w64,
             Class::Valu64 => 16 * w64,
+            Class::Wmma => WMMA_ISSUE * w64,
             Class::Vmem { dwords, .. } | Class::Lds { dwords, .. } => u64::from(dwords.max(1)),
             _ => 1,
         }
@@ -158,5 +163,206 @@ impl Class {
             Class::BarrierWait => return None,
             c => return c.inst_op_rdna3(),
         })
+    }
+}
+
+/// Result latency of a VALU instruction (cycles from its issue until a dependent instruction
+/// that `s_delay_alu` makes wait may issue).
+pub const VALU_DEP_LATENCY: u64 = 5;
+/// Result latency of a transcendental (v_exp, v_rcp, v_sqrt...).
+pub const TRANS_DEP_LATENCY: u64 = 10;
+
+/// Vector memory latencies by where the line is found (shader cycles, load issue to data).
+pub const L0_HIT: u64 = 120;
+pub const L2_HIT: u64 = 320;
+pub const DRAM: u64 = 700;
+/// Scalar memory: scalar cache hit, else as a vector access from L2 / memory.
+pub const SCALAR_HIT: u64 = 30;
+/// Extra cycles per additional cache line an access touches (the address and data paths move
+/// one line at a time).
+pub const PER_LINE: u64 = 4;
+/// DRAM latency varies by up to this many cycles (a per-seed hash of the line and the access).
+pub const DRAM_JITTER: u64 = 120;
+
+/// A set-associative cache of line tags with LRU replacement (no data: memory is coherent in
+/// the emulator; only hits and misses are modelled).
+#[derive(Debug, Clone)]
+pub struct Cache {
+    line_shift: u32,
+    sets: usize,
+    ways: usize,
+    tags: Vec<u64>,
+    stamp: Vec<u32>,
+    clock: u32,
+    pub hits: u64,
+    pub misses: u64,
+}
+
+impl Cache {
+    pub fn new(bytes: usize, ways: usize, line: usize) -> Cache {
+        let sets = (bytes / line / ways).max(1);
+        Cache {
+            line_shift: line.trailing_zeros(),
+            sets,
+            ways,
+            tags: vec![u64::MAX; sets * ways],
+            stamp: vec![0; sets * ways],
+            clock: 0,
+            hits: 0,
+            misses: 0,
+        }
+    }
+
+    /// Looks `addr`'s line up; a miss allocates it (evicting the least recently used way).
+    pub fn access(&mut self, addr: u64) -> bool {
+        let line = addr >> self.line_shift;
+        let set = (line % self.sets as u64) as usize * self.ways;
+        self.clock = self.clock.wrapping_add(1);
+        let ways = set..set + self.ways;
+        if let Some(k) = ways.clone().find(|&k| self.tags[k] == line) {
+            self.stamp[k] = self.clock;
+            self.hits += 1;
+            return true;
+        }
+        let victim = ways
+            .max_by_key(|&k| self.clock.wrapping_sub(self.stamp[k]))
+            .unwrap_or(set);
+        self.tags[victim] = line;
+        self.stamp[victim] = self.clock;
+        self.misses += 1;
+        false
+    }
+}
+
+/// Blocks of 64 cycles one SIMD's bitmap remembers (a direct-mapped window: a block evicted by
+/// one 64 Ki cycles later counts as free).
+const ARB_BLOCKS: usize = 1024;
+
+/// The VALU issue slots of one SIMD: at most one VALU instruction issues per cycle, the waves
+/// the interpreter runs first (the oldest) keep the cycles they took.
+#[derive(Debug, Clone)]
+pub struct Arbiter {
+    blocks: Vec<(u64, u64)>,
+}
+
+impl Default for Arbiter {
+    fn default() -> Self {
+        Arbiter {
+            blocks: vec![(u64::MAX, 0); ARB_BLOCKS],
+        }
+    }
+}
+
+impl Arbiter {
+    fn busy(&self, t: u64) -> bool {
+        let b = t / 64;
+        let (tag, bits) = self.blocks[(b % ARB_BLOCKS as u64) as usize];
+        tag == b && bits >> (t % 64) & 1 != 0
+    }
+
+    fn take(&mut self, t: u64) {
+        let b = t / 64;
+        let e = &mut self.blocks[(b % ARB_BLOCKS as u64) as usize];
+        if e.0 != b {
+            *e = (b, 0);
+        }
+        e.1 |= 1 << (t % 64);
+    }
+
+    /// The first cycle at or after `t` where `n` consecutive issue cycles are free; takes them.
+    pub fn reserve(&mut self, mut t: u64, n: u64) -> u64 {
+        'search: loop {
+            for k in 0..n.max(1) {
+                if self.busy(t + k) {
+                    t += k + 1;
+                    continue 'search;
+                }
+            }
+            for k in 0..n.max(1) {
+                self.take(t + k);
+            }
+            return t;
+        }
+    }
+}
+
+/// What the cycle model keeps for one dispatch: caches and the SIMDs' issue slots.
+#[derive(Debug, Clone)]
+pub struct Timing {
+    /// One vector L0 per WGP.
+    pub l0: Vec<Cache>,
+    /// One scalar cache per WGP.
+    pub k0: Vec<Cache>,
+    pub l2: Cache,
+    /// Per SIMD (WGP-major).
+    pub simd: Vec<Arbiter>,
+    pub seed: u64,
+    accesses: u64,
+}
+
+/// Cache geometry (bytes, ways, line bytes).
+pub const L0_GEOMETRY: (usize, usize, usize) = (16 << 10, 4, 128);
+pub const SCALAR_GEOMETRY: (usize, usize, usize) = (16 << 10, 4, 64);
+pub const L2_GEOMETRY: (usize, usize, usize) = (4 << 20, 16, 128);
+
+impl Timing {
+    /// Cold caches for `units` WGPs of 4 SIMDs each.
+    pub fn new(units: usize, seed: u64) -> Timing {
+        let c = |(b, w, l): (usize, usize, usize)| Cache::new(b, w, l);
+        Timing {
+            l0: vec![c(L0_GEOMETRY); units],
+            k0: vec![c(SCALAR_GEOMETRY); units],
+            l2: c(L2_GEOMETRY),
+            simd: vec![Arbiter::default(); units * 4],
+            seed,
+            accesses: 0,
+        }
+    }
+
+    fn dram(&mut self, line: u64) -> u64 {
+        self.accesses += 1;
+        let mut x = self.seed ^ line.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ self.accesses;
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+        x ^= x >> 33;
+        DRAM + x % (DRAM_JITTER + 1)
+    }
+
+    /// Latency of a vector access by a wave of WGP `unit` touching the (sorted, distinct)
+    /// 128-byte `lines`: the slowest line, plus [`PER_LINE`] for each line after the first.
+    /// Stores and atomics are written through to L2 (their L0 lines are not allocated).
+    pub fn vector(&mut self, unit: usize, lines: &[u64], store: bool) -> u64 {
+        let mut worst = 0;
+        for &l in lines {
+            let a = l << 7;
+            let hit0 = !store && self.l0.get_mut(unit).is_some_and(|c| c.access(a));
+            let lat = if hit0 {
+                L0_HIT
+            } else if self.l2.access(a) {
+                L2_HIT
+            } else {
+                self.dram(l)
+            };
+            worst = worst.max(lat);
+        }
+        worst + PER_LINE * (lines.len().max(1) as u64 - 1)
+    }
+
+    /// Latency of a scalar load of `bytes` at `addr` by a wave of WGP `unit`.
+    pub fn scalar(&mut self, unit: usize, addr: u64, bytes: u64) -> u64 {
+        let (first, last) = (addr >> 6, (addr + bytes.max(1) - 1) >> 6);
+        let mut worst = 0;
+        for l in first..=last {
+            let a = l << 6;
+            let lat = if self.k0.get_mut(unit).is_some_and(|c| c.access(a)) {
+                SCALAR_HIT
+            } else if self.l2.access(a) {
+                L2_HIT
+            } else {
+                self.dram(a >> 7)
+            };
+            worst = worst.max(lat);
+        }
+        worst
     }
 }
