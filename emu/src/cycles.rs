@@ -25,6 +25,10 @@ pub const SHADER_CLOCK_HZ: u64 = 2_500_000_000;
 pub const CYCLES_PER_TICK: u64 = SHADER_CLOCK_HZ / 100_000_000;
 /// Cycles between two wave launches on one SE.
 pub const WAVE_LAUNCH: u64 = 2;
+/// Cycles the SPI of one SE spends per work-group (resource allocation, SGPR/VGPR
+/// initialisation) before the next one: chosen so that the 1024 one-wave work-groups of the
+/// captured gemm (gemm_run_0) take about the hardware's time, not derived from a document.
+pub const WG_LAUNCH: u64 = 32;
 /// Cycles from the DISPATCH_DIRECT to the first wave.
 pub const DISPATCH_LATENCY: u64 = 200;
 /// Cycles from the last wave's end to the end-of-kernel.
@@ -173,16 +177,16 @@ pub const VALU_DEP_LATENCY: u64 = 5;
 pub const TRANS_DEP_LATENCY: u64 = 10;
 
 /// Vector memory latencies by where the line is found (shader cycles, load issue to data).
-pub const L0_HIT: u64 = 120;
-pub const L2_HIT: u64 = 320;
-pub const DRAM: u64 = 700;
+pub const L0_HIT: u64 = 150;
+pub const L2_HIT: u64 = 500;
+pub const DRAM: u64 = 1200;
 /// Scalar memory: scalar cache hit, else as a vector access from L2 / memory.
 pub const SCALAR_HIT: u64 = 30;
 /// Extra cycles per additional cache line an access touches (the address and data paths move
 /// one line at a time).
 pub const PER_LINE: u64 = 4;
 /// DRAM latency varies by up to this many cycles (a per-seed hash of the line and the access).
-pub const DRAM_JITTER: u64 = 120;
+pub const DRAM_JITTER: u64 = 300;
 
 /// A set-associative cache of line tags with LRU replacement (no data: memory is coherent in
 /// the emulator; only hits and misses are modelled).
@@ -193,6 +197,8 @@ pub struct Cache {
     ways: usize,
     tags: Vec<u64>,
     stamp: Vec<u32>,
+    /// When each way's data arrives (a hit before that waits for the fill in flight).
+    ready: Vec<u64>,
     clock: u32,
     pub hits: u64,
     pub misses: u64,
@@ -207,14 +213,16 @@ impl Cache {
             ways,
             tags: vec![u64::MAX; sets * ways],
             stamp: vec![0; sets * ways],
+            ready: vec![0; sets * ways],
             clock: 0,
             hits: 0,
             misses: 0,
         }
     }
 
-    /// Looks `addr`'s line up; a miss allocates it (evicting the least recently used way).
-    pub fn access(&mut self, addr: u64) -> bool {
+    /// Looks `addr`'s line up: on a hit, when its data is there (`Some`); a miss allocates the
+    /// line (evicting the least recently used way) and returns `None` (then [`Cache::fill`]).
+    pub fn access(&mut self, addr: u64) -> Option<u64> {
         let line = addr >> self.line_shift;
         let set = (line % self.sets as u64) as usize * self.ways;
         self.clock = self.clock.wrapping_add(1);
@@ -222,15 +230,25 @@ impl Cache {
         if let Some(k) = ways.clone().find(|&k| self.tags[k] == line) {
             self.stamp[k] = self.clock;
             self.hits += 1;
-            return true;
+            return Some(self.ready[k]);
         }
         let victim = ways
             .max_by_key(|&k| self.clock.wrapping_sub(self.stamp[k]))
             .unwrap_or(set);
         self.tags[victim] = line;
         self.stamp[victim] = self.clock;
+        self.ready[victim] = 0;
         self.misses += 1;
-        false
+        None
+    }
+
+    /// Sets when the data of `addr`'s (just allocated) line arrives.
+    pub fn fill(&mut self, addr: u64, at: u64) {
+        let line = addr >> self.line_shift;
+        let set = (line % self.sets as u64) as usize * self.ways;
+        if let Some(k) = (set..set + self.ways).find(|&k| self.tags[k] == line) {
+            self.ready[k] = at;
+        }
     }
 }
 
@@ -296,6 +314,11 @@ pub struct Timing {
     pub l2: Cache,
     /// Per SIMD (WGP-major).
     pub simd: Vec<Arbiter>,
+    /// Per WGP: the vector memory (texture address) pipe, the LDS pipe and the scalar memory
+    /// pipe, each taking one instruction at a time for its issue cycles.
+    pub vmem: Vec<Arbiter>,
+    pub lds: Vec<Arbiter>,
+    pub smem: Vec<Arbiter>,
     pub seed: u64,
     accesses: u64,
 }
@@ -314,6 +337,9 @@ impl Timing {
             k0: vec![c(SCALAR_GEOMETRY); units],
             l2: c(L2_GEOMETRY),
             simd: vec![Arbiter::default(); units * 4],
+            vmem: vec![Arbiter::default(); units],
+            lds: vec![Arbiter::default(); units],
+            smem: vec![Arbiter::default(); units],
             seed,
             accesses: 0,
         }
@@ -328,38 +354,63 @@ impl Timing {
         DRAM + x % (DRAM_JITTER + 1)
     }
 
-    /// Latency of a vector access by a wave of WGP `unit` touching the (sorted, distinct)
-    /// 128-byte `lines`: the slowest line, plus [`PER_LINE`] for each line after the first.
-    /// Stores and atomics are written through to L2 (their L0 lines are not allocated).
-    pub fn vector(&mut self, unit: usize, lines: &[u64], store: bool) -> u64 {
+    /// Latency from L2 on for line address `a` requested at `now`: an L2 hit (waiting for a
+    /// fill in flight), else DRAM.
+    fn from_l2(&mut self, a: u64, now: u64) -> u64 {
+        match self.l2.access(a) {
+            Some(ready) => L2_HIT.max(ready.saturating_sub(now)),
+            None => {
+                let lat = self.dram(a >> 7);
+                self.l2.fill(a, now + lat);
+                lat
+            }
+        }
+    }
+
+    /// Latency of a vector access issued at `now` by a wave of WGP `unit` touching the
+    /// (sorted, distinct) 128-byte `lines`: the slowest line, plus [`PER_LINE`] for each line
+    /// after the first. Stores and atomics are written through to L2 (their L0 lines are not
+    /// allocated).
+    pub fn vector(&mut self, unit: usize, now: u64, lines: &[u64], store: bool) -> u64 {
         let mut worst = 0;
         for &l in lines {
             let a = l << 7;
-            let hit0 = !store && self.l0.get_mut(unit).is_some_and(|c| c.access(a));
-            let lat = if hit0 {
-                L0_HIT
-            } else if self.l2.access(a) {
-                L2_HIT
+            let l0 = if store {
+                None
             } else {
-                self.dram(l)
+                self.l0.get_mut(unit).map(|c| c.access(a))
+            };
+            let lat = match l0 {
+                Some(Some(ready)) => L0_HIT.max(ready.saturating_sub(now)),
+                Some(None) => {
+                    let lat = L0_HIT.max(self.from_l2(a, now));
+                    if let Some(c) = self.l0.get_mut(unit) {
+                        c.fill(a, now + lat);
+                    }
+                    lat
+                }
+                None => self.from_l2(a, now),
             };
             worst = worst.max(lat);
         }
         worst + PER_LINE * (lines.len().max(1) as u64 - 1)
     }
 
-    /// Latency of a scalar load of `bytes` at `addr` by a wave of WGP `unit`.
-    pub fn scalar(&mut self, unit: usize, addr: u64, bytes: u64) -> u64 {
+    /// Latency of a scalar load of `bytes` at `addr` issued at `now` by a wave of WGP `unit`.
+    pub fn scalar(&mut self, unit: usize, now: u64, addr: u64, bytes: u64) -> u64 {
         let (first, last) = (addr >> 6, (addr + bytes.max(1) - 1) >> 6);
         let mut worst = 0;
         for l in first..=last {
             let a = l << 6;
-            let lat = if self.k0.get_mut(unit).is_some_and(|c| c.access(a)) {
-                SCALAR_HIT
-            } else if self.l2.access(a) {
-                L2_HIT
-            } else {
-                self.dram(a >> 7)
+            let lat = match self.k0.get_mut(unit).map(|c| c.access(a)) {
+                Some(Some(ready)) => SCALAR_HIT.max(ready.saturating_sub(now)),
+                _ => {
+                    let lat = SCALAR_HIT.max(self.from_l2(a, now));
+                    if let Some(c) = self.k0.get_mut(unit) {
+                        c.fill(a, now + lat);
+                    }
+                    lat
+                }
             };
             worst = worst.max(lat);
         }

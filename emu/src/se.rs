@@ -380,7 +380,7 @@ impl ShaderEngines for EmuShaderEngines {
                 }
                 waves.push(w);
             }
-            launch[se] = wg_start + cycles::WAVE_LAUNCH * nwaves as u64;
+            launch[se] = wg_start + cycles::WG_LAUNCH + cycles::WAVE_LAUNCH * nwaves as u64;
             let starts: Vec<u64> = waves.iter().map(|w| w.time).collect();
 
             // Run the work-group: each wave until a barrier or its end, then release barriers.

@@ -556,6 +556,20 @@ pub fn step(w: &mut Wave, cx: &mut Ctx<'_>) -> Result<Step, Fault> {
     if op.class != Class::Silent {
         apply_delay(w);
     }
+    let issue = u64::from(op.issue[usize::from(w.lanes > 32)]);
+    // One instruction per cycle through each shared pipe (the SIMD's VALU; the WGP's vector
+    // memory, LDS and scalar memory pipes): wait for a free slot.
+    let t = &mut cx.timing;
+    let pipe = match op.class {
+        c if is_valu(c) => t.simd.get_mut(w.simd as usize),
+        Class::Vmem { .. } => t.vmem.get_mut(w.unit as usize),
+        Class::Lds { .. } => t.lds.get_mut(w.unit as usize),
+        Class::Smem => t.smem.get_mut(w.unit as usize),
+        _ => None,
+    };
+    if let Some(a) = pipe {
+        w.time = a.reserve(w.time, issue);
+    }
     match op.k {
         K::Nop | K::CacheOp => {}
         K::DelayAlu => delay_alu(w, op.imm as u32),
@@ -718,7 +732,7 @@ pub fn step(w: &mut Wave, cx: &mut Ctx<'_>) -> Result<Step, Fault> {
                 ]);
                 w.sset(op.d as usize + i, d);
             }
-            let lat = cx.timing.scalar(w.unit as usize, addr, len as u64);
+            let lat = cx.timing.scalar(w.unit as usize, w.time, addr, len as u64);
             w.lgkm.push_back(w.time + lat);
         }
         // Memory operations (never half of a VOPD pair).
@@ -743,16 +757,7 @@ pub fn step(w: &mut Wave, cx: &mut Ctx<'_>) -> Result<Step, Fault> {
         K::V(f, float) if op.y.is_none() => valu32(w, op, f, float, pc, exec)?,
         _ => valu_or_mem(w, op, pc, exec)?,
     }
-    let issue = u64::from(op.issue[usize::from(w.lanes > 32)]);
-    let issue_at = if is_valu(op.class) {
-        // One VALU issue per SIMD per cycle: wait for a free slot.
-        match cx.timing.simd.get_mut(w.simd as usize) {
-            Some(a) => a.reserve(w.time, issue),
-            None => w.time,
-        }
-    } else {
-        w.time
-    };
+    let issue_at = w.time;
     w.time = issue_at + issue;
     track_ready(w, op.class, issue_at);
     if let Some(t) = &mut w.trace {
@@ -1807,7 +1812,7 @@ fn access_latency(
     }
     let lines = &mut lines[..n];
     lines.sort_unstable();
-    cx.timing.vector(w.unit as usize, lines, store)
+    cx.timing.vector(w.unit as usize, w.time, lines, store)
 }
 
 /// Counts a vector load (vmcnt) or store (vscnt) issued now, completing after the cycle
