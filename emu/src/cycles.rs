@@ -264,21 +264,24 @@ pub struct Arbiter {
 }
 
 impl Default for Arbiter {
+    /// Allocated on first use (most SIMDs of a small dispatch never issue).
     fn default() -> Self {
-        Arbiter {
-            blocks: vec![(u64::MAX, 0); ARB_BLOCKS],
-        }
+        Arbiter { blocks: Vec::new() }
     }
 }
 
 impl Arbiter {
     fn busy(&self, t: u64) -> bool {
         let b = t / 64;
-        let (tag, bits) = self.blocks[(b % ARB_BLOCKS as u64) as usize];
-        tag == b && bits >> (t % 64) & 1 != 0
+        self.blocks
+            .get((b % ARB_BLOCKS as u64) as usize)
+            .is_some_and(|&(tag, bits)| tag == b && bits >> (t % 64) & 1 != 0)
     }
 
     fn take(&mut self, t: u64) {
+        if self.blocks.is_empty() {
+            self.blocks = vec![(u64::MAX, 0); ARB_BLOCKS];
+        }
         let b = t / 64;
         let e = &mut self.blocks[(b % ARB_BLOCKS as u64) as usize];
         if e.0 != b {
@@ -289,6 +292,23 @@ impl Arbiter {
 
     /// The first cycle at or after `t` where `n` consecutive issue cycles are free; takes them.
     pub fn reserve(&mut self, mut t: u64, n: u64) -> u64 {
+        if n <= 1 {
+            // One cycle: the first clear bit, a 64-cycle block at a time.
+            loop {
+                let b = t / 64;
+                let bits = match self.blocks.get((b % ARB_BLOCKS as u64) as usize) {
+                    Some(&(tag, bits)) if tag == b => bits,
+                    _ => 0,
+                };
+                let free = !bits >> (t % 64);
+                if free != 0 {
+                    t += u64::from(free.trailing_zeros());
+                    self.take(t);
+                    return t;
+                }
+                t = (b + 1) * 64;
+            }
+        }
         'search: loop {
             for k in 0..n.max(1) {
                 if self.busy(t + k) {

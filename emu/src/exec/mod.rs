@@ -1804,7 +1804,11 @@ fn access_latency(
         m &= m - 1;
         let (a, b) = (addrs[i] >> 7, (addrs[i] + bytes.max(1) - 1) >> 7);
         for l in [a, b] {
-            if n < lines.len() && !lines[..n].contains(&l) {
+            // Neighbouring lanes mostly share the last line seen.
+            if (n > 0 && lines[n - 1] == l) || lines[..n].contains(&l) {
+                continue;
+            }
+            if n < lines.len() {
                 lines[n] = l;
                 n += 1;
             }
