@@ -261,23 +261,21 @@ const ARB_BLOCKS: usize = 1024;
 #[derive(Debug, Clone)]
 pub struct Arbiter {
     blocks: Vec<(u64, u64)>,
+    /// One past the latest cycle taken: from there on everything is free.
+    frontier: u64,
 }
 
 impl Default for Arbiter {
     /// Allocated on first use (most SIMDs of a small dispatch never issue).
     fn default() -> Self {
-        Arbiter { blocks: Vec::new() }
+        Arbiter {
+            blocks: Vec::new(),
+            frontier: 0,
+        }
     }
 }
 
 impl Arbiter {
-    fn busy(&self, t: u64) -> bool {
-        let b = t / 64;
-        self.blocks
-            .get((b % ARB_BLOCKS as u64) as usize)
-            .is_some_and(|&(tag, bits)| tag == b && bits >> (t % 64) & 1 != 0)
-    }
-
     fn take(&mut self, t: u64) {
         if self.blocks.is_empty() {
             self.blocks = vec![(u64::MAX, 0); ARB_BLOCKS];
@@ -290,36 +288,65 @@ impl Arbiter {
         e.1 |= 1 << (t % 64);
     }
 
+    /// The bits of the 64-cycle block holding cycle `t`.
+    #[inline]
+    fn block(&self, t: u64) -> u64 {
+        let b = t / 64;
+        match self.blocks.get((b % ARB_BLOCKS as u64) as usize) {
+            Some(&(tag, bits)) if tag == b => bits,
+            _ => 0,
+        }
+    }
+
+    /// The first free cycle at or after `t`.
+    #[inline]
+    fn next_free(&self, mut t: u64) -> u64 {
+        loop {
+            let free = !self.block(t) >> (t % 64);
+            if free != 0 {
+                return t + u64::from(free.trailing_zeros());
+            }
+            t = (t / 64 + 1) * 64;
+        }
+    }
+
+    /// How many consecutive cycles from `t` are free, counting up to `n`.
+    #[inline]
+    fn free_run(&self, mut t: u64, n: u64) -> u64 {
+        let mut run = 0;
+        while run < n {
+            let k = t % 64;
+            let free = (!self.block(t) >> k).trailing_ones().min(64 - k as u32);
+            run += u64::from(free);
+            if free == 0 || k + u64::from(free) < 64 {
+                break;
+            }
+            t += u64::from(free);
+        }
+        run
+    }
+
     /// The first cycle at or after `t` where `n` consecutive issue cycles are free; takes them.
     pub fn reserve(&mut self, mut t: u64, n: u64) -> u64 {
-        if n <= 1 {
-            // One cycle: the first clear bit, a 64-cycle block at a time.
-            loop {
-                let b = t / 64;
-                let bits = match self.blocks.get((b % ARB_BLOCKS as u64) as usize) {
-                    Some(&(tag, bits)) if tag == b => bits,
-                    _ => 0,
-                };
-                let free = !bits >> (t % 64);
-                if free != 0 {
-                    t += u64::from(free.trailing_zeros());
-                    self.take(t);
-                    return t;
-                }
-                t = (b + 1) * 64;
-            }
-        }
-        'search: loop {
-            for k in 0..n.max(1) {
-                if self.busy(t + k) {
-                    t += k + 1;
-                    continue 'search;
-                }
-            }
-            for k in 0..n.max(1) {
+        let n = n.max(1);
+        if t >= self.frontier {
+            for k in 0..n {
                 self.take(t + k);
             }
+            self.frontier = t + n;
             return t;
+        }
+        loop {
+            t = self.next_free(t);
+            let run = self.free_run(t, n);
+            if run >= n {
+                for k in 0..n {
+                    self.take(t + k);
+                }
+                self.frontier = self.frontier.max(t + n);
+                return t;
+            }
+            t += run;
         }
     }
 }
