@@ -1,24 +1,25 @@
-//! The cycle model: every instruction belongs to a [`Class`] that fixes its issue cost (shader
-//! clock cycles the wave is busy) and, for memory, its latency until the matching counter
-//! (`vmcnt` / `vscnt` / `lgkmcnt`) decrements. It is deliberately simple and deterministic:
+//! The cycle model (docs/emulator-timing.md): every instruction belongs to a [`Class`] that
+//! fixes its issue cost (shader clock cycles the wave is busy); VALU instructions take a free
+//! cycle of their SIMD ([`Arbiter`]), memory instructions one of their WGP's memory pipes;
+//! `s_delay_alu` makes the instructions it names wait for earlier results; memory latency
+//! depends on where the accessed lines are found ([`Timing`]: per-WGP L0 and scalar caches, a
+//! shared L2, DRAM). Deterministic for a given seed.
 //!
-//! | class | issue | latency |
-//! |---|---|---|
-//! | SALU, branch, s_*_saveexec, message | 1 | – |
-//! | immediate SOPP (s_nop N: N+1, s_waitcnt: until the counters allow) | 1 | – |
-//! | VALU (wave64: ×2) | 1 | – |
-//! | VALU transcendental | 4 | – |
-//! | VALU 64-bit shift / mad64 / f64 | 2 / 4 / 16 | – |
-//! | SMEM | 1 | 40 (lgkm) |
-//! | LDS | 1 (+1 per extra dword) | 40 (lgkm) |
-//! | global/flat load | 1 (+1 per extra dword) | 300 (vm) |
-//! | global/flat store | 1 (+1 per extra dword) | 300 (vs) |
-//! | s_barrier (gfx12 s_barrier_wait) | 1, then waits for the last wave of the work-group | – |
-//! | gfx12 s_barrier_signal | 1 | – |
+//! | class | issue |
+//! |---|---|
+//! | SALU, branch, s_*_saveexec, message | 1 |
+//! | immediate SOPP (s_nop N: N+1, s_waitcnt: until the counters allow) | 1 |
+//! | VALU (wave64: ×2) | 1 |
+//! | VALU transcendental | 4 |
+//! | VALU 64-bit shift / mad64 / f64 | 2 / 4 / 16 |
+//! | WMMA | [`WMMA_ISSUE`] |
+//! | SMEM | 1 |
+//! | LDS, global/flat/buffer | 1 (+1 per extra dword) |
+//! | s_barrier (gfx12 s_barrier_wait) | 1, then waits for the last wave of the work-group |
 //!
-//! Waves do not contend for their SIMD (each wave has its own clock); the SPI launches one
-//! wave per [`WAVE_LAUNCH`] cycles per SE. The shader clock is [`SHADER_CLOCK_HZ`]; the 100 MHz
-//! GPU timestamp advances one tick every [`CYCLES_PER_TICK`] shader cycles.
+//! The SPI launches one wave per [`WAVE_LAUNCH`] cycles per SE, plus [`WG_LAUNCH`] per
+//! work-group. The shader clock is [`SHADER_CLOCK_HZ`]; the 100 MHz GPU timestamp advances one
+//! tick every [`CYCLES_PER_TICK`] shader cycles.
 
 /// Shader clock of the emulated GPU (2.5 GHz: 25 cycles per 100 MHz tick).
 pub const SHADER_CLOCK_HZ: u64 = 2_500_000_000;
@@ -34,11 +35,9 @@ pub const DISPATCH_LATENCY: u64 = 200;
 /// Cycles from the last wave's end to the end-of-kernel.
 pub const DRAIN_LATENCY: u64 = 100;
 
-pub const SMEM_LATENCY: u64 = 40;
 /// Cycles a 16x16x16 WMMA keeps its SIMD busy (wave32).
 pub const WMMA_ISSUE: u64 = 16;
 pub const LDS_LATENCY: u64 = 40;
-pub const VMEM_LATENCY: u64 = 300;
 
 /// What an instruction is for timing and for the SQTT token it produces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -403,7 +402,7 @@ impl Timing {
 
     /// Latency from L2 on for line address `a` requested at `now`: an L2 hit (waiting for a
     /// fill in flight), else DRAM.
-    fn from_l2(&mut self, a: u64, now: u64) -> u64 {
+    fn beyond_l0(&mut self, a: u64, now: u64) -> u64 {
         match self.l2.access(a) {
             Some(ready) => L2_HIT.max(ready.saturating_sub(now)),
             None => {
@@ -430,13 +429,13 @@ impl Timing {
             let lat = match l0 {
                 Some(Some(ready)) => L0_HIT.max(ready.saturating_sub(now)),
                 Some(None) => {
-                    let lat = L0_HIT.max(self.from_l2(a, now));
+                    let lat = L0_HIT.max(self.beyond_l0(a, now));
                     if let Some(c) = self.l0.get_mut(unit) {
                         c.fill(a, now + lat);
                     }
                     lat
                 }
-                None => self.from_l2(a, now),
+                None => self.beyond_l0(a, now),
             };
             worst = worst.max(lat);
         }
@@ -452,7 +451,7 @@ impl Timing {
             let lat = match self.k0.get_mut(unit).map(|c| c.access(a)) {
                 Some(Some(ready)) => SCALAR_HIT.max(ready.saturating_sub(now)),
                 _ => {
-                    let lat = SCALAR_HIT.max(self.from_l2(a, now));
+                    let lat = SCALAR_HIT.max(self.beyond_l0(a, now));
                     if let Some(c) = self.k0.get_mut(unit) {
                         c.fill(a, now + lat);
                     }

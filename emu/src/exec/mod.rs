@@ -1866,7 +1866,7 @@ fn track_ready(w: &mut Wave, c: Class, t: u64) {
             push(&mut w.valu_ready, done);
         }
         c if is_valu(c) => {
-            let done = t + u64::from(c.issue(w.lanes)).max(1) - 1 + cycles::VALU_DEP_LATENCY;
+            let done = t + c.issue(w.lanes).max(1) - 1 + cycles::VALU_DEP_LATENCY;
             push(&mut w.valu_ready, done);
         }
         Class::Salu | Class::SaluSaveexec => push(&mut w.salu_ready, t + 1),
