@@ -201,10 +201,11 @@ fn dpp_lane_permutes_match_cpu(t: Target) {
         .collect();
     input.extend(rng(32, 9));
     let bin = upload(&mut d, &from_u32(&input));
-    let bout = upload(&mut d, &vec![0u8; 4 * 16 * 32]);
-    d.launch(&prg, &[&bout, &bin], &[], [1, 1, 1], [32, 1, 1])
+    let bout = upload(&mut d, &vec![0u8; 4 * 18 * 32]);
+    let k = 0x0102_0304u32;
+    d.launch(&prg, &[&bout, &bin], &[k], [1, 1, 1], [32, 1, 1])
         .unwrap();
-    let out = u32s(&download(&mut d, &bout, 4 * 16 * 32));
+    let out = u32s(&download(&mut d, &bout, 4 * 18 * 32));
     let (x, old) = (&input[..32], &input[32..]);
     // update_dpp(old, x, ctrl, row_mask, bank_mask, bound_ctrl)
     let upd = |i: usize, ctrl: u32, rows: u32, banks: u32, bc: bool| -> u32 {
@@ -241,8 +242,16 @@ fn dpp_lane_permutes_match_cpu(t: Target) {
             x[i].wrapping_add(dpp16(0x111, i).map_or(0, |s| x[s])),
             (fx * fs).to_bits(),
             upd(i, 0x121, 15, 15, false).wrapping_sub(i as u32),
+            // VOP3 DPP: only src0 goes through the permute.
+            dpp16(0x111, i)
+                .map_or(0, |s| x[s])
+                .wrapping_add(old[i])
+                .wrapping_add(k),
+            dpp8(i, [1, 0, 3, 2, 5, 4, 7, 6])
+                .wrapping_add(old[i])
+                .wrapping_add(x[i]),
         ];
-        assert_eq!(&out[16 * i..16 * i + 16], &want[..], "{t:?} lane {i}");
+        assert_eq!(&out[18 * i..18 * i + 18], &want[..], "{t:?} lane {i}");
     }
 }
 
