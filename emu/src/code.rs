@@ -9,6 +9,7 @@ use traces::isa::{self, decode, Encoding, Instruction, Opcode as O};
 use traces::target::{Family, GfxTarget};
 
 use super::cycles::Class;
+use super::exec::ext;
 use super::exec::ops::{self, K};
 
 /// A source operand: SGPR-file slot (0..=127: s0.., vcc, ttmp, null, m0, exec), VGPR, an inline
@@ -74,7 +75,7 @@ pub struct Op {
     pub imm: i32,
     /// DS offset1, SMEM soffset slot, FLAT saddr slot.
     pub imm1: i32,
-    /// Second half of a VOPD pair.
+    /// Second half of a VOPD pair, or the operation of a DPP instruction (`K::Dpp`).
     pub y: Option<Box<Op>>,
     /// The words, for error reports.
     pub word: u32,
@@ -223,11 +224,19 @@ fn build_op(i: &Instruction) -> Result<Op, String> {
     let look: fn(Encoding, O) -> Option<(K, Class)> = if g12 { ops::lookup12 } else { ops::lookup };
     let o = if g12 { ops::alias12(opcode) } else { opcode };
     let name = o.name();
-    // DPP (src0 = 0xFA / 0xE9 / 0xEA with a control dword): lane shuffles are not emulated, and
-    // reading the marker as an inline constant would compute garbage.
-    if i.is_dpp() {
-        return Err(format!("{name}: DPP operands are not emulated"));
-    }
+    // DPP (src0 = 0xFA / 0xE9 / 0xEA with a control dword): the operation is built as usual
+    // (`src(0)` is the real VGPR) and wrapped in a K::Dpp that permutes src0 first.
+    let dpp = if i.is_dpp() {
+        let d = i
+            .dpp()
+            .ok_or_else(|| format!("{name}: SDWA is not emulated"))?;
+        if ops::is_cmp(o) && name.starts_with("v_cmpx") {
+            return Err(format!("{name}: DPP on v_cmpx is not emulated"));
+        }
+        Some(d)
+    } else {
+        None
+    };
     let (k, class) = if i.encoding == Encoding::Vopd {
         (K::Nop, Class::Valu)
     } else {
@@ -403,8 +412,42 @@ fn build_op(i: &Instruction) -> Result<Op, String> {
             // GLC (gfx11) / TH_ATOMIC_RETURN (gfx12) makes an atomic return the old value.
             atomic_return(&mut op, m.atomic_return);
         }
+        Encoding::Mubuf | Encoding::Mtbuf if matches!(op.k, K::Buf(..)) => {
+            let b = i.buf().ok_or_else(unsupported)?;
+            if b.tfe {
+                return Err(format!("{name}: tfe is not emulated"));
+            }
+            if let (Encoding::Mtbuf, K::Buf(m, _)) = (i.encoding, op.k) {
+                if !ext::raw_format(b.format, m.dwords) {
+                    return Err(format!(
+                        "{name}: format {:?} is not emulated (32-bit components only)",
+                        b.format
+                    ));
+                }
+            }
+            op.src[0] = Src::V(b.vaddr);
+            op.src[1] = Src::V(b.vdata);
+            op.d = b.vdata;
+            op.imm = b.offset as i32;
+            op.imm1 = i32::from(b.soffset);
+            op.sd = b.srsrc;
+            op.hi = u8::from(b.offen) | u8::from(b.idxen) << 1;
+        }
         Encoding::Mubuf if !g12 => {}
         _ => return Err(unsupported()),
+    }
+    if let Some(d) = dpp {
+        // VOP1/VOP2/VOPC DPP16 carries src0/src1 neg/abs in its control word.
+        if let traces::isa::Dpp::Dpp16 { neg, abs, .. } = d {
+            op.neg |= neg;
+            op.abs |= abs;
+        }
+        let mut outer = blank(i, opcode, K::Dpp, op.class);
+        outer.src[0] = op.src[0];
+        outer.d = op.d;
+        (outer.imm, outer.imm1) = ext::dpp_pack(d);
+        outer.y = Some(Box::new(op));
+        return Ok(outer);
     }
     Ok(op)
 }

@@ -110,6 +110,8 @@ pub struct EmuShaderEngines {
     seq: u64,
     /// What the last finished streams contained, per SE.
     pub last_written: Vec<Written>,
+    /// Seed of the cycle model's DRAM latency variation (same seed, same timing).
+    pub seed: u64,
 }
 
 /// Default bound on a dispatch's work (≈ 10 s of interpretation): beyond it the dispatch is
@@ -132,6 +134,7 @@ impl EmuShaderEngines {
             ses: Vec::new(),
             seq: 0,
             last_written: Vec::new(),
+            seed: 0,
         }
     }
 
@@ -269,6 +272,8 @@ impl ShaderEngines for EmuShaderEngines {
         let start = d.clock * CYCLES_PER_TICK + cycles::DISPATCH_LATENCY;
         // slot_free[se][sa][wgp][simd][slot]
         let mut slot_free = vec![[[0u64; SLOTS]; SIMDS_PER_WGP]; num_se * sa_per_se * wgp_per_sa];
+        // Cold caches and free SIMDs for every dispatch.
+        let mut timing = cycles::Timing::new(num_se * sa_per_se * wgp_per_sa, self.seed);
         let mut launch = vec![start; num_se];
         let mut end_max = start;
         let mut budget = self.max_wave_instructions;
@@ -365,6 +370,8 @@ impl ShaderEngines for EmuShaderEngines {
                     w.s[EXEC + 1] = (m >> 32) as u32;
                 }
                 w.time = wg_start + cycles::WAVE_LAUNCH * wv as u64;
+                w.unit = unit as u32;
+                w.simd = (unit * SIMDS_PER_WGP + p.simd as usize) as u32;
                 let traced = tracing
                     && itrace[se]
                     && (u32::from(p.sa), u32::from(p.wgp), u32::from(p.simd)) == sel[se];
@@ -373,7 +380,7 @@ impl ShaderEngines for EmuShaderEngines {
                 }
                 waves.push(w);
             }
-            launch[se] = wg_start + cycles::WAVE_LAUNCH * nwaves as u64;
+            launch[se] = wg_start + cycles::WG_LAUNCH + cycles::WAVE_LAUNCH * nwaves as u64;
             let starts: Vec<u64> = waves.iter().map(|w| w.time).collect();
 
             // Run the work-group: each wave until a barrier or its end, then release barriers.
@@ -381,6 +388,7 @@ impl ShaderEngines for EmuShaderEngines {
                 mem,
                 lds: &mut lds,
                 prog: &prog,
+                timing: &mut timing,
             };
             loop {
                 let mut progressed = false;
@@ -519,7 +527,7 @@ impl ShaderEngines for EmuShaderEngines {
 fn token(class: Class, taken: bool, slot: u8, gfx12: bool) -> Option<EvKind> {
     match class {
         Class::Silent => None,
-        Class::Valu => Some(EvKind::Valu { slot }),
+        Class::Valu | Class::Wmma => Some(EvKind::Valu { slot }),
         // RDNA4 issues v_cmpx as a plain VALUINST (the gfx1200 gemm capture), RDNA3 as
         // INST VALU_CMPX.
         Class::ValuCmpx if gfx12 => Some(EvKind::Valu { slot }),

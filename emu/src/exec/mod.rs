@@ -6,6 +6,7 @@
 // ISA's unordered semantics literally.
 #![allow(clippy::needless_range_loop, clippy::neg_cmp_op_on_partial_ord)]
 
+pub mod ext;
 pub mod ops;
 
 use std::collections::VecDeque;
@@ -62,6 +63,19 @@ pub struct Wave {
     span_buf: Vec<u8>,
     /// Scalar operands of a VALU instruction broadcast to all lanes.
     bcast: Box<[L; 3]>,
+    /// The WGP (index into the cycle model's per-WGP caches) and SIMD (index into its
+    /// arbiters) the wave runs on.
+    pub unit: u32,
+    pub simd: u32,
+    /// When the results of the last 4 VALU, last 3 transcendental and last 3 SALU
+    /// instructions are ready (most recent first), for `s_delay_alu`.
+    valu_ready: [u64; 4],
+    trans_ready: [u64; 3],
+    salu_ready: [u64; 3],
+    /// `s_delay_alu`: the next instruction issues no earlier than `delay_next`; the one
+    /// `delay_later.0` instructions after it no earlier than `delay_later.1`.
+    delay_next: u64,
+    delay_later: (u8, u64),
 }
 
 /// How a wave's execution stopped.
@@ -83,6 +97,8 @@ pub struct Ctx<'a> {
     pub mem: &'a mut Memory,
     pub lds: &'a mut [u8],
     pub prog: &'a Program,
+    /// The cycle model's caches and SIMD arbiters.
+    pub timing: &'a mut cycles::Timing,
 }
 
 fn inline32(c: u16) -> u32 {
@@ -138,6 +154,13 @@ impl Wave {
             insts: 0,
             span_buf: Vec::new(),
             bcast: Box::new([[0; 64]; 3]),
+            unit: 0,
+            simd: 0,
+            valu_ready: [0; 4],
+            trans_ready: [0; 3],
+            salu_ready: [0; 3],
+            delay_next: 0,
+            delay_later: (0, 0),
         }
     }
 
@@ -530,8 +553,30 @@ pub fn step(w: &mut Wave, cx: &mut Ctx<'_>) -> Result<Step, Fault> {
     let mut taken = false;
     let mut res = Step::Next;
     let exec = w.exec();
+    if op.class != Class::Silent {
+        apply_delay(w);
+    }
+    let issue = u64::from(op.issue[usize::from(w.lanes > 32)]);
+    // One instruction per cycle through each shared pipe (the SIMD's VALU; the WGP's vector
+    // memory, LDS and scalar memory pipes): wait for a free slot.
+    let t = &mut cx.timing;
+    let pipe = match op.class {
+        c if is_valu(c) => t.simd.get_mut(w.simd as usize),
+        Class::Vmem { .. } => t.vmem.get_mut(w.unit as usize),
+        Class::Lds { .. } => t.lds.get_mut(w.unit as usize),
+        Class::Smem => t.smem.get_mut(w.unit as usize),
+        _ => None,
+    };
+    if let Some(a) = pipe {
+        w.time = a.reserve(w.time, issue);
+    }
     match op.k {
         K::Nop | K::CacheOp => {}
+        K::DelayAlu => delay_alu(w, op.imm as u32),
+        K::Wmma(kind, g12) => ext::wmma(w, op, kind, g12, pc)?,
+        K::Dpp => ext::dpp(w, op, pc, exec)?,
+        K::Buf(m, store) => ext::buffer(w, cx, op, pc, exec, m, store)?,
+        K::F64x(x) => ext::f64x(w, op, x, pc, exec)?,
         K::SNop => w.time += (op.imm as u64) & 0xF,
         K::Waitcnt => {
             let v = op.imm as u32;
@@ -687,7 +732,8 @@ pub fn step(w: &mut Wave, cx: &mut Ctx<'_>) -> Result<Step, Fault> {
                 ]);
                 w.sset(op.d as usize + i, d);
             }
-            w.lgkm.push_back(w.time + cycles::SMEM_LATENCY);
+            let lat = cx.timing.scalar(w.unit as usize, w.time, addr, len as u64);
+            w.lgkm.push_back(w.time + lat);
         }
         // Memory operations (never half of a VOPD pair).
         K::GLoad(m) => vmem_load(w, cx, op, pc, exec, m)?,
@@ -712,7 +758,8 @@ pub fn step(w: &mut Wave, cx: &mut Ctx<'_>) -> Result<Step, Fault> {
         _ => valu_or_mem(w, op, pc, exec)?,
     }
     let issue_at = w.time;
-    w.time += u64::from(op.issue[usize::from(w.lanes > 32)]);
+    w.time = issue_at + issue;
+    track_ready(w, op.class, issue_at);
     if let Some(t) = &mut w.trace {
         if op.class != Class::Silent {
             t.push((issue_at, op.class, taken));
@@ -1552,7 +1599,7 @@ fn vmem_load_in(
             w.vwrite(op.d + k as u16, &out[k], exec, pc)?;
         }
     }
-    w.vm.push_back(w.time + cycles::VMEM_LATENCY);
+    vmem_issued(w, cx, &addrs, exec & w.full(), u64::from(m.bytes), false);
     flat_ds(w, op);
     Ok(())
 }
@@ -1649,7 +1696,7 @@ fn vmem_store(
             cx.mem
                 .write(lo, &sb)
                 .map_err(|_| mem_fault(pc, lo, hi - lo, "vector store"))?;
-            w.vs.push_back(w.time + cycles::VMEM_LATENCY);
+            vmem_issued(w, cx, &addrs, exec & w.full(), bytes, true);
             flat_ds(w, op);
             return Ok(());
         }
@@ -1661,7 +1708,7 @@ fn vmem_store(
             write_any(w, cx, i, addrs[i], &d[..m.bytes as usize], pc)?;
         }
     }
-    w.vs.push_back(w.time + cycles::VMEM_LATENCY);
+    vmem_issued(w, cx, &addrs, exec & w.full(), bytes, true);
     flat_ds(w, op);
     Ok(())
 }
@@ -1713,19 +1760,156 @@ fn vmem_atomic(
         if w64 {
             w.vwrite(op.d + 1, &old_hi, exec, pc)?;
         }
-        w.vm.push_back(w.time + cycles::VMEM_LATENCY);
+    }
+    // Atomics execute in L2: timed like stores, counted on vmcnt when they return data.
+    let lat = access_latency(w, cx, &addrs, exec & w.full(), 4 * u64::from(n), true);
+    if rtn {
+        w.vm.push_back(w.time + lat);
     } else {
-        w.vs.push_back(w.time + cycles::VMEM_LATENCY);
+        w.vs.push_back(w.time + lat);
     }
     flat_ds(w, op);
     Ok(())
 }
 
-/// gfx12 FLAT instructions also count on dscnt (they may address LDS); clang waits for both.
+/// gfx12 FLAT instructions also count on dscnt (they may address LDS); clang waits for both
+/// (completing with the access just counted on the vector counters).
 #[inline]
 fn flat_ds(w: &mut Wave, op: &Op) {
     if w.split_counters && op.enc == traces::isa::Encoding::Flat {
-        w.ds.push_back(w.time + cycles::VMEM_LATENCY);
+        let done =
+            w.vm.back()
+                .copied()
+                .max(w.vs.back().copied())
+                .unwrap_or(w.time);
+        w.ds.push_back(done);
+    }
+}
+
+/// The cycle model's latency of a vector access to `bytes` at each of the lanes of `mask`
+/// (distinct 128-byte lines, through the WGP's L0 and the L2).
+fn access_latency(
+    w: &Wave,
+    cx: &mut Ctx<'_>,
+    addrs: &[u64; 64],
+    mask: u64,
+    bytes: u64,
+    store: bool,
+) -> u64 {
+    let mut lines = [0u64; 128];
+    let mut n = 0;
+    let mut m = mask;
+    while m != 0 {
+        let i = m.trailing_zeros() as usize;
+        m &= m - 1;
+        let (a, b) = (addrs[i] >> 7, (addrs[i] + bytes.max(1) - 1) >> 7);
+        for l in [a, b] {
+            // Neighbouring lanes mostly share the last line seen.
+            if (n > 0 && lines[n - 1] == l) || lines[..n].contains(&l) {
+                continue;
+            }
+            if n < lines.len() {
+                lines[n] = l;
+                n += 1;
+            }
+        }
+    }
+    let lines = &mut lines[..n];
+    lines.sort_unstable();
+    cx.timing.vector(w.unit as usize, w.time, lines, store)
+}
+
+/// Counts a vector load (vmcnt) or store (vscnt) issued now, completing after the cycle
+/// model's latency for its addresses.
+fn vmem_issued(
+    w: &mut Wave,
+    cx: &mut Ctx<'_>,
+    addrs: &[u64; 64],
+    mask: u64,
+    bytes: u64,
+    store: bool,
+) {
+    let lat = access_latency(w, cx, addrs, mask, bytes, store);
+    if store {
+        w.vs.push_back(w.time + lat);
+    } else {
+        w.vm.push_back(w.time + lat);
+    }
+}
+
+/// Whether an instruction class issues through its SIMD's VALU.
+#[inline]
+fn is_valu(c: Class) -> bool {
+    matches!(
+        c,
+        Class::Valu
+            | Class::ValuCmpx
+            | Class::ValuTrans
+            | Class::Valu64
+            | Class::Valu64Shift
+            | Class::ValuMad64
+            | Class::Wmma
+    )
+}
+
+/// Records when the result of an instruction issued at `t` is ready (`s_delay_alu` reads it).
+#[inline]
+fn track_ready(w: &mut Wave, c: Class, t: u64) {
+    let push = |r: &mut [u64], v: u64| {
+        r.rotate_right(1);
+        r[0] = v;
+    };
+    match c {
+        Class::ValuTrans => {
+            let done = t + cycles::TRANS_DEP_LATENCY;
+            push(&mut w.trans_ready, done);
+            push(&mut w.valu_ready, done);
+        }
+        c if is_valu(c) => {
+            let done = t + c.issue(w.lanes).max(1) - 1 + cycles::VALU_DEP_LATENCY;
+            push(&mut w.valu_ready, done);
+        }
+        Class::Salu | Class::SaluSaveexec => push(&mut w.salu_ready, t + 1),
+        _ => {}
+    }
+}
+
+/// `s_delay_alu` (simm16: instid0 [3:0], instskip [6:4], instid1 [10:7]): the next
+/// instruction waits for the result instid0 names, the one instskip after it for instid1's.
+fn delay_alu(w: &mut Wave, v: u32) {
+    let ready = |w: &Wave, id: u32| -> u64 {
+        match id {
+            1..=4 => w.valu_ready[(id - 1) as usize],
+            5..=7 => w.trans_ready[(id - 5) as usize],
+            // FMA_ACCUM_CYCLE_1: one cycle after the last VALU issued.
+            8 => w.valu_ready[0].saturating_sub(cycles::VALU_DEP_LATENCY - 1),
+            // SALU_CYCLE_1..3.
+            9..=11 => w.salu_ready[0] + u64::from(id - 9),
+            _ => 0,
+        }
+    };
+    let (id0, skip, id1) = (v & 0xF, v >> 4 & 7, v >> 7 & 0xF);
+    w.delay_next = ready(w, id0);
+    let t1 = ready(w, id1);
+    if skip == 0 {
+        w.delay_next = w.delay_next.max(t1);
+    } else if id1 != 0 {
+        w.delay_later = (skip as u8, t1);
+    }
+}
+
+/// Applies a pending `s_delay_alu` wait to the instruction about to issue.
+#[inline]
+fn apply_delay(w: &mut Wave) {
+    if w.delay_next > w.time {
+        w.time = w.delay_next;
+    }
+    w.delay_next = 0;
+    if w.delay_later.0 > 0 {
+        w.delay_later.0 -= 1;
+        if w.delay_later.0 == 0 {
+            w.delay_next = w.delay_later.1;
+        }
     }
 }
 

@@ -173,6 +173,16 @@ pub enum K {
     DsSwizzle,
     /// Cache invalidates/writebacks: no effect on the emulated (coherent) memory.
     CacheOp,
+    /// s_delay_alu: the dependency waits of the next instructions (cycle model only).
+    DelayAlu,
+    /// v_wmma_* (the form; gfx12 operand layout).
+    Wmma(super::ext::Wm, bool),
+    /// A DPP instruction: the operation is in `Op::y`, the control in `imm`/`imm1`.
+    Dpp,
+    /// f64 division steps and class compare (lane masks besides VGPRs).
+    F64x(super::ext::F64x),
+    /// MUBUF/MTBUF load or store (store flag).
+    Buf(Mem, bool),
 }
 
 /// Whether `op` is a VALU comparison the emulator runs (its result is a lane mask).
@@ -1293,7 +1303,8 @@ pub fn lookup(enc: Encoding, op: O) -> Option<(K, Class)> {
             | O::SSleep
             | O::SSetprio
             | O::SWaitcntExpcnt => (K::Nop, Class::Immediate),
-            O::SDelayAlu | O::SCodeEnd | O::SIcacheInv => (K::Nop, Class::Silent),
+            O::SDelayAlu => (K::DelayAlu, Class::Silent),
+            O::SCodeEnd | O::SIcacheInv => (K::Nop, Class::Silent),
             O::SWaitcnt => (K::Waitcnt, Class::Immediate),
             O::SEndpgm => (K::Endpgm, Class::Silent),
             O::SBarrier => (K::Barrier, Class::Barrier),
@@ -1362,15 +1373,17 @@ pub fn lookup(enc: Encoding, op: O) -> Option<(K, Class)> {
             if is_cmp(op) {
                 vcmp(op)
             } else {
-                valu(op).or_else(|| half16(op))
+                valu(op)
+                    .or_else(|| half16(op))
+                    .or_else(|| super::ext::f64_lookup(op))
             }
         }
-        E::Vop3p => packed(op),
+        E::Vop3p => packed(op).or_else(|| super::ext::wmma_lookup(op, false)),
         E::Flat | E::Global | E::Scratch => vmem(enc, op),
         E::Ds => ds(op),
-        E::Mubuf => match op {
+        E::Mubuf | E::Mtbuf => match op {
             O::BufferGl0Inv | O::BufferGl1Inv => Some((K::CacheOp, Class::Immediate)),
-            _ => None,
+            _ => super::ext::buf_lookup(op),
         },
         _ => None,
     }
@@ -1456,6 +1469,9 @@ pub fn lookup12(enc: Encoding, op: O) -> Option<(K, Class)> {
             Some((K::CacheOp, Class::Immediate))
         }
         (E::Smem, O::SLoadB96) => Some((K::Smem(3), Class::Smem)),
+        (E::Vop3p, _) if super::ext::wmma_lookup(op, true).is_some() => {
+            super::ext::wmma_lookup(op, true)
+        }
         (E::Sop2, O::SAddNcU64) => s(sf!(|a, b, s| (a.wrapping_add(b), None))),
         (E::Sop2, O::SSubNcU64) => s(sf!(|a, b, s| (a.wrapping_sub(b), None))),
         (E::Sop2, O::SMulU64) => s(sf!(|a, b, s| (a.wrapping_mul(b), None))),

@@ -157,6 +157,10 @@ impl Instruction {
             (E::Vop3 | E::Vop3p, 2) => Field::Src2,
             _ => return None,
         };
+        // DPP16/DPP8: src0 is a marker code; the VGPR is the control word's low byte.
+        if let (Field::Src0, 1 | 2, Some(w)) = (f, self.dpp, self.dpp_word()) {
+            return Some(Src::Vgpr(bits(w, 0, 8) as u16));
+        }
         Some(Src::from_code(field(self, f, false), lit))
     }
 
@@ -306,6 +310,128 @@ impl Instruction {
     }
 }
 
+/// MUBUF / MTBUF (gfx12 VBUFFER) fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BufFields {
+    /// Unsigned immediate byte offset (12 bits on gfx11, 24 on gfx12).
+    pub offset: u32,
+    /// First address VGPR: the index (idxen) then the offset (offen).
+    pub vaddr: u16,
+    /// Data VGPR(s).
+    pub vdata: u16,
+    /// First SGPR of the 128-bit resource descriptor.
+    pub srsrc: u8,
+    /// Scalar-register-file slot (or inline constant code) of the scalar offset.
+    pub soffset: u8,
+    pub offen: bool,
+    pub idxen: bool,
+    /// TFE (texture-fail-enable: an extra status dword).
+    pub tfe: bool,
+    /// GLC (gfx11) / TH_ATOMIC_RETURN (gfx12): atomics return the pre-op value.
+    pub atomic_return: bool,
+    /// MTBUF: the unified format's name (`BUF_FMT_32_UINT`...; empty for the default format).
+    pub format: &'static str,
+}
+
+/// A DPP control word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dpp {
+    /// DPP16: `ctrl` (quad_perm, row shifts/rotates/mirrors, row_share, row_xmask), the row and
+    /// bank write masks, bound_ctrl (an invalid source lane reads 0 rather than disabling the
+    /// write), fetch-inactive, and the VOP1/VOP2/VOPC src0/src1 neg/abs bits (bit k: src k).
+    Dpp16 {
+        ctrl: u16,
+        row_mask: u8,
+        bank_mask: u8,
+        bound_ctrl: bool,
+        fi: bool,
+        neg: u8,
+        abs: u8,
+    },
+    /// DPP8: lane `j` of every group of 8 reads lane `sel[j]` of its group.
+    Dpp8 { sel: [u8; 8], fi: bool },
+}
+
+impl Instruction {
+    /// MUBUF / MTBUF fields (gfx11, gfx12).
+    pub fn buf(&self) -> Option<BufFields> {
+        if !matches!(self.encoding, Encoding::Mubuf | Encoding::Mtbuf) {
+            return None;
+        }
+        let [w0, w1, w2, ..] = self.words;
+        let mt = self.encoding == Encoding::Mtbuf;
+        let (offset, offen, idxen, tfe, glc, fmt) = match self.arch {
+            Arch::Gfx11 => (
+                bits(w0, 0, 12),
+                bits(w1, 22, 1),
+                bits(w1, 23, 1),
+                bits(w1, 21, 1),
+                bits(w0, 14, 1),
+                mt.then(|| super::gfx11::mtbuf_format(bits(w0, 19, 7))),
+            ),
+            Arch::Gfx12 => (
+                w2 >> 8,
+                bits(w1, 30, 1),
+                bits(w1, 31, 1),
+                bits(w0, 22, 1),
+                bits(w1, 20, 1),
+                mt.then(|| super::gfx12::mtbuf_format(bits(w1, 23, 7))),
+            ),
+            Arch::Gfx9 => return None,
+        };
+        let f = |f| field(self, f, false);
+        Some(BufFields {
+            offset,
+            vaddr: f(Field::Vaddr) as u16,
+            vdata: f(Field::Vdata) as u16,
+            srsrc: f(Field::Srsrc) as u8,
+            soffset: f(Field::Soffset) as u8,
+            offen: offen != 0,
+            idxen: idxen != 0,
+            tfe: tfe != 0,
+            atomic_return: glc != 0,
+            format: fmt
+                .unwrap_or("")
+                .trim_start_matches("format:[")
+                .trim_end_matches(']'),
+        })
+    }
+
+    /// The DPP control of a gfx11/gfx12 `_dpp` / `_e64_dpp` instruction (`None` without one,
+    /// and for gfx9 SDWA). Its src0 is the low byte of the control word ([`Instruction::src`]
+    /// reports it as a VGPR).
+    pub fn dpp(&self) -> Option<Dpp> {
+        let w = self.dpp_word()?;
+        match self.dpp {
+            1 => Some(Dpp::Dpp16 {
+                ctrl: bits(w, 8, 9) as u16,
+                fi: bits(w, 18, 1) != 0,
+                bound_ctrl: bits(w, 19, 1) != 0,
+                neg: (bits(w, 20, 1) | bits(w, 22, 1) << 1) as u8,
+                abs: (bits(w, 21, 1) | bits(w, 23, 1) << 1) as u8,
+                bank_mask: bits(w, 24, 4) as u8,
+                row_mask: bits(w, 28, 4) as u8,
+            }),
+            2 => {
+                let marker = if matches!(self.encoding, Encoding::Vop3 | Encoding::Vop3p) {
+                    bits(self.words[1], 0, 9)
+                } else {
+                    bits(self.words[0], 0, 9)
+                };
+                let mut sel = [0u8; 8];
+                for (k, s) in sel.iter_mut().enumerate() {
+                    *s = bits(w, 8 + 3 * k as u32, 3) as u8;
+                }
+                Some(Dpp::Dpp8 {
+                    sel,
+                    fi: marker == 0xEA,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -356,6 +482,65 @@ mod tests {
         assert_eq!(i.sdst(), Some(0));
         let i = insn(&[0xBE83_00C1], GfxTarget::GFX1100);
         assert_eq!((i.src(0), i.sdst()), (Some(Src::Inline(0xC1)), Some(3)));
+    }
+
+    #[test]
+    fn dpp_and_buffer_fields() {
+        // gfx11 v_mov_b32_dpp v5, v15 row_shr:2 row_mask:0xf bank_mask:0xf bound_ctrl:1
+        let i = insn(&[0x7E0A_02FA, 0xFF09_120F], GfxTarget::GFX1100);
+        assert_eq!(i.src(0), Some(Src::Vgpr(15)), "{}", i.text());
+        assert_eq!(
+            i.dpp(),
+            Some(Dpp::Dpp16 {
+                ctrl: 0x112,
+                row_mask: 0xF,
+                bank_mask: 0xF,
+                bound_ctrl: true,
+                fi: false,
+                neg: 0,
+                abs: 0
+            })
+        );
+        // gfx11 v_mov_b32_dpp v12, v12 dpp8:[7,6,5,4,3,2,1,0]
+        let i = insn(&[0x7E18_02E9, 0x0539_770C], GfxTarget::GFX1100);
+        assert_eq!(
+            i.dpp(),
+            Some(Dpp::Dpp8 {
+                sel: [7, 6, 5, 4, 3, 2, 1, 0],
+                fi: false
+            }),
+            "{}",
+            i.text()
+        );
+        // gfx11 tbuffer_load_format_x v1, v[0:1], s[12:15], 0 format:[BUF_FMT_32_UINT] idxen
+        // offen offset:4 (soffset: inline constant 0)
+        let i = insn(&[0xE8A0_0004, 0x80C3_0100], GfxTarget::GFX1100);
+        let b = i.buf().unwrap();
+        assert_eq!(
+            (b.vdata, b.vaddr, b.srsrc, b.soffset, b.format, b.idxen, b.offen, b.offset),
+            (1, 0, 12, 128, "BUF_FMT_32_UINT", true, true, 4),
+            "{}",
+            i.text()
+        );
+        // gfx12 buffer_load_b32 v11, v0, s[12:15], null idxen offset:8
+        let i = insn(&[0xC405_007C, 0x8080_180B, 0x0000_0800], GfxTarget::GFX1200);
+        let b = i.buf().unwrap();
+        assert_eq!(
+            (b.vdata, b.vaddr, b.srsrc, b.soffset, b.idxen, b.offen, b.offset),
+            (11, 0, 12, 124, true, false, 8),
+            "{}",
+            i.text()
+        );
+        // gfx12 tbuffer_load_format_x v1, v[0:1], s[12:15], null format:[BUF_FMT_32_UINT]
+        // idxen offen offset:4
+        let i = insn(&[0xC420_007C, 0xCA00_1801, 0x0000_0400], GfxTarget::GFX1200);
+        let b = i.buf().unwrap();
+        assert_eq!(
+            (b.format, b.idxen, b.offen, b.offset),
+            ("BUF_FMT_32_UINT", true, true, 4),
+            "{}",
+            i.text()
+        );
     }
 
     #[test]

@@ -30,7 +30,9 @@ mod tables_gfx9;
 mod tables_opsel;
 
 pub use codeobj::{CodeObject, CodeObjectError, Kernel, KernelArg, KernelDescriptor};
-pub use fields::{DsFields, FlatFields, SmemFields, Src, Vop3Mods, Vop3pMods, VopdHalf};
+pub use fields::{
+    BufFields, Dpp, DsFields, FlatFields, SmemFields, Src, Vop3Mods, Vop3pMods, VopdHalf,
+};
 pub use opcode::Opcode;
 pub use table::{CType, Field};
 
