@@ -343,7 +343,10 @@ pub fn start(c: &mut ComputeCmds, plan: &PmcPlan) -> Result<()> {
     }
     c.wreg_fields("SQ_PERFCOUNTER_CTRL", &ctrl)?;
     if g != 9 {
-        c.wreg_fields("SQ_PERFCOUNTER_CTRL2", &[("force_en", 1), ("vmid_en", 0xffff)])?;
+        c.wreg_fields(
+            "SQ_PERFCOUNTER_CTRL2",
+            &[("force_en", 1), ("vmid_en", 0xffff)],
+        )?;
     }
     for k in &plan.counters {
         let (sel, _, _) = regs_of(g, k.block, k.slot);
@@ -356,11 +359,18 @@ pub fn start(c: &mut ComputeCmds, plan: &PmcPlan) -> Result<()> {
             ]);
         }
         c.wreg_fields(&sel, &f).map_err(|e| {
-            Error::Unsupported(format!("{}: {} out of counter registers ({e})", k.name, k.block.name()))
+            Error::Unsupported(format!(
+                "{}: {} out of counter registers ({e})",
+                k.name,
+                k.block.name()
+            ))
         })?;
     }
     if g == 9 {
-        c.wreg_fields("SQ_PERFCOUNTER_MASK", &[("sh0_mask", 0xffff), ("sh1_mask", 0xffff)])?;
+        c.wreg_fields(
+            "SQ_PERFCOUNTER_MASK",
+            &[("sh0_mask", 0xffff), ("sh1_mask", 0xffff)],
+        )?;
     }
     c.wreg_fields("COMPUTE_PERFCOUNT_ENABLE", &[("perfcount_enable", 1)])?;
     reset(c, true)
@@ -382,7 +392,10 @@ fn copy_perf(c: &mut ComputeCmds, reg: u32, dst: u64) {
 pub fn read(c: &mut ComputeCmds, plan: &PmcPlan, buf_va: u64) -> Result<()> {
     let g = c.ctx.gfx_major;
     set_grbm(c, None, None, None)?;
-    c.wreg_fields(perfmon_cntl(c), &[("perfmon_state", 1), ("perfmon_sample_enable", 1)])?;
+    c.wreg_fields(
+        perfmon_cntl(c),
+        &[("perfmon_state", 1), ("perfmon_sample_enable", 1)],
+    )?;
     for (k, s) in plan.counters.iter().zip(&plan.samples) {
         let (_, lo, hi) = regs_of(g, k.block, k.slot);
         let lo = c.ctx.reg(&lo)?.addr;
