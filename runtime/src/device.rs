@@ -828,7 +828,15 @@ impl Device {
     /// Allocates the readback buffer and selects and starts the counters (tinygrad does this
     /// once at device open; every read resets them).
     fn setup_pmc(&mut self) -> Result<()> {
-        let topo = crate::pmc::Topology::from_props(self.ctx.gfx_major, &self.props);
+        let g = self.ctx.gfx_major;
+        if crate::pmc::known_counters(g).is_empty() && self.opts.pmc == ["default"] {
+            // The default set is best effort: no counter table for this generation, no counters.
+            self.recorder
+                .warnings
+                .push(format!("no performance counters for gfx{g}: none captured"));
+            return Ok(());
+        }
+        let topo = crate::pmc::Topology::from_props(g, &self.props);
         let plan = crate::pmc::PmcPlan::new(topo, &self.opts.pmc)?;
         let buf = self
             .iface

@@ -219,9 +219,20 @@ pub struct PmcPlan {
 }
 
 impl PmcPlan {
-    /// Resolves counter names; unknown names and more counters than a block has are errors.
+    /// Resolves counter names (`default` stands for [`default_counters`]); unknown names and
+    /// more counters than a block has are errors.
     pub fn new(topo: Topology, names: &[String]) -> Result<PmcPlan> {
         let g = topo.gfx_major;
+        let names: Vec<String> = names
+            .iter()
+            .flat_map(|n| {
+                if n.trim() == "default" {
+                    default_counters(g)
+                } else {
+                    vec![n.clone()]
+                }
+            })
+            .collect();
         if table(g).is_empty() {
             return Err(Error::Unsupported(format!(
                 "performance counters are not known for gfx{g}"
@@ -230,7 +241,7 @@ impl PmcPlan {
         let mut counters: Vec<Counter> = Vec::new();
         let mut samples = Vec::new();
         let mut off = 0u64;
-        for name in names {
+        for name in &names {
             let name = name.trim();
             let (block, sel) = lookup(g, name).ok_or_else(|| {
                 Error::Unsupported(format!(
