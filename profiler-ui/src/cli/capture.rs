@@ -53,7 +53,12 @@ pub struct CaptureArgs {
     /// Performance counters read around every launch, comma-separated names (`default`:
     /// tinygrad's set, SQ_BUSY_CYCLES,SQ_INSTS_VALU,SQ_INSTS_SALU,SQC_LDS_IDX_ACTIVE,
     /// SQC_LDS_BANK_CONFLICT,GRBM_GUI_ACTIVE,GL2C_HIT,GL2C_MISS on RDNA; `none`: no counters).
-    #[arg(long, value_name = "LIST", default_value = "default", value_delimiter = ',')]
+    #[arg(
+        long,
+        value_name = "LIST",
+        default_value = "default",
+        value_delimiter = ','
+    )]
     pub pmc: Vec<String>,
     /// Launches of each kernel.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
