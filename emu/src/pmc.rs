@@ -259,11 +259,9 @@ impl PerfCounters {
                 self.reset_clock = clock;
                 self.stopped_clock = Some(clock);
             }
-            Some(1) => {
-                if !self.counting {
-                    self.counting = true;
-                    self.stopped_clock = None;
-                }
+            Some(1) if !self.counting => {
+                self.counting = true;
+                self.stopped_clock = None;
             }
             // 2 = stop (keep the values).
             Some(2) => {
