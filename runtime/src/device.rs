@@ -840,7 +840,7 @@ impl Device {
         let plan = crate::pmc::PmcPlan::new(topo, &self.opts.pmc)?;
         let buf = self
             .iface
-            .alloc(round_up(plan.size.max(8), 0x1000), AllocKind::UNCACHED)?;
+            .alloc(round_up(plan.size.max(8), 0x1000), AllocKind::VRAM_CPU)?;
         // Counters without a _HI register leave the upper half of their slot as it was.
         buf.cpu()?.write_bytes(0, &vec![0u8; plan.size as usize])?;
         self.cmds.clear();
@@ -862,7 +862,22 @@ impl Device {
         self.cmds.group("wait");
         self.cmds.wait(tl, v - 1);
         self.cmds.group("pmc_read");
-        crate::pmc::read(&mut self.cmds, &plan, va)?;
+        crate::pmc::read_begin(&mut self.cmds)?;
+        // Counters go in submissions of at most half the ring (a USB queue's ring is small);
+        // the queue runs them in order.
+        let budget = (self.compute.ring_dw / 2) as usize;
+        for i in 0..plan.counters.len() {
+            let at = self.cmds.q.len();
+            crate::pmc::read_counter(&mut self.cmds, &plan, i, va)?;
+            if self.cmds.q.len() > budget && at > 0 {
+                let tail = self.cmds.q.split_off(at);
+                self.submit_compute()?;
+                self.cmds.clear();
+                self.cmds.group("pmc_read");
+                self.cmds.q.extend(tail);
+            }
+        }
+        crate::pmc::read_end(&mut self.cmds)?;
         self.cmds.group("signal");
         self.cmds.signal(tl, v, mailbox);
         self.submit_compute()?;

@@ -401,13 +401,32 @@ fn copy_perf(c: &mut ComputeCmds, reg: u32, dst: u64) {
 /// Latches the counters, copies every instance into `buf_va` (layout of `plan.samples`), then
 /// resets and restarts them.
 pub fn read(c: &mut ComputeCmds, plan: &PmcPlan, buf_va: u64) -> Result<()> {
-    let g = c.ctx.gfx_major;
+    read_begin(c)?;
+    for i in 0..plan.counters.len() {
+        read_counter(c, plan, i, buf_va)?;
+    }
+    read_end(c)
+}
+
+/// The first part of [`read`]: latch the counters.
+pub fn read_begin(c: &mut ComputeCmds) -> Result<()> {
     set_grbm(c, None, None, None)?;
     c.wreg_fields(
         perfmon_cntl(c),
         &[("perfmon_state", 1), ("perfmon_sample_enable", 1)],
-    )?;
-    for (k, s) in plan.counters.iter().zip(&plan.samples) {
+    )
+}
+
+/// The last part of [`read`]: reset and restart the counters.
+pub fn read_end(c: &mut ComputeCmds) -> Result<()> {
+    reset(c, true)
+}
+
+/// Copies every instance of counter `i` of `plan` (a part of [`read`], so a read can be split
+/// over submissions that fit a small ring).
+pub fn read_counter(c: &mut ComputeCmds, plan: &PmcPlan, i: usize, buf_va: u64) -> Result<()> {
+    let g = c.ctx.gfx_major;
+    if let (Some(k), Some(s)) = (plan.counters.get(i), plan.samples.get(i)) {
         let (_, lo, hi) = regs_of(g, k.block, k.slot);
         let lo = c.ctx.reg(&lo)?.addr;
         let hi = c.ctx.gc.opt(&hi).map(|r| r.addr);
@@ -439,5 +458,5 @@ pub fn read(c: &mut ComputeCmds, plan: &PmcPlan, buf_va: u64) -> Result<()> {
             c.pred_exec_end(pred);
         }
     }
-    reset(c, true)
+    Ok(())
 }
