@@ -186,6 +186,9 @@ pub struct CaptureOptions {
     pub sqtt_buffer_mib: Option<u64>,
     /// SEs with instruction tracing (None: every SE).
     pub itrace_se_mask: Option<u32>,
+    /// Performance counters read around every launch, by name (`default`: tinygrad's set for
+    /// the device's generation; empty: none).
+    pub pmc: Vec<String>,
     /// Launches of each kernel.
     pub repeat: u32,
     pub wst: Option<PathBuf>,
@@ -201,6 +204,7 @@ impl Default for CaptureOptions {
             sqtt: true,
             sqtt_buffer_mib: None,
             itrace_se_mask: None,
+            pmc: vec!["default".into()],
             repeat: 1,
             wst: None,
             rgp: None,
@@ -459,6 +463,7 @@ pub fn run_demo(opts: &CaptureOptions, progress: Progress) -> Result<DemoResult>
 fn device_options(spec: &DeviceSpec, o: &CaptureOptions) -> DeviceOptions {
     let mut d = DeviceOptions {
         sqtt: o.sqtt,
+        pmc: o.pmc.clone(),
         ..Default::default()
     };
     if let Some(m) = o.sqtt_buffer_mib {

@@ -430,6 +430,7 @@ impl Queue {
                         _ => Vec::new(),
                     };
                     core.regs.write(addr, *v);
+                    core.pmc.reg_write(addr, *v, core.clock);
                     for se in drained {
                         if let Err(f) = sqtt_finish_se(core, mem, se) {
                             return Step::Fault(
@@ -516,6 +517,15 @@ impl Queue {
             }
             Packet::CopyData(c) => {
                 let v = match c.src_sel {
+                    CopyData::SRC_REG_PERF if core.pmc.select_of(c.src as u32).is_some() => {
+                        let a = c.src as u32;
+                        let sel = core.pmc.select_of(a).map_or(0, |s| core.regs.read(s));
+                        let idx = core.regs.read(core.pmc.grbm_gfx_index());
+                        let xcc = core.regs.xcc();
+                        core.pmc
+                            .read(a, idx, xcc, sel, core.clock)
+                            .unwrap_or_default()
+                    }
                     CopyData::SRC_REG | CopyData::SRC_REG_PERF => core.regs.read(c.src as u32),
                     CopyData::SRC_MEM => match mem.read32(c.src) {
                         Ok(v) => v,
@@ -586,6 +596,8 @@ impl Queue {
                 match r {
                     Ok(res) => {
                         core.tick(res.ticks);
+                        let counts = core.shader.take_counts();
+                        core.pmc.dispatch(counts, res.ticks);
                         core.stats.dispatches += 1;
                         if core.stats.recent_dispatches.len() >= 64 {
                             core.stats.recent_dispatches.remove(0);

@@ -17,9 +17,11 @@ pub mod cp;
 pub mod cycles;
 pub mod exec;
 pub mod kfd;
+pub mod lds_banks;
 pub mod mem;
 pub mod open;
 pub mod pci;
+pub mod pmc;
 pub mod regfile;
 pub mod sdma;
 pub mod se;
@@ -91,6 +93,8 @@ pub(crate) struct GpuCore {
     pub stats: EmuStats,
     pub num_xcc: u32,
     pub sqtt_active: bool,
+    /// The performance-counter registers and their counts.
+    pub pmc: pmc::PerfCounters,
     /// Interrupt context ids raised (RELEASE_MEM int_sel / SDMA TRAP) since the last wait.
     pub interrupts: Vec<u32>,
     /// Pending memory fault for the KFD memory-exception event.
@@ -169,6 +173,7 @@ impl EmuPlatform {
             stats: EmuStats::default(),
             num_xcc: arch.num_xcc(),
             sqtt_active: false,
+            pmc: pmc::PerfCounters::new(arch),
             interrupts: Vec::new(),
             fault: None,
         };

@@ -112,6 +112,8 @@ pub struct EmuShaderEngines {
     pub last_written: Vec<Written>,
     /// Seed of the cycle model's DRAM latency variation (same seed, same timing).
     pub seed: u64,
+    /// Performance-counter events of the last dispatch (taken by the CP).
+    counts: Option<super::pmc::DispatchCounts>,
 }
 
 /// Default bound on a dispatch's work (≈ 10 s of interpretation): beyond it the dispatch is
@@ -135,6 +137,7 @@ impl EmuShaderEngines {
             seq: 0,
             last_written: Vec::new(),
             seed: 0,
+            counts: None,
         }
     }
 
@@ -282,6 +285,10 @@ impl ShaderEngines for EmuShaderEngines {
         let mut places: Vec<Placement> = Vec::with_capacity(nwaves);
         // Each wave's active lanes at launch (its WAVESTART carries the count).
         let mut active: Vec<u8> = Vec::with_capacity(nwaves);
+        // Performance counters per (SE, SA, WGP), and each unit's wave lifetimes.
+        let mut counts = super::pmc::DispatchCounts::default();
+        let mut lifetimes: std::collections::HashMap<(u32, u32, u32), Vec<(u64, u64)>> =
+            Default::default();
 
         for g in 0..total_wg {
             let gx = (g % u64::from(grid[0])) as u32;
@@ -424,6 +431,12 @@ impl ShaderEngines for EmuShaderEngines {
                 self.stats.wave_instructions += w.insts;
                 self.stats.waves += 1;
                 let end = w.time;
+                let key = (se as u32, u32::from(p.sa), u32::from(p.wgp));
+                let u = counts.units.entry(key).or_default();
+                u.waves += 1;
+                u.wave_cycles += end.saturating_sub(starts[wv]);
+                u.insts.add(&w.pmc);
+                lifetimes.entry(key).or_default().push((starts[wv], end));
                 end_max = end_max.max(end);
                 if let Some(s) = slot_free.get_mut(unit) {
                     s[p.simd as usize][p.slot as usize] = end + 1;
@@ -462,10 +475,20 @@ impl ShaderEngines for EmuShaderEngines {
                 }
             }
         }
+        for (k, mut iv) in lifetimes {
+            if let Some(u) = counts.units.get_mut(&k) {
+                u.busy_cycles = super::pmc::busy_cycles(&mut iv);
+            }
+        }
+        self.counts = Some(counts);
         let cyc = end_max + cycles::DRAIN_LATENCY - d.clock * CYCLES_PER_TICK;
         Ok(DispatchResult {
             ticks: cyc.div_ceil(CYCLES_PER_TICK).max(1),
         })
+    }
+
+    fn take_counts(&mut self) -> Option<super::pmc::DispatchCounts> {
+        self.counts.take()
     }
 
     fn sqtt_start(&mut self, num_se: u32) {

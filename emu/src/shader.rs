@@ -75,6 +75,11 @@ pub trait ShaderEngines: Send {
     fn sqtt_finish(&mut self, _se: u32) -> Vec<u8> {
         Vec::new()
     }
+    /// What the last dispatch counted for the performance counters ([`super::pmc`]); None:
+    /// these engines count nothing (their counters read zero).
+    fn take_counts(&mut self) -> Option<super::pmc::DispatchCounts> {
+        None
+    }
 }
 
 /// **No shader execution yet.** Records nothing beyond what the CP logs, runs no kernel code and

@@ -9,7 +9,7 @@ use std::time::Instant;
 use egui::{Color32, RichText, Ui};
 use traces::model::Profile;
 
-use crate::data::{analyze_kernel, kernels_with_sqtt, pmc_rows, PmcRow};
+use crate::data::{analyze_kernel, kernels_with_sqtt, pmc_counters, pmc_rows, PmcCounter, PmcRow};
 use crate::layout::ruler::format_us;
 use crate::layout::timeline::{Target, TimelineModel};
 use crate::views::insts::SortState;
@@ -49,7 +49,7 @@ pub struct Loaded {
     kernel_job: Option<(usize, Receiver<Result<KernelView, String>>, Progress)>,
     pub kernel_error: Option<String>,
     pub search: String,
-    pmc: Option<(usize, Vec<PmcRow>)>,
+    pmc: Option<(usize, Vec<PmcRow>, Vec<PmcCounter>)>,
     pmc_selected: usize,
     pub inst_sort: SortState,
     export_job: Option<(
@@ -859,12 +859,28 @@ impl Loaded {
                     }
                     Some(k) => {
                         if self.pmc.as_ref().map(|p| p.0) != Some(k) {
-                            self.pmc = Some((k, pmc_rows(&self.profile, k)));
+                            self.pmc = Some((
+                                k,
+                                pmc_rows(&self.profile, k),
+                                pmc_counters(&self.profile, k),
+                            ));
                             self.pmc_selected = 0;
                         }
                         let name = self.kernel_name(k);
-                        if let Some((_, rows)) = &self.pmc {
-                            pmc::show(ui, &name, rows, &mut self.pmc_selected);
+                        // Compare mode: B's counters of the matching kernel.
+                        let b = self.compare.loaded.as_ref().and_then(|c| {
+                            let (kb, _) = c.pairs.get(&k)?;
+                            Some(pmc_rows(&c.profile, *kb))
+                        });
+                        if let Some((_, rows, counters)) = &self.pmc {
+                            pmc::show(
+                                ui,
+                                &name,
+                                rows,
+                                counters,
+                                b.as_deref(),
+                                &mut self.pmc_selected,
+                            );
                         }
                     }
                 }

@@ -68,3 +68,76 @@ pub fn pmc_rows(p: &Profile, ki: usize) -> Vec<PmcRow> {
     }
     rows
 }
+
+/// One counter sample slot: which instance it is (tinygrad's layout: XCC, instance, SE, SA,
+/// WGP, row-major) and its value.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct PmcInstance {
+    pub xcc: u32,
+    pub inst: u32,
+    pub se: u32,
+    pub sa: u32,
+    pub wgp: u32,
+    pub value: u64,
+}
+
+/// One counter of a kernel run: its total and every instance's sample.
+#[derive(Debug, Clone, Serialize)]
+pub struct PmcCounter {
+    pub name: String,
+    pub block: String,
+    pub total: u64,
+    pub instances: Vec<PmcInstance>,
+}
+
+/// The counters of kernel `ki`, per instance.
+pub fn pmc_counters(p: &Profile, ki: usize) -> Vec<PmcCounter> {
+    let Some(k) = p.kernels.get(ki) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PmcCounter> = Vec::new();
+    for ev in p.pmc.iter().filter(|e| {
+        Some(e.kern) == k.kern
+            && (e.exec_tag.is_none() || k.exec_tag.is_none() || e.exec_tag == k.exec_tag)
+    }) {
+        let blob = p.blob(ev.blob);
+        for s in &ev.samples {
+            let (off, size) = (s.off as usize, s.size as usize);
+            let bytes = off
+                .checked_add(size)
+                .and_then(|end| blob.get(off..end))
+                .unwrap_or(&[]);
+            let mut vals = bytes
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])));
+            let mut inst = Vec::new();
+            for xcc in 0..s.xcc {
+                for i in 0..s.inst {
+                    for se in 0..s.se {
+                        for sa in 0..s.sa {
+                            for wgp in 0..s.wgp {
+                                let Some(value) = vals.next() else { break };
+                                inst.push(PmcInstance {
+                                    xcc,
+                                    inst: i,
+                                    se,
+                                    sa,
+                                    wgp,
+                                    value,
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+            let total = inst.iter().fold(0u64, |a, x| a.saturating_add(x.value));
+            out.push(PmcCounter {
+                name: s.name.clone(),
+                block: s.block.clone(),
+                total,
+                instances: inst,
+            });
+        }
+    }
+    out
+}

@@ -244,6 +244,27 @@ pub const ACCEPTED: &[Acceptance] = &[
         "flags",
         "A10: every flag set we use is one tinygrad uses",
     ),
+    (
+        "gfx12",
+        "",
+        "CP_PERFMON_CNTL",
+        "",
+        "A11: CP_PERFMON_CNTL_1 and GRBMH_CP_PERFMON_CNTL are one register (same address and fields)",
+    ),
+    (
+        "",
+        "pmc_read",
+        "GRBM_GFX_INDEX",
+        "se_index",
+        "A12: tinygrad skips WGPs its mock's cu_bitmap marks inactive; we read every WGP",
+    ),
+    (
+        "",
+        "ioctl",
+        "DRM_IOCTL_AMDGPU_INFO",
+        "",
+        "A12: tinygrad asks DRM for the cu_bitmap to skip inactive WGPs; we read every WGP",
+    ),
 ];
 
 /// Parses JSON lines (blank lines skipped); errors name the line.

@@ -45,6 +45,9 @@ pub struct DeviceOptions {
     pub sqtt_buffer_size: u64,
     /// SEs with instruction tracing (bit per SE).
     pub sqtt_itrace_se_mask: u32,
+    /// Performance counters read around each kernel launch, by name ([`crate::pmc`];
+    /// `pmc::default_counters` is tinygrad's set). Empty: none.
+    pub pmc: Vec<String>,
 }
 
 impl Default for DeviceOptions {
@@ -60,6 +63,7 @@ impl Default for DeviceOptions {
             sqtt: false,
             sqtt_buffer_size: sqtt::DEFAULT_BUFFER_SIZE,
             sqtt_itrace_se_mask: 0b11,
+            pmc: Vec::new(),
         }
     }
 }
@@ -85,6 +89,11 @@ struct Pending {
     copy: bool,
     kern: i64,
     exec_tag: i64,
+}
+
+struct PmcState {
+    plan: crate::pmc::PmcPlan,
+    buf: GpuBuffer,
 }
 
 struct SqttState {
@@ -121,6 +130,7 @@ pub struct Device {
     /// Submissions so far (the recordings' `submit` ids).
     submits: u64,
     sqtt: Option<SqttState>,
+    pmc: Option<PmcState>,
     cmd_id: u32,
     exec_tag: i64,
     next_kern: i64,
@@ -314,6 +324,7 @@ impl Device {
             commands,
             submits: 0,
             sqtt: None,
+            pmc: None,
             cmd_id: 0,
             exec_tag: 0,
             next_kern: 0,
@@ -328,6 +339,9 @@ impl Device {
         dev.calibrate()?;
         if dev.opts.sqtt {
             dev.setup_sqtt()?;
+        }
+        if !dev.opts.pmc.is_empty() {
+            dev.setup_pmc()?;
         }
         Ok(dev)
     }
@@ -865,6 +879,9 @@ impl Device {
         }
         self.build_launch(prg, buffers, values, global, local)?;
         self.submit_compute()?;
+        if self.pmc.is_some() {
+            self.pmc_read(prg.kern)?;
+        }
         if self.sqtt.is_some() {
             self.sqtt_end(prg.kern)?;
         }
@@ -888,9 +905,83 @@ impl Device {
         }
         self.build_launch_args(prg, args, global, local)?;
         self.submit_compute()?;
+        if self.pmc.is_some() {
+            self.pmc_read(prg.kern)?;
+        }
         if self.sqtt.is_some() {
             self.sqtt_end(prg.kern)?;
         }
+        Ok(())
+    }
+
+    // ---- performance counters ----
+
+    /// Allocates the readback buffer and selects and starts the counters (tinygrad does this
+    /// once at device open; every read resets them).
+    fn setup_pmc(&mut self) -> Result<()> {
+        let g = self.ctx.gfx_major;
+        if crate::pmc::known_counters(g).is_empty() && self.opts.pmc == ["default"] {
+            // The default set is best effort: no counter table for this generation, no counters.
+            self.recorder
+                .warnings
+                .push(format!("no performance counters for gfx{g}: none captured"));
+            return Ok(());
+        }
+        let topo = crate::pmc::Topology::from_props(g, &self.props);
+        let plan = crate::pmc::PmcPlan::new(topo, &self.opts.pmc)?;
+        let buf = self
+            .iface
+            .alloc(round_up(plan.size.max(8), 0x1000), AllocKind::VRAM_CPU)?;
+        // Counters without a _HI register leave the upper half of their slot as it was.
+        buf.cpu()?.write_bytes(0, &vec![0u8; plan.size as usize])?;
+        self.cmds.clear();
+        self.cmds.group("pmc_start");
+        crate::pmc::start(&mut self.cmds, &plan)?;
+        self.submit_compute()?;
+        self.pmc = Some(PmcState { plan, buf });
+        Ok(())
+    }
+
+    fn pmc_read(&mut self, kern: i64) -> Result<()> {
+        let Some(s) = &self.pmc else { return Ok(()) };
+        let plan = s.plan.clone();
+        let va = s.buf.va;
+        let v = self.next_timeline();
+        let tl = self.timeline.value_addr();
+        let mailbox = self.iface.event_mailbox();
+        self.cmds.clear();
+        self.cmds.group("wait");
+        self.cmds.wait(tl, v - 1);
+        self.cmds.group("pmc_read");
+        crate::pmc::read_begin(&mut self.cmds)?;
+        // Counters go in submissions of at most half the ring (a USB queue's ring is small);
+        // the queue runs them in order.
+        let budget = (self.compute.ring_dw / 2) as usize;
+        for i in 0..plan.counters.len() {
+            let at = self.cmds.q.len();
+            crate::pmc::read_counter(&mut self.cmds, &plan, i, va)?;
+            if self.cmds.q.len() > budget && at > 0 {
+                let tail = self.cmds.q.split_off(at);
+                self.submit_compute()?;
+                self.cmds.clear();
+                self.cmds.group("pmc_read");
+                self.cmds.q.extend(tail);
+            }
+        }
+        crate::pmc::read_end(&mut self.cmds)?;
+        self.cmds.group("signal");
+        self.cmds.signal(tl, v, mailbox);
+        self.submit_compute()?;
+        self.synchronize()?;
+        let Some(s) = &self.pmc else { return Ok(()) };
+        let mut blob = vec![0u8; plan.size as usize];
+        s.buf.cpu()?.read_bytes(0, &mut blob)?;
+        self.recorder.events.push(ProfileEvent::Pmc {
+            kern,
+            exec_tag: self.exec_tag,
+            samples: plan.samples,
+            blob,
+        });
         Ok(())
     }
 

@@ -7,7 +7,7 @@
 //! - [`kfd`]: the KFD interface (`/dev/kfd` ioctls, sysfs topology and IP discovery).
 //! - [`regs`], [`pm4`], [`sdma`]: register tables and packet layouts (shared by builders and the
 //!   emulated engines).
-//! - [`signal`], [`queue`], [`device`], [`kernel`], [`kernargs`], [`sqtt`], [`profile`]: the device runtime.
+//! - [`signal`], [`queue`], [`device`], [`kernel`], [`kernargs`], [`sqtt`], [`pmc`], [`profile`]: the device runtime.
 //!
 //! The emulated GPU is the separate `emu` crate: it implements these traits from outside, and
 //! `runtime` never depends on it (only its tests do).
@@ -23,6 +23,7 @@ pub mod list;
 pub mod pci;
 pub mod platform;
 pub mod pm4;
+pub mod pmc;
 pub mod profile;
 pub mod queue;
 pub mod record;

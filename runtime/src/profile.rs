@@ -51,6 +51,13 @@ pub enum ProfileEvent {
         itrace: bool,
         blob: Vec<u8>,
     },
+    /// Counter values of one kernel run, laid out as `samples` say.
+    Pmc {
+        kern: i64,
+        exec_tag: i64,
+        samples: Vec<traces::model::PmcSample>,
+        blob: Vec<u8>,
+    },
 }
 
 /// Collects events and the GPU→host clock offsets.
@@ -218,6 +225,22 @@ impl Recorder {
                         blob: id,
                     });
                     "ProfileSQTTEvent"
+                }
+                ProfileEvent::Pmc {
+                    kern,
+                    exec_tag,
+                    samples,
+                    blob,
+                } => {
+                    let id = p.add_blob(Blob::from_vec(blob.clone()));
+                    p.pmc.push(traces::model::PmcEvent {
+                        device: 0,
+                        kern: *kern,
+                        exec_tag: Some(*exec_tag),
+                        samples: samples.clone(),
+                        blob: id,
+                    });
+                    "ProfilePMCEvent"
                 }
             };
             *counts.entry(class.to_string()).or_default() += 1;

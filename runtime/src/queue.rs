@@ -316,6 +316,11 @@ impl ComputeCmds {
         p.encode(&mut self.q);
     }
 
+    /// Appends one packet (for builders outside this module, e.g. [`crate::pmc`]).
+    pub(crate) fn packet(&mut self, p: Packet<'_>) {
+        self.pkt(p);
+    }
+
     /// `wreg`, returning the position of the first value relative to `start`.
     fn wreg_at(&mut self, start: usize, addr: u32, values: &[u32]) -> Result<usize> {
         // Header and register offset, then the values.

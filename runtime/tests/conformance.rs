@@ -48,6 +48,8 @@ const OPS: &[&str] = &[
     "timestamp",
     "sqtt_start",
     "sqtt_stop",
+    "pmc_start",
+    "pmc_read",
     "copy",
     "ioctl",
 ];
@@ -65,6 +67,7 @@ fn replay(
     arch: EmuArch,
     sqtt: bool,
     profile: bool,
+    pmc: bool,
 ) -> Outcome {
     let mut wrong_result = None;
     let launches: Vec<&Value> = evs.iter().filter(|e| e["ev"] == "launch").collect();
@@ -80,6 +83,12 @@ fn replay(
         profile,
         sqtt,
         sqtt_buffer_size: 1 << 20,
+        // tinygrad's PMC=1 programs its default counters.
+        pmc: if pmc {
+            runtime::pmc::default_counters(arch.gc_version().0)
+        } else {
+            Vec::new()
+        },
         ..DeviceOptions::default()
     };
     let mut d =
@@ -133,9 +142,6 @@ fn replay(
 }
 
 fn blocked(name: &str, evs: &[Value]) -> Option<String> {
-    if name.ends_with("_pmc.jsonl") {
-        return Some("performance counters are not emulated yet".into());
-    }
     if name.starts_with("pci_") || name.starts_with("usb_") {
         return Some(
             "needs an emulated gfx1200 PCI GPU and a GC 12 bring-up; MMIO/USB recording and comparison: record_io.rs".into(),
@@ -182,11 +188,12 @@ fn conformance() {
             a => panic!("{name}: no emulated device for {a:?}"),
         };
         let sqtt = name.contains("_sqtt");
-        let profile = sqtt || name.contains("_pmc");
+        let pmc = name.contains("_pmc");
+        let profile = sqtt || pmc;
         let Outcome {
             report: rep,
             wrong_result,
-        } = replay(&root, &evs, arch, sqtt, profile);
+        } = replay(&root, &evs, arch, sqtt, profile, pmc);
         let line = match rep.verdict() {
             _ if wrong_result.is_some() => {
                 differs.push(name.clone());

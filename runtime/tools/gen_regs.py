@@ -3,7 +3,7 @@
 
 Usage: python3 runtime/tools/gen_regs.py [path/to/amd-registers]  (default ../shared/amd-registers)
 The output is committed so the crate never reads ../shared at build time. Only the registers the
-runtime and the emulated command processor use are kept (compute dispatch, SQTT, GRBM/SPI, HDP flush),
+runtime and the emulated command processor use are kept (compute dispatch, SQTT, performance counters, GRBM/SPI, HDP flush),
 with all of their fields.
 """
 import json, os, re, sys
@@ -12,7 +12,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "..", "..", "shared", "amd-registers")
 OUT = os.path.join(HERE, "..", "src", "regs", "tables.rs")
 
-GC_KEEP = re.compile(r"^reg(COMPUTE_[A-Z0-9_]+|SQ_THREAD_TRACE_(?!WORD_)[A-Z0-9_]+|GRBM_GFX_INDEX|SPI_CONFIG_CNTL|CP_PERFMON_CNTL)$")
+GC_KEEP = re.compile(r"^reg(COMPUTE_[A-Z0-9_]+|SQ_THREAD_TRACE_(?!WORD_)[A-Z0-9_]+|GRBM_GFX_INDEX|SPI_CONFIG_CNTL|CP_PERFMON_CNTL(_1)?|(SQ|GRBM|GL2C|TCC)_PERFCOUNTER[0-9]+_(SELECT|LO|HI)|SQ_PERFCOUNTER_(CTRL|CTRL2|MASK))$")
 NBIO_KEEP = re.compile(r"^regBIF_BX_(PF[01]_)?GPU_HDP_FLUSH_(REQ|DONE)$")
 IPS = [("GC_11_0_0", "gc_11_0_0", GC_KEEP), ("GC_12_0_0", "gc_12_0_0", GC_KEEP), ("GC_9_4_3", "gc_9_4_3", GC_KEEP),
        ("NBIO_4_3_0", "nbio_4_3_0", NBIO_KEEP), ("NBIF_6_3_1", "nbif_6_3_1", NBIO_KEEP),

@@ -192,6 +192,8 @@ pub struct PmcInfo {
     pub kern: i64,
     pub exec_tag: Option<i64>,
     pub counters: Vec<String>,
+    /// Each counter's total over its instances (same order as `counters`).
+    pub totals: Vec<u64>,
     pub bytes: usize,
 }
 
@@ -285,6 +287,20 @@ pub fn describe(path: &str, format: Format, profile: &Profile, data: &[u8]) -> F
                 kern: m.kern,
                 exec_tag: m.exec_tag,
                 counters: m.samples.iter().map(|s| s.name.clone()).collect(),
+                totals: m
+                    .samples
+                    .iter()
+                    .map(|s| {
+                        let b = profile.blob(m.blob);
+                        let (o, n) = (s.off as usize, s.size as usize);
+                        o.checked_add(n)
+                            .and_then(|e| b.get(o..e))
+                            .unwrap_or(&[])
+                            .chunks_exact(8)
+                            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+                            .fold(0u64, u64::saturating_add)
+                    })
+                    .collect(),
                 bytes: profile.blob(m.blob).len(),
             })
             .collect(),

@@ -38,6 +38,8 @@ pub struct PerfettoStats {
     pub decode_errors: Vec<(usize, String)>,
     /// Blobs whose waves were placed by an assumed shader clock (no realtime markers).
     pub approximate_placement: usize,
+    /// Kernels with a performance-counter track.
+    pub pmc_tracks: usize,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -132,6 +134,41 @@ pub fn write_json<W: Write>(
         out.event(&json!({"ph": "X", "cat": "kernel", "name": k.name, "pid": pid, "tid": TID_KERNELS, "ts": rel(k.start), "dur": dur,
             "args": {"kern": k.kern, "exec_tag": k.exec_tag, "gpu_start": k.gpu_start.map(|v| v.to_string()), "gpu_end": k.gpu_end.map(|v| v.to_string())}}))?;
         stats.kernel_slices += 1;
+        // A counter track per kernel run: every counter's total (one series each) from its
+        // start to its end.
+        let totals: Vec<(String, u64)> = p
+            .pmc
+            .iter()
+            .filter(|e| {
+                Some(e.kern) == k.kern
+                    && (e.exec_tag.is_none() || k.exec_tag.is_none() || e.exec_tag == k.exec_tag)
+                    && pid_of(e.device) == pid
+            })
+            .flat_map(|e| {
+                let b = p.blob(e.blob);
+                e.samples.iter().map(move |s| {
+                    let (o, n) = (s.off as usize, s.size as usize);
+                    let v = o
+                        .checked_add(n)
+                        .and_then(|end| b.get(o..end))
+                        .unwrap_or(&[])
+                        .chunks_exact(8)
+                        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+                        .fold(0u64, u64::saturating_add);
+                    (s.name.clone(), v)
+                })
+            })
+            .collect();
+        if !totals.is_empty() {
+            let name = format!("PMC {}", k.name);
+            let on: serde_json::Map<String, Value> =
+                totals.iter().map(|(n, v)| (n.clone(), json!(v))).collect();
+            let off: serde_json::Map<String, Value> =
+                totals.iter().map(|(n, _)| (n.clone(), json!(0))).collect();
+            out.event(&json!({"ph": "C", "cat": "pmc", "name": name, "pid": pid, "ts": rel(k.start), "args": on}))?;
+            out.event(&json!({"ph": "C", "cat": "pmc", "name": name, "pid": pid, "ts": rel(k.start) + dur, "args": off}))?;
+            stats.pmc_tracks += 1;
+        }
     }
 
     if opts.waves {

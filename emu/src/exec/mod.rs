@@ -59,6 +59,8 @@ pub struct Wave {
     /// Instruction tokens for SQTT: (issue time, class, taken branch) when traced.
     pub trace: Option<Vec<(u64, Class, bool)>>,
     pub insts: u64,
+    /// Performance-counter events of this wave, counted at issue.
+    pub pmc: crate::pmc::WaveCounts,
     /// Scratch for global loads (the bytes one read fetches for all lanes).
     span_buf: Vec<u8>,
     /// Scalar operands of a VALU instruction broadcast to all lanes.
@@ -152,6 +154,7 @@ impl Wave {
             priv_bytes,
             trace: None,
             insts: 0,
+            pmc: crate::pmc::WaveCounts::default(),
             span_buf: Vec::new(),
             bcast: Box::new([[0; 64]; 3]),
             unit: 0,
@@ -766,6 +769,7 @@ pub fn step(w: &mut Wave, cx: &mut Ctx<'_>) -> Result<Step, Fault> {
         }
     }
     w.insts += 1;
+    w.pmc.issue(op.class);
     w.pc = next;
     Ok(res)
 }
@@ -1953,11 +1957,42 @@ fn lds_write(lds: &mut [u8], a: u32, data: &[u8]) {
     }
 }
 
+/// The LDS bank cycles of a DS instruction from its per-lane addresses ([`crate::lds_banks`]).
+fn lds_cycles(
+    op: &Op,
+    addr: &L,
+    off16: u32,
+    lanes: usize,
+    exec: u64,
+) -> crate::lds_banks::LdsCycles {
+    use crate::lds_banks::cycles;
+    let at = |l: usize, o: u32| addr[l].wrapping_add(o);
+    match op.k {
+        K::DsLoad(m) | K::DsStore(m) => {
+            let n = usize::from(m.dwords.max(1));
+            cycles(lanes, exec, n, |l, k| at(l, off16) + 4 * k as u32)
+        }
+        K::DsLoad2(n, s64) | K::DsStore2(n, s64) => {
+            let sz = 4 * u32::from(n) * if s64 { 64 } else { 1 };
+            let (o0, o1) = (op.imm as u32 * sz, op.imm1 as u32 * sz);
+            let n = usize::from(n);
+            cycles(lanes, exec, 2 * n, |l, k| {
+                let (o, k) = if k < n { (o0, k) } else { (o1, k - n) };
+                at(l, o) + 4 * k as u32
+            })
+        }
+        K::DsAtomic(..) => cycles(lanes, exec, 1, |l, _| at(l, off16)),
+        // The crossbar, no bank: one pass per 32 lanes.
+        _ => cycles(lanes, 0, 1, |_, _| 0),
+    }
+}
+
 fn ds(w: &mut Wave, cx: &mut Ctx<'_>, op: &Op, pc: u64, exec: u64) -> Result<(), Fault> {
     let Src::V(ar) = op.src[0] else { return Ok(()) };
     let addr = *w.vreg(ar, pc)?;
     let off16 = (op.imm as u32) | ((op.imm1 as u32) << 8);
     let lanes = w.lanes as usize;
+    w.pmc.lds_access(lds_cycles(op, &addr, off16, lanes, exec));
     let data = |w: &Wave, k: usize, n: u16| -> Result<L, Fault> {
         match op.src[k] {
             Src::V(r) => Ok(*w.vreg(r + n, pc)?),

@@ -61,6 +61,16 @@ pub struct CaptureArgs {
     /// SEs with instruction tracing, a bit per SE (default: every SE).
     #[arg(long, value_name = "MASK", value_parser = parse_mask)]
     pub itrace_se_mask: Option<u32>,
+    /// Performance counters read around every launch, comma-separated names (`default`:
+    /// tinygrad's set, SQ_BUSY_CYCLES,SQ_INSTS_VALU,SQ_INSTS_SALU,SQC_LDS_IDX_ACTIVE,
+    /// SQC_LDS_BANK_CONFLICT,GRBM_GUI_ACTIVE,GL2C_HIT,GL2C_MISS on RDNA; `none`: no counters).
+    #[arg(
+        long,
+        value_name = "LIST",
+        default_value = "default",
+        value_delimiter = ','
+    )]
+    pub pmc: Vec<String>,
     /// Launches of each kernel.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
@@ -125,6 +135,12 @@ fn options(a: &CaptureArgs) -> CaptureOptions {
         sqtt: a.sqtt,
         sqtt_buffer_mib: a.sqtt_buffer_mib,
         itrace_se_mask: a.itrace_se_mask,
+        pmc: a
+            .pmc
+            .iter()
+            .filter(|n| !n.is_empty() && n.as_str() != "none")
+            .cloned()
+            .collect(),
         repeat: a.repeat,
         wst: Some(a.output.clone()),
         rgp: a.rgp.clone(),

@@ -37,6 +37,8 @@ struct KernelStats {
     /// Per traced wave, every instruction it executed: our token time beside AMD's issue
     /// time, stall and duration.
     traced_waves: Vec<TracedWave>,
+    /// Performance counters of the run: totals and per-instance (SE/SA/WGP) samples.
+    pmc: Vec<profiler_ui::data::PmcCounter>,
 }
 
 pub fn run(a: StatsArgs) -> Result<()> {
@@ -70,6 +72,7 @@ pub fn run(a: StatsArgs) -> Result<()> {
                 .collect(),
             instructions: inst_stats(&ks),
             traced_waves: traced_waves(&ks),
+            pmc: profiler_ui::data::pmc_counters(&profile, k),
         });
     }
     bar.finish_and_clear();
@@ -97,6 +100,15 @@ pub fn run(a: StatsArgs) -> Result<()> {
         );
         for e in &k.errors {
             outln!(o, "  error: {e}");
+        }
+        for c in &k.pmc {
+            outln!(
+                o,
+                "  pmc {:<24} {:>14} ({} instances)",
+                c.name,
+                c.total,
+                c.instances.len()
+            );
         }
         outln!(
             o,

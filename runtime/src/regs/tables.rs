@@ -1178,6 +1178,194 @@ pub static GC_11_0_0: IpTable = IpTable {
             ],
         },
         RegDef {
+            name: "GL2C_PERFCOUNTER0_HI",
+            offset: 0x3381,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GL2C_PERFCOUNTER0_LO",
+            offset: 0x3380,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GL2C_PERFCOUNTER0_SELECT",
+            offset: 0x3b80,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "perf_sel1",
+                    lo: 10,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "cntr_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode1",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "GL2C_PERFCOUNTER1_HI",
+            offset: 0x3383,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GL2C_PERFCOUNTER1_LO",
+            offset: 0x3382,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GL2C_PERFCOUNTER1_SELECT",
+            offset: 0x3b82,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "perf_sel1",
+                    lo: 10,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "cntr_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode1",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "GL2C_PERFCOUNTER2_HI",
+            offset: 0x3385,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GL2C_PERFCOUNTER2_LO",
+            offset: 0x3384,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GL2C_PERFCOUNTER2_SELECT",
+            offset: 0x3b84,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "cntr_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "GL2C_PERFCOUNTER3_HI",
+            offset: 0x3387,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GL2C_PERFCOUNTER3_LO",
+            offset: 0x3386,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GL2C_PERFCOUNTER3_SELECT",
+            offset: 0x3b85,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "cntr_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
             name: "GRBM_GFX_INDEX",
             offset: 0x2200,
             base_index: 1,
@@ -1209,6 +1397,260 @@ pub static GC_11_0_0: IpTable = IpTable {
                 },
                 FieldDef {
                     name: "se_broadcast_writes",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "GRBM_PERFCOUNTER0_HI",
+            offset: 0x3041,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GRBM_PERFCOUNTER0_LO",
+            offset: 0x3040,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GRBM_PERFCOUNTER0_SELECT",
+            offset: 0x3840,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "db_clean_user_defined_mask",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "cb_clean_user_defined_mask",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "ta_busy_user_defined_mask",
+                    lo: 13,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "sx_busy_user_defined_mask",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "spi_busy_user_defined_mask",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "sc_busy_user_defined_mask",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "pa_busy_user_defined_mask",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "grbm_busy_user_defined_mask",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "db_busy_user_defined_mask",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "cb_busy_user_defined_mask",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "cp_busy_user_defined_mask",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "gds_busy_user_defined_mask",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "bci_busy_user_defined_mask",
+                    lo: 25,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "rlc_busy_user_defined_mask",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "tcp_busy_user_defined_mask",
+                    lo: 27,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "ge_busy_user_defined_mask",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "utcl2_busy_user_defined_mask",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "ea_busy_user_defined_mask",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "rmi_busy_user_defined_mask",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "GRBM_PERFCOUNTER1_HI",
+            offset: 0x3044,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GRBM_PERFCOUNTER1_LO",
+            offset: 0x3043,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GRBM_PERFCOUNTER1_SELECT",
+            offset: 0x3841,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "db_clean_user_defined_mask",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "cb_clean_user_defined_mask",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "ta_busy_user_defined_mask",
+                    lo: 13,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "sx_busy_user_defined_mask",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "spi_busy_user_defined_mask",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "sc_busy_user_defined_mask",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "pa_busy_user_defined_mask",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "grbm_busy_user_defined_mask",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "db_busy_user_defined_mask",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "cb_busy_user_defined_mask",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "cp_busy_user_defined_mask",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "gds_busy_user_defined_mask",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "bci_busy_user_defined_mask",
+                    lo: 25,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "rlc_busy_user_defined_mask",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "tcp_busy_user_defined_mask",
+                    lo: 27,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "ge_busy_user_defined_mask",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "utcl2_busy_user_defined_mask",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "ea_busy_user_defined_mask",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "rmi_busy_user_defined_mask",
                     lo: 31,
                     hi: 31,
                 },
@@ -1253,6 +1695,512 @@ pub static GC_11_0_0: IpTable = IpTable {
                     name: "ps_pkr_priority_cntl",
                     lo: 30,
                     hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER0_LO",
+            offset: 0x31c0,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER0_SELECT",
+            offset: 0x39c0,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER10_SELECT",
+            offset: 0x39ca,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER11_SELECT",
+            offset: 0x39cb,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER12_SELECT",
+            offset: 0x39cc,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER13_SELECT",
+            offset: 0x39cd,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER14_SELECT",
+            offset: 0x39ce,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER15_SELECT",
+            offset: 0x39cf,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER1_LO",
+            offset: 0x31c2,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER1_SELECT",
+            offset: 0x39c1,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER2_LO",
+            offset: 0x31c4,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER2_SELECT",
+            offset: 0x39c2,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER3_LO",
+            offset: 0x31c6,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER3_SELECT",
+            offset: 0x39c3,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER4_LO",
+            offset: 0x31c8,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER4_SELECT",
+            offset: 0x39c4,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER5_LO",
+            offset: 0x31ca,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER5_SELECT",
+            offset: 0x39c5,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER6_LO",
+            offset: 0x31cc,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER6_SELECT",
+            offset: 0x39c6,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER7_LO",
+            offset: 0x31ce,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER7_SELECT",
+            offset: 0x39c7,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER8_SELECT",
+            offset: 0x39c8,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER9_SELECT",
+            offset: 0x39c9,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER_CTRL",
+            offset: 0x39e0,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "ps_en",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "gs_en",
+                    lo: 2,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "hs_en",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "cs_en",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "disable_me0pipe0_perf",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "disable_me0pipe1_perf",
+                    lo: 15,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "disable_me1pipe0_perf",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "disable_me1pipe1_perf",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "disable_me1pipe2_perf",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "disable_me1pipe3_perf",
+                    lo: 19,
+                    hi: 19,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER_CTRL2",
+            offset: 0x39e2,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "force_en",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "vmid_en",
+                    lo: 1,
+                    hi: 16,
                 },
             ],
         },
@@ -2925,6 +3873,241 @@ pub static GC_12_0_0: IpTable = IpTable {
             }],
         },
         RegDef {
+            name: "CP_PERFMON_CNTL_1",
+            offset: 0x3808,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perfmon_state",
+                    lo: 0,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "spm_perfmon_state",
+                    lo: 4,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "perfmon_enable_mode",
+                    lo: 8,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "perfmon_sample_enable",
+                    lo: 10,
+                    hi: 10,
+                },
+            ],
+        },
+        RegDef {
+            name: "GL2C_PERFCOUNTER0_HI",
+            offset: 0x3381,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GL2C_PERFCOUNTER0_LO",
+            offset: 0x3380,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GL2C_PERFCOUNTER0_SELECT",
+            offset: 0x3b80,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "perf_sel1",
+                    lo: 10,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "cntr_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode1",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "GL2C_PERFCOUNTER1_HI",
+            offset: 0x3383,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GL2C_PERFCOUNTER1_LO",
+            offset: 0x3382,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GL2C_PERFCOUNTER1_SELECT",
+            offset: 0x3b82,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "perf_sel1",
+                    lo: 10,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "cntr_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode1",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "GL2C_PERFCOUNTER2_HI",
+            offset: 0x3385,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GL2C_PERFCOUNTER2_LO",
+            offset: 0x3384,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GL2C_PERFCOUNTER2_SELECT",
+            offset: 0x3b84,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "perf_sel1",
+                    lo: 10,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "cntr_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode1",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "GL2C_PERFCOUNTER3_HI",
+            offset: 0x3387,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GL2C_PERFCOUNTER3_LO",
+            offset: 0x3386,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GL2C_PERFCOUNTER3_SELECT",
+            offset: 0x3b86,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "perf_sel1",
+                    lo: 10,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "cntr_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode1",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
             name: "GRBM_GFX_INDEX",
             offset: 0x2200,
             base_index: 1,
@@ -2958,6 +4141,250 @@ pub static GC_12_0_0: IpTable = IpTable {
                     name: "se_broadcast_writes",
                     lo: 31,
                     hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "GRBM_PERFCOUNTER0_HI",
+            offset: 0x3041,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GRBM_PERFCOUNTER0_LO",
+            offset: 0x3040,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GRBM_PERFCOUNTER0_SELECT",
+            offset: 0x3840,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "sc_clean_user_defined_mask",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "db_clean_user_defined_mask",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "cb_clean_user_defined_mask",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "ta_busy_user_defined_mask",
+                    lo: 13,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "sx_busy_user_defined_mask",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "spi_busy_user_defined_mask",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "sc_busy_user_defined_mask",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "pa_busy_user_defined_mask",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "grbm_busy_user_defined_mask",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "db_busy_user_defined_mask",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "cb_busy_user_defined_mask",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "cp_busy_user_defined_mask",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "bci_busy_user_defined_mask",
+                    lo: 25,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "rlc_busy_user_defined_mask",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "tcp_busy_user_defined_mask",
+                    lo: 27,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "ge_busy_user_defined_mask",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "utcl2_busy_user_defined_mask",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "ea_busy_user_defined_mask",
+                    lo: 30,
+                    hi: 30,
+                },
+            ],
+        },
+        RegDef {
+            name: "GRBM_PERFCOUNTER1_HI",
+            offset: 0x3044,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GRBM_PERFCOUNTER1_LO",
+            offset: 0x3043,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GRBM_PERFCOUNTER1_SELECT",
+            offset: 0x3841,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "sc_clean_user_defined_mask",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "db_clean_user_defined_mask",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "cb_clean_user_defined_mask",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "ta_busy_user_defined_mask",
+                    lo: 13,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "sx_busy_user_defined_mask",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "spi_busy_user_defined_mask",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "sc_busy_user_defined_mask",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "pa_busy_user_defined_mask",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "grbm_busy_user_defined_mask",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "db_busy_user_defined_mask",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "cb_busy_user_defined_mask",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "cp_busy_user_defined_mask",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "bci_busy_user_defined_mask",
+                    lo: 25,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "rlc_busy_user_defined_mask",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "tcp_busy_user_defined_mask",
+                    lo: 27,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "ge_busy_user_defined_mask",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "utcl2_busy_user_defined_mask",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "ea_busy_user_defined_mask",
+                    lo: 30,
+                    hi: 30,
                 },
             ],
         },
@@ -3000,6 +4427,512 @@ pub static GC_12_0_0: IpTable = IpTable {
                     name: "ps_pkr_priority_cntl",
                     lo: 30,
                     hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER0_LO",
+            offset: 0x31c0,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER0_SELECT",
+            offset: 0x39c0,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER10_SELECT",
+            offset: 0x39ca,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER11_SELECT",
+            offset: 0x39cb,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER12_SELECT",
+            offset: 0x39cc,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER13_SELECT",
+            offset: 0x39cd,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER14_SELECT",
+            offset: 0x39ce,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER15_SELECT",
+            offset: 0x39cf,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER1_LO",
+            offset: 0x31c2,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER1_SELECT",
+            offset: 0x39c1,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER2_LO",
+            offset: 0x31c4,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER2_SELECT",
+            offset: 0x39c2,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER3_LO",
+            offset: 0x31c6,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER3_SELECT",
+            offset: 0x39c3,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER4_LO",
+            offset: 0x31c8,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER4_SELECT",
+            offset: 0x39c4,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER5_LO",
+            offset: 0x31ca,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER5_SELECT",
+            offset: 0x39c5,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER6_LO",
+            offset: 0x31cc,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER6_SELECT",
+            offset: 0x39c6,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER7_LO",
+            offset: 0x31ce,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER7_SELECT",
+            offset: 0x39c7,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER8_SELECT",
+            offset: 0x39c8,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER9_SELECT",
+            offset: 0x39c9,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER_CTRL",
+            offset: 0x39e0,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "ps_en",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "gs_en",
+                    lo: 2,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "hs_en",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "cs_en",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "disable_me0pipe0_perf",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "disable_me0pipe1_perf",
+                    lo: 15,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "disable_me1pipe0_perf",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "disable_me1pipe1_perf",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "disable_me1pipe2_perf",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "disable_me1pipe3_perf",
+                    lo: 19,
+                    hi: 19,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER_CTRL2",
+            offset: 0x39e2,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "force_en",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "vmid_en",
+                    lo: 1,
+                    hi: 16,
                 },
             ],
         },
@@ -4460,6 +6393,280 @@ pub static GC_9_4_3: IpTable = IpTable {
             ],
         },
         RegDef {
+            name: "GRBM_PERFCOUNTER0_HI",
+            offset: 0x3041,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GRBM_PERFCOUNTER0_LO",
+            offset: 0x3040,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GRBM_PERFCOUNTER0_SELECT",
+            offset: 0x3840,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "db_clean_user_defined_mask",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "cb_clean_user_defined_mask",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "vgt_busy_user_defined_mask",
+                    lo: 12,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "ta_busy_user_defined_mask",
+                    lo: 13,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "sx_busy_user_defined_mask",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "spi_busy_user_defined_mask",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "sc_busy_user_defined_mask",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "pa_busy_user_defined_mask",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "grbm_busy_user_defined_mask",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "db_busy_user_defined_mask",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "cb_busy_user_defined_mask",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "cp_busy_user_defined_mask",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "ia_busy_user_defined_mask",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "gds_busy_user_defined_mask",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "bci_busy_user_defined_mask",
+                    lo: 25,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "rlc_busy_user_defined_mask",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "tc_busy_user_defined_mask",
+                    lo: 27,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "wd_busy_user_defined_mask",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "utcl2_busy_user_defined_mask",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "ea_busy_user_defined_mask",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "rmi_busy_user_defined_mask",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "GRBM_PERFCOUNTER1_HI",
+            offset: 0x3044,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GRBM_PERFCOUNTER1_LO",
+            offset: 0x3043,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GRBM_PERFCOUNTER1_SELECT",
+            offset: 0x3841,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "db_clean_user_defined_mask",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "cb_clean_user_defined_mask",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "vgt_busy_user_defined_mask",
+                    lo: 12,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "ta_busy_user_defined_mask",
+                    lo: 13,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "sx_busy_user_defined_mask",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "spi_busy_user_defined_mask",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "sc_busy_user_defined_mask",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "pa_busy_user_defined_mask",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "grbm_busy_user_defined_mask",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "db_busy_user_defined_mask",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "cb_busy_user_defined_mask",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "cp_busy_user_defined_mask",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "ia_busy_user_defined_mask",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "gds_busy_user_defined_mask",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "bci_busy_user_defined_mask",
+                    lo: 25,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "rlc_busy_user_defined_mask",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "tc_busy_user_defined_mask",
+                    lo: 27,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "wd_busy_user_defined_mask",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "utcl2_busy_user_defined_mask",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "ea_busy_user_defined_mask",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "rmi_busy_user_defined_mask",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
             name: "SPI_CONFIG_CNTL",
             offset: 0x2440,
             base_index: 1,
@@ -4507,6 +6714,1002 @@ pub static GC_9_4_3: IpTable = IpTable {
                 FieldDef {
                     name: "ps_pkr_priority_cntl",
                     lo: 30,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER0_HI",
+            offset: 0x31c1,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER0_LO",
+            offset: 0x31c0,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER0_SELECT",
+            offset: 0x39c0,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "sqc_bank_mask",
+                    lo: 12,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "sqc_client_mask",
+                    lo: 16,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "simd_mask",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER10_HI",
+            offset: 0x31d5,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER10_LO",
+            offset: 0x31d4,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER10_SELECT",
+            offset: 0x39ca,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "sqc_bank_mask",
+                    lo: 12,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "sqc_client_mask",
+                    lo: 16,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "simd_mask",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER11_HI",
+            offset: 0x31d7,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER11_LO",
+            offset: 0x31d6,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER11_SELECT",
+            offset: 0x39cb,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "sqc_bank_mask",
+                    lo: 12,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "sqc_client_mask",
+                    lo: 16,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "simd_mask",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER12_HI",
+            offset: 0x31d9,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER12_LO",
+            offset: 0x31d8,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER12_SELECT",
+            offset: 0x39cc,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "sqc_bank_mask",
+                    lo: 12,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "sqc_client_mask",
+                    lo: 16,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "simd_mask",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER13_HI",
+            offset: 0x31db,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER13_LO",
+            offset: 0x31da,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER13_SELECT",
+            offset: 0x39cd,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "sqc_bank_mask",
+                    lo: 12,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "sqc_client_mask",
+                    lo: 16,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "simd_mask",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER14_HI",
+            offset: 0x31dd,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER14_LO",
+            offset: 0x31dc,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER14_SELECT",
+            offset: 0x39ce,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "sqc_bank_mask",
+                    lo: 12,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "sqc_client_mask",
+                    lo: 16,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "simd_mask",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER15_HI",
+            offset: 0x31df,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER15_LO",
+            offset: 0x31de,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER15_SELECT",
+            offset: 0x39cf,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "sqc_bank_mask",
+                    lo: 12,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "sqc_client_mask",
+                    lo: 16,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "simd_mask",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER1_HI",
+            offset: 0x31c3,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER1_LO",
+            offset: 0x31c2,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER1_SELECT",
+            offset: 0x39c1,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "sqc_bank_mask",
+                    lo: 12,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "sqc_client_mask",
+                    lo: 16,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "simd_mask",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER2_HI",
+            offset: 0x31c5,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER2_LO",
+            offset: 0x31c4,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER2_SELECT",
+            offset: 0x39c2,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "sqc_bank_mask",
+                    lo: 12,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "sqc_client_mask",
+                    lo: 16,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "simd_mask",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER3_HI",
+            offset: 0x31c7,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER3_LO",
+            offset: 0x31c6,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER3_SELECT",
+            offset: 0x39c3,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "sqc_bank_mask",
+                    lo: 12,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "sqc_client_mask",
+                    lo: 16,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "simd_mask",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER4_HI",
+            offset: 0x31c9,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER4_LO",
+            offset: 0x31c8,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER4_SELECT",
+            offset: 0x39c4,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "sqc_bank_mask",
+                    lo: 12,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "sqc_client_mask",
+                    lo: 16,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "simd_mask",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER5_HI",
+            offset: 0x31cb,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER5_LO",
+            offset: 0x31ca,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER5_SELECT",
+            offset: 0x39c5,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "sqc_bank_mask",
+                    lo: 12,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "sqc_client_mask",
+                    lo: 16,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "simd_mask",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER6_HI",
+            offset: 0x31cd,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER6_LO",
+            offset: 0x31cc,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER6_SELECT",
+            offset: 0x39c6,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "sqc_bank_mask",
+                    lo: 12,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "sqc_client_mask",
+                    lo: 16,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "simd_mask",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER7_HI",
+            offset: 0x31cf,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER7_LO",
+            offset: 0x31ce,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER7_SELECT",
+            offset: 0x39c7,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "sqc_bank_mask",
+                    lo: 12,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "sqc_client_mask",
+                    lo: 16,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "simd_mask",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER8_HI",
+            offset: 0x31d1,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER8_LO",
+            offset: 0x31d0,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER8_SELECT",
+            offset: 0x39c8,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "sqc_bank_mask",
+                    lo: 12,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "sqc_client_mask",
+                    lo: 16,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "simd_mask",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER9_HI",
+            offset: 0x31d3,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER9_LO",
+            offset: 0x31d2,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER9_SELECT",
+            offset: 0x39c9,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "sqc_bank_mask",
+                    lo: 12,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "sqc_client_mask",
+                    lo: 16,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "spm_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "simd_mask",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER_CTRL",
+            offset: 0x39e0,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "ps_en",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "vs_en",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "gs_en",
+                    lo: 2,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "es_en",
+                    lo: 3,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "hs_en",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "ls_en",
+                    lo: 5,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "cs_en",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "cntr_rate",
+                    lo: 8,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "disable_flush",
+                    lo: 13,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "vmid_mask",
+                    lo: 16,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER_CTRL2",
+            offset: 0x39e2,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "force_en",
+                lo: 0,
+                hi: 0,
+            }],
+        },
+        RegDef {
+            name: "SQ_PERFCOUNTER_MASK",
+            offset: 0x39e1,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "sh0_mask",
+                    lo: 0,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "sh1_mask",
+                    lo: 16,
                     hi: 31,
                 },
             ],
@@ -4834,6 +8037,194 @@ pub static GC_9_4_3: IpTable = IpTable {
                 FieldDef {
                     name: "read_offset",
                     lo: 30,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "TCC_PERFCOUNTER0_HI",
+            offset: 0x3381,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "TCC_PERFCOUNTER0_LO",
+            offset: 0x3380,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "TCC_PERFCOUNTER0_SELECT",
+            offset: 0x3b80,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "perf_sel1",
+                    lo: 10,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "cntr_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode1",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "TCC_PERFCOUNTER1_HI",
+            offset: 0x3383,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "TCC_PERFCOUNTER1_LO",
+            offset: 0x3382,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "TCC_PERFCOUNTER1_SELECT",
+            offset: 0x3b82,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "perf_sel1",
+                    lo: 10,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "cntr_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode1",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "TCC_PERFCOUNTER2_HI",
+            offset: 0x3385,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "TCC_PERFCOUNTER2_LO",
+            offset: 0x3384,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "TCC_PERFCOUNTER2_SELECT",
+            offset: 0x3b84,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "cntr_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "TCC_PERFCOUNTER3_HI",
+            offset: 0x3387,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "TCC_PERFCOUNTER3_LO",
+            offset: 0x3386,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "perfcounter_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "TCC_PERFCOUNTER3_SELECT",
+            offset: 0x3b85,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "perf_sel",
+                    lo: 0,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "cntr_mode",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "perf_mode",
+                    lo: 28,
                     hi: 31,
                 },
             ],

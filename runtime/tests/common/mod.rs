@@ -148,6 +148,7 @@ pub fn opts() -> DeviceOptions {
         sqtt: false,
         sqtt_buffer_size: 1 << 20,
         sqtt_itrace_se_mask: 0b11,
+        pmc: Vec::new(),
     }
 }
 

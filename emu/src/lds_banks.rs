@@ -1,0 +1,142 @@
+//! LDS bank timing of one DS instruction, from the real per-lane LDS addresses: how many cycles
+//! the LDS is busy with it (SQC_LDS_IDX_ACTIVE) and how many of those are bank-conflict stalls
+//! (SQC_LDS_BANK_CONFLICT).
+//!
+//! The rules (RDNA ISA guides, "Local Data Share": 32 banks of one dword per LDS half, a wave32
+//! instruction served 32 lanes per cycle; lanes reading the same dword are served together):
+//! * bank of a byte address = (address / 4) % 32;
+//! * an instruction moving `n` dwords per lane (b64: 2, b96/b128: 4, the two addresses of
+//!   ds_*2addr together) is served in `n` passes per 32 lanes; pass `p` serves lanes
+//!   `p·32/n .. (p+1)·32/n` of each 32-lane half, all their dwords at once. So it is busy `n`
+//!   cycles per 32 lanes whatever the EXEC mask (the gfx1100/gfx1200 gemm captures: one
+//!   ds_store_b32 of 16 lanes plus four ds_load_b128 of one lane count 17 per wave);
+//! * within a pass, a bank that must deliver `k` different dwords costs `k - 1` more cycles;
+//!   the pass takes the maximum over banks. Those extra cycles are the conflict count.
+//!
+//! ds_bpermute / ds_swizzle use the LDS crossbar and no bank: one pass, no conflict.
+
+/// Banks per LDS half.
+pub const BANKS: usize = 32;
+/// Lanes served per pass of one-dword accesses.
+const LANES_PER_PASS: usize = 32;
+
+/// Cycles of one DS instruction.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LdsCycles {
+    /// Cycles the LDS works on the instruction (passes, including conflict cycles).
+    pub active: u64,
+    /// Extra cycles from bank conflicts.
+    pub conflict: u64,
+}
+
+/// `addr(lane, k)` is the byte address of dword `k` (< `n`) of `lane`; `exec` the active lanes
+/// of a `lanes`-lane wave.
+pub fn cycles(lanes: usize, exec: u64, n: usize, addr: impl Fn(usize, usize) -> u32) -> LdsCycles {
+    let n = n.clamp(1, 4);
+    // b96 is served like b128.
+    let n = if n == 3 { 4 } else { n };
+    let per_pass = LANES_PER_PASS / n;
+    let mut out = LdsCycles::default();
+    let mut bank: [Vec<u32>; BANKS] = Default::default();
+    let mut base = 0;
+    while base < lanes.max(1) {
+        for p in 0..n {
+            bank.iter_mut().for_each(|b| b.clear());
+            let first = base + p * per_pass;
+            for lane in first..(first + per_pass).min(lanes) {
+                if exec >> lane & 1 == 0 {
+                    continue;
+                }
+                for k in 0..n {
+                    let a = addr(lane, k) / 4;
+                    let b = &mut bank[a as usize % BANKS];
+                    if !b.contains(&a) {
+                        b.push(a);
+                    }
+                }
+            }
+            let worst = bank.iter().map(|b| b.len() as u64).max().unwrap_or(0);
+            let extra = worst.saturating_sub(1);
+            out.active += 1 + extra;
+            out.conflict += extra;
+        }
+        base += LANES_PER_PASS;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn consecutive_dwords_do_not_conflict() {
+        let c = cycles(32, u64::from(u32::MAX), 1, |l, _| 4 * l as u32);
+        assert_eq!(
+            c,
+            LdsCycles {
+                active: 1,
+                conflict: 0
+            }
+        );
+    }
+
+    #[test]
+    fn same_dword_is_a_broadcast() {
+        let c = cycles(32, u64::from(u32::MAX), 1, |_, _| 64);
+        assert_eq!(c.conflict, 0);
+    }
+
+    #[test]
+    fn stride_of_32_dwords_is_a_32_way_conflict() {
+        let c = cycles(32, u64::from(u32::MAX), 1, |l, _| 128 * l as u32);
+        assert_eq!(
+            c,
+            LdsCycles {
+                active: 32,
+                conflict: 31
+            }
+        );
+    }
+
+    #[test]
+    fn stride_two_dwords_is_two_way() {
+        let c = cycles(32, u64::from(u32::MAX), 1, |l, _| 8 * l as u32);
+        assert_eq!(c.conflict, 1);
+    }
+
+    #[test]
+    fn b128_of_one_lane_is_four_passes() {
+        let c = cycles(32, 1, 4, |l, k| 16 * l as u32 + 4 * k as u32);
+        assert_eq!(
+            c,
+            LdsCycles {
+                active: 4,
+                conflict: 0
+            }
+        );
+        // Full wave, consecutive 16-byte vectors: 8 lanes × 4 dwords fill the 32 banks.
+        let c = cycles(32, u64::from(u32::MAX), 4, |l, k| {
+            16 * l as u32 + 4 * k as u32
+        });
+        assert_eq!(
+            c,
+            LdsCycles {
+                active: 4,
+                conflict: 0
+            }
+        );
+    }
+
+    #[test]
+    fn wave64_is_two_halves() {
+        let c = cycles(64, u64::MAX, 1, |l, _| 4 * l as u32);
+        assert_eq!(
+            c,
+            LdsCycles {
+                active: 2,
+                conflict: 0
+            }
+        );
+    }
+}
