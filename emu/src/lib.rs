@@ -16,6 +16,7 @@ pub mod code;
 pub mod cp;
 pub mod cycles;
 pub mod exec;
+pub mod exec_gfx9;
 pub mod kfd;
 pub mod mem;
 pub mod open;
@@ -23,6 +24,7 @@ pub mod pci;
 pub mod regfile;
 pub mod sdma;
 pub mod se;
+pub mod se_gfx9;
 pub mod shader;
 pub mod sqtt_enc;
 
@@ -33,6 +35,7 @@ pub use mem::{MemFault, Memory};
 pub use open::{open_kfd, open_pci, open_usb, EmuUsb};
 pub use regfile::RegFile;
 pub use se::EmuShaderEngines;
+pub use se_gfx9::Gfx9ShaderEngines;
 pub use shader::{
     DeviceFault, DispatchInfo, DispatchResult, FaultingShaderEngines, NullShaderEngines,
     ShaderEngines,
@@ -145,10 +148,13 @@ pub struct EmuPlatform {
 }
 
 impl EmuPlatform {
-    /// The emulated GPU with the interpreting shader engines where the target's code can be
-    /// run (gfx11 and gfx12); gfx950 keeps [`NullShaderEngines`] (queues, copies and SQTT
-    /// control work; no shader code runs) until its interpreter exists.
+    /// The emulated GPU with the interpreting shader engines: [`EmuShaderEngines`] for gfx11
+    /// and gfx12, [`Gfx9ShaderEngines`] for gfx950 (which writes no SQTT bytes yet).
     pub fn new(cfg: EmuConfig) -> Self {
+        if cfg.arch == EmuArch::Gfx950 {
+            let se = Gfx9ShaderEngines::new(cfg.arch);
+            return Self::with_shader_engines(cfg, Box::new(se));
+        }
         let se = EmuShaderEngines::new(cfg.arch);
         if se.can_execute() {
             Self::with_shader_engines(cfg, Box::new(se))

@@ -30,7 +30,10 @@ mod tables_gfx9;
 mod tables_opsel;
 
 pub use codeobj::{CodeObject, CodeObjectError, Kernel, KernelArg, KernelDescriptor};
-pub use fields::{DsFields, FlatFields, SmemFields, Src, Vop3Mods, Vop3pMods, VopdHalf};
+pub use fields::{
+    DsFields, FlatFields, MfmaFields, MubufFields, SmemFields, Src, Vop3Mods, Vop3pMods, VopdHalf,
+    GFX9_NULL,
+};
 pub use opcode::Opcode;
 pub use table::{CType, Field};
 
