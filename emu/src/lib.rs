@@ -27,6 +27,7 @@ pub mod se;
 pub mod se_gfx9;
 pub mod shader;
 pub mod sqtt_enc;
+pub mod sqtt_enc_gfx9;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 

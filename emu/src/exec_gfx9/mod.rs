@@ -45,9 +45,12 @@ pub enum Class9 {
     Valu,
     Mfma,
     Lds,
-    VmemLoad,
-    VmemStore,
-    Flat,
+    /// FLAT, GLOBAL and SCRATCH loads and stores (atomics count as stores).
+    FlatLoad,
+    FlatStore,
+    /// MUBUF.
+    BufferLoad,
+    BufferStore,
     Branch,
     /// s_nop, s_waitcnt, s_setprio...
     Immediate,
@@ -1791,7 +1794,7 @@ fn flat(
         if touched_lds && i.encoding == E::Flat {
             w.lgkm.push_back(w.time + cycles::LDS_LATENCY);
         }
-        return Ok(Class9::VmemStore);
+        return Ok(Class9::FlatStore);
     }
     let e = elem(name).ok_or_else(|| illegal(pc, i, "memory element size"))?;
     let mut buf = [0u8; 16];
@@ -1853,10 +1856,10 @@ fn flat(
         w.lgkm.push_back(w.time + cycles::LDS_LATENCY);
     }
     w.vm.push_back(w.time + cycles::VMEM_LATENCY);
-    Ok(match (i.encoding, store) {
-        (E::Flat, _) => Class9::Flat,
-        (_, true) => Class9::VmemStore,
-        _ => Class9::VmemLoad,
+    Ok(if store {
+        Class9::FlatStore
+    } else {
+        Class9::FlatLoad
     })
 }
 
@@ -2168,9 +2171,9 @@ fn mubuf(
     }
     w.vm.push_back(w.time + cycles::VMEM_LATENCY);
     Ok(if store {
-        Class9::VmemStore
+        Class9::BufferStore
     } else {
-        Class9::VmemLoad
+        Class9::BufferLoad
     })
 }
 
