@@ -2,7 +2,8 @@
 //! IP discovery ([`kfd`]), memory ([`mem`]), a register file ([`regfile`]), the PM4 command
 //! processor ([`cp`]) and the SDMA engine ([`sdma`]). Kernel execution is handed to a
 //! [`ShaderEngines`] implementation: [`EmuShaderEngines`] ([`se`], interpreting gfx11 and gfx12 code with
-//! [`exec`], timing it with [`cycles`] and writing SQTT with [`sqtt_enc`]); [`NullShaderEngines`]
+//! [`exec`], timing it with [`cycles`] and writing SQTT with [`sqtt_enc`]), [`Gfx9ShaderEngines`]
+//! ([`se_gfx9`], gfx950 code on [`exec_gfx9`], SQTT with [`sqtt_enc_gfx9`]); [`NullShaderEngines`]
 //! runs no code.
 //!
 //! Queues execute synchronously when their doorbell is written, and again whenever the runtime
