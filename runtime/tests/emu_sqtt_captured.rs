@@ -38,7 +38,7 @@ fn walks(blobs: &[Vec<u8>], code: &CodeObject, ctx: &str) -> BTreeSet<Walk> {
             );
             by.into_values().collect()
         } else {
-            m.by_slot().into_iter().map(|(_, v)| v).collect()
+            m.by_slot().into_values().collect()
         };
         for insts in groups {
             // A slot can hold several waves in turn; split at each s_endpgm (the WAVEEND).
