@@ -1,12 +1,14 @@
 //! The emulated gfx950 (CDNA, wave64, 8 XCCs) executes code: the real gfx950 captures' tinygrad
 //! programs (shared/traces/gfx950/{plus,gemm}_run_0) with their hardware launch, and MFMA gemms
 //! compiled with clang-22 for gfx950 (tests/fixtures/kernels/emu/gfx950: f32 32x32x2, f16 and
-//! bf16 16x16x32, and f32 with the accumulator in AGPRs), checked against CPU gemms.
+//! bf16 16x16x32, and f32 with the accumulator in AGPRs), checked against CPU gemms; and the
+//! demo kernels (capture/assets/src) built for gfx950: vadd, the LDS/barrier/atomic reduce, and
+//! the tiled matmul (bit-exact against an fma CPU loop).
 
 #[macro_use]
 mod common;
 
-use common::{download, f32s, floats, from_f32, opts, shared, upload};
+use common::{download, f32s, floats, from_f32, from_u32, opts, rng, shared, u32s, upload};
 use emu::EmuArch;
 use runtime::{Device, DeviceOptions};
 
@@ -152,4 +154,59 @@ fn mfma_bf16_16x16x32_gemm_matches_cpu() {
     mfma_case("gemm_bf16", 16, 64, |x| {
         ((x.to_bits() >> 16) as u16).to_le_bytes().to_vec()
     });
+}
+
+#[test]
+fn demo_vadd_matches_cpu() {
+    common::check_vadd_elf(&mut dev(), &fixture("vadd"), 1000, 1);
+}
+
+#[test]
+fn demo_reduce_with_lds_barriers_and_atomics() {
+    let mut d = dev();
+    let groups = 5usize;
+    let v = rng(256 * groups, 5);
+    let prg = d.load_program(&fixture("reduce")).unwrap();
+    let bin = upload(&mut d, &from_u32(&v));
+    let bout = upload(&mut d, &vec![0u8; 8 * groups]);
+    d.launch(
+        &prg,
+        &[&bout, &bin],
+        &[],
+        [groups as u32, 1, 1],
+        [256, 1, 1],
+    )
+    .unwrap();
+    let r = u32s(&download(&mut d, &bout, 8 * groups));
+    for g in 0..groups {
+        let s = &v[256 * g..256 * (g + 1)];
+        let sum = s.iter().fold(0u32, |a, &x| a.wrapping_add(x));
+        let bits: u32 = s.iter().map(|x| x.count_ones()).sum();
+        assert_eq!(r[2 * g], sum, "sum of group {g}");
+        assert_eq!(r[2 * g + 1], bits, "popcount of group {g}");
+    }
+}
+
+#[test]
+fn demo_tiled_matmul_is_bit_exact() {
+    let n = 64usize;
+    let mut d = dev();
+    let a = floats(n * n, 6, -1.0, 1.0);
+    let b = floats(n * n, 7, -1.0, 1.0);
+    let prg = d.load_program(&fixture("matmul")).unwrap();
+    let (ba, bb) = (upload(&mut d, &from_f32(&a)), upload(&mut d, &from_f32(&b)));
+    let bc = upload(&mut d, &vec![0u8; 4 * n * n]);
+    let g = (n / 16) as u32;
+    d.launch(&prg, &[&bc, &ba, &bb], &[n as u32], [g, g, 1], [16, 16, 1])
+        .unwrap();
+    let got = f32s(&download(&mut d, &bc, 4 * n * n));
+    for r in 0..n {
+        for c in 0..n {
+            let mut acc = 0f32;
+            for k in 0..n {
+                acc = a[r * n + k].mul_add(b[k * n + c], acc);
+            }
+            assert_eq!(got[r * n + c].to_bits(), acc.to_bits(), "c[{r}][{c}]");
+        }
+    }
 }
