@@ -2,7 +2,8 @@
 //! IP discovery ([`kfd`]), memory ([`mem`]), a register file ([`regfile`]), the PM4 command
 //! processor ([`cp`]) and the SDMA engine ([`sdma`]). Kernel execution is handed to a
 //! [`ShaderEngines`] implementation: [`EmuShaderEngines`] ([`se`], interpreting gfx11 and gfx12 code with
-//! [`exec`], timing it with [`cycles`] and writing SQTT with [`sqtt_enc`]); [`NullShaderEngines`]
+//! [`exec`], timing it with [`cycles`] and writing SQTT with [`sqtt_enc`]), [`Gfx9ShaderEngines`]
+//! ([`se_gfx9`], gfx950 code on [`exec_gfx9`], SQTT with [`sqtt_enc_gfx9`]); [`NullShaderEngines`]
 //! runs no code.
 //!
 //! Queues execute synchronously when their doorbell is written, and again whenever the runtime
@@ -16,6 +17,7 @@ pub mod code;
 pub mod cp;
 pub mod cycles;
 pub mod exec;
+pub mod exec_gfx9;
 pub mod kfd;
 pub mod lds_banks;
 pub mod mem;
@@ -25,8 +27,10 @@ pub mod pmc;
 pub mod regfile;
 pub mod sdma;
 pub mod se;
+pub mod se_gfx9;
 pub mod shader;
 pub mod sqtt_enc;
+pub mod sqtt_enc_gfx9;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -35,6 +39,7 @@ pub use mem::{MemFault, Memory};
 pub use open::{open_kfd, open_pci, open_usb, EmuUsb};
 pub use regfile::RegFile;
 pub use se::EmuShaderEngines;
+pub use se_gfx9::Gfx9ShaderEngines;
 pub use shader::{
     DeviceFault, DispatchInfo, DispatchResult, FaultingShaderEngines, NullShaderEngines,
     ShaderEngines,
@@ -149,10 +154,13 @@ pub struct EmuPlatform {
 }
 
 impl EmuPlatform {
-    /// The emulated GPU with the interpreting shader engines where the target's code can be
-    /// run (gfx11 and gfx12); gfx950 keeps [`NullShaderEngines`] (queues, copies and SQTT
-    /// control work; no shader code runs) until its interpreter exists.
+    /// The emulated GPU with the interpreting shader engines: [`EmuShaderEngines`] for gfx11
+    /// and gfx12, [`Gfx9ShaderEngines`] for gfx950 (which writes no SQTT bytes yet).
     pub fn new(cfg: EmuConfig) -> Self {
+        if cfg.arch == EmuArch::Gfx950 {
+            let se = Gfx9ShaderEngines::new(cfg.arch);
+            return Self::with_shader_engines(cfg, Box::new(se));
+        }
         let se = EmuShaderEngines::new(cfg.arch);
         if se.can_execute() {
             Self::with_shader_engines(cfg, Box::new(se))

@@ -163,7 +163,7 @@ impl EmuShaderEngines {
 }
 
 /// Reads the code from `pc` to the end of its mapping (at most 1 MiB).
-fn read_code(mem: &Memory, pc: u64) -> Vec<u8> {
+pub(crate) fn read_code(mem: &Memory, pc: u64) -> Vec<u8> {
     let mut out = Vec::new();
     let mut chunk = vec![0u8; 4096];
     // The first piece may end at a page boundary.

@@ -23,7 +23,8 @@ const SCRATCH_PER_LANE: u64 = 128;
 const SCRATCH_LANES: u64 = 64;
 /// One wave's scratch slice; TMPRING_SIZE counts it in 256-byte units.
 const SCRATCH_WAVE_BYTES: u64 = SCRATCH_PER_LANE * SCRATCH_LANES;
-const _: () = assert!(SCRATCH_WAVE_BYTES.is_multiple_of(256));
+// Whole 1 KiB units: gfx9 counts TMPRING_SIZE.WAVESIZE in them.
+const _: () = assert!(SCRATCH_WAVE_BYTES.is_multiple_of(1024));
 
 /// Knobs of a device; `Default` follows tinygrad's defaults (scaled where tests need it).
 #[derive(Debug, Clone)]
@@ -292,8 +293,18 @@ impl Device {
         let per_xcc = cu * u64::from(props.max_slots_scratch_cu) * wave_len;
         let scratch = iface.alloc(per_xcc * u64::from(num_xcc), AllocKind::VRAM)?;
         let num_se = u64::from(props.num_se().max(1));
-        let waves_field = (per_xcc / (wave_len * num_se)).min(0xFFF) as u32;
-        let tmpring_size = ((wave_len / 256) as u32) << 12 | waves_field;
+        // COMPUTE_TMPRING_SIZE: gfx11+ count WAVESIZE in 256-byte units and WAVES per SE; gfx9
+        // counts WAVESIZE in 1 KiB units and WAVES per XCC (Mesa ac_get_scratch_tmpring_size
+        // shifts by 10 before GFX11; tinygrad's _ensure_has_local_memory: 1024-byte alignment
+        // and no division by the SE count on gfx9).
+        let gfx9 = props.gfx_target_version / 10000 == 9;
+        let waves_field = if gfx9 {
+            (per_xcc / wave_len).min(0xFFF) as u32
+        } else {
+            (per_xcc / (wave_len * num_se)).min(0xFFF) as u32
+        };
+        let unit = if gfx9 { 1024 } else { 256 };
+        let tmpring_size = ((wave_len / unit) as u32) << 12 | waves_field;
 
         let mut staging = Vec::new();
         for _ in 0..opts.staging_count.max(1) {
@@ -302,7 +313,7 @@ impl Device {
 
         let mut dev = Device {
             cmds: ComputeCmds::new(ctx.clone()),
-            copy_cmds: CopyCmds::new(),
+            copy_cmds: CopyCmds::with_fence_mtype(if gfx9 { 0 } else { 3 }),
             iface,
             props,
             opts,

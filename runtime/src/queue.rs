@@ -726,6 +726,9 @@ pub struct CopyCmds {
     /// The operation (copy/signal/wait/timestamp) of each packet, in order.
     pub groups: Vec<&'static str>,
     cur: &'static str,
+    /// FENCE header MTYPE: 3 (uncached) on SDMA 5+; SDMA 4 (gfx9) fences carry none (amdgpu
+    /// `sdma_v4_0_ring_emit_fence` writes a bare FENCE header; tinygrad writes 0 on gfx9).
+    pub fence_mtype: u32,
 }
 
 impl CopyCmds {
@@ -735,6 +738,13 @@ impl CopyCmds {
             sizes: Vec::with_capacity(16),
             groups: Vec::with_capacity(16),
             cur: "",
+            fence_mtype: 3,
+        }
+    }
+    pub fn with_fence_mtype(mtype: u32) -> Self {
+        CopyCmds {
+            fence_mtype: mtype,
+            ..Self::new()
         }
     }
     pub fn clear(&mut self) {
@@ -764,13 +774,13 @@ impl CopyCmds {
     pub fn signal(&mut self, signal_va: u64, value: u32, mailbox: Option<(u64, u32)>) {
         self.cur = "signal";
         self.pkt(SdmaPacket::Fence {
-            mtype: 3,
+            mtype: self.fence_mtype,
             addr: signal_va,
             data: value,
         });
         if let Some((va, id)) = mailbox {
             self.pkt(SdmaPacket::Fence {
-                mtype: 3,
+                mtype: self.fence_mtype,
                 addr: va,
                 data: id,
             });

@@ -209,15 +209,6 @@ fn conformance() {
                 format!("DIFFERS ({n} not accepted)")
             }
         };
-        // gfx950: the emulator cannot execute gfx9 code yet (the [workloads] issue), so the
-        // kernel's output stays zero and the stream cannot settle; its differences are printed
-        // and listed as open in docs/conformance.md, not accepted, and do not fail the run.
-        let line = if arch == EmuArch::Gfx950 && differs.last() == Some(&name) {
-            differs.pop();
-            format!("blocked (no gfx9 execution in the emulator yet; open differences) {line}")
-        } else {
-            line
-        };
         println!("{name}: {line}");
         for d in &rep.differences {
             println!("    {d}");

@@ -44,7 +44,7 @@ fn copy_round_trip_through_sdma(t: Target) {
     copy_round_trip(dev, emu.platform(), &format!("{t:?}"));
 }
 
-/// The emulated gfx950 (KFD only; it runs no kernels) copies too.
+/// The emulated gfx950 (KFD only) copies too.
 #[test]
 fn copy_round_trip_through_sdma_on_gfx950() {
     let (dev, emu) = emu::open_kfd(EmuArch::Gfx950, opts()).unwrap();

@@ -472,10 +472,13 @@ mod gfx9 {
 
     fn capture(engines: Option<Box<FakeTrace>>) -> (Device, emu::EmuPlatform) {
         let (mut dev, emu) = emu::open_kfd(EmuArch::Gfx950, sqtt_opts(1 << 20)).unwrap();
-        if let Some(e) = engines {
-            emu.set_shader_engines(e);
+        // These tests exercise the start/stop/readback machinery: shader engines that run no
+        // code (the gfx950 interpreter and its SQTT are tested in emu_gfx950/emu_sqtt_*), so any
+        // code object serves for the dispatch.
+        match engines {
+            Some(e) => emu.set_shader_engines(e),
+            None => emu.set_shader_engines(Box::new(emu::NullShaderEngines)),
         }
-        // The emulated gfx950 runs no shader code, so any code object serves for the dispatch.
         let prg = dev.load_program(E3_ELF).unwrap();
         let out = dev.alloc(64, AllocKind::VRAM).unwrap();
         dev.launch(&prg, &[&out, &out], &[], [2, 1, 1], [3, 1, 1])
@@ -484,7 +487,7 @@ mod gfx9 {
         (dev, emu)
     }
 
-    /// With the null shader engines (no interpreter for gfx950) the capture runs start, dispatch,
+    /// With the null shader engines (which run no code) the capture runs start, dispatch,
     /// stop and readback on all 32 SEs; no trace data exists, so every blob is empty.
     #[test]
     fn capture_on_emulated_gfx950_records_every_se() {

@@ -181,6 +181,7 @@ pub fn fixture_wave(arch: EmuArch, name: &str, wave64: bool) -> Vec<u8> {
 pub fn shared_dir(arch: EmuArch, run: &str) -> PathBuf {
     let dir = match arch {
         EmuArch::Gfx1201 => "gfx1200",
+        EmuArch::Gfx950 => "gfx950",
         _ => "gfx1100",
     };
     testdata::shared_dir()

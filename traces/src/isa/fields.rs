@@ -2,8 +2,7 @@
 //! code rather than print it (the emulator). Register fields go through [`format::field`], the
 //! function the disassembler prints operands from, so both read a field the same way.
 //!
-//! The memory layouts (SMEM, DS, FLAT) are given for gfx11 and gfx12; gfx9 lays several of
-//! these fields out differently and its accessors answer `None`.
+//! The memory layouts (SMEM, DS, FLAT, and gfx9's MUBUF) are given for gfx9, gfx11 and gfx12.
 
 use super::format::{self, field};
 use super::table::{Field, Opnd};
@@ -81,9 +80,12 @@ pub struct SmemFields {
     pub sbase: u8,
     /// Signed immediate byte offset (21 bits on gfx11, 24 on gfx12).
     pub offset: i32,
-    /// Scalar-register-file slot added to the address (`null` = 124 for none).
+    /// Scalar-register-file slot added to the address (`null` for none: 124, on gfx9 125).
     pub soffset: u8,
 }
+
+/// gfx9's `null` scalar slot (gfx9 has M0 at 124).
+pub const GFX9_NULL: u8 = 125;
 
 /// DS (LDS) fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,6 +115,33 @@ pub struct FlatFields {
     pub sve: bool,
     /// Atomics return the pre-op value (GLC on gfx11, TH_ATOMIC_RETURN on gfx12).
     pub atomic_return: bool,
+}
+
+/// gfx9 MUBUF fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MubufFields {
+    /// Unsigned 12-bit immediate byte offset.
+    pub offset: u32,
+    pub offen: bool,
+    pub idxen: bool,
+    pub vaddr: u16,
+    pub vdata: u16,
+    /// First SGPR of the 128-bit buffer resource.
+    pub srsrc: u8,
+    /// Scalar-register-file slot (or inline constant code) of the offset.
+    pub soffset: u8,
+    pub acc: bool,
+}
+
+/// gfx90a+ MFMA controls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MfmaFields {
+    pub acc_cd: bool,
+    /// Bit 0: src0 (A) is an AGPR, bit 1: src1 (B).
+    pub acc: u8,
+    pub cbsz: u8,
+    pub abid: u8,
+    pub blgp: u8,
 }
 
 /// One half of a VOPD dual-issue instruction.
@@ -170,7 +199,7 @@ impl Instruction {
         use Encoding as E;
         match self.encoding {
             E::Vop1 | E::Vop2 | E::Vop3 | E::Vop3p | E::Vopd | E::Vinterp | E::Ldsdir => {}
-            E::Ds | E::Flat | E::Global | E::Scratch if self.arch != Arch::Gfx9 => {}
+            E::Ds | E::Flat | E::Global | E::Scratch => {}
             _ => return None,
         }
         Some(field(self, Field::Vdst, false) as u16)
@@ -230,12 +259,27 @@ impl Instruction {
         })
     }
 
-    /// SMEM fields (gfx11, gfx12).
+    /// SMEM fields (gfx9, gfx11, gfx12). gfx9: the offset is the 21-bit immediate when IMM is
+    /// set, else its low byte names an SGPR (then in `soffset`); SOE adds the SGPR in [31:25].
     pub fn smem(&self) -> Option<SmemFields> {
-        if self.encoding != Encoding::Smem || self.arch == Arch::Gfx9 {
+        if self.encoding != Encoding::Smem {
             return None;
         }
-        let w1 = self.words[1];
+        let [w0, w1, ..] = self.words;
+        if self.arch == Arch::Gfx9 {
+            let imm = bits(w0, 17, 1) != 0;
+            let soe = bits(w0, 14, 1) != 0;
+            return Some(SmemFields {
+                sdata: bits(w0, 6, 7) as u8,
+                sbase: (bits(w0, 0, 6) * 2) as u8,
+                offset: if imm { sext(bits(w1, 0, 21), 21) } else { 0 },
+                soffset: match (imm, soe) {
+                    (_, true) => bits(w1, 25, 7) as u8,
+                    (false, false) => bits(w1, 0, 8) as u8,
+                    (true, false) => GFX9_NULL,
+                },
+            });
+        }
         Some(SmemFields {
             sdata: field(self, Field::Sdata, false) as u8,
             sbase: field(self, Field::Sbase, false) as u8,
@@ -248,9 +292,9 @@ impl Instruction {
         })
     }
 
-    /// DS fields (gfx11, gfx12).
+    /// DS fields (gfx9, gfx11, gfx12: the same layout; gfx9's GDS bit is [16]).
     pub fn ds(&self) -> Option<DsFields> {
-        if self.encoding != Encoding::Ds || self.arch == Arch::Gfx9 {
+        if self.encoding != Encoding::Ds {
             return None;
         }
         let w0 = self.words[0];
@@ -258,7 +302,7 @@ impl Instruction {
         Some(DsFields {
             offset0: bits(w0, 0, 8) as u8,
             offset1: bits(w0, 8, 8) as u8,
-            gds: bits(w0, 17, 1) != 0,
+            gds: bits(w0, if self.arch == Arch::Gfx9 { 16 } else { 17 }, 1) != 0,
             addr: f(Field::Addr),
             data0: f(Field::Data0),
             data1: f(Field::Data1),
@@ -266,13 +310,35 @@ impl Instruction {
         })
     }
 
-    /// FLAT / GLOBAL / SCRATCH fields (gfx11, gfx12).
+    /// FLAT / GLOBAL / SCRATCH fields (gfx9, gfx11, gfx12). gfx9: `off` saddr is 0x7F (reported
+    /// as [`GFX9_NULL`]), SVE is [13] of dword 0, GLC (atomic return) [16].
     pub fn flat(&self) -> Option<FlatFields> {
         use Encoding as E;
-        if !matches!(self.encoding, E::Flat | E::Global | E::Scratch) || self.arch == Arch::Gfx9 {
+        if !matches!(self.encoding, E::Flat | E::Global | E::Scratch) {
             return None;
         }
         let [w0, w1, w2, ..] = self.words;
+        if self.arch == Arch::Gfx9 {
+            let saddr = bits(w1, 16, 7);
+            return Some(FlatFields {
+                // FLAT's offset is unsigned 12 bits on gfx9; GLOBAL/SCRATCH sign-extend 13.
+                offset: if self.encoding == E::Flat {
+                    bits(w0, 0, 12) as i32
+                } else {
+                    sext(bits(w0, 0, 13), 13)
+                },
+                addr: bits(w1, 0, 8) as u16,
+                data: bits(w1, 8, 8) as u16,
+                saddr: if saddr == 0x7F {
+                    GFX9_NULL
+                } else {
+                    saddr as u8
+                },
+                vdst: bits(w1, 24, 8) as u16,
+                sve: bits(w0, 13, 1) != 0,
+                atomic_return: bits(w0, 16, 1) != 0,
+            });
+        }
         let g12 = self.arch == Arch::Gfx12;
         let f = |f| field(self, f, false);
         Some(FlatFields {
@@ -291,6 +357,54 @@ impl Instruction {
             } else {
                 bits(w0, 14, 1) != 0
             },
+        })
+    }
+
+    /// gfx9 MUBUF fields.
+    pub fn mubuf9(&self) -> Option<MubufFields> {
+        if self.encoding != Encoding::Mubuf || self.arch != Arch::Gfx9 {
+            return None;
+        }
+        let [w0, w1, ..] = self.words;
+        Some(MubufFields {
+            offset: bits(w0, 0, 12),
+            offen: bits(w0, 12, 1) != 0,
+            idxen: bits(w0, 13, 1) != 0,
+            vaddr: bits(w1, 0, 8) as u16,
+            vdata: bits(w1, 8, 8) as u16,
+            srsrc: (bits(w1, 16, 5) * 4) as u8,
+            soffset: bits(w1, 24, 8) as u8,
+            acc: bits(w1, 23, 1) != 0,
+        })
+    }
+
+    /// gfx90a+ `acc` bit of a memory instruction: its data registers are AGPRs.
+    pub fn mem_acc9(&self) -> bool {
+        self.arch == Arch::Gfx9
+            && match self.encoding {
+                Encoding::Flat
+                | Encoding::Global
+                | Encoding::Scratch
+                | Encoding::Mubuf
+                | Encoding::Mtbuf => bits(self.words[1], 23, 1) != 0,
+                Encoding::Ds => bits(self.words[0], 25, 1) != 0,
+                _ => false,
+            }
+    }
+
+    /// gfx9 MFMA (VOP3P) fields: `acc_cd` (vdst and src2 are AGPRs), `acc` per A/B source,
+    /// and the broadcast controls cbsz, abid, blgp.
+    pub fn mfma9(&self) -> Option<MfmaFields> {
+        if self.encoding != Encoding::Vop3p || self.arch != Arch::Gfx9 {
+            return None;
+        }
+        let [w0, w1, ..] = self.words;
+        Some(MfmaFields {
+            acc_cd: bits(w0, 15, 1) != 0,
+            acc: bits(w1, 27, 2) as u8,
+            cbsz: bits(w0, 8, 3) as u8,
+            abid: bits(w0, 11, 4) as u8,
+            blgp: bits(w1, 29, 3) as u8,
         })
     }
 

@@ -31,7 +31,8 @@ mod tables_opsel;
 
 pub use codeobj::{CodeObject, CodeObjectError, Kernel, KernelArg, KernelDescriptor};
 pub use fields::{
-    BufFields, Dpp, DsFields, FlatFields, SmemFields, Src, Vop3Mods, Vop3pMods, VopdHalf,
+    BufFields, Dpp, DsFields, FlatFields, MfmaFields, MubufFields, SmemFields, Src, Vop3Mods,
+    Vop3pMods, VopdHalf, GFX9_NULL,
 };
 pub use opcode::Opcode;
 pub use table::{CType, Field};
