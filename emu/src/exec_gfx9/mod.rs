@@ -26,6 +26,11 @@ use crate::exec::ops::{f16_to_f32, f32_to_f16};
 use crate::exec::{Fault, State, PRIVATE_HI, SHARED_HI};
 use crate::mem::Memory;
 
+/// The gfx9 interpreter's fixed memory latencies (the RDNA cycle model's caches and pipes are
+/// not applied to gfx9; see docs/emulator-timing.md).
+const SMEM_LATENCY: u64 = 40;
+const VMEM_LATENCY: u64 = 300;
+
 /// gfx9 scalar-register-file slots.
 pub const VCC: usize = 106;
 pub const M0: usize = 124;
@@ -736,7 +741,7 @@ fn smem(
             w.time / cycles::CYCLES_PER_TICK
         };
         w.sset64(usize::from(f.sdata), t);
-        w.lgkm.push_back(w.time + cycles::SMEM_LATENCY);
+        w.lgkm.push_back(w.time + SMEM_LATENCY);
         return Ok(());
     }
     let n = match name.rsplit("dword").next() {
@@ -780,7 +785,7 @@ fn smem(
     } else {
         return Err(illegal(pc, i, "SMEM op not modelled"));
     }
-    w.lgkm.push_back(w.time + cycles::SMEM_LATENCY);
+    w.lgkm.push_back(w.time + SMEM_LATENCY);
     Ok(())
 }
 
@@ -1790,7 +1795,7 @@ fn flat(
                 touched_lds = true;
             }
         }
-        w.vm.push_back(w.time + cycles::VMEM_LATENCY);
+        w.vm.push_back(w.time + VMEM_LATENCY);
         if touched_lds && i.encoding == E::Flat {
             w.lgkm.push_back(w.time + cycles::LDS_LATENCY);
         }
@@ -1855,7 +1860,7 @@ fn flat(
     if touched_lds && i.encoding == E::Flat {
         w.lgkm.push_back(w.time + cycles::LDS_LATENCY);
     }
-    w.vm.push_back(w.time + cycles::VMEM_LATENCY);
+    w.vm.push_back(w.time + VMEM_LATENCY);
     Ok(if store {
         Class9::FlatStore
     } else {
@@ -2169,7 +2174,7 @@ fn mubuf(
             write_loaded(w, usize::from(f.vdata), l, &buf, &e, pc, i)?;
         }
     }
-    w.vm.push_back(w.time + cycles::VMEM_LATENCY);
+    w.vm.push_back(w.time + VMEM_LATENCY);
     Ok(if store {
         Class9::BufferStore
     } else {
