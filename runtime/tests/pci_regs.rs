@@ -92,3 +92,72 @@ fn am_registers_match_shared_json() {
         }
     }
 }
+
+/// Every register of the GC 12 table that tinygrad's driverless bring-up on a gfx1200 touched
+/// (by name, in `pci_gfx1200_add.jsonl`) sits at the address it recorded: the recording's
+/// discovered bases (`am_regs_offset`, by tinygrad's HWIP number) + our offset.
+#[test]
+fn gc12_table_addresses_match_tinygrads_gfx1200_recording() {
+    let Some(path) = testdata::require_shared("conformance/tinygrad/pci_gfx1200_add.jsonl") else {
+        return;
+    };
+    let text = std::fs::read_to_string(&path).unwrap();
+    let evs: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let info = evs
+        .iter()
+        .find(|v| v["ev"] == "device_info")
+        .expect("device_info");
+    // tinygrad's HWIP numbers (amdgpu's enum amd_hw_ip_block_type order).
+    let hwip = |ip: AmIp| match ip {
+        AmIp::Gc => "1",
+        AmIp::Hdp => "2",
+        AmIp::Sdma0 => "3",
+        AmIp::Mmhub => "12",
+        AmIp::Nbio => "14",
+        AmIp::Mp0 => "15",
+        AmIp::Mp1 => "16",
+        AmIp::Osssys => "23",
+    };
+    let base = |ip: AmIp, seg: u8| -> u32 {
+        let s = info["am_regs_offset"][hwip(ip)]["0"][usize::from(seg)]
+            .as_str()
+            .unwrap_or_else(|| panic!("{ip:?} segment {seg} in am_regs_offset"));
+        u32::from_str_radix(s.trim_start_matches("0x"), 16).unwrap()
+    };
+    let mut matched = std::collections::BTreeSet::new();
+    for e in &evs {
+        if e["ev"] != "mmio_w" && e["ev"] != "mmio_r" {
+            continue;
+        }
+        let Some(name) = e["name"].as_str() else {
+            continue;
+        };
+        let name = name.trim_start_matches("reg");
+        let addr =
+            u32::from_str_radix(e["reg"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+        for r in regs::ALL {
+            let Some(d) = r.on(AmGen::Gc12) else {
+                continue;
+            };
+            // SDMA0 shares GC's register space: its bases are GC's.
+            if d.name == name {
+                let ip = if r.ip == AmIp::Sdma0 { AmIp::Gc } else { r.ip };
+                assert_eq!(
+                    base(ip, d.base_index) + d.offset,
+                    addr,
+                    "{name}: our GC 12 table vs tinygrad's recorded address"
+                );
+                matched.insert(d.name);
+            }
+        }
+    }
+    assert!(
+        matched.len() > 60,
+        "only {} GC 12 registers met in the recording",
+        matched.len()
+    );
+    println!("{} GC 12 registers at tinygrad's addresses", matched.len());
+}
