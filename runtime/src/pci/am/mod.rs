@@ -162,6 +162,39 @@ impl RegIo {
         }
         Ok(v)
     }
+    /// One field of a value read from `r`, with this generation's layout.
+    pub fn decode(&self, r: AmReg, value: u32, field: &str) -> PciResult<u32> {
+        let def = self.def(r)?;
+        let f = def.field(field).ok_or_else(|| PciError::Discovery {
+            offset: 0,
+            msg: format!(
+                "{}: register {} has no field {field}",
+                self.gen.label(),
+                def.name
+            ),
+        })?;
+        let width = u32::from(f.hi - f.lo) + 1;
+        let mask = if width >= 32 {
+            u32::MAX
+        } else {
+            (1 << width) - 1
+        };
+        Ok((value >> f.lo) & mask)
+    }
+    /// The first of `rs` this generation has (a register renamed or split between generations).
+    pub fn first_of(&self, rs: &[AmReg]) -> PciResult<AmReg> {
+        rs.iter()
+            .copied()
+            .find(|r| r.on(self.gen).is_some())
+            .ok_or_else(|| PciError::Discovery {
+                offset: 0,
+                msg: format!(
+                    "{} has none of {:?} (shared/amd-registers)",
+                    self.gen.label(),
+                    rs.iter().map(|r| r.name).collect::<Vec<_>>()
+                ),
+            })
+    }
     pub fn addr(&self, r: AmReg) -> PciResult<u32> {
         let d = self.def(r)?;
         let b = self.bases(r.ip).ok_or_else(|| PciError::Discovery {
