@@ -466,6 +466,9 @@ impl AmDevice {
             ] {
                 t.event(crate::record_io::firmware_event(&opts.firmware_dir, n));
             }
+            for n in names.pfp.iter().chain(&names.me) {
+                t.event(crate::record_io::firmware_event(&opts.firmware_dir, n));
+            }
         }
 
         let gmc = gmc::Gmc::new(&regs, vram.clone(), vram_size)?;
