@@ -98,3 +98,44 @@ fn gc12_rs64_pfp_and_me_are_parsed_from_their_own_headers() {
         .to_string();
     assert!(e.contains("pfp.bin") && e.contains("RS64 PFP"), "{e}");
 }
+
+#[test]
+fn the_emulated_navi48_table_selects_gc12_at_the_bases_tinygrad_discovered() {
+    use runtime::pci::am::discovery::{hw_id, Discovery};
+    use runtime::pci::am::{select_gen, AmGen, AmIp};
+    let t = emu::pci::discovery::build_with(
+        &emu::pci::discovery::navi48_ips(),
+        (4, 4, 4, 2, 16, 32, 64),
+    );
+    let d = Discovery::parse(&t, 0x1000).expect("the navi48 table parses");
+    assert_eq!(select_gen(&d).unwrap(), AmGen::Gc12);
+    let Some(evs) = recording() else {
+        return;
+    };
+    let info = evs.iter().find(|e| e["ev"] == "device_info").unwrap();
+    // tinygrad's HWIP numbers for the blocks.
+    for (ip, hwip) in [
+        (AmIp::Gc, "1"),
+        (AmIp::Hdp, "2"),
+        (AmIp::Mmhub, "12"),
+        (AmIp::Nbio, "14"),
+        (AmIp::Mp0, "15"),
+        (AmIp::Mp1, "16"),
+        (AmIp::Osssys, "23"),
+    ] {
+        let theirs: Vec<u32> = info["am_regs_offset"][hwip]["0"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| u32::from_str_radix(s.as_str().unwrap().trim_start_matches("0x"), 16).unwrap())
+            .filter(|&v| v != 0)
+            .collect();
+        let ours: Vec<u32> = d.ips[&(hw_id(ip), 0)]
+            .bases
+            .iter()
+            .copied()
+            .filter(|&v| v != 0)
+            .collect();
+        assert_eq!(ours, theirs, "{ip:?} bases");
+    }
+}
