@@ -93,8 +93,7 @@ fn gc12_rs64_pfp_and_me_are_parsed_from_their_own_headers() {
     bad[8..10].copy_from_slice(&1u16.to_le_bytes());
     files.insert("pfp.bin".into(), bad);
     let e = Firmware::parse_with(&names, &mut |n| Ok(files[n].clone()))
-        .err()
-        .expect("v1 refused")
+        .expect_err("v1 refused")
         .to_string();
     assert!(e.contains("pfp.bin") && e.contains("RS64 PFP"), "{e}");
 }
