@@ -49,6 +49,9 @@ impl PciCandidate {
     pub fn driverless(&self) -> &'static str {
         match self.gc() {
             Some((11, _, _)) => "supported",
+            Some((12, 0, 0 | 1)) => {
+                "not yet (GC 12: register tables and version checks only, no bring-up; use kfd:N)"
+            }
             Some(_) => "not yet (GC 11 only; use kfd:N)",
             None => "GC version unknown until the discovery table is read",
         }

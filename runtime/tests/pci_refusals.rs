@@ -84,3 +84,76 @@ fn a_missing_firmware_file_is_named_with_the_package_that_has_it() {
         "{e}"
     );
 }
+
+/// The IP versions tinygrad's driverless bring-up discovered on a gfx1200 (its recording's
+/// `device_info.am_ip_versions`), applied to the emulator's table.
+fn rdna4_from_recording() -> Option<Discovery> {
+    let path = testdata::require_shared("conformance/tinygrad/pci_gfx1200_add.jsonl")?;
+    let text = std::fs::read_to_string(&path).unwrap();
+    let info: serde_json::Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["ev"] == "device_info")
+        .expect("the recording has device_info");
+    let mut d = navi31();
+    for (ip, key) in [
+        (AmIp::Gc, "GC"),
+        (AmIp::Sdma0, "SDMA0"),
+        (AmIp::Mmhub, "MMHUB"),
+        (AmIp::Nbio, "NBIF"),
+        (AmIp::Mp0, "MP0"),
+        (AmIp::Mp1, "MP1"),
+        (AmIp::Hdp, "HDP"),
+        (AmIp::Osssys, "OSSSYS"),
+    ] {
+        let v: Vec<u32> = info["am_ip_versions"][key]
+            .as_array()
+            .unwrap_or_else(|| panic!("{key} in am_ip_versions"))
+            .iter()
+            .map(|x| x.as_u64().unwrap() as u32)
+            .collect();
+        d.ips.get_mut(&(hw_id(ip), 0)).unwrap().version = (v[0], v[1], v[2]);
+    }
+    Some(d)
+}
+
+#[test]
+fn rdna4_versions_select_the_gc12_tables_and_mixed_tables_are_refused() {
+    use runtime::pci::am::{select_gen, AmGen};
+    assert_eq!(select_gen(&navi31()).unwrap(), AmGen::Gc11);
+    let Some(d) = rdna4_from_recording() else {
+        return;
+    };
+    assert_eq!(select_gen(&d).unwrap(), AmGen::Gc12);
+    // gfx1201 (navi48) reports GC 12.0.1 and is driven with the gc_12_0_0 table like amdgpu.
+    let mut d1 = rdna4_from_recording().unwrap();
+    d1.ips.get_mut(&(hw_id(AmIp::Gc), 0)).unwrap().version = (12, 0, 1);
+    assert_eq!(select_gen(&d1).unwrap(), AmGen::Gc12);
+    // A GC 12 with a GC 11 hub, or SDMA 6, is refused by block.
+    let mut m = rdna4_from_recording().unwrap();
+    m.ips.get_mut(&(hw_id(AmIp::Mmhub), 0)).unwrap().version = (3, 0, 0);
+    match select_gen(&m) {
+        Err(e @ PciError::UnsupportedIp { ip: "MMHUB", .. }) => {
+            assert!(
+                e.to_string().contains("GC 12") && e.to_string().contains("4.1.0"),
+                "{e}"
+            )
+        }
+        other => panic!("expected MMHUB refusal, got {other:?}"),
+    }
+    let mut s = rdna4_from_recording().unwrap();
+    s.ips.get_mut(&(hw_id(AmIp::Sdma0), 0)).unwrap().version = (6, 0, 0);
+    match select_gen(&s) {
+        Err(e @ PciError::UnsupportedIp { ip: "SDMA0", .. }) => {
+            assert!(e.to_string().contains("SDMA 7"), "{e}")
+        }
+        other => panic!("expected SDMA0 refusal, got {other:?}"),
+    }
+    // The bring-up sequence itself is not implemented: check_versions says so.
+    let (ip, msg) = refusal(&d);
+    assert_eq!(ip, "GC");
+    assert!(
+        msg.contains("not implemented") && msg.contains("kfd:N"),
+        "{msg}"
+    );
+}

@@ -4,17 +4,23 @@
 
 mod common;
 
-use runtime::pci::am::{regs, AmIp};
+use runtime::pci::am::{regs, AmGen, AmIp};
 
-fn table(ip: AmIp) -> &'static str {
-    match ip {
-        AmIp::Gc | AmIp::Sdma0 => "gc_11_0_0",
-        AmIp::Mmhub => "mmhub_3_0_0",
-        AmIp::Nbio => "nbio_4_3_0",
-        AmIp::Mp0 => "mp_13_0_0",
-        AmIp::Mp1 => "mp_11_0_0",
-        AmIp::Hdp => "hdp_6_0_0",
-        AmIp::Osssys => "osssys_6_0_0",
+fn table(ip: AmIp, g: AmGen) -> &'static str {
+    match (g, ip) {
+        (AmGen::Gc11, AmIp::Gc | AmIp::Sdma0) => "gc_11_0_0",
+        (AmGen::Gc11, AmIp::Mmhub) => "mmhub_3_0_0",
+        (AmGen::Gc11, AmIp::Nbio) => "nbio_4_3_0",
+        (AmGen::Gc11, AmIp::Mp0) => "mp_13_0_0",
+        (AmGen::Gc11, AmIp::Mp1) => "mp_11_0_0",
+        (AmGen::Gc11, AmIp::Hdp) => "hdp_6_0_0",
+        (AmGen::Gc11, AmIp::Osssys) => "osssys_6_0_0",
+        (AmGen::Gc12, AmIp::Gc | AmIp::Sdma0) => "gc_12_0_0",
+        (AmGen::Gc12, AmIp::Mmhub) => "mmhub_4_1_0",
+        (AmGen::Gc12, AmIp::Nbio) => "nbif_6_3_1",
+        (AmGen::Gc12, AmIp::Mp0 | AmIp::Mp1) => "mp_14_0_2",
+        (AmGen::Gc12, AmIp::Hdp) => "hdp_7_0_0",
+        (AmGen::Gc12, AmIp::Osssys) => "osssys_7_0_0",
     }
 }
 
@@ -23,25 +29,50 @@ fn am_registers_match_shared_json() {
     let Some(dir) = common::amd_registers_dir() else {
         return;
     };
-    let mut checked = 0;
+    let mut checked = [0; 2];
     let mut cache: std::collections::HashMap<&str, serde_json::Value> = Default::default();
     for r in regs::ALL {
-        let file = table(r.ip);
-        let j = cache.entry(file).or_insert_with(|| {
-            let text = std::fs::read_to_string(dir.join(format!("{file}.json"))).unwrap();
-            serde_json::from_str(&text).unwrap()
-        });
-        // Older headers (mp_11_0) use the `mm` prefix.
-        let regs_ = &j["registers"];
-        let e = if regs_[format!("reg{}", r.name)].is_null() {
-            &regs_[format!("mm{}", r.name)]
-        } else {
-            &regs_[format!("reg{}", r.name)]
-        };
-        common::assert_reg(e, r.offset, r.seg, &format!("{file} {}", r.name));
-        checked += 1;
+        for g in AmGen::ALL {
+            let file = table(r.ip, g);
+            let j = cache.entry(file).or_insert_with(|| {
+                let text = std::fs::read_to_string(dir.join(format!("{file}.json"))).unwrap();
+                serde_json::from_str(&text).unwrap()
+            });
+            let Some(d) = r.on(g) else {
+                // Absent on this generation: the JSON must not have it under its own name.
+                assert!(
+                    j["registers"][format!("reg{}", r.name)].is_null(),
+                    "{file} has {} but the table says {g:?} lacks it",
+                    r.name
+                );
+                continue;
+            };
+            // Older headers (mp_11_0) use the `mm` prefix.
+            let regs_ = &j["registers"];
+            let e = if regs_[format!("reg{}", d.name)].is_null() {
+                &regs_[format!("mm{}", d.name)]
+            } else {
+                &regs_[format!("reg{}", d.name)]
+            };
+            common::assert_reg(e, d.offset, d.base_index, &format!("{file} {}", d.name));
+            let fields = e["fields"].as_object().expect("fields");
+            assert_eq!(fields.len(), d.fields.len(), "{file} {} fields", d.name);
+            for f in d.fields {
+                assert_eq!(
+                    (fields[f.name]["lo"].as_u64(), fields[f.name]["hi"].as_u64()),
+                    (Some(u64::from(f.lo)), Some(u64::from(f.hi))),
+                    "{file} {}.{}",
+                    d.name,
+                    f.name
+                );
+            }
+            checked[g as usize] += 1;
+        }
     }
-    assert!(checked > 150, "only {checked} registers checked");
+    assert!(
+        checked[0] > 150 && checked[1] > 150,
+        "only {checked:?} registers checked"
+    );
 
     // The emulated table's bases are the navi ones (MP0/MP1 included).
     let text = std::fs::read_to_string(dir.join("ip_base_offsets.json")).unwrap();
@@ -60,4 +91,73 @@ fn am_registers_match_shared_json() {
             }
         }
     }
+}
+
+/// Every register of the GC 12 table that tinygrad's driverless bring-up on a gfx1200 touched
+/// (by name, in `pci_gfx1200_add.jsonl`) sits at the address it recorded: the recording's
+/// discovered bases (`am_regs_offset`, by tinygrad's HWIP number) + our offset.
+#[test]
+fn gc12_table_addresses_match_tinygrads_gfx1200_recording() {
+    let Some(path) = testdata::require_shared("conformance/tinygrad/pci_gfx1200_add.jsonl") else {
+        return;
+    };
+    let text = std::fs::read_to_string(&path).unwrap();
+    let evs: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let info = evs
+        .iter()
+        .find(|v| v["ev"] == "device_info")
+        .expect("device_info");
+    // tinygrad's HWIP numbers (amdgpu's enum amd_hw_ip_block_type order).
+    let hwip = |ip: AmIp| match ip {
+        AmIp::Gc => "1",
+        AmIp::Hdp => "2",
+        AmIp::Sdma0 => "3",
+        AmIp::Mmhub => "12",
+        AmIp::Nbio => "14",
+        AmIp::Mp0 => "15",
+        AmIp::Mp1 => "16",
+        AmIp::Osssys => "23",
+    };
+    let base = |ip: AmIp, seg: u8| -> u32 {
+        let s = info["am_regs_offset"][hwip(ip)]["0"][usize::from(seg)]
+            .as_str()
+            .unwrap_or_else(|| panic!("{ip:?} segment {seg} in am_regs_offset"));
+        u32::from_str_radix(s.trim_start_matches("0x"), 16).unwrap()
+    };
+    let mut matched = std::collections::BTreeSet::new();
+    for e in &evs {
+        if e["ev"] != "mmio_w" && e["ev"] != "mmio_r" {
+            continue;
+        }
+        let Some(name) = e["name"].as_str() else {
+            continue;
+        };
+        let name = name.trim_start_matches("reg");
+        let addr =
+            u32::from_str_radix(e["reg"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+        for r in regs::ALL {
+            let Some(d) = r.on(AmGen::Gc12) else {
+                continue;
+            };
+            // SDMA0 shares GC's register space: its bases are GC's.
+            if d.name == name {
+                let ip = if r.ip == AmIp::Sdma0 { AmIp::Gc } else { r.ip };
+                assert_eq!(
+                    base(ip, d.base_index) + d.offset,
+                    addr,
+                    "{name}: our GC 12 table vs tinygrad's recorded address"
+                );
+                matched.insert(d.name);
+            }
+        }
+    }
+    assert!(
+        matched.len() > 60,
+        "only {} GC 12 registers met in the recording",
+        matched.len()
+    );
+    println!("{} GC 12 registers at tinygrad's addresses", matched.len());
 }

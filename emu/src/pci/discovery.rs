@@ -36,6 +36,26 @@ pub fn navi31_ips() -> Vec<IpRecord> {
     ]
 }
 
+/// The records of an emulated Navi48 (gfx1201, RX 9070): the RDNA4 versions (GC 12.0.1,
+/// SDMA 7.0.1, MMHUB 4.1.0, NBIF 6.3.1, MP 14.0.3, HDP 7.0.0, OSSSYS 7.0.0) at the navi
+/// bases, which tinygrad's gfx1200 bring-up also discovered (`am_regs_offset`).
+pub fn navi48_ips() -> Vec<IpRecord> {
+    navi31_ips()
+        .into_iter()
+        .map(|(ip, _, b)| {
+            let v = match ip {
+                AmIp::Gc => (12, 0, 1),
+                AmIp::Sdma0 => (7, 0, 1),
+                AmIp::Mmhub => (4, 1, 0),
+                AmIp::Nbio => (6, 3, 1),
+                AmIp::Mp0 | AmIp::Mp1 => (14, 0, 3),
+                AmIp::Hdp | AmIp::Osssys => (7, 0, 0),
+            };
+            (ip, v, b)
+        })
+        .collect()
+}
+
 fn put16(b: &mut [u8], at: usize, v: u16) {
     b[at..at + 2].copy_from_slice(&v.to_le_bytes());
 }
@@ -45,15 +65,19 @@ fn put32(b: &mut [u8], at: usize, v: u32) {
 
 /// Builds the table. `gc`: (num_se, wgp0_per_sa, wgp1_per_sa, sa_per_se, waves, slots, lds KiB).
 pub fn build(gc: (u32, u32, u32, u32, u32, u32, u32)) -> Vec<u8> {
+    build_with(&navi31_ips(), gc)
+}
+
+/// Builds the table with the given IP records (e.g. [`navi48_ips`]).
+pub fn build_with(ips: &[IpRecord], gc: (u32, u32, u32, u32, u32, u32, u32)) -> Vec<u8> {
     let mut b = vec![0u8; TABLE_SIZE];
     let ip_off = 0x40usize;
     let die_off = ip_off + 0x60;
     // Die: header then records.
-    let ips = navi31_ips();
     put16(&mut b, die_off, 0);
     put16(&mut b, die_off + 2, ips.len() as u16);
     let mut at = die_off + 4;
-    for (ip, (maj, min, rev), bases) in &ips {
+    for (ip, (maj, min, rev), bases) in ips {
         put16(&mut b, at, hw_id(*ip));
         b[at + 2] = 0;
         b[at + 3] = bases.len() as u8;

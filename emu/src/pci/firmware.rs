@@ -31,6 +31,8 @@ pub fn names() -> runtime::pci::am::firmware::FirmwareNames {
         mec: FILES[3].into(),
         imu: FILES[4].into(),
         rlc: FILES[5].into(),
+        pfp: None,
+        me: None,
     }
 }
 

@@ -171,9 +171,9 @@ fn bases() -> HashMap<AmIp, Vec<u32>> {
 }
 
 fn resolve(b: &HashMap<AmIp, Vec<u32>>, r: AmReg) -> u32 {
-    b.get(&r.ip)
-        .and_then(|v| v.get(usize::from(r.seg)))
-        .map(|base| base + r.offset)
+    // The emulated PCI GPU is a gfx1100: GC 11 placements.
+    r.at[0]
+        .and_then(|d| Some(b.get(&r.ip)?.get(usize::from(d.base_index))? + d.offset))
         .unwrap_or(u32::MAX)
 }
 

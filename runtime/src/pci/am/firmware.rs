@@ -41,7 +41,13 @@ pub mod fw_type {
     pub const IMU_D: u32 = 69;
     pub const SDMA_TH0: u32 = 71;
     pub const SDMA_TH1: u32 = 72;
+    pub const RS64_PFP: u32 = 87;
+    pub const RS64_ME: u32 = 88;
     pub const RS64_MEC: u32 = 89;
+    pub const RS64_PFP_P0_STACK: u32 = 90;
+    pub const RS64_PFP_P1_STACK: u32 = 91;
+    pub const RS64_ME_P0_STACK: u32 = 92;
+    pub const RS64_ME_P1_STACK: u32 = 93;
     pub const RS64_MEC_P0_STACK: u32 = 94;
 }
 
@@ -70,6 +76,9 @@ pub struct Firmware {
     pub ip: Vec<IpFw>,
     /// MEC RS64 program start (byte address) from the gfx v2 header.
     pub mec_start: u64,
+    /// GC 12: PFP and ME RS64 program starts (their own gfx v2 headers); None on GC 11.
+    pub pfp_start: Option<u64>,
+    pub me_start: Option<u64>,
 }
 
 /// File names for an IP-version set.
@@ -80,6 +89,9 @@ pub struct FirmwareNames {
     pub mec: String,
     pub imu: String,
     pub rlc: String,
+    /// GC 12 loads the RS64 PFP and ME through the PSP as well (GC 11's come with RLC autoload).
+    pub pfp: Option<String>,
+    pub me: Option<String>,
 }
 
 fn v(x: (u32, u32, u32)) -> String {
@@ -100,6 +112,8 @@ impl FirmwareNames {
             mec: format!("gc_{}_mec.bin", v(gc)),
             imu: format!("gc_{}_imu.bin", v(gc)),
             rlc: format!("gc_{}_rlc.bin", v(gc)),
+            pfp: (gc.0 >= 12).then(|| format!("gc_{}_pfp.bin", v(gc))),
+            me: (gc.0 >= 12).then(|| format!("gc_{}_me.bin", v(gc))),
         }
     }
 }
@@ -291,6 +305,49 @@ impl Firmware {
             data: f.slice(uoff, ctx_sz, "SDMA ctx ucode")?,
         });
 
+        // GC 12 PFP and ME: gfx v2 headers like the MEC's, code + the stack of pipes 0 and 1.
+        let mut rs64 = |name: &Option<String>,
+                        what: &str,
+                        code: u32,
+                        stacks: [u32; 2]|
+         -> PciResult<Option<u64>> {
+            let Some(name) = name else {
+                return Ok(None);
+            };
+            let b = read(name)?;
+            let f = FwFile { name, b: &b };
+            let (maj, _, _, _) = f.common()?;
+            if maj != 2 {
+                return Err(f.err(format!("gfx header version {maj} (RS64 {what} needs v2)")));
+            }
+            let (usz, uoff, dsz, doff) = (f.u32(36)?, f.u32(40)?, f.u32(44)?, f.u32(48)?);
+            ip.push(IpFw {
+                name: format!("{name} code"),
+                fw_type: code,
+                data: f.slice(uoff, usz, &format!("{what} code"))?,
+            });
+            for (p, t) in stacks.into_iter().enumerate() {
+                ip.push(IpFw {
+                    name: format!("{name} stack P{p}"),
+                    fw_type: t,
+                    data: f.slice(doff, dsz, &format!("{what} stack"))?,
+                });
+            }
+            Ok(Some(u64::from(f.u32(52)?) | u64::from(f.u32(56)?) << 32))
+        };
+        let pfp_start = rs64(
+            &names.pfp,
+            "PFP",
+            fw_type::RS64_PFP,
+            [fw_type::RS64_PFP_P0_STACK, fw_type::RS64_PFP_P1_STACK],
+        )?;
+        let me_start = rs64(
+            &names.me,
+            "ME",
+            fw_type::RS64_ME,
+            [fw_type::RS64_ME_P0_STACK, fw_type::RS64_ME_P1_STACK],
+        )?;
+
         // MEC: gfx v2 header, code + stack data, program start address.
         let mecb = read(&names.mec)?;
         let f = FwFile {
@@ -359,6 +416,8 @@ impl Firmware {
             smu,
             ip,
             mec_start,
+            pfp_start,
+            me_start,
         })
     }
 }

@@ -98,12 +98,12 @@ pub fn setup_compute_queue(
         true,
     )?;
     dev.gmc.flush_tlbs(&dev.regs, true)?;
-    let first = CP_MQD_BASE_ADDR.offset;
-    let last = CP_HQD_PQ_WPTR_HI.offset;
+    let first = CP_MQD_BASE_ADDR.gc11_offset();
+    let last = CP_HQD_PQ_WPTR_HI.gc11_offset();
     let mut mqd = vec![0u32; (MQD_SIZE / 4) as usize];
     mqd[0] = MQD_HEADER;
     let mut set = |reg: AmReg, v: u32| {
-        mqd[MQD_REGS_AT + (reg.offset - first) as usize] = v;
+        mqd[MQD_REGS_AT + (reg.gc11_offset() - first) as usize] = v;
     };
     set(CP_MQD_BASE_ADDR, (mqd_va & 0xFFFF_FFFC) as u32);
     set(CP_MQD_BASE_ADDR_HI, (mqd_va >> 32) as u32);

@@ -557,20 +557,28 @@ impl Gmc {
     /// Reads the latched protection fault of a hub: (status, faulting VA).
     pub fn fault_status(&self, r: &RegIo, hub: Hub) -> PciResult<(u32, u64)> {
         use regs::*;
+        // GC 12 splits the status into LO32/HI32; the LO32 half carries GC 11's status fields.
         let (s, lo, hi) = match hub {
             Hub::Gc => (
-                GCVM_L2_PROTECTION_FAULT_STATUS,
+                r.first_of(&[
+                    GCVM_L2_PROTECTION_FAULT_STATUS,
+                    GCVM_L2_PROTECTION_FAULT_STATUS_LO32,
+                ])?,
                 GCVM_L2_PROTECTION_FAULT_ADDR_LO32,
                 GCVM_L2_PROTECTION_FAULT_ADDR_HI32,
             ),
             Hub::Mm => (
-                MMVM_L2_PROTECTION_FAULT_STATUS,
+                r.first_of(&[
+                    MMVM_L2_PROTECTION_FAULT_STATUS,
+                    MMVM_L2_PROTECTION_FAULT_STATUS_LO32,
+                ])?,
                 MMVM_L2_PROTECTION_FAULT_ADDR_LO32,
                 MMVM_L2_PROTECTION_FAULT_ADDR_HI32,
             ),
         };
         let st = r.read(s)?;
-        let va = (u64::from(r.read(lo)?) | u64::from(r.read(hi)? & 0xF) << 32) << 12;
+        let hi4 = r.decode(hi, r.read(hi)?, "logical_page_addr_hi4")?;
+        let va = (u64::from(r.read(lo)?) | u64::from(hi4) << 32) << 12;
         Ok((st, va))
     }
 }

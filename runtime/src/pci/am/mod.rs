@@ -45,13 +45,45 @@ pub const ALL_IPS: [AmIp; 8] = [
     AmIp::Osssys,
 ];
 
-/// A register: its IP, dword offset within segment `seg` of the IP's bases.
+/// The GC generation whose register tables the driver uses (chosen from the discovered
+/// versions by [`check_versions`], never assumed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum AmGen {
+    /// GC 11.0.x (RDNA3).
+    #[default]
+    Gc11 = 0,
+    /// GC 12.0.x (RDNA4).
+    Gc12 = 1,
+}
+
+impl AmGen {
+    pub const ALL: [AmGen; 2] = [AmGen::Gc11, AmGen::Gc12];
+    pub fn label(self) -> &'static str {
+        match self {
+            AmGen::Gc11 => "GC 11",
+            AmGen::Gc12 => "GC 12",
+        }
+    }
+}
+
+/// A register: its IP and, per generation, its placement, name and fields from that
+/// generation's register JSON (`None` where the generation has no such register).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AmReg {
     pub ip: AmIp,
-    pub offset: u32,
-    pub seg: u8,
     pub name: &'static str,
+    pub at: [Option<crate::regs::RegDef>; 2],
+}
+
+impl AmReg {
+    /// The register's definition on generation `g`.
+    pub fn on(&self, g: AmGen) -> Option<&crate::regs::RegDef> {
+        self.at[g as usize].as_ref()
+    }
+    /// Dword offset within its segment on GC 11 (the emulated gfx1100 and GC 11 MQD layout).
+    pub fn gc11_offset(&self) -> u32 {
+        self.at[0].map_or(u32::MAX, |d| d.offset)
+    }
 }
 
 /// `RCC_CONFIG_MEMSIZE`: VRAM size in MiB at a fixed dword address, readable before discovery.
@@ -63,6 +95,8 @@ pub const AM_VERSION: u32 = 0xA000_0006;
 pub struct RegIo {
     pub mmio: Arc<dyn Mmio>,
     bases: Vec<(AmIp, Vec<u32>)>,
+    /// Whose register tables [`RegIo::addr`] uses.
+    pub gen: AmGen,
     /// Sees every access when a command recorder is installed ([`crate::record_io`]).
     pub tap: Option<crate::record_io::MmioTap>,
 }
@@ -72,6 +106,7 @@ impl RegIo {
         RegIo {
             mmio,
             bases: Vec::new(),
+            gen: AmGen::Gc11,
             tap: crate::record::installed().map(crate::record_io::MmioTap::new),
         }
     }
@@ -85,28 +120,104 @@ impl RegIo {
             .find(|(i, _)| *i == ip)
             .map(|(_, b)| b.as_slice())
     }
+    /// The register's definition on this device's generation; a register the generation
+    /// does not have is an error naming both.
+    pub fn def(&self, r: AmReg) -> PciResult<crate::regs::RegDef> {
+        r.at[self.gen as usize].ok_or_else(|| PciError::Discovery {
+            offset: 0,
+            msg: format!(
+                "{} has no register {} (shared/amd-registers)",
+                self.gen.label(),
+                r.name
+            ),
+        })
+    }
+    /// Encodes named field values of `r` with this generation's field layout (no shifts in the
+    /// driver): an unknown field or a value wider than its field is an error.
+    pub fn encode(&self, r: AmReg, fields: &[(&str, u32)]) -> PciResult<u32> {
+        let def = self.def(r)?;
+        let mut v = 0u32;
+        for (name, val) in fields {
+            let f = def.field(name).ok_or_else(|| PciError::Discovery {
+                offset: 0,
+                msg: format!(
+                    "{}: register {} has no field {name}",
+                    self.gen.label(),
+                    def.name
+                ),
+            })?;
+            let width = u32::from(f.hi - f.lo) + 1;
+            let mask = if width >= 32 {
+                u32::MAX
+            } else {
+                (1 << width) - 1
+            };
+            if val & !mask != 0 {
+                return Err(PciError::Discovery {
+                    offset: 0,
+                    msg: format!("{val:#x} does not fit {}.{name} ({width} bits)", def.name),
+                });
+            }
+            v |= val << f.lo;
+        }
+        Ok(v)
+    }
+    /// One field of a value read from `r`, with this generation's layout.
+    pub fn decode(&self, r: AmReg, value: u32, field: &str) -> PciResult<u32> {
+        let def = self.def(r)?;
+        let f = def.field(field).ok_or_else(|| PciError::Discovery {
+            offset: 0,
+            msg: format!(
+                "{}: register {} has no field {field}",
+                self.gen.label(),
+                def.name
+            ),
+        })?;
+        let width = u32::from(f.hi - f.lo) + 1;
+        let mask = if width >= 32 {
+            u32::MAX
+        } else {
+            (1 << width) - 1
+        };
+        Ok((value >> f.lo) & mask)
+    }
+    /// The first of `rs` this generation has (a register renamed or split between generations).
+    pub fn first_of(&self, rs: &[AmReg]) -> PciResult<AmReg> {
+        rs.iter()
+            .copied()
+            .find(|r| r.on(self.gen).is_some())
+            .ok_or_else(|| PciError::Discovery {
+                offset: 0,
+                msg: format!(
+                    "{} has none of {:?} (shared/amd-registers)",
+                    self.gen.label(),
+                    rs.iter().map(|r| r.name).collect::<Vec<_>>()
+                ),
+            })
+    }
     pub fn addr(&self, r: AmReg) -> PciResult<u32> {
+        let d = self.def(r)?;
         let b = self.bases(r.ip).ok_or_else(|| PciError::Discovery {
             offset: 0,
             msg: format!("{:?} has no base addresses (needed for {})", r.ip, r.name),
         })?;
         let base = b
-            .get(usize::from(r.seg))
+            .get(usize::from(d.base_index))
             .ok_or_else(|| PciError::Discovery {
                 offset: 0,
                 msg: format!(
                     "{:?} has no segment {} (needed for {})",
-                    r.ip, r.seg, r.name
+                    r.ip, d.base_index, r.name
                 ),
             })?;
-        Ok(base + r.offset)
+        Ok(base + d.offset)
     }
     /// The known register at absolute dword address `addr` (for recordings).
     pub fn name_of(&self, addr: u32) -> Option<(&'static str, AmIp)> {
         regs::ALL
             .iter()
-            .find(|r| self.addr(**r).ok() == Some(addr))
-            .map(|r| (r.name, r.ip))
+            .find(|r| r.on(self.gen).is_some() && self.addr(**r).ok() == Some(addr))
+            .and_then(|r| r.on(self.gen).map(|d| (d.name, r.ip)))
     }
     fn tap(&self, write: bool, addr: u32, v: u32, indirect: bool) {
         if let Some(t) = &self.tap {
@@ -194,23 +305,27 @@ impl RegIo {
     }
 }
 
-/// Refuses a discovery table with an IP version the driver was not generated for: GC and
-/// each block with registers in [`regs::COMPATIBLE`] (versions whose register JSON places
-/// every register the driver uses where its source table does), SDMA by its packet format.
-pub fn check_versions(disc: &Discovery) -> PciResult<()> {
+/// The generation of the discovered GC and SDMA: the first [`AmGen`] whose register tables
+/// ([`regs::COMPATIBLE`], from the register JSON) cover the discovered GC version.
+fn gen_of(disc: &Discovery) -> PciResult<Option<AmGen>> {
+    let gc = disc.ip(AmIp::Gc)?.version;
+    Ok(AmGen::ALL.into_iter().find(|g| {
+        regs::COMPATIBLE[*g as usize]
+            .iter()
+            .any(|(i, vs)| *i == AmIp::Gc && vs.contains(&gc))
+    }))
+}
+
+/// Chooses the register tables from the discovered IP versions and checks every block against
+/// them: GC picks the generation, then each block with registers must be one of the versions
+/// whose register JSON places them where that generation's table does, and SDMA must speak
+/// that generation's packet format. Does not say whether the bring-up is implemented.
+pub fn select_gen(disc: &Discovery) -> PciResult<AmGen> {
     let gc = disc.ip(AmIp::Gc)?.version;
     let fix = "use the KFD path (kfd:N) for this GPU";
-    let family = crate::list::gc_family(gc);
-    let ok = |ip: AmIp, v| {
-        regs::COMPATIBLE
-            .iter()
-            .any(|(i, vs)| *i == ip && vs.contains(&v))
-    };
-    if !ok(AmIp::Gc, gc) {
-        let msg = match family {
-            Some(f) => {
-                format!("{f}: the driverless path brings up GC 11.0.0 (RDNA3) only so far; {fix}")
-            }
+    let Some(g) = gen_of(disc)? else {
+        let msg = match crate::list::gc_family(gc) {
+            Some(f) => format!("{f}: the driverless path has register tables for GC 11.0.0 and GC 12.0.0/12.0.1 only; {fix}"),
             None => format!("not a GPU generation wavescope knows; {fix}"),
         };
         return Err(PciError::UnsupportedIp {
@@ -218,16 +333,24 @@ pub fn check_versions(disc: &Discovery) -> PciResult<()> {
             version: gc,
             msg,
         });
-    }
+    };
+    // SDMA 6 on GC 11, SDMA 7 on GC 12: the queue registers are in GC's table, the packets differ.
+    let sdma_major = match g {
+        AmGen::Gc11 => 6,
+        AmGen::Gc12 => 7,
+    };
     let sdma = disc.ip(AmIp::Sdma0)?.version;
-    if sdma.0 != 6 {
+    if sdma.0 != sdma_major {
         return Err(PciError::UnsupportedIp {
             ip: "SDMA0",
             version: sdma,
-            msg: format!("the driver builds SDMA 6 packets (GC 11); {fix}"),
+            msg: format!(
+                "the driver builds SDMA {sdma_major} packets ({}); {fix}",
+                g.label()
+            ),
         });
     }
-    for (ip, vs) in regs::COMPATIBLE {
+    for (ip, vs) in regs::COMPATIBLE[g as usize] {
         let v = disc.ip(*ip)?.version;
         if !vs.contains(&v) {
             let known: Vec<String> = vs.iter().map(|(a, b, c)| format!("{a}.{b}.{c}")).collect();
@@ -235,14 +358,30 @@ pub fn check_versions(disc: &Discovery) -> PciResult<()> {
                 ip: crate::record_io::ip_name(*ip),
                 version: v,
                 msg: format!(
-                    "the driver's {} registers are placed for version {} (shared/amd-registers); {fix}",
+                    "the driver's {} registers on {} are placed for version {} (shared/amd-registers); {fix}",
                     crate::record_io::ip_name(*ip),
+                    g.label(),
                     known.join(" or ")
                 ),
             });
         }
     }
-    Ok(())
+    Ok(g)
+}
+
+/// Refuses a discovery table the driver cannot bring up: an IP version without register tables
+/// ([`select_gen`]), or a generation whose bring-up sequence is not implemented yet (GC 12: the
+/// tables exist, the RS64 PFP/ME firmware load, boot-time TMR and SDMA 7 queues do not).
+pub fn check_versions(disc: &Discovery) -> PciResult<AmGen> {
+    let gc = disc.ip(AmIp::Gc)?.version;
+    if gen_of(disc)? == Some(AmGen::Gc12) {
+        return Err(PciError::UnsupportedIp {
+            ip: "GC",
+            version: gc,
+            msg: "RDNA4: the driverless bring-up of GC 12 (RS64 PFP/ME firmware, boot-time TMR, SDMA 7 queues) is not implemented yet; use the KFD path (kfd:N) for this GPU".into(),
+        });
+    }
+    select_gen(disc)
 }
 
 /// The brought-up GPU: BAR views, discovered IPs and the per-IP state.
@@ -298,7 +437,7 @@ impl AmDevice {
         let disc = Discovery::parse(&tbl, doff)?;
         // Every block's version is checked against the register JSON the driver was generated
         // from: the same writes on another layout would hit the wrong registers.
-        check_versions(&disc)?;
+        regs.gen = check_versions(&disc)?;
         for ip in ALL_IPS {
             // SDMA registers live in GC's register space on GC 11 (SDMA0 reports the same bases).
             let b = disc.ip(ip)?.bases.clone();
@@ -325,6 +464,9 @@ impl AmDevice {
                 &names.imu,
                 &names.rlc,
             ] {
+                t.event(crate::record_io::firmware_event(&opts.firmware_dir, n));
+            }
+            for n in names.pfp.iter().chain(&names.me) {
                 t.event(crate::record_io::firmware_event(&opts.firmware_dir, n));
             }
         }
@@ -413,11 +555,26 @@ impl AmDevice {
             2 => regs::S2A_DOORBELL_ENTRY_2_CTRL,
             _ => regs::S2A_DOORBELL_ENTRY_3_CTRL,
         };
-        let v = 1
-            | (awid & 0x1F) << 1
-            | (offset & 0x3FF) << 7
-            | (size & 0xFF) << 17
-            | (awaddr_31_28 & 0xF) << 28;
+        // Field names carry the port number; layouts come from this generation's JSON.
+        let p = port.min(3);
+        let f = |n: &str| format!("s2a_doorbell_port{p}_{n}");
+        let (en, id, off, sz, hi) = (
+            f("enable"),
+            f("awid"),
+            f("range_offset"),
+            f("range_size"),
+            f("awaddr_31_28_value"),
+        );
+        let v = self.regs.encode(
+            r,
+            &[
+                (&en, 1),
+                (&id, awid),
+                (&off, offset),
+                (&sz, size),
+                (&hi, awaddr_31_28),
+            ],
+        )?;
         self.regs.write(r, v)
     }
 
