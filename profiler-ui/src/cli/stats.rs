@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::Args;
 use profiler_ui::data::{
-    analyze_kernel, inst_stats, kernels_with_sqtt, traced_waves, InstStat, TracedWave, XUnit,
+    analyze_kernel, hidden, inst_stats, kernels_with_sqtt, traced_waves, InstStat, TracedWave,
+    XUnit,
 };
 use serde::Serialize;
 
@@ -34,6 +35,11 @@ struct KernelStats {
     time_unit: XUnit,
     errors: Vec<String>,
     instructions: Vec<InstStat>,
+    /// The kernel's latency over every traced wave, split into exposed and hidden cycles
+    /// (docs/kernel-analysis.md); `exposed` is the kernel-level exposed total.
+    latency_split: hidden::LatencySplit,
+    /// The same split per instruction-traced wave.
+    wave_latency: Vec<hidden::WaveSplit>,
     /// Per traced wave, every instruction it executed: our token time beside AMD's issue
     /// time, stall and duration.
     traced_waves: Vec<TracedWave>,
@@ -57,6 +63,7 @@ pub fn run(a: StatsArgs) -> Result<()> {
         let Some(ks) = analyzed else {
             continue;
         };
+        let splits = hidden::kernel_splits(&ks);
         out.push(KernelStats {
             kernel: ks.name.clone(),
             index: k,
@@ -69,6 +76,8 @@ pub fn run(a: StatsArgs) -> Result<()> {
                 .filter_map(|s| s.error.as_ref().map(|e| format!("SE {}: {e}", s.se)))
                 .collect(),
             instructions: inst_stats(&ks),
+            latency_split: splits.total,
+            wave_latency: splits.waves,
             traced_waves: traced_waves(&ks),
         });
     }
@@ -95,12 +104,20 @@ pub fn run(a: StatsArgs) -> Result<()> {
             k.waves,
             k.itraced_ses
         );
+        outln!(
+            o,
+            "  latency {} cycles: exposed {}, hidden {} ({:.1}%)",
+            k.latency_split.latency,
+            k.latency_split.exposed,
+            k.latency_split.hidden_total(),
+            k.latency_split.hidden_share() * 100.0
+        );
         for e in &k.errors {
             outln!(o, "  error: {e}");
         }
         outln!(
             o,
-            "  {:<8} {:<40} {:>6} {:>9} {:>8} {:>6} {:>6} {:>6} {:>6} {:>6}",
+            "  {:<8} {:<40} {:>6} {:>9} {:>8} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8} {:>6}",
             "instr",
             "name",
             "count",
@@ -110,12 +127,14 @@ pub fn run(a: StatsArgs) -> Result<()> {
             "median",
             "max",
             "share",
-            "stall"
+            "stall",
+            "exposed",
+            "hidden"
         );
         for r in &k.instructions {
             outln!(
                 o,
-                "  {:<8} {:<40.40} {:>6} {:>9} {:>8.1} {:>6} {:>6} {:>6} {:>5.1}% {:>5.0}%",
+                "  {:<8} {:<40.40} {:>6} {:>9} {:>8.1} {:>6} {:>6} {:>6} {:>5.1}% {:>5.0}% {:>8} {:>5.0}%",
                 r.key,
                 r.name,
                 r.count,
@@ -125,7 +144,9 @@ pub fn run(a: StatsArgs) -> Result<()> {
                 r.median,
                 r.max,
                 r.share * 100.0,
-                r.stall_share * 100.0
+                r.stall_share * 100.0,
+                r.exposed,
+                r.hidden_share * 100.0
             );
         }
     }

@@ -14,7 +14,7 @@ pub struct SortState {
     pub desc: bool,
 }
 
-pub const COLUMNS: [&str; 10] = [
+pub const COLUMNS: [&str; 12] = [
     "Instr",
     "Name",
     "Count",
@@ -25,7 +25,40 @@ pub const COLUMNS: [&str; 10] = [
     "Max",
     "Share",
     "Stall",
+    "Exposed",
+    "Hidden",
 ];
+
+/// Colour of each hidden-latency class in the Hidden column's bar (`InstClass::ALL` order).
+pub const CLASS_COLORS: [Color32; 7] = [
+    Color32::from_rgb(90, 160, 230),
+    Color32::from_rgb(120, 200, 120),
+    Color32::from_rgb(230, 170, 60),
+    Color32::from_rgb(190, 120, 220),
+    Color32::from_rgb(80, 200, 200),
+    Color32::from_rgb(220, 220, 90),
+    Color32::from_rgb(150, 150, 150),
+];
+
+/// The kernel's latency and exposed cycles over the table's rows, as the header states them.
+pub fn kernel_exposed(rows: &[InstStat]) -> (i64, i64) {
+    (
+        rows.iter().map(|r| r.total).sum(),
+        rows.iter().map(|r| r.exposed).sum(),
+    )
+}
+
+/// The header line above the instruction table.
+pub fn latency_summary(rows: &[InstStat]) -> String {
+    let (total, exposed) = kernel_exposed(rows);
+    let hidden = total - exposed;
+    let pct = if total > 0 {
+        hidden as f64 * 100.0 / total as f64
+    } else {
+        0.0
+    };
+    format!("latency {total} clk · exposed {exposed} clk · hidden {hidden} clk ({pct:.1}%) by other waves on the same SIMD")
+}
 
 pub fn sort_rows(rows: &mut [InstStat], s: SortState) {
     let key_num = |r: &InstStat| {
@@ -48,7 +81,9 @@ pub fn sort_rows(rows: &mut [InstStat], s: SortState) {
             6 => a.median.cmp(&b.median),
             7 => a.max.cmp(&b.max),
             8 => a.share.total_cmp(&b.share),
-            _ => a.stall_share.total_cmp(&b.stall_share),
+            9 => a.stall_share.total_cmp(&b.stall_share),
+            10 => a.exposed.cmp(&b.exposed),
+            _ => a.hidden_share.total_cmp(&b.hidden_share),
         };
         if s.desc {
             o.reverse()
@@ -145,6 +180,7 @@ pub fn show_table(ui: &mut Ui, kv: &mut KernelView, sort: &mut SortState) {
         kv.stats.len(),
         itraced.join(", ")
     ));
+    ui.label(latency_summary(&kv.stats));
     let rows = &mut kv.stats;
     let mut clicked = None;
     let max_share = rows.iter().map(|r| r.share).fold(0.0, f64::max).max(1e-9);
@@ -155,7 +191,9 @@ pub fn show_table(ui: &mut Ui, kv: &mut KernelView, sort: &mut SortState) {
         .column(Column::auto().at_least(340.0))
         .columns(Column::auto().at_least(60.0), 6)
         .column(Column::auto().at_least(110.0))
-        .column(Column::remainder().at_least(60.0))
+        .column(Column::auto().at_least(50.0))
+        .column(Column::auto().at_least(70.0))
+        .column(Column::remainder().at_least(110.0))
         .header(20.0, |mut h| {
             for (ci, t) in COLUMNS.iter().enumerate() {
                 h.col(|ui| {
@@ -218,6 +256,12 @@ pub fn show_table(ui: &mut Ui, kv: &mut KernelView, sort: &mut SortState) {
                             r.stall, r.total
                         ));
                 });
+                row.col(|ui| {
+                    ui.monospace(r.exposed.to_string());
+                });
+                row.col(|ui| {
+                    hidden_bar(ui, r);
+                });
             });
         });
     if let Some(c) = clicked {
@@ -231,4 +275,46 @@ pub fn show_table(ui: &mut Ui, kv: &mut KernelView, sort: &mut SortState) {
         }
         sort_rows(rows, *sort);
     }
+}
+
+/// The Hidden cell: a bar of the latency split by class (exposed left blank), the hidden
+/// share, and the cycles per class on hover.
+fn hidden_bar(ui: &mut Ui, r: &InstStat) {
+    use crate::data::hidden::InstClass;
+    ui.horizontal(|ui| {
+        let (rect, resp) = ui.allocate_exact_size(egui::vec2(60.0, 10.0), egui::Sense::hover());
+        ui.painter().rect_stroke(
+            rect,
+            2.0,
+            (1.0, Color32::from_gray(90)),
+            egui::StrokeKind::Inside,
+        );
+        let mut x = rect.min.x;
+        if r.total > 0 {
+            for (c, color) in InstClass::ALL.iter().zip(CLASS_COLORS) {
+                let w = r.hidden.get(*c) as f32 / r.total as f32 * rect.width();
+                ui.painter().rect_filled(
+                    egui::Rect::from_min_size(
+                        egui::pos2(x, rect.min.y),
+                        egui::vec2(w, rect.height()),
+                    ),
+                    0.0,
+                    color,
+                );
+                x += w;
+            }
+        }
+        let mut tip = format!(
+            "{} of {} cycles hidden by other waves' issues on the same SIMD; {} exposed",
+            r.total - r.exposed,
+            r.total,
+            r.exposed
+        );
+        for c in InstClass::ALL {
+            tip.push_str(&format!("\n{}: {}", c.name(), r.hidden.get(c)));
+        }
+        resp.on_hover_text(tip.clone());
+        ui.monospace(format!("{:.0}%", r.hidden_share * 100.0))
+            .on_hover_text(tip);
+    });
 }
