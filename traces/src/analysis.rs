@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 
 pub mod hidden;
+pub mod occupancy;
 
 use crate::model::{KernelExec, Profile};
 use crate::sqtt::{self, AnalyzeOptions, BlobAnalysis, InstToken, TokenKind};
