@@ -656,7 +656,11 @@ impl Loaded {
                     }
                 };
                 analyze_kernel(&profile, k, &mut cb)
-                    .map(KernelView::new)
+                    .map(|d| {
+                        let mut kv = KernelView::new(d);
+                        kv.theoretical = crate::data::occupancy::kernel_occupancy(&profile, k);
+                        kv
+                    })
                     .ok_or_else(|| format!("kernel {k} is not in the profile"))
             }))
             .unwrap_or_else(|_| {

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::Args;
 use profiler_ui::data::{
-    analyze_kernel, hidden, inst_stats, kernels_with_sqtt, traced_waves, InstStat, TracedWave,
-    XUnit,
+    analyze_kernel, hidden, inst_stats, kernels_with_sqtt, occupancy, traced_waves, InstStat,
+    TracedWave, XUnit,
 };
 use serde::Serialize;
 
@@ -40,6 +40,10 @@ struct KernelStats {
     latency_split: hidden::LatencySplit,
     /// The same split per instruction-traced wave.
     wave_latency: Vec<hidden::WaveSplit>,
+    /// Theoretical occupancy from the kernel descriptor (null without the code object).
+    occupancy: Option<occupancy::Occupancy>,
+    /// Achieved occupancy from every wave SQTT saw, per SE and per SIMD.
+    achieved_occupancy: occupancy::Achieved,
     /// Per traced wave, every instruction it executed: our token time beside AMD's issue
     /// time, stall and duration.
     traced_waves: Vec<TracedWave>,
@@ -78,6 +82,8 @@ pub fn run(a: StatsArgs) -> Result<()> {
             instructions: inst_stats(&ks),
             latency_split: splits.total,
             wave_latency: splits.waves,
+            occupancy: occupancy::kernel_occupancy(&profile, k),
+            achieved_occupancy: occupancy::achieved(&ks),
             traced_waves: traced_waves(&ks),
         });
     }

@@ -180,6 +180,7 @@ pub fn show_table(ui: &mut Ui, kv: &mut KernelView, sort: &mut SortState) {
         kv.stats.len(),
         itraced.join(", ")
     ));
+    super::occupancy::show(ui, kv);
     ui.label(latency_summary(&kv.stats));
     let rows = &mut kv.stats;
     let mut clicked = None;

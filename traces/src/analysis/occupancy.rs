@@ -428,3 +428,23 @@ pub fn achieved(k: &KernelSqtt) -> Achieved {
     }
     out
 }
+
+/// The theoretical occupancy of kernel run `ki` of `p`, when its code object is in the
+/// profile and its architecture is known (the work-group size is the metadata's bound).
+pub fn kernel_occupancy(p: &crate::model::Profile, ki: usize) -> Option<Occupancy> {
+    let k = p.kernels.get(ki)?;
+    let prog = p.program_for(k.device, k.kern?)?;
+    let dev_target = p.props_device(k.device).and_then(|d| d.target());
+    let code = crate::isa::CodeObject::parse_with_target(p.blob(prog.elf?), dev_target).ok()?;
+    let kernel = code
+        .kernels
+        .iter()
+        .find(|c| c.name == k.name || c.name == prog.name)
+        .or_else(|| (code.kernels.len() == 1).then(|| &code.kernels[0]))?;
+    let target = dev_target.unwrap_or(code.target);
+    let limits = ArchLimits::for_target(target)?;
+    Some(theoretical(
+        &KernelResources::from_kernel(kernel, code.target),
+        &limits,
+    ))
+}
