@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 pub mod hidden;
 pub mod occupancy;
+pub mod pressure;
 
 use crate::model::{KernelExec, Profile};
 use crate::sqtt::{self, AnalyzeOptions, BlobAnalysis, InstToken, TokenKind};
