@@ -659,6 +659,7 @@ impl Loaded {
                     .map(|d| {
                         let mut kv = KernelView::new(d);
                         kv.theoretical = crate::data::occupancy::kernel_occupancy(&profile, k);
+                        kv.pressure = crate::data::pressure::kernel_pressure(&profile, k);
                         kv
                     })
                     .ok_or_else(|| format!("kernel {k} is not in the profile"))

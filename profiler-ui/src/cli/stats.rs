@@ -44,6 +44,8 @@ struct KernelStats {
     occupancy: Option<occupancy::Occupancy>,
     /// Achieved occupancy from every wave SQTT saw, per SE and per SIMD.
     achieved_occupancy: occupancy::Achieved,
+    /// Live VGPRs and SGPRs at each instruction of the code, with the allocation as ceiling.
+    register_pressure: Option<pressure::Pressure>,
     /// Per traced wave, every instruction it executed: our token time beside AMD's issue
     /// time, stall and duration.
     traced_waves: Vec<TracedWave>,
@@ -84,6 +86,7 @@ pub fn run(a: StatsArgs) -> Result<()> {
             wave_latency: splits.waves,
             occupancy: occupancy::kernel_occupancy(&profile, k),
             achieved_occupancy: occupancy::achieved(&ks),
+            register_pressure: pressure::kernel_pressure(&profile, k),
             traced_waves: traced_waves(&ks),
         });
     }

@@ -14,7 +14,7 @@ pub struct SortState {
     pub desc: bool,
 }
 
-pub const COLUMNS: [&str; 12] = [
+pub const COLUMNS: [&str; 13] = [
     "Instr",
     "Name",
     "Count",
@@ -27,6 +27,7 @@ pub const COLUMNS: [&str; 12] = [
     "Stall",
     "Exposed",
     "Hidden",
+    "Live V/S",
 ];
 
 /// Colour of each hidden-latency class in the Hidden column's bar (`InstClass::ALL` order).
@@ -83,7 +84,9 @@ pub fn sort_rows(rows: &mut [InstStat], s: SortState) {
             8 => a.share.total_cmp(&b.share),
             9 => a.stall_share.total_cmp(&b.stall_share),
             10 => a.exposed.cmp(&b.exposed),
-            _ => a.hidden_share.total_cmp(&b.hidden_share),
+            11 => a.hidden_share.total_cmp(&b.hidden_share),
+            // Live registers: the app sorts by PC here (the rows carry no pressure).
+            _ => a.pc.cmp(&b.pc),
         };
         if s.desc {
             o.reverse()
@@ -182,6 +185,15 @@ pub fn show_table(ui: &mut Ui, kv: &mut KernelView, sort: &mut SortState) {
     ));
     super::occupancy::show(ui, kv);
     ui.label(latency_summary(&kv.stats));
+    let live: std::collections::HashMap<u64, (u32, u32)> = kv
+        .pressure
+        .as_ref()
+        .map(|p| p.rows.iter().map(|r| (r.pc, (r.vgprs, r.sgprs))).collect())
+        .unwrap_or_default();
+    let ceiling = kv
+        .pressure
+        .as_ref()
+        .map(|p| (p.vgpr_ceiling.unwrap_or(p.max_vgprs), p.sgpr_ceiling));
     let rows = &mut kv.stats;
     let mut clicked = None;
     let max_share = rows.iter().map(|r| r.share).fold(0.0, f64::max).max(1e-9);
@@ -194,6 +206,7 @@ pub fn show_table(ui: &mut Ui, kv: &mut KernelView, sort: &mut SortState) {
         .column(Column::auto().at_least(110.0))
         .column(Column::auto().at_least(50.0))
         .column(Column::auto().at_least(70.0))
+        .column(Column::auto().at_least(110.0))
         .column(Column::remainder().at_least(110.0))
         .header(20.0, |mut h| {
             for (ci, t) in COLUMNS.iter().enumerate() {
@@ -263,6 +276,9 @@ pub fn show_table(ui: &mut Ui, kv: &mut KernelView, sort: &mut SortState) {
                 row.col(|ui| {
                     hidden_bar(ui, r);
                 });
+                row.col(|ui| {
+                    live_bar(ui, r.pc.and_then(|pc| live.get(&pc)).copied(), ceiling);
+                });
             });
         });
     if let Some(c) = clicked {
@@ -317,5 +333,38 @@ fn hidden_bar(ui: &mut Ui, r: &InstStat) {
         resp.on_hover_text(tip.clone());
         ui.monospace(format!("{:.0}%", r.hidden_share * 100.0))
             .on_hover_text(tip);
+    });
+}
+
+/// The Live V/S cell: live VGPRs as a bar against the kernel's allocation, and the counts.
+fn live_bar(ui: &mut Ui, live: Option<(u32, u32)>, ceiling: Option<(u32, Option<u32>)>) {
+    let Some((v, s)) = live else {
+        ui.weak("-");
+        return;
+    };
+    let (vc, sc) = ceiling.unwrap_or((v, None));
+    ui.horizontal(|ui| {
+        let (rect, resp) = ui.allocate_exact_size(egui::vec2(40.0, 10.0), egui::Sense::hover());
+        ui.painter().rect_stroke(
+            rect,
+            2.0,
+            (1.0, Color32::from_gray(90)),
+            egui::StrokeKind::Inside,
+        );
+        let f = v as f32 / vc.max(1) as f32;
+        ui.painter().rect_filled(
+            egui::Rect::from_min_size(
+                rect.min,
+                egui::vec2(rect.width() * f.min(1.0), rect.height()),
+            ),
+            2.0,
+            Color32::from_rgb(150, 120, 220),
+        );
+        let tip = format!(
+            "{v} VGPRs live of {vc} allocated; {s} SGPRs live{}",
+            sc.map_or(String::new(), |c| format!(" of {c}"))
+        );
+        resp.on_hover_text(tip.clone());
+        ui.monospace(format!("{v}/{s}")).on_hover_text(tip);
     });
 }

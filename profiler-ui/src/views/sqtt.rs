@@ -26,6 +26,8 @@ pub struct KernelView {
     /// Theoretical occupancy (set by the app, which has the profile) and achieved occupancy.
     pub theoretical: Option<crate::data::occupancy::Occupancy>,
     pub achieved: crate::data::occupancy::Achieved,
+    /// Live registers per PC (set by the app, which has the code object).
+    pub pressure: Option<crate::data::pressure::Pressure>,
 }
 
 #[derive(Debug, Clone)]
@@ -67,6 +69,7 @@ impl KernelView {
             occupancy,
             theoretical: None,
             achieved,
+            pressure: None,
         }
     }
 }
