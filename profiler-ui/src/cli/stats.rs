@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::Args;
 use profiler_ui::data::{
-    analyze_kernel, hidden, inst_stats, kernels_with_sqtt, occupancy, traced_waves, InstStat,
-    TracedWave, XUnit,
+    analyze_kernel, hidden, inst_stats, kernels_with_sqtt, occupancy, pressure, traced_waves,
+    InstStat, TracedWave, XUnit,
 };
 use serde::Serialize;
 
