@@ -8,6 +8,7 @@ use std::collections::HashMap;
 pub mod hidden;
 pub mod occupancy;
 pub mod pressure;
+pub mod source;
 
 use crate::model::{KernelExec, Profile};
 use crate::sqtt::{self, AnalyzeOptions, BlobAnalysis, InstToken, TokenKind};
