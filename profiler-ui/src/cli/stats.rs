@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::Args;
 use profiler_ui::data::{
-    analyze_kernel, hidden, inst_stats, kernels_with_sqtt, occupancy, pressure, traced_waves,
-    InstStat, TracedWave, XUnit,
+    analyze_kernel, hidden, inst_stats, kernels_with_sqtt, occupancy, pressure, source,
+    traced_waves, InstStat, TracedWave, XUnit,
 };
 use serde::Serialize;
 
@@ -46,6 +46,10 @@ struct KernelStats {
     achieved_occupancy: occupancy::Achieved,
     /// Live VGPRs and SGPRs at each instruction of the code, with the allocation as ceiling.
     register_pressure: Option<pressure::Pressure>,
+    /// Per source line (DWARF line table, -g), the instruction table rolled up; empty with
+    /// `source_error` saying why when there is no line table.
+    source_lines: Vec<source::LineCost>,
+    source_error: Option<String>,
     /// Per traced wave, every instruction it executed: our token time beside AMD's issue
     /// time, stall and duration.
     traced_waves: Vec<TracedWave>,
@@ -70,6 +74,11 @@ pub fn run(a: StatsArgs) -> Result<()> {
             continue;
         };
         let splits = hidden::kernel_splits(&ks);
+        let instructions = inst_stats(&ks);
+        let (source_lines, source_error) = match source::kernel_lines(&profile, k) {
+            Ok(t) => (source::line_costs(&t, &instructions), None),
+            Err(e) => (Vec::new(), Some(e)),
+        };
         out.push(KernelStats {
             kernel: ks.name.clone(),
             index: k,
@@ -81,12 +90,14 @@ pub fn run(a: StatsArgs) -> Result<()> {
                 .iter()
                 .filter_map(|s| s.error.as_ref().map(|e| format!("SE {}: {e}", s.se)))
                 .collect(),
-            instructions: inst_stats(&ks),
+            instructions,
             latency_split: splits.total,
             wave_latency: splits.waves,
             occupancy: occupancy::kernel_occupancy(&profile, k),
             achieved_occupancy: occupancy::achieved(&ks),
             register_pressure: pressure::kernel_pressure(&profile, k),
+            source_lines,
+            source_error,
             traced_waves: traced_waves(&ks),
         });
     }

@@ -184,6 +184,7 @@ pub fn show_table(ui: &mut Ui, kv: &mut KernelView, sort: &mut SortState) {
         itraced.join(", ")
     ));
     super::occupancy::show(ui, kv);
+    show_source(ui, kv);
     ui.label(latency_summary(&kv.stats));
     let live: std::collections::HashMap<u64, (u32, u32)> = kv
         .pressure
@@ -366,5 +367,69 @@ fn live_bar(ui: &mut Ui, live: Option<(u32, u32)>, ceiling: Option<(u32, Option<
         );
         resp.on_hover_text(tip.clone());
         ui.monospace(format!("{v}/{s}")).on_hover_text(tip);
+    });
+}
+
+/// Per-line cost from the code object's DWARF line table, with the source text when the file
+/// is where the compiler recorded it; its absence is said.
+fn show_source(ui: &mut Ui, kv: &KernelView) {
+    let Some(lines) = &kv.lines else {
+        return;
+    };
+    let table = match lines {
+        Ok(t) => t,
+        Err(e) => {
+            ui.weak(format!("Source: {e}"));
+            return;
+        }
+    };
+    let costs = crate::data::source::line_costs(table, &kv.stats);
+    egui::CollapsingHeader::new(
+        RichText::new(format!("Source: {} lines with cost", costs.len())).strong(),
+    )
+    .id_salt("source_pane")
+    .default_open(true)
+    .show(ui, |ui| {
+        let max = costs.iter().map(|c| c.total).max().unwrap_or(1).max(1);
+        egui::ScrollArea::vertical()
+            .id_salt("source_scroll")
+            .max_height(180.0)
+            .show(ui, |ui| {
+                egui::Grid::new("source_lines")
+                    .striped(true)
+                    .show(ui, |ui| {
+                        for h in ["line", "cost clk", "", "exposed", "source"] {
+                            ui.strong(h);
+                        }
+                        ui.end_row();
+                        for c in &costs {
+                            let name = std::path::Path::new(&c.file)
+                                .file_name()
+                                .map_or(c.file.clone(), |n| n.to_string_lossy().into_owned());
+                            ui.monospace(format!("{name}:{}", c.line))
+                                .on_hover_text(&c.file);
+                            ui.monospace(c.total.to_string());
+                            let (rect, _) = ui
+                                .allocate_exact_size(egui::vec2(60.0, 10.0), egui::Sense::hover());
+                            ui.painter().rect_filled(
+                                egui::Rect::from_min_size(
+                                    rect.min,
+                                    egui::vec2(
+                                        rect.width() * c.total as f32 / max as f32,
+                                        rect.height(),
+                                    ),
+                                ),
+                                2.0,
+                                Color32::from_rgb(220, 110, 80),
+                            );
+                            ui.monospace(c.exposed.to_string());
+                            match crate::data::source::source_text(&c.file, c.line, &[]) {
+                                Some(t) => ui.monospace(t),
+                                None => ui.weak(format!("{} not found", c.file)),
+                            };
+                            ui.end_row();
+                        }
+                    });
+            });
     });
 }

@@ -28,6 +28,8 @@ pub struct KernelView {
     pub achieved: crate::data::occupancy::Achieved,
     /// Live registers per PC (set by the app, which has the code object).
     pub pressure: Option<crate::data::pressure::Pressure>,
+    /// The code object's line table, or why there is none (set by the app).
+    pub lines: Option<Result<crate::data::source::LineTable, String>>,
 }
 
 #[derive(Debug, Clone)]
@@ -70,6 +72,7 @@ impl KernelView {
             theoretical: None,
             achieved,
             pressure: None,
+            lines: None,
         }
     }
 }

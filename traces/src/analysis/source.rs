@@ -158,3 +158,30 @@ pub fn line_costs(table: &LineTable, stats: &[InstStat]) -> Vec<LineCost> {
     }
     by.into_values().collect()
 }
+
+/// The line table of kernel run `ki`'s code object, or why there is none.
+pub fn kernel_lines(p: &crate::model::Profile, ki: usize) -> Result<LineTable, String> {
+    let k = p.kernels.get(ki).ok_or("no such kernel")?;
+    let prog = k
+        .kern
+        .and_then(|kern| p.program_for(k.device, kern))
+        .ok_or("the kernel's program is not in the capture")?;
+    let elf = prog
+        .elf
+        .ok_or("the program's code object is not in the capture")?;
+    LineTable::parse(p.blob(elf)).map_err(|e| e.to_string())
+}
+
+/// The text of `file:line` when the file is readable at its recorded path or in one of
+/// `dirs` (by file name); `None` when it is not found (the caller says so).
+pub fn source_text(file: &str, line: u32, dirs: &[std::path::PathBuf]) -> Option<String> {
+    let path = std::path::Path::new(file);
+    let name = path.file_name()?;
+    let found = std::iter::once(path.to_path_buf())
+        .chain(dirs.iter().map(|d| d.join(name)))
+        .find(|p| p.is_file())?;
+    let text = std::fs::read_to_string(found).ok()?;
+    text.lines()
+        .nth(line.checked_sub(1)? as usize)
+        .map(|s| s.trim_end().to_string())
+}
