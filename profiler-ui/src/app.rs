@@ -656,7 +656,13 @@ impl Loaded {
                     }
                 };
                 analyze_kernel(&profile, k, &mut cb)
-                    .map(KernelView::new)
+                    .map(|d| {
+                        let mut kv = KernelView::new(d);
+                        kv.theoretical = crate::data::occupancy::kernel_occupancy(&profile, k);
+                        kv.pressure = crate::data::pressure::kernel_pressure(&profile, k);
+                        kv.lines = Some(crate::data::source::kernel_lines(&profile, k));
+                        kv
+                    })
                     .ok_or_else(|| format!("kernel {k} is not in the profile"))
             }))
             .unwrap_or_else(|_| {

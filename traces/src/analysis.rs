@@ -5,6 +5,11 @@
 
 use std::collections::HashMap;
 
+pub mod hidden;
+pub mod occupancy;
+pub mod pressure;
+pub mod source;
+
 use crate::model::{KernelExec, Profile};
 use crate::sqtt::{self, AnalyzeOptions, BlobAnalysis, InstToken, TokenKind};
 use serde::Serialize;
@@ -448,6 +453,13 @@ pub struct InstStat {
     /// known: stall cycles, and duration (stall + execution, or + issue on gfx9).
     pub amd_stall: Option<i64>,
     pub amd_duration: Option<i64>,
+    /// Cycles of `total` in which no other wave of the SIMD issued (`analysis::hidden`).
+    pub exposed: i64,
+    /// Cycles of `total` other waves of the SIMD filled, by their instruction class;
+    /// `exposed + hidden == total`.
+    pub hidden: hidden::HiddenBy,
+    /// `hidden / total`.
+    pub hidden_share: f64,
 }
 
 /// The instruction table of a kernel over every itraced SE.
@@ -456,6 +468,7 @@ pub struct InstStat {
 /// stream plus the op name, which is exact for straight-line kernels and an approximation
 /// for kernels with divergent control flow.
 pub fn inst_stats(k: &KernelSqtt) -> Vec<InstStat> {
+    let splits = hidden::kernel_splits(k).by_inst;
     // Key: (PC or u64::MAX, position when the PC is unknown, name). Value: (latency, token
     // kind index) per execution.
     let mut groups: HashMap<(u64, usize, String), Vec<(i64, usize)>> = HashMap::new();
@@ -494,6 +507,10 @@ pub fn inst_stats(k: &KernelSqtt) -> Vec<InstStat> {
     let mut rows: Vec<InstStat> = groups
         .into_iter()
         .map(|((pc, idx, name), execs)| {
+            let split = splits
+                .get(&(pc, idx, name.clone()))
+                .copied()
+                .unwrap_or_default();
             let stall: i64 = execs
                 .iter()
                 .map(|&(gap, kind)| (gap - best[kind]).max(0))
@@ -529,6 +546,9 @@ pub fn inst_stats(k: &KernelSqtt) -> Vec<InstStat> {
                 },
                 amd_stall: amd.get(&pc).map(|a| a.0),
                 amd_duration: amd.get(&pc).map(|a| a.1),
+                exposed: split.exposed,
+                hidden: split.hidden,
+                hidden_share: split.hidden_share(),
             }
         })
         .collect();

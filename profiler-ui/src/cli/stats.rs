@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::Args;
 use profiler_ui::data::{
-    analyze_kernel, inst_stats, kernels_with_sqtt, traced_waves, InstStat, TracedWave, XUnit,
+    analyze_kernel, hidden, inst_stats, kernels_with_sqtt, occupancy, pressure, source,
+    traced_waves, InstStat, TracedWave, XUnit,
 };
 use serde::Serialize;
 
@@ -34,6 +35,21 @@ struct KernelStats {
     time_unit: XUnit,
     errors: Vec<String>,
     instructions: Vec<InstStat>,
+    /// The kernel's latency over every traced wave, split into exposed and hidden cycles
+    /// (docs/kernel-analysis.md); `exposed` is the kernel-level exposed total.
+    latency_split: hidden::LatencySplit,
+    /// The same split per instruction-traced wave.
+    wave_latency: Vec<hidden::WaveSplit>,
+    /// Theoretical occupancy from the kernel descriptor (null without the code object).
+    occupancy: Option<occupancy::Occupancy>,
+    /// Achieved occupancy from every wave SQTT saw, per SE and per SIMD.
+    achieved_occupancy: occupancy::Achieved,
+    /// Live VGPRs and SGPRs at each instruction of the code, with the allocation as ceiling.
+    register_pressure: Option<pressure::Pressure>,
+    /// Per source line (DWARF line table, -g), the instruction table rolled up; empty with
+    /// `source_error` saying why when there is no line table.
+    source_lines: Vec<source::LineCost>,
+    source_error: Option<String>,
     /// Per traced wave, every instruction it executed: our token time beside AMD's issue
     /// time, stall and duration.
     traced_waves: Vec<TracedWave>,
@@ -59,6 +75,12 @@ pub fn run(a: StatsArgs) -> Result<()> {
         let Some(ks) = analyzed else {
             continue;
         };
+        let splits = hidden::kernel_splits(&ks);
+        let instructions = inst_stats(&ks);
+        let (source_lines, source_error) = match source::kernel_lines(&profile, k) {
+            Ok(t) => (source::line_costs(&t, &instructions), None),
+            Err(e) => (Vec::new(), Some(e)),
+        };
         out.push(KernelStats {
             kernel: ks.name.clone(),
             index: k,
@@ -70,7 +92,14 @@ pub fn run(a: StatsArgs) -> Result<()> {
                 .iter()
                 .filter_map(|s| s.error.as_ref().map(|e| format!("SE {}: {e}", s.se)))
                 .collect(),
-            instructions: inst_stats(&ks),
+            instructions,
+            latency_split: splits.total,
+            wave_latency: splits.waves,
+            occupancy: occupancy::kernel_occupancy(&profile, k),
+            achieved_occupancy: occupancy::achieved(&ks),
+            register_pressure: pressure::kernel_pressure(&profile, k),
+            source_lines,
+            source_error,
             traced_waves: traced_waves(&ks),
             pmc: profiler_ui::data::pmc_counters(&profile, k),
         });
@@ -98,6 +127,14 @@ pub fn run(a: StatsArgs) -> Result<()> {
             k.waves,
             k.itraced_ses
         );
+        outln!(
+            o,
+            "  latency {} cycles: exposed {}, hidden {} ({:.1}%)",
+            k.latency_split.latency,
+            k.latency_split.exposed,
+            k.latency_split.hidden_total(),
+            k.latency_split.hidden_share() * 100.0
+        );
         for e in &k.errors {
             outln!(o, "  error: {e}");
         }
@@ -112,7 +149,7 @@ pub fn run(a: StatsArgs) -> Result<()> {
         }
         outln!(
             o,
-            "  {:<8} {:<40} {:>6} {:>9} {:>8} {:>6} {:>6} {:>6} {:>6} {:>6}",
+            "  {:<8} {:<40} {:>6} {:>9} {:>8} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8} {:>6}",
             "instr",
             "name",
             "count",
@@ -122,12 +159,14 @@ pub fn run(a: StatsArgs) -> Result<()> {
             "median",
             "max",
             "share",
-            "stall"
+            "stall",
+            "exposed",
+            "hidden"
         );
         for r in &k.instructions {
             outln!(
                 o,
-                "  {:<8} {:<40.40} {:>6} {:>9} {:>8.1} {:>6} {:>6} {:>6} {:>5.1}% {:>5.0}%",
+                "  {:<8} {:<40.40} {:>6} {:>9} {:>8.1} {:>6} {:>6} {:>6} {:>5.1}% {:>5.0}% {:>8} {:>5.0}%",
                 r.key,
                 r.name,
                 r.count,
@@ -137,7 +176,9 @@ pub fn run(a: StatsArgs) -> Result<()> {
                 r.median,
                 r.max,
                 r.share * 100.0,
-                r.stall_share * 100.0
+                r.stall_share * 100.0,
+                r.exposed,
+                r.hidden_share * 100.0
             );
         }
     }

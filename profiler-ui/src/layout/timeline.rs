@@ -58,6 +58,8 @@ pub struct TimelineModel {
     pub end: f64,
     /// Where each kernel is drawn: kernel index -> (track, level, span).
     pub kernel_pos: HashMap<u32, (usize, usize, usize)>,
+    /// x range where the GPU worked: kernels and ranges on GPU devices (copies), if any.
+    pub gpu_work: Option<(f64, f64)>,
 }
 
 fn us_since(t: Time, origin: Time) -> f64 {
@@ -130,6 +132,9 @@ impl TimelineModel {
                 Some(&k) => Target::Kernel(k),
                 None => Target::Range(ri as u32),
             };
+            if matches!(target, Target::Kernel(_)) || p.props_device(r.device).is_some() {
+                m.gpu_work = widen(m.gpu_work, start, end);
+            }
             push_span(
                 &mut m.tracks[t],
                 r.depth as usize,
@@ -150,6 +155,7 @@ impl TimelineModel {
             let start = us_since(k.start, origin);
             let end = us_since(k.end.unwrap_or(k.start), origin).max(start);
             let level = m.tracks[t].levels.len();
+            m.gpu_work = widen(m.gpu_work, start, end);
             push_span(
                 &mut m.tracks[t],
                 level,
@@ -249,6 +255,10 @@ impl TimelineModel {
         let &(t, l, s) = self.kernel_pos.get(&k)?;
         self.tracks.get(t)?.levels.get(l)?.spans.get(s)
     }
+}
+
+fn widen(r: Option<(f64, f64)>, a: f64, b: f64) -> Option<(f64, f64)> {
+    Some(r.map_or((a, b), |(x, y)| (x.min(a), y.max(b))))
 }
 
 fn push_span(t: &mut Track, level: usize, s: Span) {

@@ -14,7 +14,7 @@ pub struct SortState {
     pub desc: bool,
 }
 
-pub const COLUMNS: [&str; 10] = [
+pub const COLUMNS: [&str; 13] = [
     "Instr",
     "Name",
     "Count",
@@ -25,7 +25,41 @@ pub const COLUMNS: [&str; 10] = [
     "Max",
     "Share",
     "Stall",
+    "Exposed",
+    "Hidden",
+    "Live V/S",
 ];
+
+/// Colour of each hidden-latency class in the Hidden column's bar (`InstClass::ALL` order).
+pub const CLASS_COLORS: [Color32; 7] = [
+    Color32::from_rgb(90, 160, 230),
+    Color32::from_rgb(120, 200, 120),
+    Color32::from_rgb(230, 170, 60),
+    Color32::from_rgb(190, 120, 220),
+    Color32::from_rgb(80, 200, 200),
+    Color32::from_rgb(220, 220, 90),
+    Color32::from_rgb(150, 150, 150),
+];
+
+/// The kernel's latency and exposed cycles over the table's rows, as the header states them.
+pub fn kernel_exposed(rows: &[InstStat]) -> (i64, i64) {
+    (
+        rows.iter().map(|r| r.total).sum(),
+        rows.iter().map(|r| r.exposed).sum(),
+    )
+}
+
+/// The header line above the instruction table.
+pub fn latency_summary(rows: &[InstStat]) -> String {
+    let (total, exposed) = kernel_exposed(rows);
+    let hidden = total - exposed;
+    let pct = if total > 0 {
+        hidden as f64 * 100.0 / total as f64
+    } else {
+        0.0
+    };
+    format!("latency {total} clk · exposed {exposed} clk · hidden {hidden} clk ({pct:.1}%) by other waves on the same SIMD")
+}
 
 pub fn sort_rows(rows: &mut [InstStat], s: SortState) {
     let key_num = |r: &InstStat| {
@@ -48,7 +82,11 @@ pub fn sort_rows(rows: &mut [InstStat], s: SortState) {
             6 => a.median.cmp(&b.median),
             7 => a.max.cmp(&b.max),
             8 => a.share.total_cmp(&b.share),
-            _ => a.stall_share.total_cmp(&b.stall_share),
+            9 => a.stall_share.total_cmp(&b.stall_share),
+            10 => a.exposed.cmp(&b.exposed),
+            11 => a.hidden_share.total_cmp(&b.hidden_share),
+            // Live registers: the app sorts by PC here (the rows carry no pressure).
+            _ => a.pc.cmp(&b.pc),
         };
         if s.desc {
             o.reverse()
@@ -145,6 +183,18 @@ pub fn show_table(ui: &mut Ui, kv: &mut KernelView, sort: &mut SortState) {
         kv.stats.len(),
         itraced.join(", ")
     ));
+    super::occupancy::show(ui, kv);
+    show_source(ui, kv);
+    ui.label(latency_summary(&kv.stats));
+    let live: std::collections::HashMap<u64, (u32, u32)> = kv
+        .pressure
+        .as_ref()
+        .map(|p| p.rows.iter().map(|r| (r.pc, (r.vgprs, r.sgprs))).collect())
+        .unwrap_or_default();
+    let ceiling = kv
+        .pressure
+        .as_ref()
+        .map(|p| (p.vgpr_ceiling.unwrap_or(p.max_vgprs), p.sgpr_ceiling));
     let rows = &mut kv.stats;
     let mut clicked = None;
     let max_share = rows.iter().map(|r| r.share).fold(0.0, f64::max).max(1e-9);
@@ -155,7 +205,10 @@ pub fn show_table(ui: &mut Ui, kv: &mut KernelView, sort: &mut SortState) {
         .column(Column::auto().at_least(340.0))
         .columns(Column::auto().at_least(60.0), 6)
         .column(Column::auto().at_least(110.0))
-        .column(Column::remainder().at_least(60.0))
+        .column(Column::auto().at_least(50.0))
+        .column(Column::auto().at_least(70.0))
+        .column(Column::auto().at_least(110.0))
+        .column(Column::remainder().at_least(110.0))
         .header(20.0, |mut h| {
             for (ci, t) in COLUMNS.iter().enumerate() {
                 h.col(|ui| {
@@ -218,6 +271,15 @@ pub fn show_table(ui: &mut Ui, kv: &mut KernelView, sort: &mut SortState) {
                             r.stall, r.total
                         ));
                 });
+                row.col(|ui| {
+                    ui.monospace(r.exposed.to_string());
+                });
+                row.col(|ui| {
+                    hidden_bar(ui, r);
+                });
+                row.col(|ui| {
+                    live_bar(ui, r.pc.and_then(|pc| live.get(&pc)).copied(), ceiling);
+                });
             });
         });
     if let Some(c) = clicked {
@@ -231,4 +293,143 @@ pub fn show_table(ui: &mut Ui, kv: &mut KernelView, sort: &mut SortState) {
         }
         sort_rows(rows, *sort);
     }
+}
+
+/// The Hidden cell: a bar of the latency split by class (exposed left blank), the hidden
+/// share, and the cycles per class on hover.
+fn hidden_bar(ui: &mut Ui, r: &InstStat) {
+    use crate::data::hidden::InstClass;
+    ui.horizontal(|ui| {
+        let (rect, resp) = ui.allocate_exact_size(egui::vec2(60.0, 10.0), egui::Sense::hover());
+        ui.painter().rect_stroke(
+            rect,
+            2.0,
+            (1.0, Color32::from_gray(90)),
+            egui::StrokeKind::Inside,
+        );
+        let mut x = rect.min.x;
+        if r.total > 0 {
+            for (c, color) in InstClass::ALL.iter().zip(CLASS_COLORS) {
+                let w = r.hidden.get(*c) as f32 / r.total as f32 * rect.width();
+                ui.painter().rect_filled(
+                    egui::Rect::from_min_size(
+                        egui::pos2(x, rect.min.y),
+                        egui::vec2(w, rect.height()),
+                    ),
+                    0.0,
+                    color,
+                );
+                x += w;
+            }
+        }
+        let mut tip = format!(
+            "{} of {} cycles hidden by other waves' issues on the same SIMD; {} exposed",
+            r.total - r.exposed,
+            r.total,
+            r.exposed
+        );
+        for c in InstClass::ALL {
+            tip.push_str(&format!("\n{}: {}", c.name(), r.hidden.get(c)));
+        }
+        resp.on_hover_text(tip.clone());
+        ui.monospace(format!("{:.0}%", r.hidden_share * 100.0))
+            .on_hover_text(tip);
+    });
+}
+
+/// The Live V/S cell: live VGPRs as a bar against the kernel's allocation, and the counts.
+fn live_bar(ui: &mut Ui, live: Option<(u32, u32)>, ceiling: Option<(u32, Option<u32>)>) {
+    let Some((v, s)) = live else {
+        ui.weak("-");
+        return;
+    };
+    let (vc, sc) = ceiling.unwrap_or((v, None));
+    ui.horizontal(|ui| {
+        let (rect, resp) = ui.allocate_exact_size(egui::vec2(40.0, 10.0), egui::Sense::hover());
+        ui.painter().rect_stroke(
+            rect,
+            2.0,
+            (1.0, Color32::from_gray(90)),
+            egui::StrokeKind::Inside,
+        );
+        let f = v as f32 / vc.max(1) as f32;
+        ui.painter().rect_filled(
+            egui::Rect::from_min_size(
+                rect.min,
+                egui::vec2(rect.width() * f.min(1.0), rect.height()),
+            ),
+            2.0,
+            Color32::from_rgb(150, 120, 220),
+        );
+        let tip = format!(
+            "{v} VGPRs live of {vc} allocated; {s} SGPRs live{}",
+            sc.map_or(String::new(), |c| format!(" of {c}"))
+        );
+        resp.on_hover_text(tip.clone());
+        ui.monospace(format!("{v}/{s}")).on_hover_text(tip);
+    });
+}
+
+/// Per-line cost from the code object's DWARF line table, with the source text when the file
+/// is where the compiler recorded it; its absence is said.
+fn show_source(ui: &mut Ui, kv: &KernelView) {
+    let Some(lines) = &kv.lines else {
+        return;
+    };
+    let table = match lines {
+        Ok(t) => t,
+        Err(e) => {
+            ui.weak(format!("Source: {e}"));
+            return;
+        }
+    };
+    let costs = crate::data::source::line_costs(table, &kv.stats);
+    egui::CollapsingHeader::new(
+        RichText::new(format!("Source: {} lines with cost", costs.len())).strong(),
+    )
+    .id_salt("source_pane")
+    .default_open(true)
+    .show(ui, |ui| {
+        let max = costs.iter().map(|c| c.total).max().unwrap_or(1).max(1);
+        egui::ScrollArea::vertical()
+            .id_salt("source_scroll")
+            .max_height(180.0)
+            .show(ui, |ui| {
+                egui::Grid::new("source_lines")
+                    .striped(true)
+                    .show(ui, |ui| {
+                        for h in ["line", "cost clk", "", "exposed", "source"] {
+                            ui.strong(h);
+                        }
+                        ui.end_row();
+                        for c in &costs {
+                            let name = std::path::Path::new(&c.file)
+                                .file_name()
+                                .map_or(c.file.clone(), |n| n.to_string_lossy().into_owned());
+                            ui.monospace(format!("{name}:{}", c.line))
+                                .on_hover_text(&c.file);
+                            ui.monospace(c.total.to_string());
+                            let (rect, _) = ui
+                                .allocate_exact_size(egui::vec2(60.0, 10.0), egui::Sense::hover());
+                            ui.painter().rect_filled(
+                                egui::Rect::from_min_size(
+                                    rect.min,
+                                    egui::vec2(
+                                        rect.width() * c.total as f32 / max as f32,
+                                        rect.height(),
+                                    ),
+                                ),
+                                2.0,
+                                Color32::from_rgb(220, 110, 80),
+                            );
+                            ui.monospace(c.exposed.to_string());
+                            match crate::data::source::source_text(&c.file, c.line, &[]) {
+                                Some(t) => ui.monospace(t),
+                                None => ui.weak(format!("{} not found", c.file)),
+                            };
+                            ui.end_row();
+                        }
+                    });
+            });
+    });
 }

@@ -3,6 +3,7 @@
 
 pub mod compare;
 pub mod insts;
+pub mod occupancy;
 pub mod pmc;
 pub mod sqtt;
 pub mod timeline;

@@ -23,6 +23,13 @@ pub struct KernelView {
     /// Active waves over time, per SE: (x, count) steps, at most ~2000 points each.
     pub occupancy: Vec<(u32, Vec<[f64; 2]>)>,
     pub state: SqttState,
+    /// Theoretical occupancy (set by the app, which has the profile) and achieved occupancy.
+    pub theoretical: Option<crate::data::occupancy::Occupancy>,
+    pub achieved: crate::data::occupancy::Achieved,
+    /// Live registers per PC (set by the app, which has the code object).
+    pub pressure: Option<crate::data::pressure::Pressure>,
+    /// The code object's line table, or why there is none (set by the app).
+    pub lines: Option<Result<crate::data::source::LineTable, String>>,
 }
 
 #[derive(Debug, Clone)]
@@ -46,6 +53,7 @@ impl KernelView {
             .map(|s| (s.se, occupancy(&s.wave_x, 2000)))
             .collect();
         let (a, b) = data.x_range();
+        let achieved = crate::data::occupancy::achieved(&data);
         let collapsed = BTreeSet::new();
         let visible = rows.visible(&collapsed);
         KernelView {
@@ -61,6 +69,10 @@ impl KernelView {
             rows,
             stats,
             occupancy,
+            theoretical: None,
+            achieved,
+            pressure: None,
+            lines: None,
         }
     }
 }

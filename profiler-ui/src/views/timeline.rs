@@ -28,8 +28,13 @@ pub struct TimelineState {
 
 impl TimelineState {
     pub fn new(m: &TimelineModel, sqtt_kernels: Vec<usize>) -> TimelineState {
+        // Open fitted to where the GPU worked: host-side setup can dwarf the kernels.
+        let (a, b) = m
+            .gpu_work
+            .filter(|(a, b)| b > a)
+            .unwrap_or((m.start, m.end));
         TimelineState {
-            view: TimeView::around(m.start, m.end, 0.02),
+            view: TimeView::around(a, b, 0.05),
             scroll_y: 0.0,
             measure: None,
             selected: None,

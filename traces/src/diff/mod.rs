@@ -129,6 +129,8 @@ pub struct KernelSide {
     pub executed_instructions: u64,
     /// Sum of all instruction latencies (cycles).
     pub latency_cycles: i64,
+    /// The part of `latency_cycles` no other wave of the SIMD filled (`analysis::hidden`).
+    pub exposed_cycles: i64,
 }
 
 /// Counts of instruction rows by status.
@@ -169,6 +171,10 @@ pub struct InstSide {
     pub mean: f64,
     pub median: i64,
     pub max: i64,
+    /// Exposed cycles of `total` (`analysis::hidden`).
+    pub exposed: i64,
+    /// `(total - exposed) / total`.
+    pub hidden_share: f64,
 }
 
 /// B − A (a missing side counts as zeros).
@@ -179,6 +185,7 @@ pub struct InstDelta {
     pub mean: f64,
     pub median: i64,
     pub max: i64,
+    pub exposed: i64,
 }
 
 /// One row of the instruction comparison.
@@ -273,6 +280,7 @@ impl KernelData {
             static_instructions: code.as_ref().map_or(0, |c| c.insts.len()),
             executed_instructions: stats.iter().map(|s| s.count).sum(),
             latency_cycles: stats.iter().map(|s| s.total).sum(),
+            exposed_cycles: stats.iter().map(|s| s.exposed).sum(),
         };
         Some(KernelData {
             side,
@@ -530,6 +538,7 @@ impl<'d> Seq<'d> {
         let (count, total, mean, median, max) = it.stat.map_or((0, 0, 0.0, 0, 0), |s| {
             (s.count, s.total, s.mean, s.median, s.max)
         });
+        let (exposed, hidden_share) = it.stat.map_or((0, 0.0), |s| (s.exposed, s.hidden_share));
         InstSide {
             key: it.key.clone(),
             offset: it.offset,
@@ -539,6 +548,8 @@ impl<'d> Seq<'d> {
             mean,
             median,
             max,
+            exposed,
+            hidden_share,
         }
     }
 }
@@ -700,6 +711,8 @@ pub fn diff_kernel(a: Option<&KernelData>, b: Option<&KernelData>, how: KernelMa
         };
         let (ac, at, am, amed, amax) = z(&sa_);
         let (bc, bt, bm, bmed, bmax) = z(&sb_);
+        let d_exposed =
+            sb_.as_ref().map_or(0, |s| s.exposed) - sa_.as_ref().map_or(0, |s| s.exposed);
         match status {
             InstStatus::Same => out.summary.same += 1,
             InstStatus::Changed => out.summary.changed += 1,
@@ -717,6 +730,7 @@ pub fn diff_kernel(a: Option<&KernelData>, b: Option<&KernelData>, how: KernelMa
                 mean: bm - am,
                 median: bmed - amed,
                 max: bmax - amax,
+                exposed: d_exposed,
             },
         });
     }

@@ -134,6 +134,8 @@ pub struct Kernel {
     pub wavefront_size: Option<u64>,
     pub sgpr_count: Option<u64>,
     pub vgpr_count: Option<u64>,
+    /// `.max_flat_workgroup_size` (tinygrad sets it to the launch's local size).
+    pub max_flat_workgroup_size: Option<u64>,
 }
 
 #[derive(Debug, Clone)]
@@ -533,6 +535,7 @@ impl CodeObject {
                 wavefront_size: m.wavefront_size,
                 sgpr_count: m.sgpr_count,
                 vgpr_count: m.vgpr_count,
+                max_flat_workgroup_size: m.max_flat_workgroup_size,
             });
         }
         // Objects without `.kd` symbols (some hand-written ELFs): a descriptor at the start of .rodata.
@@ -574,6 +577,7 @@ impl CodeObject {
                             wavefront_size: None,
                             sgpr_count: None,
                             vgpr_count: None,
+                            max_flat_workgroup_size: None,
                         });
                     }
                 }
@@ -616,6 +620,7 @@ struct MetaKernel {
     wavefront_size: Option<u64>,
     sgpr_count: Option<u64>,
     vgpr_count: Option<u64>,
+    max_flat_workgroup_size: Option<u64>,
 }
 
 fn parse_notes(data: &[u8]) -> Result<Vec<(String, MetaKernel)>, CodeObjectError> {
@@ -660,6 +665,7 @@ fn kernels_from_meta(v: &msgpack::Value) -> Vec<(String, MetaKernel)> {
             wavefront_size: k.get(".wavefront_size").and_then(|x| x.uint()),
             sgpr_count: k.get(".sgpr_count").and_then(|x| x.uint()),
             vgpr_count: k.get(".vgpr_count").and_then(|x| x.uint()),
+            max_flat_workgroup_size: k.get(".max_flat_workgroup_size").and_then(|x| x.uint()),
             ..Default::default()
         };
         for a in k.get(".args").and_then(|a| a.array()).unwrap_or(&[]) {

@@ -1,0 +1,383 @@
+//! Exposed vs hidden latency (`docs/kernel-analysis.md` defines it).
+//!
+//! An instruction's measured latency is the cycles from its wave's previous issue (or the
+//! wave's start) to its own issue, as SQTT timestamps them: the interval `(prev, issue]`. Each
+//! cycle of it is *hidden* when another wave on the same SIMD issued an instruction in that
+//! cycle (the SIMD did useful work for someone else), attributed to that instruction's class,
+//! and *exposed* otherwise. So `exposed + hidden == latency` for every execution, by
+//! construction, and per instruction, wave and kernel by summation.
+//!
+//! The computation takes plain issue streams ([`IssueWave`]) so any pipeline that has the
+//! decoded waves can call [`split_latency`]; [`kernel_splits`] is the adapter for
+//! [`KernelSqtt`].
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::{wave_insts, KernelSqtt};
+
+/// What an issued instruction did, for attributing the cycles it hid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum InstClass {
+    Valu,
+    Salu,
+    Vmem,
+    Lds,
+    Smem,
+    Branch,
+    /// Waits, nops, barriers, messages, `s_endpgm`, exports: issue-slot users that do no
+    /// arithmetic or memory work.
+    Other,
+}
+
+impl InstClass {
+    /// Every class, in attribution priority (a cycle where several other waves issued counts
+    /// once, for the first class here).
+    pub const ALL: [InstClass; 7] = [
+        InstClass::Valu,
+        InstClass::Salu,
+        InstClass::Vmem,
+        InstClass::Lds,
+        InstClass::Smem,
+        InstClass::Branch,
+        InstClass::Other,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            InstClass::Valu => "VALU",
+            InstClass::Salu => "SALU",
+            InstClass::Vmem => "VMEM",
+            InstClass::Lds => "LDS",
+            InstClass::Smem => "SMEM",
+            InstClass::Branch => "branch",
+            InstClass::Other => "other",
+        }
+    }
+
+    /// Class of a disassembled instruction, by its mnemonic.
+    pub fn from_disasm(text: &str) -> InstClass {
+        let m = text.split_whitespace().next().unwrap_or("");
+        const VMEM: [&str; 7] = [
+            "global_", "buffer_", "flat_", "scratch_", "tbuffer_", "image_", "bvh",
+        ];
+        const SMEM: [&str; 6] = [
+            "s_load",
+            "s_buffer_load",
+            "s_store",
+            "s_buffer_store",
+            "s_dcache",
+            "s_atomic",
+        ];
+        const BRANCH: [&str; 5] = ["s_branch", "s_cbranch", "s_setpc", "s_swappc", "s_call"];
+        const OTHER: [&str; 16] = [
+            "s_waitcnt",
+            "s_wait_",
+            "s_nop",
+            "s_endpgm",
+            "s_barrier",
+            "s_sendmsg",
+            "s_delay_alu",
+            "s_sleep",
+            "s_clause",
+            "s_inst_prefetch",
+            "s_set_inst_prefetch",
+            "s_ttrace",
+            "s_icache",
+            "s_trap",
+            "s_setprio",
+            "s_code_end",
+        ];
+        let starts = |list: &[&str]| list.iter().any(|p| m.starts_with(p));
+        if m.starts_with("v_") {
+            InstClass::Valu
+        } else if m.starts_with("ds_") {
+            InstClass::Lds
+        } else if starts(&VMEM) {
+            InstClass::Vmem
+        } else if starts(&SMEM) {
+            InstClass::Smem
+        } else if starts(&BRANCH) {
+            InstClass::Branch
+        } else if starts(&OTHER) || m.starts_with("exp") {
+            InstClass::Other
+        } else if m.starts_with("s_") {
+            InstClass::Salu
+        } else {
+            InstClass::Other
+        }
+    }
+
+    /// Class from the SQTT token's name alone, when the PC is unknown.
+    pub fn from_token(name: &str) -> InstClass {
+        let has = |s: &str| name.contains(s);
+        if has("VALU") || has("VINTERP") {
+            InstClass::Valu
+        } else if has("SALU") {
+            InstClass::Salu
+        } else if has("SMEM") {
+            InstClass::Smem
+        } else if has("LDS") {
+            InstClass::Lds
+        } else if has("FLAT") || has("GMEM") || has("VMEM") {
+            InstClass::Vmem
+        } else if has("JUMP") || has("CALL") {
+            InstClass::Branch
+        } else {
+            InstClass::Other
+        }
+    }
+}
+
+/// Hidden cycles by the class of the other waves' instructions that filled them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct HiddenBy {
+    pub valu: i64,
+    pub salu: i64,
+    pub vmem: i64,
+    pub lds: i64,
+    pub smem: i64,
+    pub branch: i64,
+    pub other: i64,
+}
+
+impl HiddenBy {
+    pub fn get(&self, c: InstClass) -> i64 {
+        match c {
+            InstClass::Valu => self.valu,
+            InstClass::Salu => self.salu,
+            InstClass::Vmem => self.vmem,
+            InstClass::Lds => self.lds,
+            InstClass::Smem => self.smem,
+            InstClass::Branch => self.branch,
+            InstClass::Other => self.other,
+        }
+    }
+
+    fn slot(&mut self, c: InstClass) -> &mut i64 {
+        match c {
+            InstClass::Valu => &mut self.valu,
+            InstClass::Salu => &mut self.salu,
+            InstClass::Vmem => &mut self.vmem,
+            InstClass::Lds => &mut self.lds,
+            InstClass::Smem => &mut self.smem,
+            InstClass::Branch => &mut self.branch,
+            InstClass::Other => &mut self.other,
+        }
+    }
+
+    pub fn total(&self) -> i64 {
+        InstClass::ALL.iter().map(|&c| self.get(c)).sum()
+    }
+}
+
+/// One instruction's (or a sum of executions') latency, split.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct LatencySplit {
+    /// Measured latency: cycles from the previous issue of the wave to this issue.
+    pub latency: i64,
+    /// Cycles of it in which no other wave of the SIMD issued anything.
+    pub exposed: i64,
+    /// Cycles of it another wave of the SIMD filled, by that wave's instruction class.
+    pub hidden: HiddenBy,
+}
+
+impl LatencySplit {
+    pub fn hidden_total(&self) -> i64 {
+        self.hidden.total()
+    }
+
+    /// Hidden share of the latency (0 when there is none).
+    pub fn hidden_share(&self) -> f64 {
+        if self.latency > 0 {
+            self.hidden_total() as f64 / self.latency as f64
+        } else {
+            0.0
+        }
+    }
+
+    pub fn add(&mut self, o: &LatencySplit) {
+        self.latency += o.latency;
+        self.exposed += o.exposed;
+        for c in InstClass::ALL {
+            *self.hidden.slot(c) += o.hidden.get(c);
+        }
+    }
+}
+
+/// One issued instruction of a wave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Issue {
+    /// Shader cycles; every wave of one SIMD on the same clock.
+    pub time: i64,
+    pub class: InstClass,
+}
+
+/// One wave's issue stream, in time order.
+#[derive(Debug, Clone)]
+pub struct IssueWave {
+    /// Waves with equal `simd` share one SIMD (e.g. SE, WGP/CU and SIMD packed together).
+    pub simd: u64,
+    /// The wave's start: the first instruction's latency is measured from here.
+    pub start: i64,
+    pub issues: Vec<Issue>,
+}
+
+/// Splits every instruction latency of `waves`: result `[w][i]` is issue `i` of wave `w`.
+pub fn split_latency(waves: &[IssueWave]) -> Vec<Vec<LatencySplit>> {
+    let mut out: Vec<Vec<LatencySplit>> = waves
+        .iter()
+        .map(|w| vec![LatencySplit::default(); w.issues.len()])
+        .collect();
+    let mut by_simd: HashMap<u64, Vec<usize>> = HashMap::new();
+    for (i, w) in waves.iter().enumerate() {
+        by_simd.entry(w.simd).or_default().push(i);
+    }
+    for members in by_simd.values() {
+        // Every issue on the SIMD: (time, wave, class), sorted by time.
+        let mut events: Vec<(i64, usize, InstClass)> = members
+            .iter()
+            .flat_map(|&w| waves[w].issues.iter().map(move |x| (x.time, w, x.class)))
+            .collect();
+        events.sort_unstable();
+        for &w in members {
+            let mut prev = waves[w].start;
+            for (i, x) in waves[w].issues.iter().enumerate() {
+                let s = &mut out[w][i];
+                s.latency = x.time - prev;
+                // Events in (prev, time]: each distinct cycle another wave issued in is hidden.
+                let lo = events.partition_point(|e| e.0 <= prev);
+                let hi = events.partition_point(|e| e.0 <= x.time);
+                let mut j = lo;
+                while j < hi {
+                    let t = events[j].0;
+                    let mut best: Option<InstClass> = None;
+                    while j < hi && events[j].0 == t {
+                        if events[j].1 != w {
+                            best = Some(best.map_or(events[j].2, |b| b.min(events[j].2)));
+                        }
+                        j += 1;
+                    }
+                    if let Some(c) = best {
+                        *s.hidden.slot(c) += 1;
+                    }
+                }
+                s.exposed = s.latency - s.hidden_total();
+                prev = x.time;
+            }
+        }
+    }
+    out
+}
+
+/// The key [`super::inst_stats`] groups executions by: (PC or `u64::MAX`, position in the
+/// wave when the PC is unknown, disassembly or token name).
+pub type InstKey = (u64, usize, String);
+
+/// One wave's latency split.
+#[derive(Debug, Clone, Serialize)]
+pub struct WaveSplit {
+    pub se: u32,
+    /// Index in the SE's wave list.
+    pub wave: usize,
+    pub cu: u16,
+    pub simd: u8,
+    pub slot: u8,
+    pub instructions: usize,
+    #[serde(flatten)]
+    pub split: LatencySplit,
+}
+
+/// The splits of a kernel: per instruction (summed over executions, keyed like
+/// [`super::inst_stats`]) and per wave with instructions.
+#[derive(Debug, Clone, Default)]
+pub struct KernelSplits {
+    pub by_inst: HashMap<InstKey, LatencySplit>,
+    pub waves: Vec<WaveSplit>,
+    pub total: LatencySplit,
+}
+
+/// Exposed vs hidden latency of every instruction-traced wave of a kernel.
+pub fn kernel_splits(k: &KernelSqtt) -> KernelSplits {
+    let mut streams = Vec::new();
+    let mut keys: Vec<Vec<InstKey>> = Vec::new();
+    let mut ids = Vec::new();
+    for (si, se) in k.ses.iter().enumerate() {
+        for (w, wave) in se.analysis.waves.iter().enumerate() {
+            let insts = wave_insts(k, si, w);
+            if insts.is_empty() {
+                continue;
+            }
+            let mut issues = Vec::with_capacity(insts.len());
+            let mut wk = Vec::with_capacity(insts.len());
+            for wi in insts {
+                let class = match &wi.disasm {
+                    Some(d) => InstClass::from_disasm(d),
+                    None => InstClass::from_token(&wi.name),
+                };
+                issues.push(Issue {
+                    time: wi.cycle,
+                    class,
+                });
+                wk.push(match (wi.pc, wi.disasm) {
+                    (Some(pc), Some(d)) => (pc, 0, d),
+                    _ => (u64::MAX, wi.index, wi.name),
+                });
+            }
+            let simd = (si as u64) << 32 | (wave.cu as u64) << 8 | wave.simd as u64;
+            streams.push(IssueWave {
+                simd,
+                start: wave.start,
+                issues,
+            });
+            keys.push(wk);
+            ids.push((se.se, w, wave.cu, wave.simd, wave.wave));
+        }
+    }
+    let splits = split_latency(&streams);
+    let mut out = KernelSplits::default();
+    for ((wave_splits, wk), (se, w, cu, simd, slot)) in splits.iter().zip(keys).zip(ids) {
+        let mut ws = LatencySplit::default();
+        for (s, key) in wave_splits.iter().zip(wk) {
+            out.by_inst.entry(key).or_default().add(s);
+            ws.add(s);
+        }
+        out.total.add(&ws);
+        out.waves.push(WaveSplit {
+            se,
+            wave: w,
+            cu,
+            simd,
+            slot,
+            instructions: wave_splits.len(),
+            split: ws,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_from_mnemonics() {
+        use InstClass::*;
+        for (t, c) in [
+            ("v_fmac_f32 v1, v2, v3", Valu),
+            ("s_add_u32 s0, s1, s2", Salu),
+            ("global_load_b32 v1, v0, s[6:7]", Vmem),
+            ("ds_load_b32 v1, v2", Lds),
+            ("s_load_b128 s[0:3], s[0:1], 0x0", Smem),
+            ("s_cbranch_scc1 4", Branch),
+            ("s_waitcnt vmcnt(0)", Other),
+            ("s_endpgm", Other),
+        ] {
+            assert_eq!(InstClass::from_disasm(t), c, "{t}");
+        }
+        assert_eq!(InstClass::from_token("VALUINST"), Valu);
+        assert_eq!(InstClass::from_token("SGMEM_RD_1"), Vmem);
+        assert_eq!(InstClass::from_token("IMMEDIATE"), Other);
+    }
+}

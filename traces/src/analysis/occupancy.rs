@@ -1,0 +1,450 @@
+//! Theoretical occupancy from a kernel's resources and the architecture's limits, with the
+//! limiting resource and what changing it would give; achieved occupancy from traced waves.
+//! Definitions and sources of the limits: `docs/kernel-analysis.md`.
+
+use serde::Serialize;
+
+use super::KernelSqtt;
+use crate::isa::codeobj::Kernel;
+use crate::GfxTarget;
+
+/// Per-architecture limits (LLVM's AMDGPUBaseInfo / AMDGPUUsage facts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ArchLimits {
+    pub target: GfxTarget,
+    /// Wave slots per SIMD.
+    pub max_waves_per_simd: u32,
+    /// SIMDs sharing a work-group's LDS and barriers: 4 per WGP (gfx10+ WGP mode), 4 per CU
+    /// (gfx9).
+    pub simds_per_unit: u32,
+    pub unit: &'static str,
+    /// VGPRs per SIMD lane, wave32 and wave64.
+    pub total_vgprs: [u32; 2],
+    /// VGPR allocation granule, wave32 and wave64.
+    pub vgpr_granule: [u32; 2],
+    /// gfx9: SGPRs limit waves (800 per SIMD); gfx10+: they do not.
+    pub sgprs_limit: bool,
+    pub lds_bytes_per_unit: u32,
+    pub lds_granule: u32,
+    /// Work-groups of more than one wave per unit (barrier resources).
+    pub max_multiwave_groups: u32,
+}
+
+impl ArchLimits {
+    /// The limits of `t`, for the families wavescope knows (gfx11, gfx12, gfx90a/gfx94x/gfx950).
+    pub fn for_target(t: GfxTarget) -> Option<ArchLimits> {
+        let big_vgprs = matches!(
+            (t.major, t.minor, t.stepping),
+            (11, 0, 0) | (11, 0, 1) | (11, 5, 1) | (12, 0, 0) | (12, 0, 1)
+        );
+        match t.major {
+            11 | 12 => Some(ArchLimits {
+                target: t,
+                max_waves_per_simd: 16,
+                simds_per_unit: 4,
+                unit: "WGP",
+                total_vgprs: if big_vgprs { [1536, 768] } else { [1024, 512] },
+                vgpr_granule: if big_vgprs { [24, 12] } else { [16, 8] },
+                sgprs_limit: false,
+                lds_bytes_per_unit: 128 * 1024,
+                lds_granule: 512,
+                max_multiwave_groups: 32,
+            }),
+            9 if (t.minor == 0 && t.stepping == 10) || t.minor == 4 || t.minor == 5 => {
+                Some(ArchLimits {
+                    target: t,
+                    max_waves_per_simd: 8,
+                    simds_per_unit: 4,
+                    unit: "CU",
+                    total_vgprs: [512, 512],
+                    vgpr_granule: [8, 8],
+                    sgprs_limit: true,
+                    lds_bytes_per_unit: if t.minor == 5 { 160 * 1024 } else { 64 * 1024 },
+                    lds_granule: 512,
+                    max_multiwave_groups: 16,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// What a kernel asks of a SIMD and a WGP/CU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct KernelResources {
+    pub wave_size: u32,
+    /// VGPRs per lane as the descriptor encodes them (granulated; AGPRs included on gfx90a+).
+    pub vgprs: u32,
+    /// SGPRs from the metadata (`.sgpr_count`), when there is a note.
+    pub sgprs: Option<u32>,
+    /// Static LDS per work-group (`group_segment_fixed_size`).
+    pub lds_bytes: u32,
+    /// Scratch per lane (`private_segment_fixed_size`).
+    pub scratch_bytes: u32,
+    /// Work-items per work-group: the launch's when known, else the metadata's
+    /// `.max_flat_workgroup_size` (an upper bound).
+    pub workgroup_size: Option<u32>,
+    /// Whether `workgroup_size` is the metadata's bound rather than the launch's size.
+    pub workgroup_size_is_bound: bool,
+}
+
+impl KernelResources {
+    /// From the kernel descriptor and metadata of `k`, compiled for `t`.
+    pub fn from_kernel(k: &Kernel, t: GfxTarget) -> KernelResources {
+        let d = &k.descriptor;
+        let wave32 = t.major >= 10 && d.wave32();
+        // GRANULATED_WORKITEM_VGPR_COUNT: blocks of 8 (wave32, gfx90a+) or 4 (gfx10+ wave64),
+        // minus one.
+        let enc = if wave32 || t.major < 10 { 8 } else { 4 };
+        KernelResources {
+            wave_size: if wave32 { 32 } else { 64 },
+            vgprs: (d.granulated_vgprs() + 1) * enc,
+            sgprs: k.sgpr_count.map(|s| s as u32),
+            lds_bytes: d.group_segment_fixed_size,
+            scratch_bytes: d.private_segment_fixed_size,
+            workgroup_size: k.max_flat_workgroup_size.map(|s| s as u32),
+            workgroup_size_is_bound: true,
+        }
+    }
+
+    /// The same, with the launch's work-group size.
+    pub fn with_workgroup_size(mut self, n: u32) -> KernelResources {
+        self.workgroup_size = Some(n);
+        self.workgroup_size_is_bound = false;
+        self
+    }
+}
+
+/// One resource's cap on waves per SIMD.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Limit {
+    /// `waves`, `VGPR`, `SGPR`, `LDS`, `work-group`.
+    pub resource: &'static str,
+    pub waves_per_simd: u32,
+    /// How the number comes about.
+    pub detail: String,
+    /// What would give more waves, when this resource is what limits.
+    pub next_step: Option<String>,
+}
+
+/// Theoretical occupancy of a kernel on an architecture.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Occupancy {
+    pub target: String,
+    pub resources: KernelResources,
+    pub max_waves_per_simd: u32,
+    pub waves_per_simd: u32,
+    /// The resources whose limit is `waves_per_simd` (empty: only the SIMD's wave slots).
+    pub limited_by: Vec<&'static str>,
+    pub limits: Vec<Limit>,
+    /// What is not modeled.
+    pub notes: Vec<String>,
+}
+
+fn align_up(x: u32, g: u32) -> u32 {
+    x.div_ceil(g) * g
+}
+
+fn align_down(x: u32, g: u32) -> u32 {
+    x / g * g
+}
+
+/// gfx9's SGPR occupancy steps (LLVM `getOccupancyWithNumSGPRs`, gfx8/gfx9).
+fn sgpr_waves(sgprs: u32) -> u32 {
+    match sgprs {
+        0..=80 => 10,
+        81..=88 => 9,
+        89..=100 => 8,
+        _ => 7,
+    }
+}
+
+/// Waves per SIMD on the fullest SIMD when `groups` work-groups of `n` waves fill a unit.
+fn groups_to_waves(groups: u32, n: u32, a: &ArchLimits) -> u32 {
+    (groups * n)
+        .div_ceil(a.simds_per_unit)
+        .min(a.max_waves_per_simd)
+}
+
+/// Work-groups per unit allowed by wave slots and barriers.
+fn slot_groups(n: u32, a: &ArchLimits) -> u32 {
+    let slots = a.max_waves_per_simd * a.simds_per_unit / n.max(1);
+    if n > 1 {
+        slots.min(a.max_multiwave_groups)
+    } else {
+        slots
+    }
+}
+
+/// The theoretical occupancy of `r` under `a`.
+pub fn theoretical(r: &KernelResources, a: &ArchLimits) -> Occupancy {
+    let max = a.max_waves_per_simd;
+    let w64 = usize::from(r.wave_size == 64);
+    let mut limits = vec![Limit {
+        resource: "waves",
+        waves_per_simd: max,
+        detail: format!("{max} wave slots per SIMD"),
+        next_step: None,
+    }];
+
+    // VGPRs.
+    let (total, gran) = (a.total_vgprs[w64], a.vgpr_granule[w64]);
+    let alloc = align_up(r.vgprs.max(1), gran);
+    let vw = (total / alloc).clamp(1, max);
+    let next = (vw < max).then(|| {
+        let fit = align_down(total / (vw + 1), gran);
+        format!("{fit} VGPRs or fewer: {} waves", vw + 1)
+    });
+    limits.push(Limit {
+        resource: "VGPR",
+        waves_per_simd: vw,
+        detail: format!(
+            "{} VGPRs, allocated in granules of {gran}: {alloc} of {total} per SIMD lane",
+            r.vgprs
+        ),
+        next_step: next,
+    });
+
+    // SGPRs (gfx9 only).
+    if a.sgprs_limit {
+        if let Some(s) = r.sgprs {
+            let sw = sgpr_waves(s).min(max);
+            let next = (sw < max).then(|| {
+                let fit = match sw + 1 {
+                    10 => 80,
+                    9 => 88,
+                    _ => 100,
+                };
+                format!("{fit} SGPRs or fewer: {} waves", sw + 1)
+            });
+            limits.push(Limit {
+                resource: "SGPR",
+                waves_per_simd: sw,
+                detail: format!("{s} SGPRs of 800 per SIMD"),
+                next_step: next,
+            });
+        }
+    }
+
+    let n = r
+        .workgroup_size
+        .map(|s| s.div_ceil(r.wave_size).max(1))
+        .unwrap_or(1);
+
+    // LDS.
+    if r.lds_bytes > 0 {
+        let alloc = align_up(r.lds_bytes, a.lds_granule);
+        let groups = a.lds_bytes_per_unit / alloc;
+        let lw = if groups == 0 {
+            0
+        } else {
+            groups_to_waves(groups, n, a)
+        };
+        let next = (lw < max && lw > 0).then(|| {
+            let want = ((lw + 1) * a.simds_per_unit).div_ceil(n);
+            let fit = align_down(a.lds_bytes_per_unit / want, a.lds_granule);
+            format!(
+                "{fit} bytes of LDS or less per work-group: {} work-groups per {}, {} waves",
+                want,
+                a.unit,
+                groups_to_waves(want, n, a)
+            )
+        });
+        limits.push(Limit {
+            resource: "LDS",
+            waves_per_simd: lw,
+            detail: format!(
+                "{} bytes per work-group, allocated {alloc}: {groups} work-groups of {n} waves per {} ({} KiB)",
+                r.lds_bytes,
+                a.unit,
+                a.lds_bytes_per_unit / 1024
+            ),
+            next_step: next,
+        });
+    }
+
+    // Work-group size.
+    if let Some(size) = r.workgroup_size {
+        let groups = slot_groups(n, a);
+        let gw = groups_to_waves(groups, n, a);
+        let next = (gw < max).then(|| {
+            (1..n)
+                .rev()
+                .find_map(|m| {
+                    let w = groups_to_waves(slot_groups(m, a), m, a);
+                    (w > gw).then(|| {
+                        format!(
+                            "work-groups of {m} waves ({} work-items): {w} waves",
+                            m * r.wave_size
+                        )
+                    })
+                })
+                .unwrap_or_default()
+        });
+        limits.push(Limit {
+            resource: "work-group",
+            waves_per_simd: gw,
+            detail: format!(
+                "{size} work-items{} = {n} waves of {}: {groups} work-groups per {} ({} wave slots{})",
+                if r.workgroup_size_is_bound {
+                    " (metadata bound)"
+                } else {
+                    ""
+                },
+                r.wave_size,
+                a.unit,
+                max * a.simds_per_unit,
+                if n > 1 {
+                    format!(", {} barriers", a.max_multiwave_groups)
+                } else {
+                    String::new()
+                }
+            ),
+            next_step: next,
+        });
+    }
+
+    let waves = limits.iter().map(|l| l.waves_per_simd).min().unwrap_or(max);
+    let limited_by = if waves < max {
+        limits
+            .iter()
+            .filter(|l| l.waves_per_simd == waves && l.resource != "waves")
+            .map(|l| l.resource)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    for l in &mut limits {
+        if l.waves_per_simd != waves {
+            l.next_step = None;
+        }
+    }
+    let mut notes = Vec::new();
+    if r.scratch_bytes > 0 {
+        notes.push(format!(
+            "{} bytes of scratch per lane: the scratch wave limit depends on the runtime's scratch buffer and is not modeled",
+            r.scratch_bytes
+        ));
+    }
+    if r.workgroup_size_is_bound {
+        notes.push(
+            "work-group size from the code object's .max_flat_workgroup_size (the launch's size is not recorded)"
+                .into(),
+        );
+    }
+    Occupancy {
+        target: a.target.to_string(),
+        resources: *r,
+        max_waves_per_simd: max,
+        waves_per_simd: waves,
+        limited_by,
+        limits,
+        notes,
+    }
+}
+
+/// Achieved occupancy of one SIMD.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SimdOccupancy {
+    pub se: u32,
+    pub cu: u16,
+    pub simd: u8,
+    pub waves: usize,
+    /// Summed wave lifetimes over the SE's wave span (first start to last end).
+    pub mean_waves: f64,
+    /// Most waves resident at once.
+    pub peak_waves: usize,
+}
+
+/// Achieved occupancy of one SE.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SeOccupancy {
+    pub se: u32,
+    /// Cycles from the SE's first wave start to its last wave end.
+    pub span_cycles: i64,
+    pub simds: usize,
+    /// Mean over the SIMDs that ran waves of their mean waves in flight.
+    pub mean_waves_per_simd: f64,
+    pub peak_waves_per_simd: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct Achieved {
+    pub per_se: Vec<SeOccupancy>,
+    pub per_simd: Vec<SimdOccupancy>,
+}
+
+/// Achieved occupancy from every wave SQTT saw (start and end of each, every SE).
+pub fn achieved(k: &KernelSqtt) -> Achieved {
+    let mut out = Achieved::default();
+    for se in &k.ses {
+        let waves = &se.analysis.waves;
+        let (Some(lo), Some(hi)) = (
+            waves.iter().map(|w| w.start).min(),
+            waves.iter().map(|w| w.end).max(),
+        ) else {
+            continue;
+        };
+        let span = (hi - lo).max(1);
+        let mut simds: std::collections::BTreeMap<(u16, u8), Vec<(i64, i64)>> = Default::default();
+        for w in waves {
+            simds
+                .entry((w.cu, w.simd))
+                .or_default()
+                .push((w.start, w.end.max(w.start)));
+        }
+        let mut sum = 0.0;
+        let mut peak_all = 0;
+        let count = simds.len();
+        for ((cu, simd), lives) in simds {
+            let busy: i64 = lives.iter().map(|(a, b)| b - a).sum();
+            let mut ev: Vec<(i64, i32)> =
+                lives.iter().flat_map(|&(a, b)| [(a, 1), (b, -1)]).collect();
+            ev.sort_unstable();
+            let (mut cur, mut peak) = (0i32, 0i32);
+            for (_, d) in ev {
+                cur += d;
+                peak = peak.max(cur);
+            }
+            let mean = busy as f64 / span as f64;
+            sum += mean;
+            peak_all = peak_all.max(peak as usize);
+            out.per_simd.push(SimdOccupancy {
+                se: se.se,
+                cu,
+                simd,
+                waves: lives.len(),
+                mean_waves: mean,
+                peak_waves: peak as usize,
+            });
+        }
+        out.per_se.push(SeOccupancy {
+            se: se.se,
+            span_cycles: span,
+            simds: count,
+            mean_waves_per_simd: sum / count.max(1) as f64,
+            peak_waves_per_simd: peak_all,
+        });
+    }
+    out
+}
+
+/// The theoretical occupancy of kernel run `ki` of `p`, when its code object is in the
+/// profile and its architecture is known (the work-group size is the metadata's bound).
+pub fn kernel_occupancy(p: &crate::model::Profile, ki: usize) -> Option<Occupancy> {
+    let k = p.kernels.get(ki)?;
+    let prog = p.program_for(k.device, k.kern?)?;
+    let dev_target = p.props_device(k.device).and_then(|d| d.target());
+    let code = crate::isa::CodeObject::parse_with_target(p.blob(prog.elf?), dev_target).ok()?;
+    let kernel = code
+        .kernels
+        .iter()
+        .find(|c| c.name == k.name || c.name == prog.name)
+        .or_else(|| (code.kernels.len() == 1).then(|| &code.kernels[0]))?;
+    let target = dev_target.unwrap_or(code.target);
+    let limits = ArchLimits::for_target(target)?;
+    Some(theoretical(
+        &KernelResources::from_kernel(kernel, code.target),
+        &limits,
+    ))
+}

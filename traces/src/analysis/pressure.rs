@@ -1,0 +1,242 @@
+//! Register pressure: live VGPRs and SGPRs at each instruction of a kernel, from the ISA
+//! decoder's operands and a backward liveness pass over the kernel's control-flow graph
+//! (`docs/kernel-analysis.md`).
+//!
+//! Defs are the operands LLVM prints first (destinations); stores, compares into SCC/EXEC,
+//! branches and atomics without a visible return define nothing. Special registers (VCC, EXEC,
+//! SCC, M0) are not counted: the column is about the VGPR and SGPR files.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::isa::{self, Operand};
+use crate::GfxTarget;
+
+/// A set of registers: VGPRs 0..512 (AGPRs after the 256 architectural VGPRs, as gfx90a+
+/// allocates them) and SGPRs 0..128.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Regs {
+    v: [u64; 8],
+    s: [u64; 2],
+}
+
+impl Regs {
+    fn set_v(&mut self, r: u32) {
+        if r < 512 {
+            self.v[(r / 64) as usize] |= 1 << (r % 64);
+        }
+    }
+    fn set_s(&mut self, r: u32) {
+        if r < 128 {
+            self.s[(r / 64) as usize] |= 1 << (r % 64);
+        }
+    }
+    fn union(&mut self, o: &Regs) {
+        for (a, b) in self.v.iter_mut().zip(o.v) {
+            *a |= b;
+        }
+        for (a, b) in self.s.iter_mut().zip(o.s) {
+            *a |= b;
+        }
+    }
+    fn minus(&mut self, o: &Regs) {
+        for (a, b) in self.v.iter_mut().zip(o.v) {
+            *a &= !b;
+        }
+        for (a, b) in self.s.iter_mut().zip(o.s) {
+            *a &= !b;
+        }
+    }
+    fn count(&self) -> (u32, u32) {
+        (
+            self.v.iter().map(|x| x.count_ones()).sum(),
+            self.s.iter().map(|x| x.count_ones()).sum(),
+        )
+    }
+    fn add(&mut self, o: &Operand) {
+        match *o {
+            Operand::Vgpr { first, count, .. } => {
+                for r in first as u32..first as u32 + count.max(1) as u32 {
+                    self.set_v(r);
+                }
+            }
+            Operand::Agpr { first, count } => {
+                for r in first as u32..first as u32 + count.max(1) as u32 {
+                    self.set_v(256 + r);
+                }
+            }
+            Operand::Sgpr { first, count } => {
+                for r in first as u32..first as u32 + count.max(1) as u32 {
+                    self.set_s(r);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Whether the instruction's first operand is a destination.
+fn first_is_def(mnemonic: &str) -> bool {
+    const NO_DEF: [&str; 14] = [
+        "s_cmp",
+        "s_bitcmp",
+        "v_cmpx",
+        "s_cbranch",
+        "s_branch",
+        "s_setpc",
+        "s_waitcnt",
+        "s_endpgm",
+        "s_sendmsg",
+        "s_barrier",
+        "exp",
+        "s_nop",
+        "s_delay_alu",
+        "s_clause",
+    ];
+    !(mnemonic.contains("store")
+        || mnemonic.contains("_atomic")
+        || mnemonic.starts_with("ds_write")
+        || NO_DEF.iter().any(|p| mnemonic.starts_with(p)))
+}
+
+/// Defs and uses of one instruction.
+fn defs_uses(i: &isa::Instruction) -> (Regs, Regs) {
+    let ops = i.operands();
+    let mut d = Regs::default();
+    let mut u = Regs::default();
+    let text = i.text();
+    // VOPD: two halves, each with its own destination; the X half's operand count is its
+    // comma-separated list in the text.
+    let halves: Vec<usize> = match text.split_once("::") {
+        Some((x, _)) => {
+            let n = x
+                .split_once(' ')
+                .map_or(0, |(_, rest)| rest.split(',').count());
+            vec![0, n]
+        }
+        None => vec![0],
+    };
+    let def_first = first_is_def(i.mnemonic());
+    for (k, o) in ops.iter().enumerate() {
+        if def_first && halves.contains(&k) {
+            d.add(o);
+        } else {
+            u.add(o);
+        }
+    }
+    (d, u)
+}
+
+/// Live registers at one instruction.
+#[derive(Debug, Clone, Serialize)]
+pub struct PressureRow {
+    pub pc: u64,
+    pub text: String,
+    /// Registers live into the instruction or written by it.
+    pub vgprs: u32,
+    pub sgprs: u32,
+}
+
+/// Register pressure over a kernel's code.
+#[derive(Debug, Clone, Serialize)]
+pub struct Pressure {
+    pub rows: Vec<PressureRow>,
+    pub max_vgprs: u32,
+    pub max_sgprs: u32,
+    /// The kernel's allocation (descriptor VGPRs, metadata SGPRs): the column's ceiling.
+    pub vgpr_ceiling: Option<u32>,
+    pub sgpr_ceiling: Option<u32>,
+}
+
+/// Register pressure of the code `code` at `base`, from its entry to its end.
+pub fn pressure(code: &[u8], base: u64, target: GfxTarget) -> Pressure {
+    let lines: Vec<(u64, isa::Instruction)> = isa::disassemble(code, base, target)
+        .filter_map(|l| l.insn.ok().map(|i| (l.addr, i)))
+        .collect();
+    let index: HashMap<u64, usize> = lines
+        .iter()
+        .enumerate()
+        .map(|(k, (a, _))| (*a, k))
+        .collect();
+    let n = lines.len();
+    let mut du = Vec::with_capacity(n);
+    let mut succ: Vec<Vec<usize>> = Vec::with_capacity(n);
+    for (k, (pc, i)) in lines.iter().enumerate() {
+        du.push(defs_uses(i));
+        let m = i.mnemonic();
+        let mut s = Vec::new();
+        let ends = m == "s_endpgm" || m.starts_with("s_setpc") || m == "s_branch";
+        if !ends && k + 1 < n {
+            s.push(k + 1);
+        }
+        if let Some(t) = i.branch_target(*pc).and_then(|t| index.get(&t)) {
+            s.push(*t);
+        }
+        succ.push(s);
+    }
+    // Backward liveness to a fixed point.
+    let mut live_in = vec![Regs::default(); n];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for k in (0..n).rev() {
+            let mut out = Regs::default();
+            for &s in &succ[k] {
+                out.union(&live_in[s]);
+            }
+            let (d, u) = &du[k];
+            out.minus(d);
+            out.union(u);
+            if out != live_in[k] {
+                live_in[k] = out;
+                changed = true;
+            }
+        }
+    }
+    let mut rows = Vec::with_capacity(n);
+    let (mut mv, mut ms) = (0, 0);
+    for (k, (pc, i)) in lines.iter().enumerate() {
+        let mut at = live_in[k];
+        at.union(&du[k].0);
+        let (v, s) = at.count();
+        mv = mv.max(v);
+        ms = ms.max(s);
+        rows.push(PressureRow {
+            pc: *pc,
+            text: i.text(),
+            vgprs: v,
+            sgprs: s,
+        });
+    }
+    Pressure {
+        rows,
+        max_vgprs: mv,
+        max_sgprs: ms,
+        vgpr_ceiling: None,
+        sgpr_ceiling: None,
+    }
+}
+
+/// Register pressure of kernel run `ki` of `p`, when its code object is in the profile.
+pub fn kernel_pressure(p: &crate::model::Profile, ki: usize) -> Option<Pressure> {
+    let k = p.kernels.get(ki)?;
+    let prog = p.program_for(k.device, k.kern?)?;
+    let dev_target = p.props_device(k.device).and_then(|d| d.target());
+    let code = isa::CodeObject::parse_with_target(p.blob(prog.elf?), dev_target).ok()?;
+    let kernel = code
+        .kernels
+        .iter()
+        .find(|c| c.name == k.name || c.name == prog.name)
+        .or_else(|| (code.kernels.len() == 1).then(|| &code.kernels[0]))?;
+    Some(kernel_code_pressure(&code, kernel))
+}
+
+/// Register pressure of `kernel` in `code`, with its allocation as the ceiling.
+pub fn kernel_code_pressure(code: &isa::CodeObject, kernel: &isa::Kernel) -> Pressure {
+    let mut pr = pressure(code.kernel_code(kernel), kernel.entry, code.target);
+    let r = super::occupancy::KernelResources::from_kernel(kernel, code.target);
+    pr.vgpr_ceiling = Some(r.vgprs);
+    pr.sgpr_ceiling = r.sgprs;
+    pr
+}
