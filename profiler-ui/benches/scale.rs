@@ -7,6 +7,8 @@
 //! re-encoded (one layout header, realtime markers shifted by each repetition's span, so time
 //! stays monotonic, wave slots are reused and every SE grows), written to a temp dir.
 //!
+//! `WAVESCOPE_SCALE_KEEP=DIR` keeps the generated captures in DIR.
+//!
 //! Every step runs in a fresh child process (this binary re-executed with `--step`), which
 //! reports its CPU time (user + sys, getrusage) and peak RSS, so steps do not pollute each other.
 //! Goals: stats >= 300 MB of SQTT per CPU second; reopen < 0.5 s at 1.5 GiB; peak RSS <= 1.5x the
@@ -233,9 +235,15 @@ fn main() {
         "SQTT", "step", "CPU s", "MB/CPU s", "x decode", "RSS MiB", "RSS/SQTT"
     );
     for size in sizes {
-        let dir = tempfile::tempdir().unwrap();
-        let (wst, sqtt) = build_capture(dir.path(), size);
-        let out = dir.path().join("out.rgp");
+        // WAVESCOPE_SCALE_KEEP=DIR keeps the generated captures there (for profiling).
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = match std::env::var_os("WAVESCOPE_SCALE_KEEP") {
+            Some(d) => PathBuf::from(d).join(format!("{}M", size / MIB)),
+            None => tmp.path().to_path_buf(),
+        };
+        std::fs::create_dir_all(&dir).unwrap();
+        let (wst, sqtt) = build_capture(&dir, size);
+        let out = dir.join("out.rgp");
         let limit = 1.5 * sqtt as f64 + 64.0 * MIB as f64;
         let mut decode_mbs = None;
         for s in &steps {

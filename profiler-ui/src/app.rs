@@ -9,7 +9,7 @@ use std::time::Instant;
 use egui::{Color32, RichText, Ui};
 use traces::model::Profile;
 
-use crate::data::{analyze_kernel, kernels_with_sqtt, pmc_rows, PmcRow};
+use crate::data::{analyze_kernel_par, kernels_with_sqtt, pmc_rows, PmcRow};
 use crate::layout::ruler::format_us;
 use crate::layout::timeline::{Target, TimelineModel};
 use crate::views::insts::SortState;
@@ -647,7 +647,7 @@ impl Loaded {
         let p2 = progress.clone();
         std::thread::spawn(move || {
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let mut cb = |done: usize, total: usize| {
+                let cb = |done: usize, total: usize| {
                     if let Ok(mut g) = p2.lock() {
                         *g = (
                             format!("decoding SE {done}/{total}"),
@@ -655,7 +655,7 @@ impl Loaded {
                         );
                     }
                 };
-                analyze_kernel(&profile, k, &mut cb)
+                analyze_kernel_par(&profile, k, &cb)
                     .map(KernelView::new)
                     .ok_or_else(|| format!("kernel {k} is not in the profile"))
             }))

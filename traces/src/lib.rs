@@ -18,6 +18,7 @@ mod mapped;
 pub mod model;
 pub mod open;
 pub mod perfetto;
+pub mod pipeline;
 pub mod pickle;
 pub mod rgp;
 pub mod sqtt;

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::Args;
 use profiler_ui::data::{
-    analyze_kernel, inst_stats, kernels_with_sqtt, traced_waves, InstStat, TracedWave, XUnit,
+    analyze_kernel_par, inst_stats, kernels_with_sqtt, traced_waves, InstStat, TracedWave, XUnit,
 };
 use serde::Serialize;
 
@@ -52,7 +52,7 @@ pub fn run(a: StatsArgs) -> Result<()> {
     let bar = super::progress_bar(selected.len() as u64, "stats");
     for k in selected {
         bar.set_message(profile.kernels[k].name.clone());
-        let analyzed = analyze_kernel(&profile, k, &mut |_, _| {});
+        let analyzed = analyze_kernel_par(&profile, k, &|_, _| {});
         bar.inc(1);
         let Some(ks) = analyzed else {
             continue;
@@ -69,7 +69,12 @@ pub fn run(a: StatsArgs) -> Result<()> {
                 .filter_map(|s| s.error.as_ref().map(|e| format!("SE {}: {e}", s.se)))
                 .collect(),
             instructions: inst_stats(&ks),
-            traced_waves: traced_waves(&ks),
+            // Every instruction of every traced wave: only the JSON report has them.
+            traced_waves: if a.json {
+                traced_waves(&ks)
+            } else {
+                Vec::new()
+            },
         });
     }
     bar.finish_and_clear();
