@@ -257,9 +257,16 @@ pub fn analyze_kernel_par(
         match a {
             Ok(a) => {
                 let st = match (&m, unit) {
-                    (Some(m), XUnit::Micros) => SeTrace::new(s.se, s.itrace, a, &|c| {
-                        m.us(c).map_or(0.0, |us| us - origin_us)
-                    }),
+                    (Some(m), XUnit::Micros) => {
+                        // Tokens come in time order: remember the marker interval.
+                        let hint = std::cell::Cell::new(0usize);
+                        SeTrace::new(s.se, s.itrace, a, &|c| {
+                            let mut h = hint.get();
+                            let x = m.us_hinted(c, &mut h).map_or(0.0, |us| us - origin_us);
+                            hint.set(h);
+                            x
+                        })
+                    }
                     _ => SeTrace::new(s.se, s.itrace, a, &|c| c as f64),
                 };
                 ses.push(st);
