@@ -215,7 +215,11 @@ fn parse_size(s: &str) -> u64 {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(i) = args.iter().position(|a| a == "--step") {
-        step(&args[i + 1], Path::new(&args[i + 2]), Path::new(&args[i + 3]));
+        step(
+            &args[i + 1],
+            Path::new(&args[i + 2]),
+            Path::new(&args[i + 3]),
+        );
         return;
     }
     let sel = std::env::var("WAVESCOPE_SCALE").unwrap_or_else(|_| "10M".into());

@@ -124,7 +124,9 @@ impl TimeMap {
                         return Some(t0 / 100.0);
                     }
                     let (c1, t1) = pts[i + 1];
-                    return Some((t0 + (cycles - c0) as f64 * (t1 - t0) / (c1 - c0) as f64) / 100.0);
+                    return Some(
+                        (t0 + (cycles - c0) as f64 * (t1 - t0) / (c1 - c0) as f64) / 100.0,
+                    );
                 }
             }
             *hint = pts.partition_point(|p| p.0 <= cycles).saturating_sub(1);
