@@ -19,10 +19,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
+#[path = "../tests/scale/capture.rs"]
+mod capture;
+use capture::build_capture;
 use nix::sys::resource::{getrusage, UsageWho};
-use traces::model::{Blob, Profile};
-use traces::sqtt::packets::{Kind, Role};
-use traces::sqtt::{encode::NibbleWriter, DecodeOptions, Decoder, Framing};
+
+use traces::sqtt::{DecodeOptions, Decoder};
 
 const MIB: u64 = 1 << 20;
 
@@ -33,99 +35,6 @@ fn cpu_and_rss(who: UsageWho) -> (f64, u64) {
         t(u.user_time()) + t(u.system_time()),
         u.max_rss() as u64 * 1024,
     )
-}
-
-/// One SE stream tiled to at least `target` bytes, written to `path`.
-fn tile(blob: &[u8], target: u64, path: &Path) -> (u64, u64) {
-    let opts = DecodeOptions {
-        framing: Framing::Hardware,
-        ..DecodeOptions::default()
-    };
-    let packets: Vec<_> = Decoder::new(blob, opts).collect();
-    let markers: Vec<(i64, u64)> = packets
-        .iter()
-        .filter(|p| p.is_marker())
-        .filter_map(|p| Some((p.time, p.get(Role::Delta)?)))
-        .collect();
-    let (t0, t1) = (
-        packets.first().map_or(0, |p| p.time),
-        packets.last().map_or(0, |p| p.time),
-    );
-    let span = (t1 - t0).max(1);
-    // The realtime counter advances by this much per repetition (the blob's own clock ratio).
-    let rt_shift = match (markers.first(), markers.last()) {
-        (Some(a), Some(b)) if b.0 > a.0 => {
-            ((b.1 - a.1) as f64 / (b.0 - a.0) as f64 * span as f64).round() as u64
-        }
-        _ => 0,
-    };
-    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
-    let mut written = 0u64;
-    let mut reps = 0u64;
-    let mut header = false;
-    while written < target {
-        let mut w = NibbleWriter::with_capacity(blob.len() * 2);
-        for p in &packets {
-            if p.ty.kind == Kind::LayoutHeader {
-                if !header {
-                    w.push(p.raw, p.nibbles);
-                    header = true;
-                }
-                continue;
-            }
-            let mut raw = p.raw;
-            if p.is_marker() {
-                if let Some(fd) = p.ty.field(Role::Delta) {
-                    let mask = if fd.width() >= 64 {
-                        u64::MAX
-                    } else {
-                        (1u64 << fd.width()) - 1
-                    };
-                    let v = (fd.get(raw).wrapping_add(rt_shift * reps)) & mask;
-                    raw = (raw & !(mask << fd.lo)) | (v << fd.lo);
-                }
-            }
-            w.push(raw, p.nibbles);
-        }
-        if w.nibbles() % 2 == 1 {
-            w.push(0, 1);
-        }
-        f.write_all(w.as_bytes()).unwrap();
-        written += w.as_bytes().len() as u64;
-        reps += 1;
-    }
-    f.flush().unwrap();
-    (written, reps)
-}
-
-/// Builds the capture of about `bytes` of SQTT in `dir`; returns its path and SQTT bytes.
-fn build_capture(dir: &Path, bytes: u64) -> (PathBuf, u64) {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/traces/gfx1100/gemm_run_0/profile.pkl");
-    let (_, p) = traces::open::open_path(&src)
-        .unwrap_or_else(|e| panic!("{}: {e} (the shared captures are needed)", src.display()));
-    let mut out: Profile = p.clone();
-    let n = out.sqtt.len().max(1) as u64;
-    let mut total = 0;
-    let mut reps_max = 1;
-    for i in 0..out.sqtt.len() {
-        let s = out.sqtt[i].clone();
-        let path = dir.join(format!("se{}_{i}.sqtt", s.se));
-        let (len, reps) = tile(p.blob(s.blob), bytes / n, &path);
-        total += len;
-        reps_max = reps_max.max(reps);
-        let store = traces::open::map_file(&path).unwrap();
-        let blob = Blob::slice_of(&store, 0..store.bytes().len()).unwrap();
-        out.sqtt[i].blob = out.add_blob(blob);
-    }
-    for k in &mut out.kernels {
-        if let (Some(a), Some(b)) = (k.gpu_start, k.gpu_end) {
-            k.gpu_end = Some(a + (b - a) * reps_max as i128);
-        }
-    }
-    let wst = dir.join("big.wst");
-    traces::wst::write_file(&out, &wst).unwrap();
-    (wst, total)
 }
 
 /// Child side: one step, in this process; prints `RESULT cpu_s rss_bytes note`.
@@ -246,7 +155,10 @@ fn main() {
             None => tmp.path().to_path_buf(),
         };
         std::fs::create_dir_all(&dir).unwrap();
-        let (wst, sqtt) = build_capture(&dir, size);
+        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../shared")
+            .join(capture::SOURCE);
+        let (wst, sqtt) = build_capture(&src, &dir, size);
         let out = dir.join("out.rgp");
         let limit = 1.5 * sqtt as f64 + 64.0 * MIB as f64;
         let mut decode_mbs = None;
