@@ -63,13 +63,15 @@ pub(crate) fn match_offsets(tokens: &[InstToken], insts: &[MappedInst]) -> Vec<O
                 j = 0;
             }
             prev = t.offset;
-            if j < order.len() && off(j) <= t.offset && order.len() - j > 64 {
-                // Skip far ahead at once (a token with no instruction of its own).
+            // A few steps forward (the usual case: the token's own instruction is next), then
+            // a binary search for a long skip.
+            let mut steps = 0;
+            while j < order.len() && off(j) <= t.offset && steps < 8 {
+                j += 1;
+                steps += 1;
+            }
+            if j < order.len() && off(j) <= t.offset {
                 j += order[j..].partition_point(|&i| insts[i as usize].offset <= t.offset);
-            } else {
-                while j < order.len() && off(j) <= t.offset {
-                    j += 1;
-                }
             }
             (j > 0 && off(j - 1) == t.offset).then(|| order[j - 1])
         })
