@@ -9,7 +9,9 @@ use std::time::Instant;
 use egui::{Color32, RichText, Ui};
 use traces::model::Profile;
 
-use crate::data::{analyze_kernel, kernels_with_sqtt, pmc_counters, pmc_rows, PmcCounter, PmcRow};
+use crate::data::{
+    analyze_kernel_par, kernels_with_sqtt, pmc_counters, pmc_rows, PmcCounter, PmcRow,
+};
 use crate::layout::ruler::format_us;
 use crate::layout::timeline::{Target, TimelineModel};
 use crate::views::insts::SortState;
@@ -647,7 +649,7 @@ impl Loaded {
         let p2 = progress.clone();
         std::thread::spawn(move || {
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let mut cb = |done: usize, total: usize| {
+                let cb = |done: usize, total: usize| {
                     if let Ok(mut g) = p2.lock() {
                         *g = (
                             format!("decoding SE {done}/{total}"),
@@ -655,7 +657,7 @@ impl Loaded {
                         );
                     }
                 };
-                analyze_kernel(&profile, k, &mut cb)
+                analyze_kernel_par(&profile, k, &cb)
                     .map(|d| {
                         let mut kv = KernelView::new(d);
                         kv.theoretical = crate::data::occupancy::kernel_occupancy(&profile, k);

@@ -320,6 +320,7 @@ mod tests {
             wavefront_size: Some(32),
             sgpr_count: None,
             vgpr_count: None,
+            max_flat_workgroup_size: None,
         }
     }
 

@@ -94,29 +94,10 @@ impl SeTrace {
         disasm: &mut HashMap<u64, String>,
     ) {
         let m = sqtt::map::map_insts(blob, code, Some(&self.analysis), Default::default());
-        let by_offset: HashMap<u64, &sqtt::map::MappedInst> =
-            m.insts.iter().map(|mi| (mi.offset, mi)).collect();
-        let mut any = false;
-        self.token_pc = self
-            .analysis
-            .tokens
-            .iter()
-            .map(|t| match by_offset.get(&t.offset) {
-                Some(mi) => {
-                    any = true;
-                    disasm.entry(mi.pc).or_insert_with(|| mi.inst.text());
-                    mi.pc
-                }
-                None => u64::MAX,
-            })
-            .collect();
-        if !any {
-            self.token_pc.clear();
-        }
-        self.map_error = m
+        let error = m
             .error
             .map(|e| format!("nibble {}: {}", e.offset, e.message));
-        self.mapped = m.insts;
+        crate::pipeline::map_tokens(self, m.insts, error, disasm);
     }
 }
 
@@ -202,21 +183,42 @@ pub fn kernels_with_sqtt(p: &Profile) -> Vec<usize> {
 }
 
 /// Decodes every SE blob of kernel `ki` and aligns them on the GPU clock.
-/// `progress` is called with (done, total) after each SE.
+/// `progress` is called with (done, total) for each SE once all are done; [`analyze_kernel_par`]
+/// reports while the SEs are decoded.
 pub fn analyze_kernel(
     p: &Profile,
     ki: usize,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Option<KernelSqtt> {
+    let k = analyze_kernel_par(p, ki, &|_, _| {});
+    let n = k.as_ref().map_or(0, |k| k.ses.len());
+    for i in 0..n {
+        progress(i + 1, n);
+    }
+    k
+}
+
+/// [`analyze_kernel`] with the SEs decoded and mapped in parallel (rayon); `progress` is called
+/// with (done, total) from the worker threads as each SE's decode finishes.
+pub fn analyze_kernel_par(
+    p: &Profile,
+    ki: usize,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Option<KernelSqtt> {
+    use rayon::prelude::*;
     let k = p.kernels.get(ki)?;
     let target = p.props_device(k.device).and_then(|d| d.target());
     let streams: Vec<_> = p.sqtt.iter().filter(|s| sqtt_matches(p, k, s)).collect();
-    let mut analyses = Vec::with_capacity(streams.len());
-    for (i, s) in streams.iter().enumerate() {
-        let r = sqtt::analyze_with(p.blob(s.blob), target, AnalyzeOptions::default());
-        analyses.push(r.map_err(|e| e.to_string()));
-        progress(i + 1, streams.len());
-    }
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let analyses: Vec<Result<BlobAnalysis, String>> = streams
+        .par_iter()
+        .map(|s| {
+            let r = sqtt::analyze_with(p.blob(s.blob), target, AnalyzeOptions::default());
+            let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            progress(n, streams.len());
+            r.map_err(|e| e.to_string())
+        })
+        .collect();
     let empty = BlobAnalysis::default();
     let refs: Vec<&BlobAnalysis> = analyses
         .iter()
@@ -260,9 +262,16 @@ pub fn analyze_kernel(
         match a {
             Ok(a) => {
                 let st = match (&m, unit) {
-                    (Some(m), XUnit::Micros) => SeTrace::new(s.se, s.itrace, a, &|c| {
-                        m.us(c).map_or(0.0, |us| us - origin_us)
-                    }),
+                    (Some(m), XUnit::Micros) => {
+                        // Tokens come in time order: remember the marker interval.
+                        let hint = std::cell::Cell::new(0usize);
+                        SeTrace::new(s.se, s.itrace, a, &|c| {
+                            let mut h = hint.get();
+                            let x = m.us_hinted(c, &mut h).map_or(0.0, |us| us - origin_us);
+                            hint.set(h);
+                            x
+                        })
+                    }
                     _ => SeTrace::new(s.se, s.itrace, a, &|c| c as f64),
                 };
                 ses.push(st);
@@ -282,9 +291,20 @@ pub fn analyze_kernel(
         .and_then(|prog| prog.elf)
         .and_then(|elf| crate::isa::CodeObject::parse_with_target(p.blob(elf), target).ok());
     if let Some(code) = &code {
-        for (st, s) in ses.iter_mut().zip(&streams) {
-            if st.itrace && st.error.is_none() && !st.analysis.tokens.is_empty() {
-                st.map_pcs(p.blob(s.blob), code, &mut disasm);
+        let parts: Vec<HashMap<u64, String>> = ses
+            .par_iter_mut()
+            .zip(&streams)
+            .map(|(st, s)| {
+                let mut d = HashMap::new();
+                if st.itrace && st.error.is_none() && !st.analysis.tokens.is_empty() {
+                    st.map_pcs(p.blob(s.blob), code, &mut d);
+                }
+                d
+            })
+            .collect();
+        for d in parts {
+            for (pc, text) in d {
+                disasm.entry(pc).or_insert(text);
             }
         }
     }
@@ -468,96 +488,5 @@ pub struct InstStat {
 /// stream plus the op name, which is exact for straight-line kernels and an approximation
 /// for kernels with divergent control flow.
 pub fn inst_stats(k: &KernelSqtt) -> Vec<InstStat> {
-    let splits = hidden::kernel_splits(k).by_inst;
-    // Key: (PC or u64::MAX, position when the PC is unknown, name). Value: (latency, token
-    // kind index) per execution.
-    let mut groups: HashMap<(u64, usize, String), Vec<(i64, usize)>> = HashMap::new();
-    // Token kinds, and the best case of each: a latency above it was spent waiting before issue.
-    let mut kinds: HashMap<String, usize> = HashMap::new();
-    let mut best: Vec<i64> = Vec::new();
-    for (si, se) in k.ses.iter().enumerate() {
-        for w in 0..se.analysis.waves.len() {
-            for wi in wave_insts(k, si, w) {
-                let kind = match kinds.get(&wi.name) {
-                    Some(&i) => i,
-                    None => {
-                        kinds.insert(wi.name.clone(), best.len());
-                        best.push(i64::MAX);
-                        best.len() - 1
-                    }
-                };
-                best[kind] = best[kind].min(wi.gap);
-                let key = match (wi.pc, wi.disasm) {
-                    (Some(pc), Some(d)) => (pc, 0, d),
-                    _ => (u64::MAX, wi.index, wi.name),
-                };
-                groups.entry(key).or_default().push((wi.gap, kind));
-            }
-        }
-    }
-    let grand: i64 = groups.values().flatten().map(|(gap, _)| gap).sum();
-    let mut amd: HashMap<u64, (i64, i64)> = HashMap::new();
-    for se in &k.ses {
-        for m in &se.mapped {
-            let e = amd.entry(m.pc).or_default();
-            e.0 += m.stall;
-            e.1 += m.duration;
-        }
-    }
-    let mut rows: Vec<InstStat> = groups
-        .into_iter()
-        .map(|((pc, idx, name), execs)| {
-            let split = splits
-                .get(&(pc, idx, name.clone()))
-                .copied()
-                .unwrap_or_default();
-            let stall: i64 = execs
-                .iter()
-                .map(|&(gap, kind)| (gap - best[kind]).max(0))
-                .sum();
-            let mut v: Vec<i64> = execs.into_iter().map(|(gap, _)| gap).collect();
-            v.sort_unstable();
-            let total: i64 = v.iter().sum();
-            let n = v.len().max(1);
-            InstStat {
-                key: if pc == u64::MAX {
-                    format!("#{idx}")
-                } else {
-                    format!("0x{pc:x}")
-                },
-                pc: (pc != u64::MAX).then_some(pc),
-                name,
-                count: v.len() as u64,
-                total,
-                mean: total as f64 / n as f64,
-                min: v.first().copied().unwrap_or(0),
-                median: v.get(v.len() / 2).copied().unwrap_or(0),
-                max: v.last().copied().unwrap_or(0),
-                share: if grand > 0 {
-                    total as f64 / grand as f64
-                } else {
-                    0.0
-                },
-                stall,
-                stall_share: if total > 0 {
-                    stall as f64 / total as f64
-                } else {
-                    0.0
-                },
-                amd_stall: amd.get(&pc).map(|a| a.0),
-                amd_duration: amd.get(&pc).map(|a| a.1),
-                exposed: split.exposed,
-                hidden: split.hidden,
-                hidden_share: split.hidden_share(),
-            }
-        })
-        .collect();
-    rows.sort_by_key(|r| {
-        let num = match r.key.strip_prefix("0x") {
-            Some(h) => u64::from_str_radix(h, 16).unwrap_or(0),
-            None => r.key.trim_start_matches('#').parse().unwrap_or(0),
-        };
-        (r.key.starts_with('#'), num)
-    });
-    rows
+    crate::pipeline::inst_stats(k)
 }

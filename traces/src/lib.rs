@@ -19,6 +19,7 @@ pub mod model;
 pub mod open;
 pub mod perfetto;
 pub mod pickle;
+pub mod pipeline;
 pub mod rgp;
 pub mod sqtt;
 pub mod target;

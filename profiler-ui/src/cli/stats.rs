@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::Args;
 use profiler_ui::data::{
-    analyze_kernel, hidden, inst_stats, kernels_with_sqtt, occupancy, pressure, source,
+    analyze_kernel_par, hidden, inst_stats, kernels_with_sqtt, occupancy, pressure, source,
     traced_waves, InstStat, TracedWave, XUnit,
 };
 use serde::Serialize;
@@ -70,7 +70,7 @@ pub fn run(a: StatsArgs) -> Result<()> {
     let bar = super::progress_bar(selected.len() as u64, "stats");
     for k in selected {
         bar.set_message(profile.kernels[k].name.clone());
-        let analyzed = analyze_kernel(&profile, k, &mut |_, _| {});
+        let analyzed = analyze_kernel_par(&profile, k, &|_, _| {});
         bar.inc(1);
         let Some(ks) = analyzed else {
             continue;
@@ -100,7 +100,12 @@ pub fn run(a: StatsArgs) -> Result<()> {
             register_pressure: pressure::kernel_pressure(&profile, k),
             source_lines,
             source_error,
-            traced_waves: traced_waves(&ks),
+            // Every instruction of every traced wave: only the JSON report has them.
+            traced_waves: if a.json {
+                traced_waves(&ks)
+            } else {
+                Vec::new()
+            },
             pmc: profiler_ui::data::pmc_counters(&profile, k),
         });
     }

@@ -3,7 +3,7 @@
 
 use super::decoder::{DecodeOptions, Decoder, Framing};
 use super::encode::NibbleWriter;
-use super::packets::Kind;
+use super::packets::{Kind, Role};
 
 /// One period: the layout header of the first blob, then every other packet of all `blobs`
 /// (hardware framing, so nothing is dropped), padded to a whole byte.
@@ -46,4 +46,68 @@ pub fn stream(period: &[u8], min_bytes: usize) -> Vec<u8> {
         out.extend_from_slice(body);
     }
     out
+}
+
+/// A real stream tiled in time, re-encoded so it stays valid: one layout header, then the blob's
+/// packets repeated until `target` bytes are written to `out`, each repetition's realtime
+/// markers shifted by the repetition's span on the blob's own clock (so GPU time keeps
+/// increasing); the deltas keep the shader-cycle time monotonic and the waves reuse their
+/// slots. Returns the bytes written and the repetitions.
+pub fn tile<W: std::io::Write>(
+    blob: &[u8],
+    target: u64,
+    out: &mut W,
+) -> std::io::Result<(u64, u64)> {
+    let opts = DecodeOptions {
+        framing: Framing::Hardware,
+        ..DecodeOptions::default()
+    };
+    let packets: Vec<_> = Decoder::new(blob, opts).collect();
+    let markers: Vec<(i64, u64)> = packets
+        .iter()
+        .filter(|p| p.is_marker())
+        .filter_map(|p| Some((p.time, p.get(Role::Delta)?)))
+        .collect();
+    let (t0, t1) = (
+        packets.first().map_or(0, |p| p.time),
+        packets.last().map_or(0, |p| p.time),
+    );
+    let span = (t1 - t0).max(1);
+    let rt_shift = match (markers.first(), markers.last()) {
+        (Some(a), Some(b)) if b.0 > a.0 && b.1 >= a.1 => {
+            ((b.1 - a.1) as f64 / (b.0 - a.0) as f64 * span as f64).round() as u64
+        }
+        _ => 0,
+    };
+    let (mut written, mut reps, mut header) = (0u64, 0u64, false);
+    while written < target && !packets.is_empty() {
+        let mut w = NibbleWriter::with_capacity(blob.len() + 16);
+        for p in &packets {
+            if p.ty.kind == Kind::LayoutHeader {
+                if !header {
+                    w.push(p.raw, p.nibbles);
+                    header = true;
+                }
+                continue;
+            }
+            let mut raw = p.raw;
+            if let (true, Some(f)) = (p.is_marker(), p.ty.field(Role::Delta)) {
+                let mask = if f.width() >= 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << f.width()) - 1
+                };
+                let v = f.get(raw).wrapping_add(rt_shift.wrapping_mul(reps)) & mask;
+                raw = (raw & !(mask << f.lo)) | (v << f.lo);
+            }
+            w.push(raw, p.nibbles);
+        }
+        if w.nibbles() % 2 == 1 {
+            w.push(0, 1);
+        }
+        out.write_all(w.as_bytes())?;
+        written += w.as_bytes().len() as u64;
+        reps += 1;
+    }
+    Ok((written, reps))
 }

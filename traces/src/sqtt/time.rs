@@ -108,6 +108,31 @@ impl TimeMap {
     pub fn us(&self, cycles: i64) -> Option<f64> {
         self.ticks(cycles).map(|t| t / 100.0)
     }
+
+    /// [`TimeMap::us`] for times that mostly move forward (a stream's tokens): `hint` keeps the
+    /// last interval used, so each call checks it and the next before searching. Same result.
+    #[inline]
+    pub fn us_hinted(&self, cycles: i64, hint: &mut usize) -> Option<f64> {
+        let pts = &self.points;
+        let n = pts.len();
+        if n >= 2 {
+            for i in [*hint, *hint + 1] {
+                if i + 1 < n && pts[i].0 <= cycles && cycles < pts[i + 1].0 {
+                    *hint = i;
+                    let (c0, t0) = pts[i];
+                    if c0 == cycles {
+                        return Some(t0 / 100.0);
+                    }
+                    let (c1, t1) = pts[i + 1];
+                    return Some(
+                        (t0 + (cycles - c0) as f64 * (t1 - t0) / (c1 - c0) as f64) / 100.0,
+                    );
+                }
+            }
+            *hint = pts.partition_point(|p| p.0 <= cycles).saturating_sub(1);
+        }
+        self.us(cycles)
+    }
 }
 
 /// Time maps for the SE blobs of one dispatch.

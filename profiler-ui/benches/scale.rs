@@ -1,0 +1,206 @@
+//! The user's path on captures of real size: open to the first frame, full stats, export to
+//! .rgp, reopen of the saved .wst, beside the raw decoder's speed on the same bytes.
+//!
+//! `cargo bench -p profiler-ui --bench scale` builds a 10 MiB capture; `WAVESCOPE_SCALE=all`
+//! (or a comma list of `10M`, `256M`, `1536M`) the bigger ones. The captures are the real
+//! gfx1100 gemm of `../shared/traces/gfx1100/gemm_run_0`, every SE's stream tiled in time and
+//! re-encoded (one layout header, realtime markers shifted by each repetition's span, so time
+//! stays monotonic, wave slots are reused and every SE grows), written to a temp dir.
+//!
+//! `WAVESCOPE_SCALE_KEEP=DIR` keeps the generated captures in DIR.
+//!
+//! Every step runs in a fresh child process (this binary re-executed with `--step`), which
+//! reports its CPU time (user + sys, getrusage) and peak RSS, so steps do not pollute each other.
+//! Goals: stats >= 300 MB of SQTT per CPU second; reopen < 0.5 s at 1.5 GiB; peak RSS <= 1.5x the
+//! SQTT + 64 MiB.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+#[path = "../tests/scale/capture.rs"]
+mod capture;
+use capture::build_capture;
+use nix::sys::resource::{getrusage, UsageWho};
+
+use traces::sqtt::{DecodeOptions, Decoder};
+
+const MIB: u64 = 1 << 20;
+
+fn cpu_and_rss(who: UsageWho) -> (f64, u64) {
+    let u = getrusage(who).expect("getrusage");
+    let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1e6;
+    (
+        t(u.user_time()) + t(u.system_time()),
+        u.max_rss() as u64 * 1024,
+    )
+}
+
+/// Child side: one step, in this process; prints `RESULT cpu_s rss_bytes note`.
+fn step(name: &str, file: &Path, out: &Path) {
+    let note = match name {
+        "decode" => {
+            let (_, p) = traces::open::open_path(file).unwrap();
+            let mut packets = 0u64;
+            for s in &p.sqtt {
+                Decoder::new(p.blob(s.blob), DecodeOptions::default())
+                    .for_each_run(|_, n| packets += n as u64);
+            }
+            format!("{packets} packets")
+        }
+        "first-frame" | "reopen" => {
+            let (_, p) = traces::open::open_path(file).unwrap();
+            let p = Arc::new(p);
+            let tl = profiler_ui::layout::timeline::TimelineModel::build(&p);
+            let ks = profiler_ui::data::kernels_with_sqtt(&p);
+            let k = *ks.last().expect("a kernel with SQTT");
+            let a = profiler_ui::data::analyze_kernel(&p, k, &mut |_, _| {}).unwrap();
+            let waves = a.wave_count();
+            let v = profiler_ui::views::sqtt::KernelView::new(a);
+            std::hint::black_box((&tl, &v));
+            format!("{waves} waves")
+        }
+        "stats" | "export" => {
+            let bin = env!("CARGO_BIN_EXE_wavescope");
+            let mut c = Command::new(bin);
+            if name == "stats" {
+                c.arg("stats").arg(file);
+            } else {
+                c.args(["export", "rgp"]).arg(file).arg("-o").arg(out);
+            }
+            let st = c
+                .stdout(std::process::Stdio::null())
+                .status()
+                .expect("wavescope");
+            assert!(st.success(), "{name} failed: {st}");
+            let (cpu, rss) = cpu_and_rss(UsageWho::RUSAGE_CHILDREN);
+            println!("RESULT {cpu} {rss} wavescope {name}");
+            return;
+        }
+        _ => panic!("unknown step {name}"),
+    };
+    let (cpu, rss) = cpu_and_rss(UsageWho::RUSAGE_SELF);
+    println!("RESULT {cpu} {rss} {note}");
+}
+
+fn run_step(name: &str, file: &Path, out: &Path) -> Option<(f64, u64, String)> {
+    let me = std::env::current_exe().unwrap();
+    let o = Command::new(me)
+        .arg("--step")
+        .arg(name)
+        .arg(file)
+        .arg(out)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    let line = text.lines().find(|l| l.starts_with("RESULT "));
+    let Some(line) = line else {
+        eprintln!(
+            "step {name} failed: {}\n{}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr)
+        );
+        return None;
+    };
+    let mut it = line.split_whitespace().skip(1);
+    let cpu: f64 = it.next()?.parse().ok()?;
+    let rss: u64 = it.next()?.parse().ok()?;
+    Some((cpu, rss, it.collect::<Vec<_>>().join(" ")))
+}
+
+fn parse_size(s: &str) -> u64 {
+    let s = s.trim();
+    let (n, m) = match s.strip_suffix(['M', 'm']) {
+        Some(n) => (n, MIB),
+        None => match s.strip_suffix(['G', 'g']) {
+            Some(n) => (n, 1 << 30),
+            None => (s, 1),
+        },
+    };
+    (n.parse::<f64>().expect("a size like 10M, 256M, 1.5G") * m as f64) as u64
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--step") {
+        step(
+            &args[i + 1],
+            Path::new(&args[i + 2]),
+            Path::new(&args[i + 3]),
+        );
+        return;
+    }
+    let sel = std::env::var("WAVESCOPE_SCALE").unwrap_or_else(|_| "10M".into());
+    let sizes: Vec<u64> = if sel == "all" {
+        vec![10 * MIB, 256 * MIB, 1536 * MIB]
+    } else {
+        sel.split(',').map(parse_size).collect()
+    };
+    let steps: Vec<String> = std::env::var("WAVESCOPE_SCALE_STEPS")
+        .unwrap_or_else(|_| "decode,first-frame,stats,export,reopen".into())
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    let mut failed = false;
+    println!(
+        "{:>9} {:<12} {:>9} {:>10} {:>10} {:>9} {:>10}  goal",
+        "SQTT", "step", "CPU s", "MB/CPU s", "x decode", "RSS MiB", "RSS/SQTT"
+    );
+    for size in sizes {
+        // WAVESCOPE_SCALE_KEEP=DIR keeps the generated captures there (for profiling).
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = match std::env::var_os("WAVESCOPE_SCALE_KEEP") {
+            Some(d) => PathBuf::from(d).join(format!("{}M", size / MIB)),
+            None => tmp.path().to_path_buf(),
+        };
+        std::fs::create_dir_all(&dir).unwrap();
+        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../shared")
+            .join(capture::SOURCE);
+        let (wst, sqtt) = build_capture(&src, &dir, size);
+        let out = dir.join("out.rgp");
+        let limit = 1.5 * sqtt as f64 + 64.0 * MIB as f64;
+        let mut decode_mbs = None;
+        for s in &steps {
+            let Some((cpu, rss, note)) = run_step(s, &wst, &out) else {
+                failed = true;
+                continue;
+            };
+            let mbs = sqtt as f64 / 1e6 / cpu.max(1e-9);
+            if s == "decode" {
+                decode_mbs = Some(mbs);
+            }
+            let goal = match s.as_str() {
+                "stats" => {
+                    failed |= mbs < 300.0 || rss as f64 > limit;
+                    ">= 300 MB/s; RSS <= 1.5x + 64 MiB"
+                }
+                "reopen" => {
+                    failed |= (size >= 1536 * MIB && cpu >= 0.5) || rss as f64 > limit;
+                    "< 0.5 s at 1.5 GiB; RSS <= 1.5x + 64 MiB"
+                }
+                "decode" => "(reference)",
+                _ => {
+                    failed |= rss as f64 > limit;
+                    "RSS <= 1.5x + 64 MiB"
+                }
+            };
+            println!(
+                "{:>9} {:<12} {:>9.3} {:>10.1} {:>10} {:>9.1} {:>10.2}  {goal}  [{note}]",
+                format!("{:.1}M", sqtt as f64 / MIB as f64),
+                s,
+                cpu,
+                mbs,
+                decode_mbs.map_or("-".into(), |d| format!("{:.3}", mbs / d)),
+                rss as f64 / MIB as f64,
+                rss as f64 / sqtt as f64,
+            );
+            let _ = std::io::stdout().flush();
+        }
+    }
+    if failed {
+        println!("some goal was missed");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,93 @@
+//! A big capture opens under a memory limit: `wavescope stats` (decode, analysis, the
+//! instruction table) on a tiled real capture runs in a child limited (`prlimit --as`) to the
+//! address space a tiny capture needs plus 1.5x the SQTT bytes plus 64 MiB, the memory goal of
+//! issue #23, at 10 MiB, 256 MiB and 1.5 GiB of SQTT (all `--ignored` until the goal is met).
+
+#[path = "scale/capture.rs"]
+mod capture;
+
+use std::path::Path;
+use std::process::Command;
+
+const MIB: u64 = 1 << 20;
+
+/// `wavescope stats FILE` with the address space limited to `limit` bytes; whether it succeeded.
+fn stats_within(file: &Path, limit: u64) -> bool {
+    Command::new("prlimit")
+        .arg(format!("--as={limit}"))
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_wavescope"))
+        .arg("stats")
+        .arg(file)
+        // glibc reserves 64 MiB of address space per malloc arena; keep that count fixed.
+        .env("MALLOC_ARENA_MAX", "2")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("prlimit")
+        .success()
+}
+
+/// The smallest address-space limit (to 4 MiB) under which `stats FILE` runs.
+fn least_limit(file: &Path) -> u64 {
+    let (mut lo, mut hi) = (0u64, 64 * 1024 * MIB);
+    assert!(
+        stats_within(file, hi),
+        "stats of {} fails even at 64 GiB",
+        file.display()
+    );
+    while hi - lo > 4 * MIB {
+        let mid = (lo + hi) / 2;
+        if stats_within(file, mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    hi
+}
+
+fn opens_within_goal(bytes: u64) {
+    let Some(src) = testdata::require_shared(capture::SOURCE) else {
+        return;
+    };
+    if testdata::require_tool("prlimit").is_none() {
+        return;
+    }
+    // The binary, its threads and allocator, with no data to speak of.
+    let base = least_limit(&src);
+    let dir = tempfile::tempdir().unwrap();
+    let (wst, sqtt) = capture::build_capture(&src, dir.path(), bytes);
+    let limit = base + sqtt * 3 / 2 + 64 * MIB;
+    if !stats_within(&wst, limit) {
+        panic!(
+            "stats of {:.0} MiB of SQTT fails within {:.0} MiB of address space ({:.0} MiB for \
+             the binary + 1.5x the SQTT + 64 MiB); it needs {:.0} MiB",
+            sqtt as f64 / MIB as f64,
+            limit as f64 / MIB as f64,
+            base as f64 / MIB as f64,
+            least_limit(&wst) as f64 / MIB as f64
+        );
+    }
+}
+
+// Fails today (it needs ~164 MiB where the goal allows ~107): the analysis keeps ~80 bytes per
+// wave (Wave + its x range) and ~250 per instruction token (token, x, PC, the mapped
+// instruction), about 8x the SQTT. Run it with --ignored once the compact columns land.
+#[test]
+#[ignore = "the memory goal is not met yet (issue #23): needs ~164 MiB, goal ~107 MiB"]
+fn stats_of_10_mib_within_the_memory_goal() {
+    opens_within_goal(10 * MIB);
+}
+
+#[test]
+#[ignore = "256 MiB of SQTT: minutes of CPU"]
+fn stats_of_256_mib_within_the_memory_goal() {
+    opens_within_goal(256 * MIB);
+}
+
+#[test]
+#[ignore = "1.5 GiB of SQTT: many minutes of CPU, 1.5 GiB of temp files"]
+fn stats_of_1_5_gib_within_the_memory_goal() {
+    opens_within_goal(1536 * MIB);
+}
