@@ -60,7 +60,7 @@ impl Arch {
 
     /// Whether the emulator runs this architecture's shader code (its interpreter says so).
     pub fn executes(&self) -> bool {
-        emu::EmuShaderEngines::new(self.0).can_execute()
+        emu::executes(self.0)
     }
 
     /// An error when the emulator cannot run this architecture's shaders: its command

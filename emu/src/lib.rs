@@ -40,6 +40,12 @@ pub use open::{open_kfd, open_pci, open_usb, EmuUsb};
 pub use regfile::RegFile;
 pub use se::EmuShaderEngines;
 pub use se_gfx9::Gfx9ShaderEngines;
+
+/// Whether the emulated `arch` runs shader code: gfx11/gfx12 through [`EmuShaderEngines`],
+/// gfx950 through [`Gfx9ShaderEngines`].
+pub fn executes(arch: EmuArch) -> bool {
+    arch == EmuArch::Gfx950 || EmuShaderEngines::new(arch).can_execute()
+}
 pub use shader::{
     DeviceFault, DispatchInfo, DispatchResult, FaultingShaderEngines, NullShaderEngines,
     ShaderEngines,
