@@ -31,6 +31,28 @@ pub const VADD_HSACO: &[u8] = include_bytes!("../assets/vadd.hsaco");
 pub const REDUCE_HSACO: &[u8] = include_bytes!("../assets/reduce.hsaco");
 pub const MATMUL_HSACO: &[u8] = include_bytes!("../assets/matmul.hsaco");
 
+/// The demo kernels (vadd, reduce, matmul) built for each emulated architecture, by
+/// `assets/build.sh` from the same sources.
+pub const DEMO_KERNELS: [(&str, [&[u8]; 3]); 3] = [
+    ("gfx1100", [VADD_HSACO, REDUCE_HSACO, MATMUL_HSACO]),
+    (
+        "gfx1201",
+        [
+            include_bytes!("../assets/gfx1201/vadd.hsaco"),
+            include_bytes!("../assets/gfx1201/reduce.hsaco"),
+            include_bytes!("../assets/gfx1201/matmul.hsaco"),
+        ],
+    ),
+    (
+        "gfx950",
+        [
+            include_bytes!("../assets/gfx950/vadd.hsaco"),
+            include_bytes!("../assets/gfx950/reduce.hsaco"),
+            include_bytes!("../assets/gfx950/matmul.hsaco"),
+        ],
+    ),
+];
+
 /// What can stop a capture.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -370,14 +392,38 @@ fn same_bits(what: &str, got: &[f32], want: &[f32]) -> std::result::Result<(), S
 }
 
 /// vadd (1000 floats), reduce (8 work-groups of 256 u32), matmul (64x64 floats), each with a
-/// CPU reference.
+/// CPU reference, built for gfx1100.
 pub fn demo_workloads() -> Vec<Workload> {
+    demo_workloads_for(DEMO_KERNELS[0].1)
+}
+
+/// The demo for the devices of a capture: their architecture's build when every device is the
+/// same emulated architecture (`emu:gfx1201`, `emu:gfx950`), else the gfx1100 build (a real
+/// GPU of another target gets the plan's clear target error).
+pub fn demo_workloads_on(devices: &[DeviceSpec]) -> Vec<Workload> {
+    let arch = |d: &DeviceSpec| match d {
+        DeviceSpec::EmuArch(a) => a.to_string(),
+        _ => "gfx1100".to_string(),
+    };
+    let first = devices
+        .first()
+        .map(arch)
+        .unwrap_or_else(|| "gfx1100".into());
+    let same = devices.iter().all(|d| arch(d) == first);
+    let elfs = DEMO_KERNELS
+        .iter()
+        .find(|(t, _)| same && *t == first)
+        .map_or(DEMO_KERNELS[0].1, |(_, e)| *e);
+    demo_workloads_for(elfs)
+}
+
+fn demo_workloads_for([vadd_elf, reduce_elf, matmul_elf]: [&'static [u8]; 3]) -> Vec<Workload> {
     let n = 1000usize;
     let a = floats(n, 1, -100.0, 100.0);
     let b = floats(n, 2, -100.0, 100.0);
     let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
     let vadd = Workload {
-        elf: Cow::Borrowed(VADD_HSACO),
+        elf: Cow::Borrowed(vadd_elf),
         name: Some("vadd".into()),
         grid: [n.div_ceil(64) as u32, 1, 1],
         block: [64, 1, 1],
@@ -404,7 +450,7 @@ pub fn demo_workloads() -> Vec<Workload> {
         })
         .collect();
     let reduce = Workload {
-        elf: Cow::Borrowed(REDUCE_HSACO),
+        elf: Cow::Borrowed(reduce_elf),
         name: Some("reduce".into()),
         grid: [groups as u32, 1, 1],
         block: [256, 1, 1],
@@ -436,7 +482,7 @@ pub fn demo_workloads() -> Vec<Workload> {
     }
     let g = (m / 16) as u32;
     let matmul = Workload {
-        elf: Cow::Borrowed(MATMUL_HSACO),
+        elf: Cow::Borrowed(matmul_elf),
         name: Some("matmul".into()),
         grid: [g, g, 1],
         block: [16, 16, 1],
@@ -455,7 +501,7 @@ pub fn demo_workloads() -> Vec<Workload> {
 
 /// Captures the demo workload.
 pub fn run_demo(opts: &CaptureOptions, progress: Progress) -> Result<DemoResult> {
-    run_capture(&demo_workloads(), opts, progress)
+    run_capture(&demo_workloads_on(&opts.devices), opts, progress)
 }
 
 // ---- capture ----

@@ -8,17 +8,23 @@ use std::process::Command;
 fn demo_kernels_rebuild_from_their_sources() {
     let assets = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets");
     let out = tempfile::tempdir().unwrap();
-    for (name, embedded) in [
-        ("vadd", capture::VADD_HSACO),
-        ("reduce", capture::REDUCE_HSACO),
-        ("matmul", capture::MATMUL_HSACO),
-    ] {
-        let elf = out.path().join(format!("{name}.hsaco"));
+    for (name, mcpu, embedded) in capture::DEMO_KERNELS.iter().flat_map(|(mcpu, elfs)| {
+        ["vadd", "reduce", "matmul"]
+            .into_iter()
+            .zip(elfs.iter())
+            .map(move |(n, e)| (n, *mcpu, *e))
+    }) {
+        let rel = if mcpu == "gfx1100" {
+            format!("{name}.hsaco")
+        } else {
+            format!("{mcpu}/{name}.hsaco")
+        };
+        let elf = out.path().join(format!("{mcpu}-{name}.hsaco"));
         let run = Command::new("clang-22")
             .args([
                 "-target",
                 "amdgcn-amd-amdhsa",
-                "-mcpu=gfx1100",
+                &format!("-mcpu={mcpu}"),
                 "-nogpulib",
                 "-O2",
                 "-I",
@@ -45,11 +51,8 @@ fn demo_kernels_rebuild_from_their_sources() {
         let built = std::fs::read(&elf).unwrap();
         assert!(
             built == embedded,
-            "assets/{name}.hsaco is not what build.sh makes of src/{name}.c"
+            "assets/{rel} is not what build.sh makes of src/{name}.c"
         );
-        assert_eq!(
-            std::fs::read(assets.join(format!("{name}.hsaco"))).unwrap(),
-            embedded
-        );
+        assert_eq!(std::fs::read(assets.join(&rel)).unwrap(), embedded);
     }
 }

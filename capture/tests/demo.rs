@@ -327,3 +327,50 @@ fn a_failed_capture_keeps_what_was_recorded() {
     assert!(e.contains("code object") && !e.contains("saved in"), "{e}");
     assert!(!wst.exists(), "nothing written");
 }
+
+/// The demo on the emulated RDNA4 and CDNA parts runs its own builds of the demo kernels
+/// (`assets/gfx1201`, `assets/gfx950`), gets the CPU references' results and an SQTT blob per
+/// SE (per XCC and SE on gfx950) in which our decoder finds the kernels' waves.
+#[test]
+fn demo_runs_on_emulated_gfx1201_and_gfx950() {
+    for arch in ["gfx1201", "gfx950"] {
+        let dir = tempfile::tempdir().unwrap();
+        let dev: DeviceSpec = format!("emu:{arch}").parse().unwrap();
+        let r = run_demo(&opts(dir.path(), vec![dev]), &mut |_, _, _| {})
+            .unwrap_or_else(|e| panic!("demo on emu:{arch}: {e}"));
+        assert_eq!(r.checks.len(), 3, "{arch}");
+        for c in &r.checks {
+            assert_eq!(c.result, Some(Ok(())), "{} on {}", c.kernel, c.device);
+        }
+        let p = &r.profile;
+        let target = p.devices[0].target();
+        assert!(
+            target.is_some_and(|t| t.to_string() == arch),
+            "the device's target: {target:?}"
+        );
+        let ea = EmuArch::parse(arch).unwrap();
+        for (name, _, _) in DEMO {
+            let k = p.kernels.iter().find(|k| k.name == name).unwrap();
+            let traces: Vec<_> = p
+                .sqtt
+                .iter()
+                .filter(|s| Some(s.kern) == k.kern && s.exec_tag == k.exec_tag)
+                .collect();
+            assert_eq!(
+                traces.len() as u32,
+                ea.num_se(),
+                "{arch} {name}: one SQTT blob per SE (of every XCC)"
+            );
+            let waves: usize = traces
+                .iter()
+                .map(|s| {
+                    analyze_with(p.blob(s.blob), target, AnalyzeOptions::default())
+                        .unwrap_or_else(|e| panic!("{arch} {name} SE{}: {e}", s.se))
+                        .waves
+                        .len()
+                })
+                .sum();
+            assert!(waves > 0, "{arch} {name}: waves in the SQTT");
+        }
+    }
+}
