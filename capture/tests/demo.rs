@@ -374,3 +374,49 @@ fn demo_runs_on_emulated_gfx1201_and_gfx950() {
         }
     }
 }
+
+/// tinygrad's decoder (its code has read real CDNA traces) reads the emulated gfx950 demo's
+/// SQTT as ours does: per SE blob, the same number of wave starts and of instruction packets.
+#[test]
+fn tinygrad_reads_the_emulated_gfx950_sqtt() {
+    let Some(python) = testdata::require_python_module("tinygrad.renderer.amd.sqtt", None) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let dev: DeviceSpec = "emu:gfx950".parse().unwrap();
+    let r = run_demo(&opts(dir.path(), vec![dev]), &mut |_, _, _| {}).unwrap();
+    let p = &r.profile;
+    let target = p.devices[0].target();
+    let script = "import sys\nfrom tinygrad.renderer.amd.sqtt import decode\n\
+                  w=i=0\n\
+                  for p in decode(open(sys.argv[1],'rb').read()):\n  n=type(p).__name__\n  \
+                  w+=n=='CDNA_WAVESTART'\n  i+=n=='CDNA_INST'\n\
+                  print(w,i)";
+    let mut checked = 0;
+    for (n, s) in p.sqtt.iter().enumerate() {
+        let blob = p.blob(s.blob);
+        let ours = analyze_with(blob, target, AnalyzeOptions::default()).unwrap();
+        if ours.waves.is_empty() {
+            continue;
+        }
+        let f = dir.path().join(format!("blob{n}.sqtt"));
+        std::fs::write(&f, blob).unwrap();
+        let o = std::process::Command::new(&python)
+            .args(["-c", script, f.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: Vec<usize> = String::from_utf8_lossy(&o.stdout)
+            .split_whitespace()
+            .map(|x| x.parse().unwrap())
+            .collect();
+        assert_eq!(
+            v,
+            vec![ours.waves.len(), ours.instruction_packets as usize],
+            "blob {n} (SE {}): tinygrad's wave starts and instruction packets vs ours",
+            s.se
+        );
+        checked += 1;
+    }
+    assert!(checked > 0, "no emulated gfx950 blob with waves");
+}

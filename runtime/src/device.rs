@@ -885,10 +885,19 @@ impl Device {
         global: [u32; 3],
         local: [u32; 3],
     ) -> Result<()> {
+        self.run_launch(prg, |d| d.build_launch(prg, buffers, values, global, local))
+    }
+
+    /// One launch as the profile wants it: SQTT around it, counters read after it.
+    fn run_launch(
+        &mut self,
+        prg: &Program,
+        build: impl FnOnce(&mut Self) -> Result<()>,
+    ) -> Result<()> {
         if self.sqtt.is_some() {
             self.sqtt_begin()?;
         }
-        self.build_launch(prg, buffers, values, global, local)?;
+        build(self)?;
         self.submit_compute()?;
         if self.pmc.is_some() {
             self.pmc_read(prg.kern)?;
@@ -911,18 +920,7 @@ impl Device {
         if let Some(l) = Layout::of(&prg.code.kernel) {
             l.check(args)?;
         }
-        if self.sqtt.is_some() {
-            self.sqtt_begin()?;
-        }
-        self.build_launch_args(prg, args, global, local)?;
-        self.submit_compute()?;
-        if self.pmc.is_some() {
-            self.pmc_read(prg.kern)?;
-        }
-        if self.sqtt.is_some() {
-            self.sqtt_end(prg.kern)?;
-        }
-        Ok(())
+        self.run_launch(prg, |d| d.build_launch_args(prg, args, global, local))
     }
 
     // ---- performance counters ----
