@@ -634,7 +634,8 @@ impl Device {
     /// Loads the kernel `name` of a code object (None: its first kernel); a code object holds
     /// any number of kernels, each loaded as its own program.
     pub fn load_program_named(&mut self, elf: &[u8], name: Option<&str>) -> Result<Program> {
-        let code = Code::parse_named(elf, name)?;
+        let target = traces::target::GfxTarget::from_target_version(self.props.gfx_target_version);
+        let code = Code::parse_for(elf, name, Some(target))?;
         let size = round_up(code.image.len() as u64, 0x1000);
         let lib = self.alloc(size, AllocKind::VRAM)?;
         self.copyin(&lib, &code.image)?;

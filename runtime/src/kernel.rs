@@ -3,6 +3,7 @@
 //! fields from its descriptor (runtime-architecture.md §1.4).
 
 use traces::isa::{CodeObject, Kernel};
+use traces::target::GfxTarget;
 
 use crate::error::{Error, Result};
 
@@ -25,7 +26,14 @@ impl Code {
 
     /// The code object with `name` as the kernel to launch (None: the first descriptor's).
     pub fn parse_named(elf: &[u8], name: Option<&str>) -> Result<Code> {
-        let object = CodeObject::parse_loaded(elf).map_err(|e| Error::Program(e.to_string()))?;
+        Code::parse_for(elf, name, None)
+    }
+
+    /// [`Code::parse_named`] for the GPU `target`, used when the ELF names no target
+    /// (tinygrad's minimal hand-assembled objects).
+    pub fn parse_for(elf: &[u8], name: Option<&str>, target: Option<GfxTarget>) -> Result<Code> {
+        let object = CodeObject::parse_loaded_with_target(elf, target)
+            .map_err(|e| Error::Program(e.to_string()))?;
         let kernel = match name {
             None => object.kernels.iter().min_by_key(|k| k.descriptor_addr),
             Some(n) => object.kernels.iter().find(|k| k.name == n),

@@ -418,9 +418,18 @@ impl CodeObject {
     /// [`CodeObject::load_image`]'s image. [`CodeObject::parse`] keeps a relocatable object's
     /// section-relative addresses, as `llvm-objdump` shows them.
     pub fn parse_loaded(bytes: &[u8]) -> Result<CodeObject, CodeObjectError> {
+        Self::parse_loaded_with_target(bytes, None)
+    }
+
+    /// [`CodeObject::parse_loaded`] with `target` (the GPU that will run it) used when the ELF
+    /// names none, as [`CodeObject::parse_with_target`] does.
+    pub fn parse_loaded_with_target(
+        bytes: &[u8],
+        target: Option<GfxTarget>,
+    ) -> Result<CodeObject, CodeObjectError> {
         match link_relocatable(bytes)? {
-            Some(linked) => CodeObject::parse(&linked),
-            None => CodeObject::parse(bytes),
+            Some(linked) => CodeObject::parse_with_target(&linked, target),
+            None => CodeObject::parse_with_target(bytes, target),
         }
     }
 
@@ -986,8 +995,12 @@ impl CodeObject {
         if bytes.get(..4) != Some(b"\x7fELF") {
             return Err(CodeObjectError::NotElf);
         }
-        if bytes.get(4) != Some(&2) || bytes.get(5) != Some(&1) {
-            return Err(CodeObjectError::NotElf64);
+        // EI_DATA 0 (tinygrad's minimal writer) is read as little-endian, as `parse_with_target`
+        // reads it; big-endian is no AMDGPU object.
+        match (bytes.get(4), bytes.get(5)) {
+            (Some(2), Some(0 | 1)) => {}
+            (Some(2), Some(2)) => return Err(CodeObjectError::BigEndian),
+            _ => return Err(CodeObjectError::NotElf64),
         }
         let linked = link_relocatable(bytes)?;
         let bytes = linked.as_deref().unwrap_or(bytes);
