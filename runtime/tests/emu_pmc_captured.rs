@@ -4,10 +4,10 @@
 //! emulator's SQ_INSTS_VALU, SQ_INSTS_SALU and LDS activity / bank-conflict totals equal the
 //! counts in the capture's `kern<K>_pmc.bin` (layout from its `meta.json`).
 //!
-//! gfx950 is in the table too: it runs once the emulator executes gfx9 code; until then its rows
-//! print as not executed (the emulated engines say they cannot run gfx9).
+//! gfx950 rows run on the gfx9 interpreter and are compared like the others (SQ counters banked
+//! per XCC and SE, 8 × 4 instances).
 
-use emu::{EmuArch, EmuShaderEngines};
+use emu::EmuArch;
 use runtime::platform::AllocKind;
 use runtime::DeviceOptions;
 use std::collections::BTreeMap;
@@ -105,13 +105,13 @@ fn hardware(dir: &std::path::Path, kern: i64) -> Option<BTreeMap<String, u64>> {
     Some(totals(&samples, &blob))
 }
 
-/// Runs a case on the emulator: the totals of its PMC event, or None when the emulated
-/// engines do not count this arch's instructions (the gfx9 interpreter runs gfx950 code but
-/// counts nothing yet).
-fn emulated(c: &Case, elf: &[u8]) -> Option<BTreeMap<String, u64>> {
-    if !EmuShaderEngines::new(c.arch).can_execute() {
-        return None;
-    }
+/// Runs a case on the emulator: the totals of its PMC event.
+fn emulated(c: &Case, elf: &[u8]) -> BTreeMap<String, u64> {
+    assert!(
+        emu::executes(c.arch),
+        "the emulated {:?} engines cannot execute code",
+        c.arch
+    );
     let gfx = c.arch.gc_version().0;
     let opts = DeviceOptions {
         wait_timeout: Duration::from_secs(30),
@@ -143,7 +143,7 @@ fn emulated(c: &Case, elf: &[u8]) -> Option<BTreeMap<String, u64>> {
     let prof = d.profile().unwrap();
     assert_eq!(prof.pmc.len(), 1, "one PMC event per launch");
     let ev = &prof.pmc[0];
-    Some(totals(&ev.samples, prof.blob(ev.blob)))
+    totals(&ev.samples, prof.blob(ev.blob))
 }
 
 #[test]
@@ -171,25 +171,16 @@ fn emulated_counters_equal_the_hardware_counts() {
         let mut line = format!("{:<8} {:<12} {:<28}", c.dir, c.run, c.elf);
         for n in names {
             let h = hw.get(n).copied();
-            match &emu {
-                Some(e) => {
-                    let v = e.get(n).copied();
-                    line += &format!(" {n}={}/{}", fmt(v), fmt(h));
-                    if v != h {
-                        bad.push(format!(
-                            "{} {} {n}: emulator {:?}, hardware {:?}",
-                            c.dir, c.run, v, h
-                        ));
-                    }
-                }
-                None => line += &format!(" {n}=-/{}", fmt(h)),
+            let v = emu.get(n).copied();
+            line += &format!(" {n}={}/{}", fmt(v), fmt(h));
+            if v != h {
+                bad.push(format!(
+                    "{} {} {n}: emulator {:?}, hardware {:?}",
+                    c.dir, c.run, v, h
+                ));
             }
         }
-        if emu.is_some() {
-            ran += 1;
-        } else {
-            line += "  (not counted: the gfx9 interpreter runs this code but counts no performance counters yet)";
-        }
+        ran += 1;
         rows.push(line);
     }
     eprintln!("emulator/hardware totals:\n{}", rows.join("\n"));
