@@ -63,22 +63,29 @@ fn compared(gfx9: bool) -> [&'static str; 4] {
     }
 }
 
-/// Per-counter totals of a PMC buffer laid out by `samples` (a tinygrad `PMCSample` list).
-fn totals(samples: &[traces::model::PmcSample], blob: &[u8]) -> BTreeMap<String, u64> {
+/// Per-counter instance values of a PMC buffer laid out by `samples` (a tinygrad `PMCSample`
+/// list), in the buffer's order (XCC, SE, ... as the sampler walked them).
+fn instances(samples: &[traces::model::PmcSample], blob: &[u8]) -> BTreeMap<String, Vec<u64>> {
     let mut out = BTreeMap::new();
     for s in samples {
         let b = &blob[s.off as usize..(s.off + s.size) as usize];
-        let sum = b
+        let v = b
             .chunks_exact(8)
             .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
-            .sum::<u64>();
-        out.insert(s.name.clone(), sum);
+            .collect();
+        out.insert(s.name.clone(), v);
     }
     out
 }
 
-/// The hardware's totals for kernel `kern` of a capture directory.
-fn hardware(dir: &std::path::Path, kern: i64) -> Option<BTreeMap<String, u64>> {
+fn totals(inst: &BTreeMap<String, Vec<u64>>) -> BTreeMap<String, u64> {
+    inst.iter()
+        .map(|(k, v)| (k.clone(), v.iter().sum()))
+        .collect()
+}
+
+/// The hardware's instance values for kernel `kern` of a capture directory.
+fn hardware(dir: &std::path::Path, kern: i64) -> Option<BTreeMap<String, Vec<u64>>> {
     let meta: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("meta.json")).ok()?).ok()?;
     let ev = meta["pmc"]
@@ -102,11 +109,11 @@ fn hardware(dir: &std::path::Path, kern: i64) -> Option<BTreeMap<String, u64>> {
             regsample: s["regsample"].as_str().unwrap_or("").into(),
         })
         .collect();
-    Some(totals(&samples, &blob))
+    Some(instances(&samples, &blob))
 }
 
-/// Runs a case on the emulator: the totals of its PMC event.
-fn emulated(c: &Case, elf: &[u8]) -> BTreeMap<String, u64> {
+/// Runs a case on the emulator: the instance values of its PMC event.
+fn emulated(c: &Case, elf: &[u8]) -> BTreeMap<String, Vec<u64>> {
     assert!(
         emu::executes(c.arch),
         "the emulated {:?} engines cannot execute code",
@@ -143,7 +150,7 @@ fn emulated(c: &Case, elf: &[u8]) -> BTreeMap<String, u64> {
     let prof = d.profile().unwrap();
     assert_eq!(prof.pmc.len(), 1, "one PMC event per launch");
     let ev = &prof.pmc[0];
-    totals(&ev.samples, prof.blob(ev.blob))
+    instances(&ev.samples, prof.blob(ev.blob))
 }
 
 #[test]
@@ -167,7 +174,20 @@ fn emulated_counters_equal_the_hardware_counts() {
             continue;
         }
         let names = compared(c.arch == EmuArch::Gfx950);
-        let emu = emulated(c, &elf);
+        let (hw_inst, emu_inst) = (hw, emulated(c, &elf));
+        // Where the hardware spread a counter evenly over its instances (which unit ran a wave
+        // then does not matter), the emulator's banking (per XCC/SE/SA/WGP) must match it too.
+        for n in names {
+            if let (Some(h), Some(e)) = (hw_inst.get(n), emu_inst.get(n)) {
+                if h.iter().all(|&x| x == h[0] && x > 0) && e != h {
+                    bad.push(format!(
+                        "{} {} {n} per instance: emulator {e:?}, hardware {h:?}",
+                        c.dir, c.run
+                    ));
+                }
+            }
+        }
+        let (hw, emu) = (totals(&hw_inst), totals(&emu_inst));
         let mut line = format!("{:<8} {:<12} {:<28}", c.dir, c.run, c.elf);
         for n in names {
             let h = hw.get(n).copied();
