@@ -3,7 +3,8 @@
 //! GRBM_GFX_INDEX). Select values and register names come from [`runtime::pmc`] and
 //! [`runtime::regs`]; nothing here defines a layout.
 //!
-//! Counted exactly from execution (per SE / SA / WGP; gfx9: per SE / CU, summed per SE): SQ_WAVES, SQ_INSTS_VALU, SQ_INSTS_SALU,
+//! Counted exactly from execution (per SE / SA / WGP; gfx9: per SE / CU, read per SE):
+//! SQ_WAVES, SQ_INSTS_VALU, SQ_INSTS_SALU,
 //! SQ_INSTS_SMEM, SQ_INSTS_LDS, SQ_INSTS_FLAT (instructions issued, whatever the EXEC mask,
 //! classed as the hardware does: s_waitcnt/s_nop/s_delay_alu/branches/messages are not SALU, a
 //! VOPD pair is one VALU), SQC_LDS_IDX_ACTIVE and SQC_LDS_BANK_CONFLICT (gfx9: SQ_LDS_*) from
