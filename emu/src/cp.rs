@@ -430,7 +430,7 @@ impl Queue {
                         _ => Vec::new(),
                     };
                     core.regs.write(addr, *v);
-                    core.pmc.reg_write(addr, *v, core.clock);
+                    core.pmc.reg_write(addr, *v, core.regs.xcc(), core.clock);
                     for se in drained {
                         if let Err(f) = sqtt_finish_se(core, mem, se) {
                             return Step::Fault(
@@ -597,7 +597,7 @@ impl Queue {
                     Ok(res) => {
                         core.tick(res.ticks);
                         let counts = core.shader.take_counts();
-                        core.pmc.dispatch(counts, res.ticks);
+                        core.pmc.dispatch(counts, self.xcc_id, res.ticks);
                         core.stats.dispatches += 1;
                         if core.stats.recent_dispatches.len() >= 64 {
                             core.stats.recent_dispatches.remove(0);

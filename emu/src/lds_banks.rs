@@ -65,6 +65,44 @@ pub fn cycles(lanes: usize, exec: u64, n: usize, addr: impl Fn(usize, usize) -> 
     out
 }
 
+/// Cycles of one DS instruction on gfx950 (wave64), the rule its gemm capture pins down: the
+/// LDS serves `width` dwords a cycle from `width` banks, in passes of `width / n` lanes over
+/// the whole wave whatever the EXEC mask. One `ds_write_b32` (16 lanes active) counts 2 and
+/// each `ds_read_b128` (one lane) 4: writes and one-dword accesses are served 32 dwords a
+/// cycle (two passes of 32 lanes), multi-dword reads 64 (CDNA4's wider LDS read path), so
+/// `18 = 2 + 4 × 4` per wave as SQ_LDS_IDX_ACTIVE reads. Conflicts as in [`cycles`]: a bank
+/// delivering `k` different dwords in a pass costs `k - 1` more cycles.
+pub fn cycles_gfx950(
+    exec: u64,
+    n: usize,
+    read: bool,
+    addr: impl Fn(usize, usize) -> u32,
+) -> LdsCycles {
+    let n = n.clamp(1, 4);
+    let n = if n == 3 { 4 } else { n };
+    let width = if read && n > 1 { 64 } else { 32 };
+    let per_pass = width / n;
+    let mut out = LdsCycles::default();
+    let mut bank: Vec<Vec<u32>> = vec![Vec::new(); width];
+    for first in (0..64).step_by(per_pass) {
+        bank.iter_mut().for_each(|b| b.clear());
+        for lane in (first..first + per_pass).filter(|l| exec >> l & 1 != 0) {
+            for k in 0..n {
+                let a = addr(lane, k) / 4;
+                let b = &mut bank[a as usize % width];
+                if !b.contains(&a) {
+                    b.push(a);
+                }
+            }
+        }
+        let worst = bank.iter().map(|b| b.len() as u64).max().unwrap_or(0);
+        let extra = worst.saturating_sub(1);
+        out.active += 1 + extra;
+        out.conflict += extra;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,5 +176,20 @@ mod tests {
                 conflict: 0
             }
         );
+    }
+
+    #[test]
+    fn gfx950_b32_write_is_two_passes_b128_read_four() {
+        // The gfx950 gemm capture: 16 lanes write a dword, lane 0 reads 16 bytes.
+        let w = cycles_gfx950(0xFFFF, 1, false, |l, _| 4 * l as u32);
+        assert_eq!((w.active, w.conflict), (2, 0));
+        let r = cycles_gfx950(1, 4, true, |_, k| 16 + 4 * k as u32);
+        assert_eq!((r.active, r.conflict), (4, 0));
+        // A full-wave b128 read of consecutive vectors fills the 64 banks every pass.
+        let f = cycles_gfx950(u64::MAX, 4, true, |l, k| 16 * l as u32 + 4 * k as u32);
+        assert_eq!((f.active, f.conflict), (4, 0));
+        // 32 lanes hitting one bank at different dwords: 31 extra cycles in the first pass.
+        let c = cycles_gfx950(u64::from(u32::MAX), 1, false, |l, _| 128 * l as u32);
+        assert_eq!((c.active, c.conflict), (33, 31));
     }
 }

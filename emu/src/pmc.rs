@@ -3,7 +3,8 @@
 //! GRBM_GFX_INDEX). Select values and register names come from [`runtime::pmc`] and
 //! [`runtime::regs`]; nothing here defines a layout.
 //!
-//! Counted exactly from execution (per SE / SA / WGP): SQ_WAVES, SQ_INSTS_VALU, SQ_INSTS_SALU,
+//! Counted exactly from execution (per SE / SA / WGP; gfx9: per SE / CU, read per SE):
+//! SQ_WAVES, SQ_INSTS_VALU, SQ_INSTS_SALU,
 //! SQ_INSTS_SMEM, SQ_INSTS_LDS, SQ_INSTS_FLAT (instructions issued, whatever the EXEC mask,
 //! classed as the hardware does: s_waitcnt/s_nop/s_delay_alu/branches/messages are not SALU, a
 //! VOPD pair is one VALU), SQC_LDS_IDX_ACTIVE and SQC_LDS_BANK_CONFLICT (gfx9: SQ_LDS_*) from
@@ -179,7 +180,8 @@ pub struct PerfCounters {
     se: Option<Field>,
     /// Read address → counter register.
     reads: HashMap<u32, CounterReg>,
-    counting: bool,
+    /// Per XCC: each XCC's CP starts, stops and resets its own SEs' counters.
+    counting: Vec<bool>,
     units: HashMap<(u32, u32, u32), UnitCounts>,
     gui_active: u64,
     /// GPU clock (100 MHz ticks) at the last reset.
@@ -240,7 +242,7 @@ impl PerfCounters {
             sa: f("sa_index").or_else(|| f("sh_index")),
             se: f("se_index"),
             reads,
-            counting: false,
+            counting: vec![false; num_xcc as usize],
             units: HashMap::new(),
             gui_active: 0,
             reset_clock: 0,
@@ -248,35 +250,40 @@ impl PerfCounters {
         }
     }
 
-    /// A register write the CP executed (CP_PERFMON_CNTL: 0 stops and resets, 1 counts).
-    pub fn reg_write(&mut self, addr: u32, v: u32, clock: u64) {
+    /// A register write the CP of XCC `xcc` executed (CP_PERFMON_CNTL: 0 stops and resets, 1
+    /// counts); it acts on that XCC's SEs only.
+    pub fn reg_write(&mut self, addr: u32, v: u32, xcc: u32, clock: u64) {
         if addr != self.perfmon_cntl {
             return;
         }
+        let per = self.se_per_xcc;
+        let Some(counting) = self.counting.get_mut(xcc as usize) else {
+            return;
+        };
         match self.perfmon_state.map(|f| f.get(v)) {
             Some(0) => {
-                self.counting = false;
-                self.units.clear();
+                *counting = false;
+                self.units.retain(|k, _| k.0 / per != xcc);
                 self.gui_active = 0;
                 self.reset_clock = clock;
                 self.stopped_clock = Some(clock);
             }
-            Some(1) if !self.counting => {
-                self.counting = true;
+            Some(1) if !*counting => {
+                *counting = true;
                 self.stopped_clock = None;
             }
             // 2 = stop (keep the values).
             Some(2) => {
-                self.counting = false;
+                *counting = false;
                 self.stopped_clock = Some(clock);
             }
             _ => {}
         }
     }
 
-    /// What a dispatch counted and how long it ran (100 MHz ticks).
-    pub fn dispatch(&mut self, c: Option<DispatchCounts>, ticks: u64) {
-        if !self.counting {
+    /// What a dispatch of XCC `xcc` counted and how long it ran (100 MHz ticks).
+    pub fn dispatch(&mut self, c: Option<DispatchCounts>, xcc: u32, ticks: u64) {
+        if !self.counting.get(xcc as usize).copied().unwrap_or(false) {
             return;
         }
         self.gui_active += ticks * CYCLES_PER_TICK;

@@ -23,6 +23,7 @@ use super::cycles::{self, CYCLES_PER_TICK};
 use super::exec::State;
 use super::exec_gfx9::{self as x9, Class9, Ctx9, Program9, Stop9, Wave9, EXEC};
 use super::mem::Memory;
+use super::pmc::DispatchCounts;
 use super::regfile::RegFile;
 use super::se::read_code;
 use super::shader::{DeviceFault, DispatchInfo, DispatchResult, ShaderEngines};
@@ -63,6 +64,8 @@ pub struct Gfx9ShaderEngines {
     seq: u64,
     /// What the last finished stream of each SE held.
     pub last_written: Vec<Written9>,
+    /// What the last dispatch counted for the performance counters.
+    counts: Option<DispatchCounts>,
 }
 
 impl Gfx9ShaderEngines {
@@ -80,6 +83,7 @@ impl Gfx9ShaderEngines {
             ses: Vec::new(),
             seq: 0,
             last_written: Vec::new(),
+            counts: None,
         }
     }
 
@@ -187,6 +191,9 @@ impl ShaderEngines for Gfx9ShaderEngines {
             })
             .collect();
         let mut slot_free = vec![[[0u64; SLOTS]; 4]; (se_per_xcc * CUS_PER_SE) as usize];
+        // Per (global SE, 0, CU): gfx9 banks its SQ counters per SE (the CP sums the CUs).
+        // SQ_BUSY_CYCLES is not counted here (it is the SE's SQ busy time, not a CU's).
+        let mut counts = DispatchCounts::default();
         let mut g = xcc;
         while g < total {
             let gx = (g % u64::from(grid[0])) as u32;
@@ -303,6 +310,12 @@ impl ShaderEngines for Gfx9ShaderEngines {
             for (wv, w) in waves.iter_mut().enumerate() {
                 self.waves += 1;
                 self.wave_instructions += w.insts;
+                let u = counts.units.entry((se, 0, cu)).or_default();
+                u.waves += 1;
+                u.wave_cycles += w
+                    .time
+                    .saturating_sub(wg_start + cycles::WAVE_LAUNCH * wv as u64);
+                u.insts.add(&w.pmc);
                 end_max = end_max.max(w.time);
                 let (simd, slot) = places[wv];
                 slot_free[unit][simd as usize][slot as usize] = w.time + 1;
@@ -356,10 +369,15 @@ impl ShaderEngines for Gfx9ShaderEngines {
             }
             g += num_xcc;
         }
+        self.counts = Some(counts);
         let cyc = end_max + cycles::DRAIN_LATENCY - d.clock * CYCLES_PER_TICK;
         Ok(DispatchResult {
             ticks: cyc.div_ceil(CYCLES_PER_TICK).max(1),
         })
+    }
+
+    fn take_counts(&mut self) -> Option<DispatchCounts> {
+        self.counts.take()
     }
 
     fn sqtt_start(&mut self, num_se: u32) {

@@ -134,6 +134,8 @@ pub struct Wave9 {
     /// (issue time, byte offset, class, taken branch) per instruction when traced.
     pub trace: Option<Vec<(u64, u32, Class9, bool)>>,
     pub insts: u64,
+    /// Performance-counter counts, made at issue ([`count`]).
+    pub pmc: crate::pmc::WaveCounts,
 }
 
 pub struct Ctx9<'a> {
@@ -212,6 +214,7 @@ impl Wave9 {
             priv_bytes,
             trace: None,
             insts: 0,
+            pmc: crate::pmc::WaveCounts::default(),
         }
     }
 
@@ -370,11 +373,33 @@ pub fn step(w: &mut Wave9, cx: &mut Ctx9<'_>) -> Result<(), Fault> {
     };
     w.time += cost;
     w.insts += 1;
+    count(&mut w.pmc, class);
     if let Some(tr) = w.trace.as_mut() {
         tr.push((issue_t, w.pc, class, taken));
     }
     w.pc = next;
     Ok(())
+}
+
+/// One issued instruction as the gfx950 SQ counts it (the gfx950 captures: the gemm's 30 VALU
+/// and 7 SALU per wave include v_cmp, v_pk_mul_f32 and s_and_saveexec, and leave out s_load,
+/// s_waitcnt, s_cbranch and s_endpgm). MFMA and v_accvgpr_* issue on the VALU port and count
+/// as VALU (no capture has them yet); FLAT/GLOBAL/SCRATCH count as FLAT.
+pub fn count(c: &mut crate::pmc::WaveCounts, class: Class9) {
+    match class {
+        Class9::Salu => c.salu += 1,
+        Class9::Valu | Class9::Mfma => c.valu += 1,
+        Class9::Smem => c.smem += 1,
+        Class9::Lds => c.lds += 1,
+        Class9::FlatLoad | Class9::FlatStore => c.flat += 1,
+        Class9::BufferLoad
+        | Class9::BufferStore
+        | Class9::Branch
+        | Class9::Immediate
+        | Class9::Barrier
+        | Class9::Message
+        | Class9::End => {}
+    }
 }
 
 fn sopp(
@@ -1941,6 +1966,48 @@ fn write_loaded(
     Ok(())
 }
 
+/// The LDS cycles of a DS instruction from its per-lane addresses
+/// ([`crate::lds_banks::cycles_gfx950`]).
+fn lds_cycles(
+    addr: &L,
+    name: &str,
+    off16: u32,
+    o0: u8,
+    o1: u8,
+    exec: u64,
+) -> crate::lds_banks::LdsCycles {
+    use crate::lds_banks::cycles_gfx950 as cycles;
+    let read = name.starts_with("ds_read");
+    let at = |l: usize, o: u32| addr[l].wrapping_add(o);
+    if name.starts_with("ds_read2") || name.starts_with("ds_write2") {
+        let n = if name.contains("b64") { 2 } else { 1 };
+        let sz = 4 * n as u32 * if name.contains("st64") { 64 } else { 1 };
+        let (o0, o1) = (u32::from(o0) * sz, u32::from(o1) * sz);
+        return cycles(exec, 2 * n, read, |l, k| {
+            let (o, k) = if k < n { (o0, k) } else { (o1, k - n) };
+            at(l, o) + 4 * k as u32
+        });
+    }
+    if read || name.starts_with("ds_write") {
+        let suffix = name
+            .trim_start_matches("ds_read_")
+            .trim_start_matches("ds_write_");
+        let n = match suffix {
+            "b64" => 2,
+            "b96" => 3,
+            "b128" => 4,
+            _ => 1,
+        };
+        return cycles(exec, n, read, |l, k| at(l, off16) + 4 * k as u32);
+    }
+    if name.contains("permute") || name == "ds_nop" {
+        // The crossbar, no bank: one pass per 32 lanes.
+        return cycles(0, 1, false, |_, _| 0);
+    }
+    // Read-modify-write atomics: one dword per lane.
+    cycles(exec, 1, false, |l, _| at(l, off16))
+}
+
 fn ds(w: &mut Wave9, cx: &mut Ctx9<'_>, i: &Instruction, name: &str, pc: u64) -> Result<(), Fault> {
     let f = i.ds().ok_or_else(|| illegal(pc, i, "no DS fields"))?;
     if f.gds || i.mem_acc9() {
@@ -1955,6 +2022,11 @@ fn ds(w: &mut Wave9, cx: &mut Ctx9<'_>, i: &Instruction, name: &str, pc: u64) ->
         usize::from(f.vdst),
     );
     let off16 = u32::from(f.offset0) | (u32::from(f.offset1) << 8);
+    // Counted from the addresses before the instruction may overwrite its address VGPR.
+    if let Some(a) = w.v.get(addr) {
+        let c = lds_cycles(a, name, off16, f.offset0, f.offset1, exec);
+        w.pmc.lds_access(c);
+    }
     let fault = |a: u32, n: usize| Fault::Memory {
         va: u64::from(a),
         len: n as u64,
