@@ -943,10 +943,20 @@ impl Loaded {
                                 "kernel · {}",
                                 dur.map_or("running".into(), format_us)
                             ));
-                            ui.label(format!("start {} µs", ke.start));
-                            if let (Some(a), Some(b)) = (ke.gpu_start, ke.gpu_end) {
-                                ui.label(format!("GPU ticks {a}..{b}"));
+                            let mut abs = format!("absolute: start {} µs", ke.start);
+                            if let Some(e) = ke.end {
+                                abs.push_str(&format!(", end {e} µs"));
                             }
+                            abs.push_str(" on the common clock");
+                            match (ke.gpu_start, ke.gpu_end) {
+                                (Some(a), Some(b)) => {
+                                    abs.push_str(&format!("\nGPU ticks {a}..{b} ({} ticks)", b - a))
+                                }
+                                (Some(a), None) => abs.push_str(&format!("\nGPU ticks from {a}")),
+                                _ => abs.push_str("\nno GPU ticks recorded"),
+                            }
+                            timeline::since_capture(ui, &self.timeline, ke.start, ke.end)
+                                .on_hover_text(abs);
                             ui.label(format!(
                                 "program tag {} · run {}",
                                 ke.kern.map_or("-".into(), |v| v.to_string()),
@@ -966,7 +976,18 @@ impl Loaded {
                             ui.strong(&re.name);
                             let dur = re.end.map(|e| (e.0 - re.start.0) as f64 / 1e6);
                             ui.label(format!("range · {}", dur.map_or("open".into(), format_us)));
-                            ui.label(format!("start {} µs · depth {}", re.start, re.depth));
+                            let mut abs = format!("absolute: start {} µs", re.start);
+                            if let Some(e) = re.end {
+                                abs.push_str(&format!(", end {e} µs"));
+                            }
+                            abs.push_str(if re.device_clock {
+                                " (from the device clock)"
+                            } else {
+                                " on the common clock"
+                            });
+                            timeline::since_capture(ui, &self.timeline, re.start, re.end)
+                                .on_hover_text(abs);
+                            ui.label(format!("depth {}", re.depth));
                             if let Some(d) = self.profile.devices.get(re.device as usize) {
                                 ui.label(format!("track {}", d.name));
                             }
