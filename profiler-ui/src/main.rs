@@ -47,7 +47,7 @@ struct Args {
 enum Command {
     /// Run a kernel (or --demo) on a GPU or the emulated gfx1100 and record a trace with SQTT.
     #[command(after_help = AFTER_HELP)]
-    Capture(cli::capture::CaptureArgs),
+    Capture(Box<cli::capture::CaptureArgs>),
     /// Decode one raw per-SE SQTT blob.
     Decode(cli::decode::DecodeArgs),
     /// Describe a trace file (profile.pkl, .wst, .rgp).
@@ -114,7 +114,7 @@ fn parse() -> Args {
 fn main() -> ExitCode {
     let args = parse();
     let result = match args.command {
-        Some(Command::Capture(a)) => cli::capture::run(a),
+        Some(Command::Capture(a)) => cli::capture::run(*a),
         Some(Command::Decode(a)) => cli::decode::run(a),
         Some(Command::Info(a)) => cli::info::run(a),
         Some(Command::Convert(a)) => cli::convert::run(a),
