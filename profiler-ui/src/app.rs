@@ -54,6 +54,8 @@ pub struct Loaded {
     pmc: Option<(usize, Vec<PmcRow>, Vec<PmcCounter>)>,
     pmc_selected: usize,
     pub inst_sort: SortState,
+    /// Source directories, the files read and the source/instruction selection.
+    pub source: crate::views::source::SourceState,
     export_job: Option<(
         ExportKind,
         PathBuf,
@@ -104,6 +106,8 @@ pub struct App {
     pending_view: Option<Tab>,
     /// The capture to compare with once loading finishes (`open A --compare B`).
     pending_compare: Option<PathBuf>,
+    /// Directories to look for source files in (`--source-dir`), before the capture's own.
+    source_dirs: Vec<PathBuf>,
 }
 
 const MAX_RECENT: usize = 10;
@@ -132,6 +136,7 @@ impl App {
             screenshot: None,
             pending_view: None,
             pending_compare: None,
+            source_dirs: Vec::new(),
         };
         if let Some(f) = file {
             app.open(f);
@@ -148,6 +153,12 @@ impl App {
 
     /// Render one frame of `tab` to a PNG once everything is loaded, then close the window.
     /// Compares the file being opened with `b` once it has loaded.
+    /// Looks for source files in `dirs` (in order) before the capture's own directory.
+    pub fn with_source_dirs(mut self, dirs: Vec<PathBuf>) -> App {
+        self.source_dirs = dirs;
+        self
+    }
+
     pub fn with_compare(mut self, b: PathBuf) -> App {
         self.pending_compare = Some(b);
         self
@@ -261,6 +272,9 @@ impl App {
         if let State::Loading { rx, path, .. } = &self.state {
             match rx.try_recv() {
                 Ok(Ok(mut l)) => {
+                    for d in self.source_dirs.iter().rev() {
+                        l.source.add_dir(d.clone());
+                    }
                     if let Some(tab) = self.pending_view.take() {
                         if matches!(tab, Tab::Sqtt | Tab::Instructions) {
                             if let Some(k) = l.sqtt_kernels.last().copied() {
@@ -627,6 +641,14 @@ fn load(path: &Path, progress: &Progress) -> Result<Box<Loaded>, String> {
         pmc: None,
         pmc_selected: 0,
         inst_sort: SortState::default(),
+        // Beside the capture: where a code object's sources usually travel with it.
+        source: crate::views::source::SourceState::new(
+            path.parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .map(Path::to_path_buf)
+                .into_iter()
+                .collect(),
+        ),
         export_job: None,
         export_result: None,
         export_dialog: None,
@@ -640,6 +662,7 @@ impl Loaded {
             return;
         }
         self.kernel = Some(k);
+        self.source.clear_selection();
         self.kernel_view = None;
         self.kernel_error = None;
         self.tl.selected = Some(Target::Kernel(k as u32));
@@ -852,7 +875,7 @@ impl Loaded {
                             .kernel
                             .is_some_and(|k| compare::show_table(ui, &self.compare, k));
                         if !compared {
-                            insts::show_table(ui, kv, &mut self.inst_sort);
+                            insts::show_table(ui, kv, &mut self.inst_sort, &mut self.source);
                         }
                     }
                 }
@@ -920,10 +943,20 @@ impl Loaded {
                                 "kernel · {}",
                                 dur.map_or("running".into(), format_us)
                             ));
-                            ui.label(format!("start {} µs", ke.start));
-                            if let (Some(a), Some(b)) = (ke.gpu_start, ke.gpu_end) {
-                                ui.label(format!("GPU ticks {a}..{b}"));
+                            let mut abs = format!("absolute: start {} µs", ke.start);
+                            if let Some(e) = ke.end {
+                                abs.push_str(&format!(", end {e} µs"));
                             }
+                            abs.push_str(" on the common clock");
+                            match (ke.gpu_start, ke.gpu_end) {
+                                (Some(a), Some(b)) => {
+                                    abs.push_str(&format!("\nGPU ticks {a}..{b} ({} ticks)", b - a))
+                                }
+                                (Some(a), None) => abs.push_str(&format!("\nGPU ticks from {a}")),
+                                _ => abs.push_str("\nno GPU ticks recorded"),
+                            }
+                            timeline::since_capture(ui, &self.timeline, ke.start, ke.end)
+                                .on_hover_text(abs);
                             ui.label(format!(
                                 "program tag {} · run {}",
                                 ke.kern.map_or("-".into(), |v| v.to_string()),
@@ -943,7 +976,18 @@ impl Loaded {
                             ui.strong(&re.name);
                             let dur = re.end.map(|e| (e.0 - re.start.0) as f64 / 1e6);
                             ui.label(format!("range · {}", dur.map_or("open".into(), format_us)));
-                            ui.label(format!("start {} µs · depth {}", re.start, re.depth));
+                            let mut abs = format!("absolute: start {} µs", re.start);
+                            if let Some(e) = re.end {
+                                abs.push_str(&format!(", end {e} µs"));
+                            }
+                            abs.push_str(if re.device_clock {
+                                " (from the device clock)"
+                            } else {
+                                " on the common clock"
+                            });
+                            timeline::since_capture(ui, &self.timeline, re.start, re.end)
+                                .on_hover_text(abs);
+                            ui.label(format!("depth {}", re.depth));
                             if let Some(d) = self.profile.devices.get(re.device as usize) {
                                 ui.label(format!("track {}", d.name));
                             }

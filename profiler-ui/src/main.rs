@@ -134,6 +134,7 @@ fn main() -> ExitCode {
                 screenshot: None,
                 view: cli::open::View::Timeline,
                 size: cli::open::Size::default(),
+                source_dirs: Vec::new(),
             },
             &args.config,
         ),

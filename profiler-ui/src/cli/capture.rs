@@ -293,6 +293,7 @@ pub fn demo_then_open(config: &super::open::ConfigDir) -> Result<()> {
             // Straight to the waves of the last demo kernel (matmul).
             view: super::open::View::Sqtt,
             size: super::open::Size::default(),
+            source_dirs: Vec::new(),
         },
         config,
     )

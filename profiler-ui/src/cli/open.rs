@@ -1,4 +1,5 @@
-//! `wavescope open FILE [--compare B] [--screenshot OUT.png] [--view timeline|sqtt|instructions|pmc]`:
+//! `wavescope open FILE [--compare B] [--screenshot OUT.png] [--view timeline|sqtt|instructions|pmc]
+//! [--source-dir DIR]...`:
 //! the desktop window, or one rendered frame written as a PNG.
 
 use std::path::PathBuf;
@@ -26,6 +27,10 @@ pub struct OpenArgs {
     /// Window size in logical pixels, WIDTHxHEIGHT.
     #[arg(long, default_value = "1600x1000")]
     pub size: Size,
+    /// Look for the kernels' source files (named by their DWARF line tables) in DIR, after
+    /// the path the compiler recorded and before the capture's own directory; repeatable.
+    #[arg(long = "source-dir", value_name = "DIR")]
+    pub source_dirs: Vec<PathBuf>,
 }
 
 /// Where the app remembers recent files (read from the environment here, nowhere else).
@@ -91,7 +96,8 @@ impl FromStr for Size {
 }
 
 pub fn run(a: OpenArgs, config: &ConfigDir) -> Result<()> {
-    let mut app = App::with_config_dir(a.file.clone(), config.dir());
+    let mut app =
+        App::with_config_dir(a.file.clone(), config.dir()).with_source_dirs(a.source_dirs.clone());
     if let Some(b) = &a.compare {
         if a.file.is_none() {
             bail!("--compare needs a FILE to compare with it");

@@ -170,7 +170,14 @@ pub fn show_wave(ui: &mut Ui, kv: &KernelView) {
 }
 
 /// The aggregated instruction table; clicking a header sorts by it.
-pub fn show_table(ui: &mut Ui, kv: &mut KernelView, sort: &mut SortState) {
+/// A click on a row selects it and its source line in the Source pane (`src`); rows of the
+/// line selected there are highlighted and scrolled to.
+pub fn show_table(
+    ui: &mut Ui,
+    kv: &mut KernelView,
+    sort: &mut SortState,
+    src: &mut super::source::SourceState,
+) {
     let itraced: Vec<String> = kv
         .data
         .ses
@@ -184,7 +191,7 @@ pub fn show_table(ui: &mut Ui, kv: &mut KernelView, sort: &mut SortState) {
         itraced.join(", ")
     ));
     super::occupancy::show(ui, kv);
-    show_source(ui, kv);
+    super::source::show(ui, kv.lines.as_ref(), &kv.stats, src);
     ui.label(latency_summary(&kv.stats));
     let live: std::collections::HashMap<u64, (u32, u32)> = kv
         .pressure
@@ -197,10 +204,22 @@ pub fn show_table(ui: &mut Ui, kv: &mut KernelView, sort: &mut SortState) {
         .map(|p| (p.vgpr_ceiling.unwrap_or(p.max_vgprs), p.sgpr_ceiling));
     let rows = &mut kv.stats;
     let mut clicked = None;
+    let mut picked: Option<Option<u64>> = None;
     let max_share = rows.iter().map(|r| r.share).fold(0.0, f64::max).max(1e-9);
-    TableBuilder::new(ui)
+    let mut builder = TableBuilder::new(ui)
         .id_salt("inst_table")
         .striped(true)
+        .sense(egui::Sense::click());
+    if src.scroll_table {
+        src.scroll_table = false;
+        if let Some(i) = rows
+            .iter()
+            .position(|r| r.pc.is_some_and(|pc| src.selected_pcs.contains(&pc)))
+        {
+            builder = builder.scroll_to_row(i, Some(egui::Align::Center));
+        }
+    }
+    builder
         .column(Column::auto().at_least(50.0))
         .column(Column::auto().at_least(340.0))
         .columns(Column::auto().at_least(60.0), 6)
@@ -233,8 +252,16 @@ pub fn show_table(ui: &mut Ui, kv: &mut KernelView, sort: &mut SortState) {
         .body(|body| {
             body.rows(17.0, rows.len(), |mut row| {
                 let r = &rows[row.index()];
+                let sel = r.pc.is_some_and(|pc| src.selected_pcs.contains(&pc));
+                row.set_selected(sel);
                 row.col(|ui| {
-                    ui.monospace(&r.key);
+                    if ui
+                        .selectable_label(sel, RichText::new(&r.key).monospace())
+                        .on_hover_text("click: select this instruction's source line")
+                        .clicked()
+                    {
+                        picked = Some(r.pc);
+                    }
                 });
                 row.col(|ui| {
                     ui.add(egui::Label::new(RichText::new(&r.name).monospace()).truncate());
@@ -280,8 +307,14 @@ pub fn show_table(ui: &mut Ui, kv: &mut KernelView, sort: &mut SortState) {
                 row.col(|ui| {
                     live_bar(ui, r.pc.and_then(|pc| live.get(&pc)).copied(), ceiling);
                 });
+                if row.response().clicked() {
+                    picked = Some(r.pc);
+                }
             });
         });
+    if let Some(pc) = picked {
+        src.select_pc(kv.lines.as_ref().and_then(|l| l.as_ref().ok()), pc);
+    }
     if let Some(c) = clicked {
         if sort.col == c {
             sort.desc = !sort.desc;
@@ -367,69 +400,5 @@ fn live_bar(ui: &mut Ui, live: Option<(u32, u32)>, ceiling: Option<(u32, Option<
         );
         resp.on_hover_text(tip.clone());
         ui.monospace(format!("{v}/{s}")).on_hover_text(tip);
-    });
-}
-
-/// Per-line cost from the code object's DWARF line table, with the source text when the file
-/// is where the compiler recorded it; its absence is said.
-fn show_source(ui: &mut Ui, kv: &KernelView) {
-    let Some(lines) = &kv.lines else {
-        return;
-    };
-    let table = match lines {
-        Ok(t) => t,
-        Err(e) => {
-            ui.weak(format!("Source: {e}"));
-            return;
-        }
-    };
-    let costs = crate::data::source::line_costs(table, &kv.stats);
-    egui::CollapsingHeader::new(
-        RichText::new(format!("Source: {} lines with cost", costs.len())).strong(),
-    )
-    .id_salt("source_pane")
-    .default_open(true)
-    .show(ui, |ui| {
-        let max = costs.iter().map(|c| c.total).max().unwrap_or(1).max(1);
-        egui::ScrollArea::vertical()
-            .id_salt("source_scroll")
-            .max_height(180.0)
-            .show(ui, |ui| {
-                egui::Grid::new("source_lines")
-                    .striped(true)
-                    .show(ui, |ui| {
-                        for h in ["line", "cost clk", "", "exposed", "source"] {
-                            ui.strong(h);
-                        }
-                        ui.end_row();
-                        for c in &costs {
-                            let name = std::path::Path::new(&c.file)
-                                .file_name()
-                                .map_or(c.file.clone(), |n| n.to_string_lossy().into_owned());
-                            ui.monospace(format!("{name}:{}", c.line))
-                                .on_hover_text(&c.file);
-                            ui.monospace(c.total.to_string());
-                            let (rect, _) = ui
-                                .allocate_exact_size(egui::vec2(60.0, 10.0), egui::Sense::hover());
-                            ui.painter().rect_filled(
-                                egui::Rect::from_min_size(
-                                    rect.min,
-                                    egui::vec2(
-                                        rect.width() * c.total as f32 / max as f32,
-                                        rect.height(),
-                                    ),
-                                ),
-                                2.0,
-                                Color32::from_rgb(220, 110, 80),
-                            );
-                            ui.monospace(c.exposed.to_string());
-                            match crate::data::source::source_text(&c.file, c.line, &[]) {
-                                Some(t) => ui.monospace(t),
-                                None => ui.weak(format!("{} not found", c.file)),
-                            };
-                            ui.end_row();
-                        }
-                    });
-            });
     });
 }

@@ -5,6 +5,7 @@ pub mod compare;
 pub mod insts;
 pub mod occupancy;
 pub mod pmc;
+pub mod source;
 pub mod sqtt;
 pub mod timeline;
 

@@ -328,3 +328,21 @@ fn span_tooltip(m: &TimelineModel, s: &crate::layout::timeline::Span) -> String 
         format_us(s.start)
     )
 }
+
+/// The selection panel's time line: start (and end) from the capture's start, the timeline's
+/// x = 0 (the earliest event), rather than tens of millions of absolute microseconds.
+pub fn since_capture(
+    ui: &mut Ui,
+    m: &TimelineModel,
+    start: traces::model::Time,
+    end: Option<traces::model::Time>,
+) -> egui::Response {
+    let rel = |t: traces::model::Time| {
+        format_us((t.0 - m.origin.0) as f64 / traces::model::Time::PS_PER_US as f64)
+    };
+    let text = match end {
+        Some(e) => format!("at {} … {} from the capture's start", rel(start), rel(e)),
+        None => format!("at {} from the capture's start", rel(start)),
+    };
+    ui.label(text)
+}

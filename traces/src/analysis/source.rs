@@ -172,14 +172,31 @@ pub fn kernel_lines(p: &crate::model::Profile, ki: usize) -> Result<LineTable, S
     LineTable::parse(p.blob(elf)).map_err(|e| e.to_string())
 }
 
+/// Where the source file the line table records as `file` is: the recorded path when it is a
+/// file, else `dir/<file name>` for the first of `dirs` that has it; `Err` lists every path
+/// tried (the caller says the file is missing, it does not guess).
+pub fn find_source(
+    file: &str,
+    dirs: &[std::path::PathBuf],
+) -> Result<std::path::PathBuf, Vec<std::path::PathBuf>> {
+    let path = std::path::Path::new(file);
+    let tried: Vec<std::path::PathBuf> = std::iter::once(path.to_path_buf())
+        .chain(
+            path.file_name()
+                .into_iter()
+                .flat_map(|name| dirs.iter().map(move |d| d.join(name))),
+        )
+        .collect();
+    match tried.iter().find(|p| p.is_file()) {
+        Some(p) => Ok(p.clone()),
+        None => Err(tried),
+    }
+}
+
 /// The text of `file:line` when the file is readable at its recorded path or in one of
 /// `dirs` (by file name); `None` when it is not found (the caller says so).
 pub fn source_text(file: &str, line: u32, dirs: &[std::path::PathBuf]) -> Option<String> {
-    let path = std::path::Path::new(file);
-    let name = path.file_name()?;
-    let found = std::iter::once(path.to_path_buf())
-        .chain(dirs.iter().map(|d| d.join(name)))
-        .find(|p| p.is_file())?;
+    let found = find_source(file, dirs).ok()?;
     let text = std::fs::read_to_string(found).ok()?;
     text.lines()
         .nth(line.checked_sub(1)? as usize)
