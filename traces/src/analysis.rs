@@ -490,3 +490,9 @@ pub struct InstStat {
 pub fn inst_stats(k: &KernelSqtt) -> Vec<InstStat> {
     crate::pipeline::inst_stats(k)
 }
+
+/// [`inst_stats`] with the exposed/hidden split the caller already has from
+/// [`hidden::kernel_splits`] (computed once, not again per call).
+pub fn inst_stats_with(k: &KernelSqtt, splits: &hidden::KernelSplits) -> Vec<InstStat> {
+    crate::pipeline::inst_stats_with(k, &splits.by_inst)
+}

@@ -165,6 +165,15 @@ struct Group {
 /// [`crate::analysis::inst_stats`]: every execution of every instruction of the kernel's
 /// itraced waves, grouped by PC (or, unmapped, by position in the wave and name).
 pub fn inst_stats(k: &KernelSqtt) -> Vec<InstStat> {
+    inst_stats_with(k, &crate::analysis::hidden::kernel_splits(k).by_inst)
+}
+
+/// [`inst_stats`] with the kernel's exposed/hidden split already computed
+/// ([`crate::analysis::hidden::kernel_splits`]), for callers that also report it.
+pub fn inst_stats_with(
+    k: &KernelSqtt,
+    splits: &HashMap<crate::analysis::hidden::InstKey, crate::analysis::hidden::LatencySplit>,
+) -> Vec<InstStat> {
     let mut names = Names::default();
     let mut best: Vec<i64> = Vec::new();
     let mut groups: Vec<Group> = Vec::new();
@@ -272,8 +281,6 @@ pub fn inst_stats(k: &KernelSqtt) -> Vec<InstStat> {
         Some(s) => amd_slot[s],
         None => amd_pc.get(&pc).copied(),
     };
-    // Exposed vs hidden cycles per row (docs/kernel-analysis.md), keyed as the rows are.
-    let splits = crate::analysis::hidden::kernel_splits(k).by_inst;
     let mut rows: Vec<InstStat> = groups
         .into_iter()
         .map(|g| {

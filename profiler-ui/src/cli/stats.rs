@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::Args;
 use profiler_ui::data::{
-    analyze_kernel_par, hidden, inst_stats, kernels_with_sqtt, occupancy, pressure, source,
+    analyze_kernel_par, hidden, inst_stats_with, kernels_with_sqtt, occupancy, pressure, source,
     traced_waves, InstStat, TracedWave, XUnit,
 };
 use serde::Serialize;
@@ -76,7 +76,7 @@ pub fn run(a: StatsArgs) -> Result<()> {
             continue;
         };
         let splits = hidden::kernel_splits(&ks);
-        let instructions = inst_stats(&ks);
+        let instructions = inst_stats_with(&ks, &splits);
         let (source_lines, source_error) = match source::kernel_lines(&profile, k) {
             Ok(t) => (source::line_costs(&t, &instructions), None),
             Err(e) => (Vec::new(), Some(e)),
