@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use runtime::conform::{self, Difference, Kind};
-use runtime::pci::am::{gfx, sdma, AmDevice, AmGen};
+use runtime::pci::am::{gfx, sdma, AmDevice, AmGen, PriorBoot, AM_VERSION};
 use runtime::pci::{PciDevice, PciOptions};
 use runtime::record::{self, MemoryRecorder, SharedRecorder};
 use serde_json::Value;
@@ -51,6 +51,7 @@ struct Run {
     events: Vec<Value>,
     loaded: Vec<u32>,
     gen: AmGen,
+    prior: PriorBoot,
 }
 
 /// Boots our driver on the replay of `evs`, creates the compute and SDMA queues with the ring
@@ -66,9 +67,10 @@ fn run(evs: &[Value]) -> Result<Run, String> {
         handshake_timeout_ms: 2000,
         ..Default::default()
     };
-    let out = (|| -> Result<(Vec<u32>, AmGen), String> {
+    let out = (|| -> Result<(Vec<u32>, AmGen, PriorBoot), String> {
         let mut dev = AmDevice::boot(pci, &opts).map_err(|e| e.to_string())?;
         let gen = dev.gen();
+        let prior = dev.prior_boot;
         let va = |dev: &mut AmDevice, n: u64| dev.gmc.valloc(n).map_err(|e| e.to_string());
         let (ring, rptr, wptr, eop) = (
             va(&mut dev, 16 << 20)?,
@@ -95,11 +97,11 @@ fn run(evs: &[Value]) -> Result<Run, String> {
         dev.ih.drain(&dev.regs, &vram).map_err(|e| e.to_string())?;
         let loaded = dev.psp.loaded.clone();
         dev.fini().map_err(|e| e.to_string())?;
-        Ok((loaded, gen))
+        Ok((loaded, gen, prior))
     })();
     record::install(None);
     let events = std::mem::take(&mut mem.lock().unwrap().events);
-    let (loaded, gen) = out.map_err(|e| {
+    let (loaded, gen, prior) = out.map_err(|e| {
         let tail: Vec<String> = events
             .iter()
             .rev()
@@ -112,6 +114,7 @@ fn run(evs: &[Value]) -> Result<Run, String> {
         events,
         loaded,
         gen,
+        prior,
     })
 }
 
@@ -128,6 +131,8 @@ fn gc12_bring_up_matches_tinygrads_recording() {
     };
     let r = run(&evs).expect("the GC 12 bring-up runs on the replay");
     assert_eq!(r.gen, AmGen::Gc12);
+    // tinygrad's mock reads SCRATCH_REG7 = 0: a GPU no driver of ours brought up.
+    assert_eq!(r.prior, PriorBoot::Foreign);
     // tinygrad's LOAD_IP_FW submissions (SMU, SDMA, PFP/ME/MEC + P0 stacks, IMU, RLC).
     let theirs = evs
         .iter()
@@ -233,4 +238,51 @@ fn an_unknown_gc_version_is_refused_by_name() {
         .expect("GC 12.5.0 refused")
         .to_string();
     assert!(e.contains("12.5.0") && e.contains("kfd:N"), "{e}");
+}
+
+/// The recording with the previous session's marks as tinygrad's partial-boot test reads them:
+/// SCRATCH_REG7 = our stamp, SCRATCH_REG6 = `running`.
+fn with_marks(evs: &[Value], running: u32) -> Vec<Value> {
+    let mut evs = evs.to_vec();
+    let reg6 = evs
+        .iter()
+        .find(|e| e["ev"] == "mmio_w" && e["name"] == "regSCRATCH_REG6")
+        .map(|e| e["reg"].clone())
+        .expect("the recording writes SCRATCH_REG6");
+    let r7 = evs
+        .iter_mut()
+        .find(|e| e["ev"] == "mmio_r" && e["name"] == "regSCRATCH_REG7")
+        .expect("the recording reads SCRATCH_REG7");
+    r7["val"] = Value::String(format!("{AM_VERSION:#x}"));
+    evs.push(serde_json::json!({
+        "ev": "mmio_r", "name": "regSCRATCH_REG6", "reg": reg6,
+        "val": format!("{running:#x}"), "ctx": "AMDev.__init__",
+    }));
+    evs
+}
+
+#[test]
+fn a_previous_session_is_told_apart_by_its_scratch_marks() {
+    let Some(evs) = recording() else {
+        return;
+    };
+    let clean = run(&with_marks(&evs, 0)).expect("boots");
+    assert_eq!(clean.prior, PriorBoot::Clean);
+    let crashed = run(&with_marks(&evs, 1)).expect("boots");
+    assert_eq!(crashed.prior, PriorBoot::Dirty);
+    // Our own boot leaves the marks for the next session: stamp, then `running`, cleared at
+    // teardown.
+    let w = |name: &str| -> Vec<String> {
+        clean
+            .events
+            .iter()
+            .filter(|e| e["ev"] == "mmio_w" && e["name"] == name)
+            .map(|e| e["val"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    assert_eq!(w("regSCRATCH_REG7"), vec![format!("{AM_VERSION:#x}")]);
+    assert_eq!(
+        w("regSCRATCH_REG6"),
+        vec!["0x1".to_string(), "0x0".to_string()]
+    );
 }

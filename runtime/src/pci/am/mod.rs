@@ -410,6 +410,38 @@ pub fn check_versions(disc: &Discovery) -> PciResult<AmGen> {
     select_gen(disc)
 }
 
+/// What the GPU says about the session before ours (tinygrad's partial-boot test in
+/// `AMDev.__init__`): SCRATCH_REG7 holds the boot stamp of the driver that brought it up,
+/// SCRATCH_REG6 is 1 while that driver runs and 0 after its orderly teardown, and a latched GC
+/// hub protection fault means the last workload crashed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PriorBoot {
+    /// Not brought up by this driver (power-on, amdgpu, tinygrad).
+    #[default]
+    Foreign,
+    /// Brought up by this driver and torn down cleanly: tinygrad would re-initialise only GFX
+    /// and SDMA here; we still do the full bring-up (the boot memory layout is not kept).
+    Clean,
+    /// Brought up by this driver but not torn down, or with a GC fault pending.
+    Dirty,
+}
+
+/// Reads the previous session's marks ([`PriorBoot`]) on GC 11 and GC 12.
+pub fn prior_boot(r: &RegIo) -> PciResult<PriorBoot> {
+    if r.read(regs::SCRATCH_REG7)? != AM_VERSION {
+        return Ok(PriorBoot::Foreign);
+    }
+    // GC 12 splits the status into LO32/HI32; the LO32 half carries GC 11's fields.
+    let fault = r.first_of(&[
+        regs::GCVM_L2_PROTECTION_FAULT_STATUS,
+        regs::GCVM_L2_PROTECTION_FAULT_STATUS_LO32,
+    ])?;
+    if r.read(regs::SCRATCH_REG6)? != 0 || r.read(fault)? != 0 {
+        return Ok(PriorBoot::Dirty);
+    }
+    Ok(PriorBoot::Clean)
+}
+
 /// The brought-up GPU: BAR views, discovered IPs and the per-IP state.
 pub struct AmDevice {
     pub pci: Arc<dyn PciDevice>,
@@ -426,6 +458,8 @@ pub struct AmDevice {
     pub timeout_ms: u64,
     pub gfx_queue: Option<gfx::ComputeQueue>,
     pub sdma_queue: Option<sdma::SdmaQueue>,
+    /// What the previous session left ([`prior_boot`], read before the bring-up).
+    pub prior_boot: PriorBoot,
     finished: bool,
 }
 
@@ -513,6 +547,7 @@ impl AmDevice {
             timeout_ms: opts.handshake_timeout_ms,
             gfx_queue: None,
             sdma_queue: None,
+            prior_boot: PriorBoot::Foreign,
             finished: false,
         };
         if let Err(e) = dev.full_boot() {
@@ -534,6 +569,7 @@ impl AmDevice {
         let gc12 = self.gen() == AmGen::Gc12;
         // §1.3: a GPU left running by amdgpu or a crashed run answers on both mailboxes: reset it.
         self.regs.phase("reset");
+        self.prior_boot = prior_boot(&self.regs)?;
         if psp::sos_alive(&self.regs)? && smu::alive(&self.regs, 100)? {
             smu::send(&self.regs, smu::MSG_MODE1_RESET, 0, self.timeout_ms)?;
             std::thread::sleep(Duration::from_millis(500));
@@ -580,10 +616,8 @@ impl AmDevice {
         self.gmc.boot_done();
         self.regs.phase("AMDev.init_hw");
         self.regs.write(regs::SCRATCH_REG7, AM_VERSION)?;
-        if gc12 {
-            // "Initialised" (fini clears it): with SCRATCH_REG7 the sign of a clean boot.
-            self.regs.write(regs::SCRATCH_REG6, 1)?;
-        }
+        // "Running" (fini clears it): a stamp with REG6 still set means a session that crashed.
+        self.regs.write(regs::SCRATCH_REG6, 1)?;
         self.regs.phase("run");
         Ok(())
     }
