@@ -64,14 +64,14 @@ impl<'h> LibusbEngine<'h> {
     }
 
     fn reap(&mut self, pos: usize, blocked: bool) -> Finished {
-        let slot = self.live.remove(pos);
+        let mut slot = self.live.remove(pos);
         // SAFETY: the callback ran (`done`), so libusb no longer uses the transfer; we read
         // its status fields once and free it. The buffer is ours again.
         let (status, actual) = unsafe { ((*slot.xfer).status, (*slot.xfer).actual_length) };
         // SAFETY: allocated by libusb_alloc_transfer in `start`, finished, freed once.
         unsafe { ffi::libusb_free_transfer(slot.xfer) };
         let actual = usize::try_from(actual).unwrap_or(0);
-        let result = status_result(&slot, status, actual);
+        let result = status_result(&mut slot, status, actual);
         Finished {
             id: slot.id,
             result,
@@ -80,7 +80,7 @@ impl<'h> LibusbEngine<'h> {
     }
 }
 
-fn status_result(slot: &Slot, status: i32, actual: usize) -> Result<Vec<u8>> {
+fn status_result(slot: &mut Slot, status: i32, actual: usize) -> Result<Vec<u8>> {
     use ffi::constants::*;
     let what = slot.what.clone();
     match status {
@@ -106,11 +106,6 @@ fn status_result(slot: &Slot, status: i32, actual: usize) -> Result<Vec<u8>> {
             })
         }
     }
-    let data = if slot.control {
-        &slot.buf[SETUP.min(slot.buf.len())..]
-    } else {
-        &slot.buf[..]
-    };
     match slot.out_len {
         Some(want) if actual < want => Err(UsbError::Short {
             what,
@@ -118,7 +113,16 @@ fn status_result(slot: &Slot, status: i32, actual: usize) -> Result<Vec<u8>> {
             got: actual,
         }),
         Some(_) => Ok(Vec::new()),
-        None => Ok(data[..actual.min(data.len())].to_vec()),
+        None => {
+            // The buffer is the data (after the setup bytes of a control): hand it over
+            // instead of copying a MiB.
+            let mut data = std::mem::take(&mut slot.buf);
+            if slot.control {
+                data.drain(..SETUP.min(data.len()));
+            }
+            data.truncate(actual);
+            Ok(data)
+        }
     }
 }
 
