@@ -414,6 +414,8 @@ fn measure(
     mib: usize,
     op: impl FnOnce(&mut usb::Asm24) -> Result<(), String>,
 ) -> Result<Measured, String> {
+    // The most in flight of this copy alone (the stats keep a running maximum).
+    c.stats.max_in_flight = 0;
     let s0 = c.stats;
     let (t0, cpu0) = (std::time::Instant::now(), cpu_seconds());
     op(c)?;
