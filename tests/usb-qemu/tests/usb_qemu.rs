@@ -30,8 +30,8 @@ fn run_guest(mode: &str) -> Option<String> {
     run_guest_with(mode, &[mode])
 }
 
-/// Boots the guest with gadget mode `gadget` and the host program's arguments `host`.
-fn run_guest_with(mode: &str, host: &[&str]) -> Option<String> {
+/// Boots the guest with gadget mode `mode` and the host program's arguments `host_args`.
+fn run_guest_with(mode: &str, host_args: &[&str]) -> Option<String> {
     if !on_path("qemu-system-x86_64") {
         skip_or_fail("qemu-system-x86_64 not found (Debian: qemu-system-x86)");
         return None;
@@ -47,7 +47,7 @@ fn run_guest_with(mode: &str, host: &[&str]) -> Option<String> {
         .arg("--host")
         .arg(&host)
         .args(["--gadget-arg", mode, "--"])
-        .args(host)
+        .args(host_args)
         .output()
         .unwrap_or_else(|e| panic!("{}: {e}", script.display()));
     let text = format!(
