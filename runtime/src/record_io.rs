@@ -236,7 +236,26 @@ impl UsbTransport for RecordingTransport {
     }
     fn submit(&mut self, batch: &[Transfer], timeout: Duration) -> ::usb::Result<Vec<Vec<u8>>> {
         let out = self.inner.submit(batch, timeout)?;
-        for (t, got) in batch.iter().zip(&out) {
+        self.record_batch(batch, &out);
+        Ok(out)
+    }
+    fn submit_streamed(
+        &mut self,
+        batch: &[Transfer],
+        free: &[bool],
+        depth: usize,
+        timeout: Duration,
+    ) -> ::usb::Result<(Vec<Vec<u8>>, ::usb::StreamReport)> {
+        let (out, report) = self.inner.submit_streamed(batch, free, depth, timeout)?;
+        self.record_batch(batch, &out);
+        Ok((out, report))
+    }
+}
+
+impl RecordingTransport {
+    /// Records a finished batch in submission order (IN transfers with their data).
+    fn record_batch(&self, batch: &[Transfer], out: &[Vec<u8>]) {
+        for (t, got) in batch.iter().zip(out) {
             let ev = match t {
                 Transfer::ControlOut { setup, data } => ctrl_event(false, setup, data),
                 Transfer::ControlIn { setup } => ctrl_event(true, setup, got),
@@ -245,7 +264,6 @@ impl UsbTransport for RecordingTransport {
             };
             record(&self.rec, ev);
         }
-        Ok(out)
     }
 }
 

@@ -3,7 +3,7 @@
 # host-side program talks to it over the real USB stack (usbfs, libusb/rusb).
 #
 #   run-guest.sh --gadget BIN --host BIN [--vid 0xADD1] [--pid 0x0001] [--product STR]
-#                [--gadget-arg ARG]... [--timeout SECS] [--mem MiB] [--high-speed]
+#                [--gadget-arg ARG]... [--timeout SECS] [--mem MiB] [--high-speed] [--smp N]
 #                [-- HOST_ARGS...]
 #
 # What it does:
@@ -28,7 +28,7 @@ die() { echo "run-guest: $*" >&2; exit 2; }
 missing() { echo "run-guest: missing prerequisite: $*" >&2; exit 77; }
 
 gadget="" host="" vid="0xADD1" pid="0x0001" product="custom v0.1" manufacturer="tinygrad"
-serial="wavescope-dummy" timeout_s=150 mem=1536 speed="super"
+serial="wavescope-dummy" timeout_s=150 mem=1536 speed="super" smp=1
 host_args=() gadget_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -42,6 +42,8 @@ while [ $# -gt 0 ]; do
     --timeout) timeout_s="$2"; shift 2 ;;
     --mem) mem="$2"; shift 2 ;;
     --high-speed) speed="high"; shift ;;
+    # guest CPUs: with 2 the gadget (device side) and the host program run in parallel
+    --smp) smp="$2"; shift 2 ;;
     --) shift; host_args=("$@"); break ;;
     *) die "unknown argument $1" ;;
   esac
@@ -223,7 +225,7 @@ chmod +x "$root/init"
 # ---- 3. boot ------------------------------------------------------------------------------------
 log="$work/console.log"
 set +e
-timeout --foreground -k 5 "$timeout_s" qemu-system-x86_64 -accel tcg -cpu max -smp 1 -m "$mem" \
+timeout --foreground -k 5 "$timeout_s" qemu-system-x86_64 -accel tcg -cpu max -smp "$smp" -m "$mem" \
   -kernel "$kdir/vmlinuz" -initrd "$work/initrd.gz" \
   -append "console=ttyS0 quiet panic=-1 rdinit=/init" \
   -display none -monitor none -serial stdio -no-reboot -nic none < /dev/null 2>&1 | tee "$log"

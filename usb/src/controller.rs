@@ -101,6 +101,13 @@ pub struct Stats {
     pub cache_hits: u64,
     /// Batches re-sent after a short read or a transient TLP failure.
     pub retries: u64,
+    /// Times the host blocked until the device finished a transfer: one per transfer on the
+    /// synchronous path, fewer when a streamed submission overlaps them.
+    pub waits: u64,
+    /// Submissions that went through the streamed path ([`Asm24::stream_depth`]).
+    pub streamed: u64,
+    /// Most transfers in flight at once so far (not a counter: `a - b` keeps `a`'s).
+    pub max_in_flight: u64,
 }
 
 impl std::ops::Sub for Stats {
@@ -116,6 +123,9 @@ impl std::ops::Sub for Stats {
             tlps: self.tlps - o.tlps,
             cache_hits: self.cache_hits - o.cache_hits,
             retries: self.retries - o.retries,
+            waits: self.waits - o.waits,
+            streamed: self.streamed - o.streamed,
+            max_in_flight: self.max_in_flight,
         }
     }
 }
@@ -136,12 +146,36 @@ pub(crate) enum Check {
 pub(crate) struct Batch {
     pub transfers: Vec<Transfer>,
     pub checks: Vec<Check>,
+    /// Where an independent chunk of a streamed copy starts (see [`crate::stream::free_marks`]).
+    pub chunk_starts: Vec<bool>,
+    /// What part of a copy a transfer carries, for errors ("memory write ... bytes a..b of n").
+    pub notes: Vec<Option<String>>,
 }
 
 impl Batch {
     pub fn push(&mut self, t: Transfer, c: Check) {
         self.transfers.push(t);
         self.checks.push(c);
+        self.chunk_starts.push(false);
+        self.notes.push(None);
+    }
+    /// Notes what part of a copy the transfers from `from` on carry, and marks transfer
+    /// `from` as the start of a chunk that does not depend on the transfers before it (a later
+    /// chunk of the same copy: other addresses). A copy's first chunk is not independent: it
+    /// may read what earlier posted writes are still sending.
+    pub fn chunk(&mut self, from: usize, note: String, independent: bool) {
+        if let Some(s) = self.chunk_starts.get_mut(from) {
+            *s = independent;
+        }
+        for n in self.notes.iter_mut().skip(from) {
+            *n = Some(note.clone());
+        }
+    }
+    fn append(&mut self, o: &mut Batch) {
+        self.transfers.append(&mut o.transfers);
+        self.checks.append(&mut o.checks);
+        self.chunk_starts.append(&mut o.chunk_starts);
+        self.notes.append(&mut o.notes);
     }
     pub fn is_empty(&self) -> bool {
         self.transfers.is_empty()
@@ -171,7 +205,16 @@ pub struct Asm24 {
     defer_writes: bool,
     /// When on, one line per submission (what it carried): see [`Asm24::take_trace`].
     trace: Option<Vec<String>>,
+    /// Transfers in flight at once for submissions that carry a chunked copy (custom
+    /// firmware's streamed TLP reads/writes): the next chunk's request goes out while the
+    /// previous chunk's data is on the wire. 1 = the synchronous path (one transfer, wait,
+    /// next). Transports that cannot overlap fall back to synchronous.
+    pub stream_depth: usize,
 }
+
+/// Default [`Asm24::stream_depth`]: a chunk's bulk data, the next chunk's request and its
+/// bulk IN (reads) can be in flight together; tinygrad keeps two bulk OUTs in flight.
+pub const STREAM_DEPTH: usize = 4;
 
 /// Bounds on deferred writes: a submission never carries more than this much posted work.
 const MAX_PENDING_TRANSFERS: usize = 64;
@@ -219,6 +262,7 @@ impl Asm24 {
             pending_bytes: 0,
             defer_writes: true,
             trace: None,
+            stream_depth: STREAM_DEPTH,
         };
         c.init()?;
         Ok(c)
@@ -280,8 +324,7 @@ impl Asm24 {
         if self.defer_writes && !reads {
             // Posted work: ride along with the next submission that has to wait anyway.
             self.pending_bytes += b.transfers.iter().map(Transfer::out_len).sum::<usize>();
-            self.pending.transfers.append(&mut b.transfers);
-            self.pending.checks.append(&mut b.checks);
+            self.pending.append(&mut b);
             let max = match self.fw {
                 Firmware::Custom => MAX_PENDING_TRANSFERS,
                 // 31 UAS operations in flight (command, data, status each).
@@ -294,8 +337,7 @@ impl Asm24 {
         }
         let mut all = std::mem::take(&mut self.pending);
         self.pending_bytes = 0;
-        all.transfers.append(&mut b.transfers);
-        all.checks.append(&mut b.checks);
+        all.append(&mut b);
         self.submit(all)
     }
 
@@ -346,6 +388,9 @@ impl Asm24 {
 
     fn run_once(&mut self, b: &Batch) -> Result<Vec<Vec<u8>>> {
         self.stats.round_trips += 1;
+        let streamed = self.fw == Firmware::Custom
+            && self.stream_depth > 1
+            && b.chunk_starts.iter().any(|&s| s);
         for t in &b.transfers {
             self.stats.transfers += 1;
             match t {
@@ -354,7 +399,38 @@ impl Asm24 {
             }
             self.stats.bytes_out += t.out_len() as u64;
         }
-        let res = self.t.submit(&b.transfers, self.timeout)?;
+        let res = if streamed {
+            let free = crate::stream::free_marks(&b.transfers, &b.chunk_starts);
+            let r = self
+                .t
+                .submit_streamed(&b.transfers, &free, self.stream_depth, self.timeout);
+            let (res, report) = r.map_err(|e| match e {
+                UsbError::Stream {
+                    index,
+                    total,
+                    what,
+                    context: None,
+                    cancelled,
+                    source,
+                } => UsbError::Stream {
+                    context: b.notes.get(index).cloned().flatten(),
+                    index,
+                    total,
+                    what,
+                    cancelled,
+                    source,
+                },
+                e => e,
+            })?;
+            self.stats.streamed += 1;
+            self.stats.waits += report.waits;
+            self.stats.max_in_flight = self.stats.max_in_flight.max(report.max_in_flight as u64);
+            res
+        } else {
+            self.stats.waits += b.transfers.len() as u64;
+            self.stats.max_in_flight = self.stats.max_in_flight.max(1);
+            self.t.submit(&b.transfers, self.timeout)?
+        };
         if res.len() != b.transfers.len() {
             return Err(UsbError::Invalid(format!(
                 "transport returned {} results for {} transfers",

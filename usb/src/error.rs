@@ -102,6 +102,18 @@ pub enum UsbError {
     },
     #[error("PCIe enumeration: {0}")]
     Enumerate(String),
+    /// A transfer of a streamed submission failed: which one (`index` of `total`, what it
+    /// carried, where in the copy), what happened, and how many transfers still in flight were
+    /// cancelled because of it (none is left pending).
+    #[error("USB streamed submission: transfer {index} of {total} ({what}{}) failed: {source}; {cancelled} in-flight transfer(s) cancelled", context.as_deref().map(|c| format!(", {c}")).unwrap_or_default())]
+    Stream {
+        index: usize,
+        total: usize,
+        what: String,
+        context: Option<String>,
+        cancelled: usize,
+        source: Box<UsbError>,
+    },
     #[error("{0}")]
     Invalid(String),
     #[error("not supported: {0}")]
@@ -111,7 +123,11 @@ pub enum UsbError {
 impl UsbError {
     /// The device went away: callers stop cleanly and keep what they have.
     pub fn is_disconnect(&self) -> bool {
-        matches!(self, UsbError::Disconnected { .. })
+        match self {
+            UsbError::Disconnected { .. } => true,
+            UsbError::Stream { source, .. } => source.is_disconnect(),
+            _ => false,
+        }
     }
 }
 

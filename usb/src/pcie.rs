@@ -342,9 +342,11 @@ impl Asm24 {
         match self.firmware() {
             Firmware::Custom => {
                 let mut b = Batch::default();
+                let mut first_done = false;
                 for (a, d) in merged {
                     for (k, chunk) in d.chunks(MAX_STREAM).enumerate() {
                         let ca = a + (k * MAX_STREAM) as u64;
+                        let from = b.transfers.len();
                         if let (4, Ok(v)) =
                             (chunk.len(), le_reader::Reader::new(chunk).u32("dword"))
                         {
@@ -366,6 +368,17 @@ impl Asm24 {
                                 (chunk.len() / 4) as u32,
                             )?;
                             self.push_bulk_out(&mut b, chunk.to_vec());
+                            let off = ca - addr;
+                            b.chunk(
+                                from,
+                                format!(
+                                    "memory write to bus {ca:#x}: bytes {off}..{} of {}",
+                                    off + chunk.len() as u64,
+                                    data.len()
+                                ),
+                                first_done,
+                            );
+                            first_done = true;
                         }
                         self.stats.tlps += (chunk.len() / 4) as u64;
                     }
@@ -410,6 +423,15 @@ impl Asm24 {
                         (n / 4) as u32,
                     )?;
                     self.push_bulk_in(&mut b, n);
+                    b.chunk(
+                        b.transfers.len() - 2,
+                        format!(
+                            "memory read from bus {:#x}: bytes {off}..{} of {len}",
+                            addr + off as u64,
+                            off + n
+                        ),
+                        off > 0,
+                    );
                     self.stats.tlps += (n / 4) as u64;
                     off += n;
                 }

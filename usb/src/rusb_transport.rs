@@ -11,7 +11,8 @@ use rusb::{Context, DeviceHandle, UsbContext};
 
 use crate::error::{Result, UsbError};
 use crate::proto::ControlSetup;
-use crate::transport::{BridgeInfo, UsbTransport};
+use crate::stream::StreamReport;
+use crate::transport::{BridgeInfo, Transfer, UsbTransport};
 
 /// USB ids of ASM2464 bridges (usb-asm24.md §2).
 pub const BRIDGE_IDS: &[(u16, u16, &str)] = &[
@@ -251,6 +252,20 @@ impl UsbTransport for RusbTransport {
             .map_err(|e| map_err(&what, e, timeout))?;
         buf.truncate(n);
         Ok(buf)
+    }
+    /// Several transfers in flight through libusb's asynchronous API ([`crate::libusb_async`]).
+    fn submit_streamed(
+        &mut self,
+        batch: &[Transfer],
+        free: &[bool],
+        depth: usize,
+        timeout: Duration,
+    ) -> Result<(Vec<Vec<u8>>, StreamReport)> {
+        if depth <= 1 {
+            return crate::stream::run_sequential(self, batch, timeout);
+        }
+        let mut engine = crate::libusb_async::LibusbEngine::new(&self.handle);
+        crate::stream::run(&mut engine, batch, free, depth, timeout)
     }
 }
 

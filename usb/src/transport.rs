@@ -98,6 +98,22 @@ pub trait UsbTransport: Send {
         }
         Ok(out)
     }
+
+    /// Runs `batch` in order with up to `depth` transfers in flight (see [`crate::stream`]):
+    /// `free[i]` says transfer i may start before transfer i-1 finished. A failure names the
+    /// transfer ([`UsbError::Stream`]) and leaves none pending. The default is the synchronous
+    /// fallback (one transfer after another), for transports that cannot overlap (the emulated
+    /// bridge, replays).
+    fn submit_streamed(
+        &mut self,
+        batch: &[Transfer],
+        free: &[bool],
+        depth: usize,
+        timeout: Duration,
+    ) -> Result<(Vec<Vec<u8>>, crate::stream::StreamReport)> {
+        let _ = (free, depth);
+        crate::stream::run_sequential(self, batch, timeout)
+    }
 }
 
 /// Issues one transfer through the four primitive calls.

@@ -17,7 +17,8 @@ pub const DEVICE: u16 = 0x744C;
 /// BAR sizes: VRAM 256 MiB (backed by the first [`VRAM_BACKING`] bytes; reads beyond are zero,
 /// writes beyond are dropped), registers 512 KiB.
 pub const VRAM_SIZE: u64 = 256 << 20;
-pub const VRAM_BACKING: usize = 4 << 20;
+/// (64 MiB so the copy bench can stream 64 MiB each way.)
+pub const VRAM_BACKING: usize = 64 << 20;
 pub const REGS_SIZE: u64 = 512 << 10;
 
 /// Copy engine registers (BAR5 offsets, 32-bit).
