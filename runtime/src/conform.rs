@@ -392,7 +392,7 @@ fn s(v: &Value) -> Option<&str> {
     v.as_str()
 }
 
-fn num(v: &Value) -> Option<u64> {
+pub(crate) fn num(v: &Value) -> Option<u64> {
     match v {
         Value::Number(n) => n.as_u64(),
         Value::String(t) => t
@@ -469,7 +469,7 @@ struct Side {
 }
 
 /// Named per SE while GRBM_GFX_INDEX selects one (se_broadcast_writes clear).
-fn grbm_suffix(table: Option<&IpTable>, v: u32) -> String {
+pub(crate) fn grbm_suffix(table: Option<&IpTable>, v: u32) -> String {
     let field = |n: &str| {
         table
             .and_then(|t| t.get("GRBM_GFX_INDEX"))
@@ -483,7 +483,7 @@ fn grbm_suffix(table: Option<&IpTable>, v: u32) -> String {
     }
 }
 
-fn pkt_kind(op: &str, d: &Value) -> String {
+pub(crate) fn pkt_kind(op: &str, d: &Value) -> String {
     let mut k = op.to_string();
     for key in ["event_name", "reg_name", "src_name"] {
         if let Some(n) = d.get(key).and_then(s) {
@@ -897,6 +897,16 @@ fn compare_cmds(ours: &[Value], reference: &[Value], arch: &str, ops: &[&str]) -
             }
         }
         compared.insert("ioctl".into(), (a.ioctls.len(), b.ioctls.len()));
+    }
+    let host = crate::conform_host::compare_host(ours, reference);
+    for d in crate::conform_order::compare_order(ours, reference, table)
+        .into_iter()
+        .chain(host)
+    {
+        if want(&d.op) {
+            let op = d.op.clone();
+            push(&op, d.kind, d.what, d.field, d.ours, d.reference);
+        }
     }
     r.compared = compared;
     r
