@@ -377,6 +377,27 @@ pub const ACCEPTED: &[Acceptance] = &[
         "",
         "A16: STATUS wait at the register's absolute offset",
     ),
+    (
+        "",
+        "sysfs",
+        "/base_addr",
+        "",
+        "A40: the KFD path reads each IP's segment bases from ip_discovery (absolute register addresses)",
+    ),
+    (
+        "",
+        "sysfs",
+        "file_listdir /sys/class/drm/renderD*/device/ip_discovery/die/0",
+        "",
+        "A41: we read the three hardware ids we use (GC 11, SDMA0 42, NBIF 108) without listing the die",
+    ),
+    (
+        "",
+        "sysfs",
+        "power_dpm_force_performance_level",
+        "",
+        "A42: tinygrad checks the power profile before profiling; we do not (no command depends on it)",
+    ),
 ];
 
 /// Parses JSON lines (blank lines skipped); errors name the line.

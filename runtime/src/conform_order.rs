@@ -5,13 +5,15 @@
 //! `WAIT_REG_MEM/SQ_THREAD_TRACE_STATUS[se1]`, `COMPUTE_PGM_RSRC1`, SDMA `COPY`; per SE while
 //! GRBM_GFX_INDEX selects one). A *unit* is one run of an operation inside one submission
 //! (scope [`Scope::Op`]), or one whole submission with classes named `group:class`
-//! ([`Scope::Submit`], pairs from different operations only). For every pair of classes the
+//! ([`Scope::Submit`], pairs from different operations, and only work against its completion
+//! or its barriers: [`across_ops`]). For every pair of classes the
 //! hardware orders ([`ordered`]), two constraints are derived from the reference:
 //!
 //! * *guard* `a` before `b`: in every unit, the first `b` comes after an `a` (a cache
 //!   invalidation or a wait before what it protects);
 //! * *latch* `a` before `b`: in every unit, the last `a` comes before the last `b` (state written
-//!   before the packet that consumes it; a fence after the copy it signals).
+//!   before the packet that consumes it; a fence after the copy it signals). Not for a barrier
+//!   `a` (ACQUIRE_MEM, WAIT_REG_MEM, POLL_REGMEM): it holds what follows it, not what precedes.
 //!
 //! A constraint is derived when the reference satisfies it in every unit holding its premise
 //! (`b` for guard, `a` for latch), and at least one unit does. Ours must satisfy it in every unit
@@ -245,6 +247,11 @@ pub fn compare_order(
                         if scope == Scope::Submit && !across_ops(rule, a, b) {
                             continue;
                         }
+                        // A barrier holds what follows it (guard); what precedes it is not
+                        // its business.
+                        if rule == Rule::Latch && !ia.reg && is(BARRIER, a) {
+                            continue;
+                        }
                         let r: Vec<bool> = ref_spans
                             .iter()
                             .filter_map(|s| holds(s, rule, a, b))
@@ -266,7 +273,7 @@ pub fn compare_order(
                             (Rule::Guard, Some(_)) => {
                                 (format!("order: {a} after {b}"), "after".to_string())
                             }
-                            (Rule::Latch, _) if our_spans[n].get(*b).is_none() => {
+                            (Rule::Latch, _) if !our_spans[n].contains_key(*b) => {
                                 (format!("order: {a} without {b} after it"), "missing".into())
                             }
                             (Rule::Latch, _) => {
