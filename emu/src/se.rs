@@ -378,21 +378,7 @@ impl ShaderEngines for EmuShaderEngines {
                         Err(Stop::Fault(f)) => return Err(fault(f)),
                     }
                 }
-                let waiting: Vec<usize> = (0..waves.len())
-                    .filter(|&i| waves[i].state == State::Barrier)
-                    .collect();
-                if waiting.is_empty() {
-                    break;
-                }
-                if waves.iter().all(|w| w.state != State::Ready) {
-                    let t = waiting.iter().map(|&i| waves[i].time).max().unwrap_or(0) + 1;
-                    for &i in &waiting {
-                        waves[i].time = t;
-                        waves[i].state = State::Ready;
-                    }
-                    continue;
-                }
-                if !progressed {
+                if !barrier_round(&mut waves, progressed, |w| (&mut w.state, &mut w.time)) {
                     break;
                 }
             }
@@ -555,6 +541,39 @@ fn fault(f: Fault) -> DeviceFault {
             mmu: false,
         },
     }
+}
+
+/// After a round of running a work-group's waves: when every wave that has not ended waits
+/// at the barrier, releases them all one cycle after the last arrived. Whether to run another
+/// round (`false`: no wave waits at a barrier, or nothing progressed). Both interpreters'.
+pub(crate) fn barrier_round<W>(
+    waves: &mut [W],
+    progressed: bool,
+    f: impl Fn(&mut W) -> (&mut State, &mut u64),
+) -> bool {
+    let mut waiting: Vec<usize> = Vec::new();
+    let mut any_ready = false;
+    let mut t = 0;
+    for (i, w) in waves.iter_mut().enumerate() {
+        let (state, time) = f(w);
+        if *state == State::Barrier {
+            waiting.push(i);
+            t = t.max(*time);
+        }
+        any_ready |= *state == State::Ready;
+    }
+    if waiting.is_empty() {
+        return false;
+    }
+    if !any_ready {
+        for &i in &waiting {
+            let (state, time) = f(&mut waves[i]);
+            *time = t + 1;
+            *state = State::Ready;
+        }
+        return true;
+    }
+    progressed
 }
 
 fn hang(prog: &super::code::Program, w: &Wave, limit: u64) -> DeviceFault {

@@ -20,7 +20,6 @@ use traces::target::GfxTarget;
 
 use super::arch::EmuArch;
 use super::cycles::{self, CYCLES_PER_TICK};
-use super::exec::State;
 use super::exec_gfx9::{self as x9, Class9, Ctx9, Program9, Stop9, Wave9, EXEC};
 use super::mem::Memory;
 use super::pmc::DispatchCounts;
@@ -262,21 +261,9 @@ impl ShaderEngines for Gfx9ShaderEngines {
                         Err(Stop9::Fault(f)) => return Err(fault(f)),
                     }
                 }
-                let waiting: Vec<usize> = (0..waves.len())
-                    .filter(|&i| waves[i].state == State::Barrier)
-                    .collect();
-                if waiting.is_empty() {
-                    break;
-                }
-                if waves.iter().all(|w| w.state != State::Ready) {
-                    let t = waiting.iter().map(|&i| waves[i].time).max().unwrap_or(0) + 1;
-                    for &i in &waiting {
-                        waves[i].time = t;
-                        waves[i].state = State::Ready;
-                    }
-                    continue;
-                }
-                if !progressed {
+                if !super::se::barrier_round(&mut waves, progressed, |w| {
+                    (&mut w.state, &mut w.time)
+                }) {
                     break;
                 }
             }
