@@ -10,11 +10,11 @@
 //!   payloads (SQ_THREAD_TRACE_USERDATA_2/3: a PSO hash and command ids of the driver's choice).
 //! * **Sizes of our own buffers**: SQ_THREAD_TRACE_BUF0_SIZE.size / SQ_THREAD_TRACE_SIZE
 //!   (the SQTT buffer per SE), COPY byte counts, allocation sizes.
-//! * **Order and multiplicity inside an operation** are not compared: the values each register
-//!   takes in an operation, and the distinct packets of each kind, are compared as sets
-//!   (how often tinygrad's driver runs an operation depends on its workload; the order of
-//!   SET_*_REG writes before a dispatch does not matter to the CP, which latches them at
-//!   DISPATCH_DIRECT). Registers written while GRBM_GFX_INDEX selects one SE are named per SE
+//! * **Multiplicity inside an operation** is not compared: the values each register takes in
+//!   an operation, and the distinct packets of each kind, are compared as sets (how often
+//!   tinygrad's driver runs an operation depends on its workload). **Order** is compared where
+//!   the hardware cares, by [`crate::conform_order`]; doorbells, sysfs reads and mappings by
+//!   [`crate::conform_host`]. Registers written while GRBM_GFX_INDEX selects one SE are named per SE
 //!   (`SQ_THREAD_TRACE_CTRL[se2]`), so per-SE programming is compared per SE.
 //!
 //! What remains is reported per operation (the recording's `group`): registers written by one
