@@ -37,32 +37,51 @@ pub fn cycles(lanes: usize, exec: u64, n: usize, addr: impl Fn(usize, usize) -> 
     let n = if n == 3 { 4 } else { n };
     let per_pass = LANES_PER_PASS / n;
     let mut out = LdsCycles::default();
-    let mut bank: [Vec<u32>; BANKS] = Default::default();
+    let mut bank: Vec<Vec<u32>> = vec![Vec::new(); BANKS];
     let mut base = 0;
     while base < lanes.max(1) {
         for p in 0..n {
-            bank.iter_mut().for_each(|b| b.clear());
             let first = base + p * per_pass;
-            for lane in first..(first + per_pass).min(lanes) {
-                if exec >> lane & 1 == 0 {
-                    continue;
-                }
-                for k in 0..n {
-                    let a = addr(lane, k) / 4;
-                    let b = &mut bank[a as usize % BANKS];
-                    if !b.contains(&a) {
-                        b.push(a);
-                    }
-                }
-            }
-            let worst = bank.iter().map(|b| b.len() as u64).max().unwrap_or(0);
-            let extra = worst.saturating_sub(1);
-            out.active += 1 + extra;
-            out.conflict += extra;
+            out.pass(
+                &mut bank,
+                first..(first + per_pass).min(lanes),
+                exec,
+                n,
+                &addr,
+            );
         }
         base += LANES_PER_PASS;
     }
     out
+}
+
+impl LdsCycles {
+    /// Adds one pass serving the active lanes of `lanes`, all `n` dwords each, from
+    /// `bank.len()` banks: one cycle, plus `k - 1` for a bank delivering `k` different dwords.
+    fn pass(
+        &mut self,
+        bank: &mut [Vec<u32>],
+        lanes: std::ops::Range<usize>,
+        exec: u64,
+        n: usize,
+        addr: &impl Fn(usize, usize) -> u32,
+    ) {
+        let width = bank.len();
+        bank.iter_mut().for_each(|b| b.clear());
+        for lane in lanes.filter(|l| exec >> l & 1 != 0) {
+            for k in 0..n {
+                let a = addr(lane, k) / 4;
+                let b = &mut bank[a as usize % width];
+                if !b.contains(&a) {
+                    b.push(a);
+                }
+            }
+        }
+        let worst = bank.iter().map(|b| b.len() as u64).max().unwrap_or(0);
+        let extra = worst.saturating_sub(1);
+        self.active += 1 + extra;
+        self.conflict += extra;
+    }
 }
 
 /// Cycles of one DS instruction on gfx950 (wave64), the rule its gemm capture pins down: the
@@ -85,20 +104,7 @@ pub fn cycles_gfx950(
     let mut out = LdsCycles::default();
     let mut bank: Vec<Vec<u32>> = vec![Vec::new(); width];
     for first in (0..64).step_by(per_pass) {
-        bank.iter_mut().for_each(|b| b.clear());
-        for lane in (first..first + per_pass).filter(|l| exec >> l & 1 != 0) {
-            for k in 0..n {
-                let a = addr(lane, k) / 4;
-                let b = &mut bank[a as usize % width];
-                if !b.contains(&a) {
-                    b.push(a);
-                }
-            }
-        }
-        let worst = bank.iter().map(|b| b.len() as u64).max().unwrap_or(0);
-        let extra = worst.saturating_sub(1);
-        out.active += 1 + extra;
-        out.conflict += extra;
+        out.pass(&mut bank, first..first + per_pass, exec, n, &addr);
     }
     out
 }

@@ -220,9 +220,6 @@ impl ShaderEngines for EmuShaderEngines {
         let prog = self.cache.get(d.pgm_addr, &code, self.target);
         let granule = if lanes == 32 { 8 } else { 4 };
         let vgprs = (((d.rsrc1 & 0x3F) + 1) * granule).min(256) as usize;
-        let user_n = DispatchInfo::user_sgpr_count(d.rsrc2) as usize;
-        let tgid_en = [(d.rsrc2 >> 7) & 1, (d.rsrc2 >> 8) & 1, (d.rsrc2 >> 9) & 1];
-        let tg_size_en = (d.rsrc2 >> 10) & 1;
         let scratch_en = d.rsrc2 & 1;
         let wavesize = (d.tmpring_size >> 12) & 0x7FFF;
         let priv_bytes = if scratch_en != 0 {
@@ -291,9 +288,7 @@ impl ShaderEngines for EmuShaderEngines {
             Default::default();
 
         for g in 0..total_wg {
-            let gx = (g % u64::from(grid[0])) as u32;
-            let gy = ((g / u64::from(grid[0])) % u64::from(grid[1])) as u32;
-            let gz = (g / (u64::from(grid[0]) * u64::from(grid[1]))) as u32;
+            let [gx, gy, gz] = d.group_xyz(g);
             let se = (g % num_se as u64) as usize;
             let k = (g / num_se as u64) as usize;
             let sa = k % sa_per_se;
@@ -338,39 +333,14 @@ impl ShaderEngines for EmuShaderEngines {
                     w.s[TTMP0 + 7] = (gy & 0xFFFF) | (gz << 16);
                     w.split_counters = true;
                 }
-                for (i, v) in d.user_data.iter().enumerate().take(user_n) {
-                    w.s[i] = *v;
-                }
-                let mut si = user_n;
-                for (dim, en) in tgid_en.iter().enumerate() {
-                    if *en != 0 {
-                        w.s[si] = [gx, gy, gz][dim];
-                        si += 1;
-                    }
-                }
-                if tg_size_en != 0 {
-                    // TG_SIZE: wave index in the group [11:6], waves in the group [5:0]... as
-                    // far as documented; kernels here do not use it.
-                    w.s[si] = ((wv as u32) << 6) | nwaves as u32;
-                    si += 1;
-                }
-                if scratch_en != 0 {
-                    w.s[si] = 0; // private segment wave offset: scratch is per wave here
-                }
-                let mut m = 0u64;
-                for l in 0..lanes {
-                    let t = wv as u32 * lanes + l;
-                    if t >= threads {
-                        break;
-                    }
-                    let x = t % local[0];
-                    let y = (t / local[0]) % local[1];
-                    let z = t / (local[0] * local[1]);
-                    if let Some(v0) = w.v.get_mut(0) {
-                        v0[l as usize] = x | (y << 10) | (z << 20);
-                    }
-                    m |= 1 << l;
-                }
+                let m = d.wave_init(
+                    &mut w.s,
+                    w.v.get_mut(0).map(|v| &mut v[..]),
+                    [gx, gy, gz],
+                    wv,
+                    nwaves,
+                    lanes,
+                );
                 w.s[EXEC] = m as u32;
                 active.push(m.count_ones() as u8);
                 if lanes == 64 {
@@ -408,21 +378,7 @@ impl ShaderEngines for EmuShaderEngines {
                         Err(Stop::Fault(f)) => return Err(fault(f)),
                     }
                 }
-                let waiting: Vec<usize> = (0..waves.len())
-                    .filter(|&i| waves[i].state == State::Barrier)
-                    .collect();
-                if waiting.is_empty() {
-                    break;
-                }
-                if waves.iter().all(|w| w.state != State::Ready) {
-                    let t = waiting.iter().map(|&i| waves[i].time).max().unwrap_or(0) + 1;
-                    for &i in &waiting {
-                        waves[i].time = t;
-                        waves[i].state = State::Ready;
-                    }
-                    continue;
-                }
-                if !progressed {
+                if !barrier_round(&mut waves, progressed, |w| (&mut w.state, &mut w.time)) {
                     break;
                 }
             }
@@ -585,6 +541,39 @@ fn fault(f: Fault) -> DeviceFault {
             mmu: false,
         },
     }
+}
+
+/// After a round of running a work-group's waves: when every wave that has not ended waits
+/// at the barrier, releases them all one cycle after the last arrived. Whether to run another
+/// round (`false`: no wave waits at a barrier, or nothing progressed). Both interpreters'.
+pub(crate) fn barrier_round<W>(
+    waves: &mut [W],
+    progressed: bool,
+    f: impl Fn(&mut W) -> (&mut State, &mut u64),
+) -> bool {
+    let mut waiting: Vec<usize> = Vec::new();
+    let mut any_ready = false;
+    let mut t = 0;
+    for (i, w) in waves.iter_mut().enumerate() {
+        let (state, time) = f(w);
+        if *state == State::Barrier {
+            waiting.push(i);
+            t = t.max(*time);
+        }
+        any_ready |= *state == State::Ready;
+    }
+    if waiting.is_empty() {
+        return false;
+    }
+    if !any_ready {
+        for &i in &waiting {
+            let (state, time) = f(&mut waves[i]);
+            *time = t + 1;
+            *state = State::Ready;
+        }
+        return true;
+    }
+    progressed
 }
 
 fn hang(prog: &super::code::Program, w: &Wave, limit: u64) -> DeviceFault {

@@ -20,7 +20,6 @@ use traces::target::GfxTarget;
 
 use super::arch::EmuArch;
 use super::cycles::{self, CYCLES_PER_TICK};
-use super::exec::State;
 use super::exec_gfx9::{self as x9, Class9, Ctx9, Program9, Stop9, Wave9, EXEC};
 use super::mem::Memory;
 use super::pmc::DispatchCounts;
@@ -151,9 +150,6 @@ impl ShaderEngines for Gfx9ShaderEngines {
             });
         }
         let prog = self.program(mem, d.pgm_addr);
-        let user_n = DispatchInfo::user_sgpr_count(d.rsrc2) as usize;
-        let tgid_en = [(d.rsrc2 >> 7) & 1, (d.rsrc2 >> 8) & 1, (d.rsrc2 >> 9) & 1];
-        let tg_size_en = (d.rsrc2 >> 10) & 1;
         let scratch_en = d.rsrc2 & 1;
         // gfx9 TMPRING_SIZE.WAVESIZE counts 1 KiB (256-dword) units per wave.
         let wavesize = (d.tmpring_size >> 12) & 0x1FFF;
@@ -196,9 +192,7 @@ impl ShaderEngines for Gfx9ShaderEngines {
         let mut counts = DispatchCounts::default();
         let mut g = xcc;
         while g < total {
-            let gx = (g % u64::from(grid[0])) as u32;
-            let gy = ((g / u64::from(grid[0])) % u64::from(grid[1])) as u32;
-            let gz = (g / (u64::from(grid[0]) * u64::from(grid[1]))) as u32;
+            let [gx, gy, gz] = d.group_xyz(g);
             let k = g / num_xcc;
             let se_local = (k % se_per_xcc) as usize;
             let j = k / se_per_xcc;
@@ -225,36 +219,14 @@ impl ShaderEngines for Gfx9ShaderEngines {
             let mut waves: Vec<Wave9> = Vec::with_capacity(nwaves);
             for wv in 0..nwaves {
                 let mut w = Wave9::new(512, 256, priv_bytes);
-                for (i, v) in d.user_data.iter().enumerate().take(user_n) {
-                    w.s[i] = *v;
-                }
-                let mut si = user_n;
-                for (dim, en) in tgid_en.iter().enumerate() {
-                    if *en != 0 {
-                        w.s[si] = [gx, gy, gz][dim];
-                        si += 1;
-                    }
-                }
-                if tg_size_en != 0 {
-                    w.s[si] = ((wv as u32) << 6) | nwaves as u32;
-                    si += 1;
-                }
-                if scratch_en != 0 {
-                    w.s[si] = 0; // private segment wave offset: scratch is per wave here
-                }
-                let mut m = 0u64;
-                for l in 0..64u32 {
-                    let t = wv as u32 * 64 + l;
-                    if t >= threads {
-                        break;
-                    }
-                    // gfx90a+ packs the work-item ids into v0: x [9:0], y [19:10], z [29:20].
-                    let x = t % local[0];
-                    let y = (t / local[0]) % local[1];
-                    let z = t / (local[0] * local[1]);
-                    w.v[0][l as usize] = x | (y << 10) | (z << 20);
-                    m |= 1 << l;
-                }
+                let m = d.wave_init(
+                    &mut w.s,
+                    Some(&mut w.v[0][..]),
+                    [gx, gy, gz],
+                    wv,
+                    nwaves,
+                    64,
+                );
                 w.s[EXEC] = m as u32;
                 w.s[EXEC + 1] = (m >> 32) as u32;
                 w.time = wg_start + cycles::WAVE_LAUNCH * wv as u64;
@@ -289,21 +261,9 @@ impl ShaderEngines for Gfx9ShaderEngines {
                         Err(Stop9::Fault(f)) => return Err(fault(f)),
                     }
                 }
-                let waiting: Vec<usize> = (0..waves.len())
-                    .filter(|&i| waves[i].state == State::Barrier)
-                    .collect();
-                if waiting.is_empty() {
-                    break;
-                }
-                if waves.iter().all(|w| w.state != State::Ready) {
-                    let t = waiting.iter().map(|&i| waves[i].time).max().unwrap_or(0) + 1;
-                    for &i in &waiting {
-                        waves[i].time = t;
-                        waves[i].state = State::Ready;
-                    }
-                    continue;
-                }
-                if !progressed {
+                if !super::se::barrier_round(&mut waves, progressed, |w| {
+                    (&mut w.state, &mut w.time)
+                }) {
                     break;
                 }
             }

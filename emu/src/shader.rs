@@ -39,6 +39,75 @@ impl DispatchInfo {
     pub fn user_sgpr_count(rsrc2: u32) -> u32 {
         (rsrc2 >> 1) & 0x1F
     }
+
+    /// The work-group size, each dimension at least 1.
+    pub fn local_dims(&self) -> [u32; 3] {
+        self.local.map(|x| x.max(1))
+    }
+
+    /// Work-group `g`'s (x, y, z) in the grid (x fastest).
+    pub fn group_xyz(&self, g: u64) -> [u32; 3] {
+        let [gx, gy, _] = self.grid.map(u64::from);
+        [
+            (g % gx) as u32,
+            ((g / gx) % gy) as u32,
+            (g / (gx * gy)) as u32,
+        ]
+    }
+
+    /// What wave `wv` of `nwaves` (of `lanes` lanes) of work-group `group` starts with, on
+    /// every arch (COMPUTE_PGM_RSRC2 says which SGPRs are loaded): the user data, the enabled
+    /// work-group ids, TG_SIZE and the scratch wave offset from `s[0]` on; each lane's
+    /// work-item id packed into `v0` (x [9:0], y [19:10], z [29:20], as gfx90a+ and RDNA
+    /// load it). Returns the EXEC mask (lanes past the group's threads are off).
+    pub fn wave_init(
+        &self,
+        s: &mut [u32],
+        mut v0: Option<&mut [u32]>,
+        group: [u32; 3],
+        wv: usize,
+        nwaves: usize,
+        lanes: u32,
+    ) -> u64 {
+        let rsrc2 = self.rsrc2;
+        let user_n = Self::user_sgpr_count(rsrc2) as usize;
+        for (i, v) in self.user_data.iter().enumerate().take(user_n) {
+            s[i] = *v;
+        }
+        let mut si = user_n;
+        for (dim, id) in group.iter().enumerate() {
+            if (rsrc2 >> (7 + dim)) & 1 != 0 {
+                s[si] = *id;
+                si += 1;
+            }
+        }
+        if (rsrc2 >> 10) & 1 != 0 {
+            // TG_SIZE: wave index in the group [11:6], waves in the group [5:0]... as far as
+            // documented; kernels here do not use it.
+            s[si] = ((wv as u32) << 6) | nwaves as u32;
+            si += 1;
+        }
+        if rsrc2 & 1 != 0 {
+            s[si] = 0; // private segment wave offset: scratch is per wave here
+        }
+        let local = self.local_dims();
+        let threads = local[0] * local[1] * local[2];
+        let mut m = 0u64;
+        for l in 0..lanes {
+            let t = wv as u32 * lanes + l;
+            if t >= threads {
+                break;
+            }
+            let x = t % local[0];
+            let y = (t / local[0]) % local[1];
+            let z = t / (local[0] * local[1]);
+            if let Some(v0) = v0.as_deref_mut() {
+                v0[l as usize] = x | (y << 10) | (z << 20);
+            }
+            m |= 1 << l;
+        }
+        m
+    }
 }
 
 /// How long a dispatch took, in ticks of the 100 MHz GPU clock.

@@ -10,11 +10,11 @@
 //!   payloads (SQ_THREAD_TRACE_USERDATA_2/3: a PSO hash and command ids of the driver's choice).
 //! * **Sizes of our own buffers**: SQ_THREAD_TRACE_BUF0_SIZE.size / SQ_THREAD_TRACE_SIZE
 //!   (the SQTT buffer per SE), COPY byte counts, allocation sizes.
-//! * **Order and multiplicity inside an operation** are not compared: the values each register
-//!   takes in an operation, and the distinct packets of each kind, are compared as sets
-//!   (how often tinygrad's driver runs an operation depends on its workload; the order of
-//!   SET_*_REG writes before a dispatch does not matter to the CP, which latches them at
-//!   DISPATCH_DIRECT). Registers written while GRBM_GFX_INDEX selects one SE are named per SE
+//! * **Multiplicity inside an operation** is not compared: the values each register takes in
+//!   an operation, and the distinct packets of each kind, are compared as sets (how often
+//!   tinygrad's driver runs an operation depends on its workload). **Order** is compared where
+//!   the hardware cares, by [`crate::conform_order`]; doorbells, sysfs reads and mappings by
+//!   [`crate::conform_host`]. Registers written while GRBM_GFX_INDEX selects one SE are named per SE
 //!   (`SQ_THREAD_TRACE_CTRL[se2]`), so per-SE programming is compared per SE.
 //!
 //! What remains is reported per operation (the recording's `group`): registers written by one
@@ -420,6 +420,27 @@ pub const ACCEPTED: &[Acceptance] = &[
         "",
         "A25: wavescope's own boot stamp, not tinygrad's",
     ),
+    (
+        "",
+        "sysfs",
+        "/base_addr",
+        "",
+        "A40: the KFD path reads each IP's segment bases from ip_discovery (absolute register addresses)",
+    ),
+    (
+        "",
+        "sysfs",
+        "file_listdir /sys/class/drm/renderD*/device/ip_discovery/die/0",
+        "",
+        "A41: we read the three hardware ids we use (GC 11, SDMA0 42, NBIF 108) without listing the die",
+    ),
+    (
+        "",
+        "sysfs",
+        "power_dpm_force_performance_level",
+        "",
+        "A42: tinygrad checks the power profile before profiling; we do not (no command depends on it)",
+    ),
 ];
 
 /// Parses JSON lines (blank lines skipped); errors name the line.
@@ -435,7 +456,7 @@ fn s(v: &Value) -> Option<&str> {
     v.as_str()
 }
 
-fn num(v: &Value) -> Option<u64> {
+pub(crate) fn num(v: &Value) -> Option<u64> {
     match v {
         Value::Number(n) => n.as_u64(),
         Value::String(t) => t
@@ -512,7 +533,7 @@ struct Side {
 }
 
 /// Named per SE while GRBM_GFX_INDEX selects one (se_broadcast_writes clear).
-fn grbm_suffix(table: Option<&IpTable>, v: u32) -> String {
+pub(crate) fn grbm_suffix(table: Option<&IpTable>, v: u32) -> String {
     let field = |n: &str| {
         table
             .and_then(|t| t.get("GRBM_GFX_INDEX"))
@@ -526,7 +547,7 @@ fn grbm_suffix(table: Option<&IpTable>, v: u32) -> String {
     }
 }
 
-fn pkt_kind(op: &str, d: &Value) -> String {
+pub(crate) fn pkt_kind(op: &str, d: &Value) -> String {
     let mut k = op.to_string();
     for key in ["event_name", "reg_name", "src_name"] {
         if let Some(n) = d.get(key).and_then(s) {
@@ -940,6 +961,16 @@ fn compare_cmds(ours: &[Value], reference: &[Value], arch: &str, ops: &[&str]) -
             }
         }
         compared.insert("ioctl".into(), (a.ioctls.len(), b.ioctls.len()));
+    }
+    let host = crate::conform_host::compare_host(ours, reference);
+    for d in crate::conform_order::compare_order(ours, reference, table)
+        .into_iter()
+        .chain(host)
+    {
+        if want(&d.op) {
+            let op = d.op.clone();
+            push(&op, d.kind, d.what, d.field, d.ours, d.reference);
+        }
     }
     r.compared = compared;
     r

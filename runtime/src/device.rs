@@ -414,9 +414,13 @@ impl Device {
             compute,
             cmds,
             iface,
+            commands,
             ..
         } = self;
         let r = compute.submit_pm4(&cmds.q, &mut || iface.sleep(1));
+        if let (Ok(()), Some(rec)) = (&r, &*commands) {
+            record::record(rec, record::doorbell_event("compute", compute.put_value));
+        }
         with_fault_report(r, iface.as_mut())
     }
 
@@ -432,9 +436,13 @@ impl Device {
             sdma,
             copy_cmds,
             iface,
+            commands,
             ..
         } = self;
         let r = sdma.submit_sdma(copy_cmds, &mut || iface.sleep(1));
+        if let (Ok(()), Some(rec)) = (&r, &*commands) {
+            record::record(rec, record::doorbell_event("sdma0", sdma.put_value));
+        }
         with_fault_report(r, iface.as_mut())
     }
 

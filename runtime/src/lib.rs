@@ -13,7 +13,9 @@
 //! `runtime` never depends on it (only its tests do).
 
 pub mod conform;
+pub mod conform_host;
 pub mod conform_io;
+pub mod conform_order;
 pub mod device;
 pub mod error;
 pub mod kernargs;

@@ -114,6 +114,12 @@ pub fn record(rec: &SharedRecorder, ev: Value) {
     emit(rec, ev);
 }
 
+/// A doorbell write: `queue` (`compute`, `sdma0`) and the write pointer it announces
+/// (`put_value`: compute dwords, SDMA bytes), the value written to the doorbell.
+pub fn doorbell_event(queue: &str, put_value: u64) -> Value {
+    json!({"ev": "doorbell", "queue": queue, "put_value": put_value, "doorbell_value": put_value})
+}
+
 pub fn hex(v: u64) -> Value {
     Value::String(format!("{v:#x}"))
 }
@@ -122,16 +128,30 @@ pub fn hex(v: u64) -> Value {
 
 /// A [`Platform`] that records every ioctl (name, request, the argument struct before the call
 /// as `in`, the fields the call changed as `out_changed`, `rc`) and forwards everything.
+/// Also records sysfs reads (`file_read`), directory listings (`file_listdir`, with the
+/// entries) and mappings (`mmap`: the opened file's path, size, offset, protection; `flags`
+/// MAP_SHARED, plus MAP_FIXED when placed at a reserved address).
 pub struct RecordingPlatform {
     inner: Arc<dyn Platform>,
     rec: SharedRecorder,
+    /// Path of each open fd (an `mmap` event names the file, as tinygrad's do).
+    paths: Mutex<std::collections::HashMap<i32, String>>,
 }
 
 impl RecordingPlatform {
     pub fn new(inner: Arc<dyn Platform>, rec: SharedRecorder) -> Self {
-        RecordingPlatform { inner, rec }
+        RecordingPlatform {
+            inner,
+            rec,
+            paths: Mutex::default(),
+        }
     }
 }
+
+/// `mmap` protection the platform layer maps with (PROT_READ | PROT_WRITE).
+const PROT_RW: u64 = 3;
+const MAP_SHARED: u64 = 0x1;
+const MAP_FIXED: u64 = 0x10;
 
 /// The argument struct's fields by their kernel names (`kfd_ioctl.h`), for the structs the
 /// runtime uses; other requests give `None` (then `in_hex` carries the bytes).
@@ -224,9 +244,18 @@ fn hex_bytes(b: &[u8]) -> String {
 
 impl Platform for RecordingPlatform {
     fn open(&self, path: &str) -> Result<Fd, Errno> {
-        self.inner.open(path)
+        let fd = self.inner.open(path)?;
+        self.paths
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(fd.0, path.to_string());
+        Ok(fd)
     }
     fn close(&self, fd: Fd) {
+        self.paths
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&fd.0);
         self.inner.close(fd)
     }
     fn ioctl(
@@ -266,10 +295,25 @@ impl Platform for RecordingPlatform {
         r
     }
     fn read_file(&self, path: &str) -> Result<String, Errno> {
-        self.inner.read_file(path)
+        let r = self.inner.read_file(path);
+        let data: String = r.as_deref().unwrap_or("").chars().take(400).collect();
+        emit(
+            &self.rec,
+            json!({"ev": "file_read", "path": path, "offset": null, "size": null,
+                   "data": data, "rc": match &r { Ok(_) => 0, Err(e) => -e.0 }}),
+        );
+        r
     }
     fn read_dir(&self, path: &str) -> Result<Vec<String>, Errno> {
-        self.inner.read_dir(path)
+        let r = self.inner.read_dir(path);
+        let mut entries = r.clone().unwrap_or_default();
+        entries.sort();
+        emit(
+            &self.rec,
+            json!({"ev": "file_listdir", "path": path, "entries": entries,
+                   "rc": match &r { Ok(_) => 0, Err(e) => -e.0 }}),
+        );
+        r
     }
     fn exists(&self, path: &str) -> bool {
         self.inner.exists(path)
@@ -287,7 +331,22 @@ impl Platform for RecordingPlatform {
         len: u64,
         fixed: Option<u64>,
     ) -> Result<Arc<dyn Mmio>, Errno> {
-        self.inner.mmap(fd, offset, len, fixed)
+        let r = self.inner.mmap(fd, offset, len, fixed);
+        let path = self
+            .paths
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&fd.0)
+            .cloned()
+            .unwrap_or_else(|| format!("fd:{}", fd.0));
+        let flags = MAP_SHARED | if fixed.is_some() { MAP_FIXED } else { 0 };
+        emit(
+            &self.rec,
+            json!({"ev": "mmap", "path": path, "start": hex(fixed.unwrap_or(0)), "size": hex(len),
+                   "prot": PROT_RW, "flags": hex(flags), "offset": hex(offset),
+                   "rc": match &r { Ok(_) => 0, Err(e) => -e.0 }}),
+        );
+        r
     }
     fn anon_mmap(&self, len: u64) -> Result<Arc<dyn Mmio>, Errno> {
         self.inner.anon_mmap(len)

@@ -127,7 +127,16 @@ impl PciDevice for RecordingPci {
         self.inner.bar_len(bar)
     }
     fn bar(&self, bar: u8) -> PciResult<Arc<dyn Mmio>> {
-        self.inner.bar(bar)
+        let r = self.inner.bar(bar);
+        // A BAR is mapped read/write and shared (PROT_READ|PROT_WRITE, MAP_SHARED), as
+        // tinygrad maps sysfs `resourceN`.
+        record(
+            &self.rec,
+            json!({"ev": "mmap", "path": format!("/sys/bus/pci/devices/{}/resource{bar}", self.inner.bus_id()),
+                   "size": hex(self.inner.bar_len(bar)), "prot": 3, "flags": hex(1), "offset": hex(0),
+                   "ok": r.is_ok()}),
+        );
+        r
     }
     fn alloc_sysmem(&self, size: u64) -> PciResult<SysMem> {
         self.inner.alloc_sysmem(size)

@@ -52,6 +52,9 @@ const OPS: &[&str] = &[
     "pmc_read",
     "copy",
     "ioctl",
+    "doorbell",
+    "sysfs",
+    "mmap",
 ];
 
 struct Outcome {
@@ -263,4 +266,48 @@ fn conformance_detects_a_changed_sqtt_register() {
         "{got:#?}"
     );
     assert_eq!(rep.verdict(), Verdict::Differs(1));
+}
+
+/// The order check can fail: a recording with its dispatch moved before the SET_SH_REG that
+/// programs the work-group size (a register the CP latches at the dispatch) is reported as
+/// those registers written after the DISPATCH_DIRECT, in `exec`, and nothing else.
+#[test]
+fn conformance_detects_a_register_written_after_the_dispatch() {
+    let f = dir().join("kfd_gfx1100_add.jsonl");
+    let Ok(text) = std::fs::read_to_string(&f) else {
+        testdata::missing(&f.display().to_string());
+        return;
+    };
+    let reference = conform::parse_jsonl(&text).unwrap();
+    let mut swapped = reference.clone();
+    let exec = |e: &Value| e["ev"] == "pm4" && e["group"] == "exec";
+    let dispatch = swapped
+        .iter()
+        .position(|e| exec(e) && e["op"] == "DISPATCH_DIRECT")
+        .expect("an exec DISPATCH_DIRECT");
+    let regs = swapped[..dispatch]
+        .iter()
+        .rposition(|e| {
+            exec(e)
+                && e["regs"]
+                    .as_array()
+                    .is_some_and(|r| r.iter().any(|r| r["name"] == "regCOMPUTE_NUM_THREAD_X"))
+        })
+        .expect("the SET_SH_REG of COMPUTE_NUM_THREAD_X before it");
+    swapped.swap(regs, dispatch);
+    let rep = conform::compare(&swapped, &reference, "gfx1100", &[]);
+    let got: Vec<String> = rep.differences.iter().map(|d| d.to_string()).collect();
+    assert!(
+        got.iter().any(|d| d
+            .starts_with("[exec] OrderDiffers order: COMPUTE_NUM_THREAD_X after DISPATCH_DIRECT")),
+        "{got:#?}"
+    );
+    assert!(
+        rep.differences.iter().all(|d| d.op == "exec"
+            && d.what.starts_with("order: COMPUTE_")
+            && d.what.ends_with(" after DISPATCH_DIRECT")
+            && d.accepted.is_none()),
+        "{got:#?}"
+    );
+    assert!(matches!(rep.verdict(), Verdict::Differs(_)));
 }

@@ -103,7 +103,7 @@ pub struct Ctx<'a> {
     pub timing: &'a mut cycles::Timing,
 }
 
-fn inline32(c: u16) -> u32 {
+pub(crate) fn inline32(c: u16) -> u32 {
     match c {
         128..=192 => u32::from(c - 128),
         193..=208 => (-(i32::from(c) - 192)) as u32,
@@ -123,7 +123,7 @@ fn inline32(c: u16) -> u32 {
     }
 }
 
-fn inline64(c: u16, float: bool) -> u64 {
+pub(crate) fn inline64(c: u16, float: bool) -> u64 {
     match c {
         128..=208 => inline32(c) as i32 as i64 as u64,
         240..=247 if float => f64::from(f32::from_bits(inline32(c))).to_bits(),

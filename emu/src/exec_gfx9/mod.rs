@@ -151,24 +151,9 @@ pub enum Stop9 {
     Fault(Fault),
 }
 
+/// The inline constants are RDNA's ([`crate::exec::inline32`]).
 fn inline32(c: u8) -> u32 {
-    match c {
-        128..=192 => u32::from(c - 128),
-        193..=208 => (-(i32::from(c) - 192)) as u32,
-        240 => 0.5f32.to_bits(),
-        241 => (-0.5f32).to_bits(),
-        242 => 1.0f32.to_bits(),
-        243 => (-1.0f32).to_bits(),
-        244 => 2.0f32.to_bits(),
-        245 => (-2.0f32).to_bits(),
-        246 => 4.0f32.to_bits(),
-        247 => (-4.0f32).to_bits(),
-        248 => 0x3e22_f983,
-        235 => SHARED_HI,
-        237 => PRIVATE_HI,
-        236 | 238 => u32::MAX,
-        _ => 0,
-    }
+    crate::exec::inline32(c.into())
 }
 
 fn inline16(c: u8) -> u32 {
@@ -265,11 +250,9 @@ impl Wave9 {
     fn ssrc64(&self, s: Src, float: bool) -> u64 {
         match s {
             Src::Scalar(r) => self.sget64(usize::from(r)),
-            Src::Inline(c @ 240..=247) if float => f64::from(fl(inline32(c))).to_bits(),
-            Src::Inline(248) if float => 0x3fc4_5f30_6dc9_c882,
-            Src::Inline(c @ 128..=208) => inline32(c) as i32 as i64 as u64,
-            Src::Inline(235) => u64::from(SHARED_HI) << 32,
-            Src::Inline(237) => u64::from(PRIVATE_HI) << 32,
+            Src::Inline(c @ (128..=208 | 235 | 237 | 240..=248)) => {
+                crate::exec::inline64(c.into(), float)
+            }
             Src::Literal(v) if float => u64::from(v) << 32,
             s => u64::from(self.ssrc(s)),
         }

@@ -360,21 +360,21 @@ impl Instruction {
         })
     }
 
-    /// gfx9 MUBUF fields.
+    /// gfx9 MUBUF fields: [`Instruction::buf`]'s, plus gfx90a+'s `acc`.
     pub fn mubuf9(&self) -> Option<MubufFields> {
         if self.encoding != Encoding::Mubuf || self.arch != Arch::Gfx9 {
             return None;
         }
-        let [w0, w1, ..] = self.words;
+        let b = self.buf()?;
         Some(MubufFields {
-            offset: bits(w0, 0, 12),
-            offen: bits(w0, 12, 1) != 0,
-            idxen: bits(w0, 13, 1) != 0,
-            vaddr: bits(w1, 0, 8) as u16,
-            vdata: bits(w1, 8, 8) as u16,
-            srsrc: (bits(w1, 16, 5) * 4) as u8,
-            soffset: bits(w1, 24, 8) as u8,
-            acc: bits(w1, 23, 1) != 0,
+            offset: b.offset,
+            offen: b.offen,
+            idxen: b.idxen,
+            vaddr: b.vaddr,
+            vdata: b.vdata,
+            srsrc: b.srsrc,
+            soffset: b.soffset,
+            acc: self.mem_acc9(),
         })
     }
 
@@ -467,7 +467,8 @@ pub enum Dpp {
 }
 
 impl Instruction {
-    /// MUBUF / MTBUF fields (gfx11, gfx12).
+    /// MUBUF / MTBUF fields (gfx11, gfx12; gfx9 MUBUF, whose `tfe` bit gfx90a+ reuses as
+    /// `acc`, so it reads false there).
     pub fn buf(&self) -> Option<BufFields> {
         if !matches!(self.encoding, Encoding::Mubuf | Encoding::Mtbuf) {
             return None;
@@ -490,6 +491,14 @@ impl Instruction {
                 bits(w0, 22, 1),
                 bits(w1, 20, 1),
                 mt.then(|| super::gfx12::mtbuf_format(bits(w1, 23, 7))),
+            ),
+            Arch::Gfx9 if !mt => (
+                bits(w0, 0, 12),
+                bits(w0, 12, 1),
+                bits(w0, 13, 1),
+                0,
+                bits(w0, 14, 1),
+                None,
             ),
             Arch::Gfx9 => return None,
         };
