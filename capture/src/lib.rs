@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use runtime::kernel::Code;
 use runtime::platform::{host::HostPlatform, AllocKind};
-use runtime::profile::ProfileEvent;
+use runtime::profile::{ProfileEvent, HOST_TRACK};
 use runtime::{Device, DeviceOptions};
-use traces::model::{Blob, Profile, Time};
+use traces::model::{Attr, Blob, Profile, RangeEvent, Time};
 
 pub mod emulated;
 pub mod npy;
@@ -659,7 +659,21 @@ pub fn run_plan(plan: &Plan, opts: &CaptureOptions, progress: Progress) -> Resul
             }
         }
     }
-    let profile = merge(profiles, &names);
+    // The whole run as the outer host range: the runtimes' ranges nest inside it.
+    let end_us = epoch.elapsed().as_secs_f64() * 1e6;
+    let mut profile = merge(profiles, &names);
+    let cpu = profile.device_index(0, HOST_TRACK);
+    profile.ranges.push(RangeEvent {
+        device: cpu,
+        name: "capture".into(),
+        key: Some(Attr::Str("capture".into())),
+        start: Time(0),
+        end: Some(Time::from_us_f64(end_us)),
+        depth: 0,
+        parent: None,
+        device_clock: false,
+    });
+    profile.compute_nesting();
     let summary = summarize_dims(&profile, |name| {
         let l = plan.launches.iter().find(|l| {
             l.kernel == Some(name)
@@ -765,6 +779,7 @@ fn shift(t: Time, us: f64) -> Time {
 /// indices (devices, ranges, blobs) renumbered.
 fn merge(parts: Vec<(Profile, f64)>, names: &[String]) -> Profile {
     let mut out = Profile::default();
+    let several = parts.len() > 1;
     for (i, (p, off)) in parts.into_iter().enumerate() {
         if i == 0 {
             out.processes = p.processes.clone();
@@ -777,7 +792,6 @@ fn merge(parts: Vec<(Profile, f64)>, names: &[String]) -> Profile {
                 .warnings
                 .extend(p.source.warnings.iter().cloned());
         }
-        let dev0 = out.devices.len() as u32;
         let range0 = out.ranges.len() as u32;
         let name = names.get(i).cloned().unwrap_or_else(|| format!("AMD_{i}"));
         let blobs: Vec<_> = (0..p.blobs.len())
@@ -788,50 +802,64 @@ fn merge(parts: Vec<(Profile, f64)>, names: &[String]) -> Profile {
             })
             .collect();
         let blob = |id: traces::model::BlobId| blobs.get(id.0 as usize).copied().unwrap_or(id);
-        for mut d in p.devices {
+        // The runtimes' host tracks become one CPU track (the devices ran one after another on
+        // this thread); every other device is renamed after its capture device.
+        let mut dev_map = Vec::with_capacity(p.devices.len());
+        let mut host_dev = None;
+        for (di, mut d) in p.devices.into_iter().enumerate() {
+            if !d.declared && d.name == HOST_TRACK {
+                host_dev = Some(di as u32);
+                dev_map.push(out.device_index(0, HOST_TRACK));
+                continue;
+            }
             d.name = match d.name.split_once(':') {
                 Some((_, rest)) => format!("{name}:{rest}"),
                 None => name.clone(),
             };
             d.process = 0;
             out.devices.push(d);
+            dev_map.push((out.devices.len() - 1) as u32);
         }
+        let dev = |i: u32| dev_map.get(i as usize).copied().unwrap_or(i);
         for mut r in p.ranges {
-            r.device += dev0;
+            if several && Some(r.device) == host_dev {
+                r.name = format!("{name}: {}", r.name);
+            }
+            r.device = dev(r.device);
             r.start = shift(r.start, off);
             r.end = r.end.map(|e| shift(e, off));
             r.parent = r.parent.map(|x| x + range0);
             out.ranges.push(r);
         }
         for mut e in p.points {
-            e.device += dev0;
+            e.device = dev(e.device);
             e.ts = shift(e.ts, off);
             out.points.push(e);
         }
         for mut e in p.programs {
-            e.device += dev0;
+            e.device = dev(e.device);
             e.elf = e.elf.map(blob);
             out.programs.push(e);
         }
         for mut k in p.kernels {
-            k.device += dev0;
+            k.device = dev(k.device);
             k.start = shift(k.start, off);
             k.end = k.end.map(|e| shift(e, off));
             k.range = k.range.map(|x| x + range0);
             out.kernels.push(k);
         }
         for mut s in p.sqtt {
-            s.device += dev0;
+            s.device = dev(s.device);
             s.blob = blob(s.blob);
             out.sqtt.push(s);
         }
         for mut e in p.pmc {
-            e.device += dev0;
+            e.device = dev(e.device);
             e.blob = blob(e.blob);
             out.pmc.push(e);
         }
         for mut c in p.counters {
-            c.device += dev0;
+            c.device = dev(c.device);
             for pt in &mut c.points {
                 pt.0 = shift(pt.0, off);
             }

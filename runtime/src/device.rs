@@ -12,7 +12,7 @@ use crate::platform::{
     host::HostPlatform, AllocKind, DeviceProps, GpuBuffer, GpuIface, Platform, QueueBuffers,
     QueueKind,
 };
-use crate::profile::{ProfileEvent, Recorder};
+use crate::profile::{HostKind, ProfileEvent, Recorder};
 use crate::queue::{ComputeCmds, CopyCmds, GfxContext, Launch, Ring, SqttMarker};
 use crate::record::{self, SharedRecorder};
 use crate::signal::{Signal, SignalPool, SIGNAL_PAGE};
@@ -331,7 +331,10 @@ impl Device {
             tmpring_size,
             staging,
             pending: Vec::new(),
-            recorder: Recorder::default(),
+            recorder: Recorder {
+                scratch_wave_bytes: SCRATCH_WAVE_BYTES,
+                ..Recorder::default()
+            },
             commands,
             submits: 0,
             sqtt: None,
@@ -373,6 +376,26 @@ impl Device {
         self.epoch.elapsed().as_secs_f64() * 1e6
     }
 
+    /// Runs `f` as one host range of the profile's CPU track (recorded whether it fails or not,
+    /// so a capture that stops early still shows where the host was).
+    fn host_range<T>(
+        &mut self,
+        kind: HostKind,
+        name: impl FnOnce() -> String,
+        f: impl FnOnce(&mut Self) -> Result<T>,
+    ) -> Result<T> {
+        let start_us = self.host_us();
+        let r = f(self);
+        let end_us = self.host_us();
+        self.recorder.events.push(ProfileEvent::Host {
+            kind,
+            name: name(),
+            start_us,
+            end_us,
+        });
+        r
+    }
+
     fn new_signal(&mut self) -> Result<Signal> {
         if let Some(s) = self.pool.pop() {
             return Ok(s);
@@ -398,6 +421,14 @@ impl Device {
     }
 
     fn submit_compute(&mut self) -> Result<()> {
+        self.host_range(
+            HostKind::Submit,
+            || "submit".into(),
+            Self::submit_compute_now,
+        )
+    }
+
+    fn submit_compute_now(&mut self) -> Result<()> {
         self.submits += 1;
         if let Some(rec) = &self.commands {
             for ev in record::pm4_events(
@@ -425,6 +456,14 @@ impl Device {
     }
 
     fn submit_copy(&mut self) -> Result<()> {
+        self.host_range(
+            HostKind::Submit,
+            || "submit SDMA".into(),
+            Self::submit_copy_now,
+        )
+    }
+
+    fn submit_copy_now(&mut self) -> Result<()> {
         self.submits += 1;
         if let Some(rec) = &self.commands {
             let c = &self.copy_cmds;
@@ -448,6 +487,10 @@ impl Device {
 
     /// Waits for everything submitted so far, then files the profile ranges.
     pub fn synchronize(&mut self) -> Result<()> {
+        self.host_range(HostKind::Wait, || "wait".into(), Self::synchronize_now)
+    }
+
+    fn synchronize_now(&mut self) -> Result<()> {
         let target = self.timeline_value - 1;
         self.timeline
             .wait(target, self.opts.wait_timeout, self.iface.as_mut())?;
@@ -519,7 +562,11 @@ impl Device {
     // ---- memory ----
 
     pub fn alloc(&mut self, size: u64, kind: AllocKind) -> Result<GpuBuffer> {
-        let b = self.iface.alloc(size, kind)?;
+        let b = self.host_range(
+            HostKind::Alloc,
+            || format!("alloc {size:#x} {}", kind.label()),
+            |d| d.iface.alloc(size, kind),
+        )?;
         let host_us = self.host_us();
         self.recorder.events.push(ProfileEvent::Alloc {
             kind: kind.label(),
@@ -574,6 +621,14 @@ impl Device {
 
     /// Host → device through the staging buffers and the SDMA queue.
     pub fn copyin(&mut self, dst: &GpuBuffer, data: &[u8]) -> Result<()> {
+        self.host_range(
+            HostKind::Copy,
+            || format!("copy in {} B", data.len()),
+            |d| d.copyin_now(dst, data),
+        )
+    }
+
+    fn copyin_now(&mut self, dst: &GpuBuffer, data: &[u8]) -> Result<()> {
         if data.len() as u64 > dst.size {
             return Err(Error::Invalid(format!(
                 "copyin of {} bytes into a {}-byte buffer",
@@ -602,6 +657,15 @@ impl Device {
 
     /// Device → host.
     pub fn copyout(&mut self, src: &GpuBuffer, out: &mut [u8]) -> Result<()> {
+        let n = out.len();
+        self.host_range(
+            HostKind::Copy,
+            || format!("copy out {n} B"),
+            |d| d.copyout_now(src, out),
+        )
+    }
+
+    fn copyout_now(&mut self, src: &GpuBuffer, out: &mut [u8]) -> Result<()> {
         if out.len() as u64 > src.size {
             return Err(Error::Invalid(format!(
                 "copyout of {} bytes from a {}-byte buffer",
@@ -642,6 +706,14 @@ impl Device {
     /// Loads the kernel `name` of a code object (None: its first kernel); a code object holds
     /// any number of kernels, each loaded as its own program.
     pub fn load_program_named(&mut self, elf: &[u8], name: Option<&str>) -> Result<Program> {
+        self.host_range(
+            HostKind::Load,
+            || format!("load {}", name.unwrap_or("code object")),
+            |d| d.load_program_now(elf, name),
+        )
+    }
+
+    fn load_program_now(&mut self, elf: &[u8], name: Option<&str>) -> Result<Program> {
         let target = traces::target::GfxTarget::from_target_version(self.props.gfx_target_version);
         let code = Code::parse_for(elf, name, Some(target))?;
         let size = round_up(code.image.len() as u64, 0x1000);
@@ -899,6 +971,18 @@ impl Device {
 
     /// One launch as the profile wants it: SQTT around it, counters read after it.
     fn run_launch(
+        &mut self,
+        prg: &Program,
+        build: impl FnOnce(&mut Self) -> Result<()>,
+    ) -> Result<()> {
+        self.host_range(
+            HostKind::Launch,
+            || format!("launch {}", prg.name),
+            |d| d.run_launch_now(prg, build),
+        )
+    }
+
+    fn run_launch_now(
         &mut self,
         prg: &Program,
         build: impl FnOnce(&mut Self) -> Result<()>,

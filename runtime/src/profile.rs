@@ -51,6 +51,14 @@ pub enum ProfileEvent {
         itrace: bool,
         blob: Vec<u8>,
     },
+    /// Host-side work of the runtime itself (µs on the same host clock as `Alloc`), drawn on
+    /// the profile's [`HOST_TRACK`]: `kind` is one of [`HostKind`]'s labels.
+    Host {
+        kind: HostKind,
+        name: String,
+        start_us: f64,
+        end_us: f64,
+    },
     /// Counter values of one kernel run, laid out as `samples` say.
     Pmc {
         kern: i64,
@@ -58,6 +66,38 @@ pub enum ProfileEvent {
         samples: Vec<traces::model::PmcSample>,
         blob: Vec<u8>,
     },
+}
+
+/// The undeclared model device whose ranges are the runtime's host-side work (tinygrad, too,
+/// puts host ranges on undeclared devices).
+pub const HOST_TRACK: &str = "CPU";
+
+/// What a host range did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostKind {
+    /// Loading a code object (its allocation, copy and wait nest inside).
+    Load,
+    Alloc,
+    /// A host<->device copy as the host sees it (staging writes, submits, waits).
+    Copy,
+    Submit,
+    Wait,
+    /// A kernel launch as the host sees it (building the commands, submitting them).
+    Launch,
+}
+
+impl HostKind {
+    /// The label kept as the range's `key` in the model.
+    pub fn label(self) -> &'static str {
+        match self {
+            HostKind::Load => "load",
+            HostKind::Alloc => "alloc",
+            HostKind::Copy => "copy",
+            HostKind::Submit => "submit",
+            HostKind::Wait => "wait",
+            HostKind::Launch => "launch",
+        }
+    }
 }
 
 /// Collects events and the GPU→host clock offsets.
@@ -68,6 +108,9 @@ pub struct Recorder {
     pub compute_offset_us: f64,
     pub copy_offset_us: f64,
     pub warnings: Vec<String>,
+    /// Bytes of one wave's scratch slice (COMPUTE_TMPRING_SIZE.WAVESIZE as programmed), kept as
+    /// the device property `scratch_wave_bytes` for the occupancy analysis.
+    pub scratch_wave_bytes: u64,
 }
 
 fn props_map(p: &DeviceProps) -> BTreeMap<String, i64> {
@@ -103,15 +146,38 @@ impl Recorder {
             source: "runtime".into(),
             clock_offset: Time(0),
         });
+        let mut props = props_map(props);
+        if self.scratch_wave_bytes > 0 {
+            props.insert(
+                "scratch_wave_bytes".into(),
+                i64::try_from(self.scratch_wave_bytes).unwrap_or(i64::MAX),
+            );
+        }
         let dev = |name: &str| ModelDevice {
             process: 0,
             name: name.into(),
             declared: true,
             clock_offset: Time(0),
-            props: props_map(props),
+            props: props.clone(),
         };
         p.devices.push(dev("AMD"));
         p.devices.push(dev("AMD:SDMA:0"));
+        let host_dev = if self
+            .events
+            .iter()
+            .any(|e| matches!(e, ProfileEvent::Host { .. }))
+        {
+            p.devices.push(ModelDevice {
+                process: 0,
+                name: HOST_TRACK.into(),
+                declared: false,
+                clock_offset: Time(0),
+                props: BTreeMap::new(),
+            });
+            (p.devices.len() - 1) as u32
+        } else {
+            0
+        };
         let mut counts: BTreeMap<String, u64> = BTreeMap::new();
         for e in &self.events {
             let class = match e {
@@ -225,6 +291,24 @@ impl Recorder {
                         blob: id,
                     });
                     "ProfileSQTTEvent"
+                }
+                ProfileEvent::Host {
+                    kind,
+                    name,
+                    start_us,
+                    end_us,
+                } => {
+                    p.ranges.push(RangeEvent {
+                        device: host_dev,
+                        name: name.clone(),
+                        key: Some(Attr::Str(kind.label().into())),
+                        start: Time::from_us_f64(*start_us),
+                        end: Some(Time::from_us_f64(*end_us)),
+                        depth: 0,
+                        parent: None,
+                        device_clock: false,
+                    });
+                    "HostRange"
                 }
                 ProfileEvent::Pmc {
                     kern,

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+mod cdna;
 pub mod hidden;
 pub mod occupancy;
 pub mod pressure;
@@ -258,10 +259,10 @@ pub fn analyze_kernel_par(
         _ => None,
     };
     let mut ses = Vec::new();
-    for ((s, a), m) in streams.iter().zip(analyses).zip(maps) {
+    for ((s, a), m) in streams.iter().zip(analyses).zip(&maps) {
         match a {
             Ok(a) => {
-                let st = match (&m, unit) {
+                let st = match (m, unit) {
                     (Some(m), XUnit::Micros) => {
                         // Tokens come in time order: remember the marker interval.
                         let hint = std::cell::Cell::new(0usize);
@@ -294,10 +295,18 @@ pub fn analyze_kernel_par(
         let parts: Vec<HashMap<u64, String>> = ses
             .par_iter_mut()
             .zip(&streams)
-            .map(|(st, s)| {
+            .zip(&maps)
+            .map(|((st, s), m)| {
                 let mut d = HashMap::new();
                 if st.itrace && st.error.is_none() && !st.analysis.tokens.is_empty() {
                     st.map_pcs(p.blob(s.blob), code, &mut d);
+                    if cdna::mapped_by_issue(st) {
+                        let to_x = |c: i64| match (m, unit) {
+                            (Some(m), XUnit::Micros) => m.us(c).map_or(0.0, |us| us - origin_us),
+                            _ => c as f64,
+                        };
+                        cdna::use_issue_stream(st, &mut d, &to_x);
+                    }
                 }
                 d
             })

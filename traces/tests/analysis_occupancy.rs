@@ -214,3 +214,106 @@ fn workgroup_limited() {
         "work-groups of 10 waves (640 work-items): 8 waves"
     );
 }
+
+/// `tests/fixtures/kernels/scratch.c` compiled by clang-22 for `mcpu` (None without clang:
+/// missing under CI).
+fn scratch_kernel(mcpu: &str) -> Option<(KernelResources, GfxTarget)> {
+    let clang = testdata::require_tool("clang-22")?;
+    let src = format!(
+        "{}/tests/fixtures/kernels/scratch.c",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("scratch.hsaco");
+    let st = std::process::Command::new(clang)
+        .args(["-target", "amdgcn-amd-amdhsa", "-nogpulib", "-O2"])
+        .arg(format!("-mcpu={mcpu}"))
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(st.success(), "clang-22 -mcpu={mcpu} {src}");
+    Some(kernel(&std::fs::read(&out).unwrap()))
+}
+
+fn props(slots: i64, wave_bytes: Option<i64>) -> std::collections::BTreeMap<String, i64> {
+    let mut m = std::collections::BTreeMap::new();
+    m.insert("max_slots_scratch_cu".to_string(), slots);
+    if let Some(b) = wave_bytes {
+        m.insert("scratch_wave_bytes".to_string(), b);
+    }
+    m
+}
+
+#[test]
+fn scratch_limited() {
+    let Some((r, t)) = scratch_kernel("gfx1100") else {
+        return;
+    };
+    // 96 floats indexed by a loaded value live in scratch: 388 bytes per lane, wave32, the
+    // metadata's 256 work-items (8 waves).
+    assert_eq!(t, GfxTarget::GFX1100);
+    assert_eq!((r.wave_size, r.scratch_bytes), (32, 388));
+    // Without the runtime's scratch ring in the profile, scratch is a note, not a limit.
+    let o = theoretical(&r, &limits(t));
+    assert!(o.limits.iter().all(|l| l.resource != "scratch"));
+    assert!(o.notes.iter().any(|n| n.contains("388 bytes of scratch")));
+    // wavescope's runtime: 32 slots per CU, an 8 KiB slice per wave. 388 x 32 = 12416 bytes,
+    // in 256-byte units 12544 > 8192: no wave of it can run; 8192 / 32 = 256 bytes per lane fit.
+    let o = theoretical(&r, &limits(t).with_device_props(&props(32, Some(8192))));
+    assert_eq!(
+        (limit(&o, "scratch"), o.waves_per_simd, o.limited_by.clone()),
+        (0, 0, vec!["scratch"])
+    );
+    assert_eq!(
+        next(&o, "scratch"),
+        "256 bytes of scratch per lane or less (or a larger scratch slice)"
+    );
+    // A 16 KiB slice holds it; 32 slots per CU over its 2 SIMDs = 16: not limiting.
+    let o = theoretical(&r, &limits(t).with_device_props(&props(32, Some(16384))));
+    assert_eq!((limit(&o, "scratch"), o.waves_per_simd), (16, 16));
+    assert!(o.limited_by.is_empty());
+    // 8 slots per CU: 8 / 2 SIMDs = 4 waves per SIMD, the limit.
+    let o = theoretical(&r, &limits(t).with_device_props(&props(8, Some(16384))));
+    assert_eq!(
+        (o.waves_per_simd, o.limited_by.clone()),
+        (4, vec!["scratch"])
+    );
+    assert_eq!(
+        next(&o, "scratch"),
+        "no scratch (private arrays kept in registers): 16 waves"
+    );
+    // The hardware's own bound: 15 bits of 256-byte units per wave on gfx11 = 8388352 bytes,
+    // 262136 per lane of wave32.
+    let big = KernelResources {
+        scratch_bytes: 300_000,
+        ..r
+    };
+    let o = theoretical(&big, &limits(t));
+    assert_eq!(limit(&o, "scratch"), 0);
+    assert_eq!(
+        next(&o, "scratch"),
+        "262136 bytes of scratch per lane or less"
+    );
+
+    // gfx950, wave64: 388 x 64 = 24832 bytes, in 1 KiB units 25600 > 8192: none. With the
+    // slice large enough, 16 slots per CU over 4 SIMDs = 4 of 8 waves.
+    let Some((r, t)) = scratch_kernel("gfx950") else {
+        return;
+    };
+    assert_eq!((r.wave_size, r.scratch_bytes), (64, 388));
+    let o = theoretical(&r, &limits(t).with_device_props(&props(32, Some(8192))));
+    assert_eq!(o.waves_per_simd, 0);
+    assert_eq!(
+        next(&o, "scratch"),
+        "128 bytes of scratch per lane or less (or a larger scratch slice)"
+    );
+    let o = theoretical(&r, &limits(t).with_device_props(&props(16, Some(32768))));
+    assert_eq!(
+        (o.waves_per_simd, o.limited_by.clone()),
+        (4, vec!["scratch"])
+    );
+    let o = theoretical(&r, &limits(t).with_device_props(&props(32, Some(32768))));
+    assert_eq!((limit(&o, "scratch"), o.waves_per_simd), (8, 8));
+}

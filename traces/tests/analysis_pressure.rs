@@ -57,3 +57,58 @@ fn shared_kernels_stay_within_their_allocation() {
         assert!(pr.max_sgprs <= pr.sgpr_ceiling.unwrap(), "{rel}");
     }
 }
+
+#[test]
+fn special_registers_by_hand() {
+    let Some(clang) = testdata::require_tool("clang-22") else {
+        return;
+    };
+    let src = format!(
+        "{}/tests/fixtures/kernels/select.c",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    // (mcpu, .sgpr_count): s0..s3 + VCC's pair = 6 on gfx1100; gfx950 adds FLAT_SCRATCH and
+    // XNACK_MASK: 10.
+    for (mcpu, sgpr_count) in [("gfx1100", 6), ("gfx950", 10)] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("select.hsaco");
+        let st = std::process::Command::new(&clang)
+            .args(["-target", "amdgcn-amd-amdhsa", "-nogpulib", "-O2"])
+            .arg(format!("-mcpu={mcpu}"))
+            .arg(&src)
+            .arg("-o")
+            .arg(&out)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let c = CodeObject::parse(&std::fs::read(&out).unwrap()).unwrap();
+        let pr = kernel_code_pressure(&c, &c.kernels[0]);
+        let row = |prefix: &str| {
+            let r = pr
+                .rows
+                .iter()
+                .find(|r| r.text.starts_with(prefix))
+                .unwrap_or_else(|| panic!("{mcpu}: no {prefix}"));
+            (r.vgprs, r.sgprs, r.specials())
+        };
+        // The code (both targets, gfx950 names in brackets):
+        //   s_load_b128 [dwordx4] s[0:3], s[0:1]   v_lshlrev_b32 v0, 2, v0
+        //   global_load_b32 [dword] v1, v0, s[2:3]  v_mul_f32 v2, K, v1   v_add_f32 v3, 2.0, v1
+        //   v_cmp_lt_f32_e32 vcc_lo [vcc], 1.0, v1  v_cndmask_b32_e32 v1, v3, v2, vcc_lo [vcc]
+        //   global_store_b32 [dword] v0, v1, s[0:1]  s_endpgm
+        // The load: writes s0..s3, v0 and EXEC (read by the shift) live: 1 VGPR, 4 SGPRs.
+        assert_eq!(row("s_load"), (1, 4, "EXEC".into()), "{mcpu}");
+        // The multiply: v0, v1 live, writes v2; s0, s1 wait for the store: 3, 2.
+        assert_eq!(row("v_mul_f32"), (3, 2, "EXEC".into()), "{mcpu}");
+        // The compare writes VCC (its pair counts 2) with v0..v3, s0, s1 live: 4, 2 + 2.
+        assert_eq!(row("v_cmp_lt_f32"), (4, 4, "VCC EXEC".into()), "{mcpu}");
+        // The select reads VCC, v2, v3 and writes v1; v0, s0, s1 live: 4, 4.
+        assert_eq!(row("v_cndmask_b32"), (4, 4, "VCC EXEC".into()), "{mcpu}");
+        // The store: VCC dead, EXEC still read: 2, 2.
+        assert_eq!(row("global_store"), (2, 2, "EXEC".into()), "{mcpu}");
+        assert_eq!(row("s_endpgm"), (0, 0, String::new()), "{mcpu}");
+        // The ceiling is the metadata's count, VCC included: the peak reaches 4 of it.
+        assert_eq!(pr.sgpr_ceiling, Some(sgpr_count), "{mcpu}");
+        assert_eq!(pr.max_sgprs, 4, "{mcpu}");
+    }
+}

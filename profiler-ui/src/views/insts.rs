@@ -193,10 +193,15 @@ pub fn show_table(
     super::occupancy::show(ui, kv);
     super::source::show(ui, kv.lines.as_ref(), &kv.stats, src);
     ui.label(latency_summary(&kv.stats));
-    let live: std::collections::HashMap<u64, (u32, u32)> = kv
+    let live: std::collections::HashMap<u64, (u32, u32, String)> = kv
         .pressure
         .as_ref()
-        .map(|p| p.rows.iter().map(|r| (r.pc, (r.vgprs, r.sgprs))).collect())
+        .map(|p| {
+            p.rows
+                .iter()
+                .map(|r| (r.pc, (r.vgprs, r.sgprs, r.specials())))
+                .collect()
+        })
         .unwrap_or_default();
     let ceiling = kv
         .pressure
@@ -305,7 +310,7 @@ pub fn show_table(
                     hidden_bar(ui, r);
                 });
                 row.col(|ui| {
-                    live_bar(ui, r.pc.and_then(|pc| live.get(&pc)).copied(), ceiling);
+                    live_bar(ui, r.pc.and_then(|pc| live.get(&pc)), ceiling);
                 });
                 if row.response().clicked() {
                     picked = Some(r.pc);
@@ -371,11 +376,12 @@ fn hidden_bar(ui: &mut Ui, r: &InstStat) {
 }
 
 /// The Live V/S cell: live VGPRs as a bar against the kernel's allocation, and the counts.
-fn live_bar(ui: &mut Ui, live: Option<(u32, u32)>, ceiling: Option<(u32, Option<u32>)>) {
-    let Some((v, s)) = live else {
+fn live_bar(ui: &mut Ui, live: Option<&(u32, u32, String)>, ceiling: Option<(u32, Option<u32>)>) {
+    let Some((v, s, special)) = live else {
         ui.weak("-");
         return;
     };
+    let (v, s) = (*v, *s);
     let (vc, sc) = ceiling.unwrap_or((v, None));
     ui.horizontal(|ui| {
         let (rect, resp) = ui.allocate_exact_size(egui::vec2(40.0, 10.0), egui::Sense::hover());
@@ -395,10 +401,18 @@ fn live_bar(ui: &mut Ui, live: Option<(u32, u32)>, ceiling: Option<(u32, Option<
             Color32::from_rgb(150, 120, 220),
         );
         let tip = format!(
-            "{v} VGPRs live of {vc} allocated; {s} SGPRs live{}",
-            sc.map_or(String::new(), |c| format!(" of {c}"))
+            "{v} VGPRs live of {vc} allocated; {s} SGPRs live{} (VCC's pair included when live)\nspecial registers live: {}",
+            sc.map_or(String::new(), |c| format!(" of {c}")),
+            if special.is_empty() { "none" } else { special }
         );
         resp.on_hover_text(tip.clone());
-        ui.monospace(format!("{v}/{s}")).on_hover_text(tip);
+        // EXEC is live wherever vector code follows: the tooltip has it, the cell the others.
+        let shown: Vec<&str> = special.split(' ').filter(|r| !r.is_empty() && *r != "EXEC").collect();
+        let text = if shown.is_empty() {
+            format!("{v}/{s}")
+        } else {
+            format!("{v}/{s} {}", shown.join(" "))
+        };
+        ui.monospace(text).on_hover_text(tip);
     });
 }

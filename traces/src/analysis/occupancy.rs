@@ -28,6 +28,18 @@ pub struct ArchLimits {
     pub lds_granule: u32,
     /// Work-groups of more than one wave per unit (barrier resources).
     pub max_multiwave_groups: u32,
+    /// SIMDs per CU (scratch wave slots are counted per CU): 2 on gfx10+, 4 on gfx9.
+    pub simds_per_cu: u32,
+    /// COMPUTE_TMPRING_SIZE.WAVESIZE: its unit in bytes (256 on gfx11+, 1 KiB before) and
+    /// largest value (a 13-bit field on gfx9, 15 on gfx11, 18 on gfx12).
+    pub scratch_unit: u32,
+    pub scratch_wavesize_max: u32,
+    /// Scratch wave slots per CU the runtime programs (TMPRING_SIZE.WAVES = CUs x this; KFD's
+    /// `max_slots_scratch_cu`), when the profile says.
+    pub scratch_slots_per_cu: Option<u32>,
+    /// Bytes of one wave's scratch slice the runtime programs (TMPRING_SIZE.WAVESIZE), when
+    /// the profile says (wavesize's own runtime records it).
+    pub scratch_wave_bytes: Option<u32>,
 }
 
 impl ArchLimits {
@@ -49,6 +61,15 @@ impl ArchLimits {
                 lds_bytes_per_unit: 128 * 1024,
                 lds_granule: 512,
                 max_multiwave_groups: 32,
+                simds_per_cu: 2,
+                scratch_unit: 256,
+                scratch_wavesize_max: if t.major == 12 {
+                    (1 << 18) - 1
+                } else {
+                    (1 << 15) - 1
+                },
+                scratch_slots_per_cu: None,
+                scratch_wave_bytes: None,
             }),
             9 if (t.minor == 0 && t.stepping == 10) || t.minor == 4 || t.minor == 5 => {
                 Some(ArchLimits {
@@ -62,10 +83,32 @@ impl ArchLimits {
                     lds_bytes_per_unit: if t.minor == 5 { 160 * 1024 } else { 64 * 1024 },
                     lds_granule: 512,
                     max_multiwave_groups: 16,
+                    simds_per_cu: 4,
+                    scratch_unit: 1024,
+                    scratch_wavesize_max: (1 << 13) - 1,
+                    scratch_slots_per_cu: None,
+                    scratch_wave_bytes: None,
                 })
             }
             _ => None,
         }
+    }
+
+    /// The same with the scratch ring the runtime programmed, from a device's properties
+    /// (`max_slots_scratch_cu`, and `scratch_wave_bytes` when wavescope's runtime recorded it).
+    pub fn with_device_props(
+        mut self,
+        props: &std::collections::BTreeMap<String, i64>,
+    ) -> ArchLimits {
+        let get = |k: &str| {
+            props
+                .get(k)
+                .and_then(|&v| u32::try_from(v).ok())
+                .filter(|&v| v > 0)
+        };
+        self.scratch_slots_per_cu = get("max_slots_scratch_cu");
+        self.scratch_wave_bytes = get("scratch_wave_bytes");
+        self
     }
 }
 
@@ -118,7 +161,7 @@ impl KernelResources {
 /// One resource's cap on waves per SIMD.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Limit {
-    /// `waves`, `VGPR`, `SGPR`, `LDS`, `work-group`.
+    /// `waves`, `VGPR`, `SGPR`, `LDS`, `scratch`, `work-group`.
     pub resource: &'static str,
     pub waves_per_simd: u32,
     /// How the number comes about.
@@ -263,6 +306,58 @@ pub fn theoretical(r: &KernelResources, a: &ArchLimits) -> Occupancy {
         });
     }
 
+    // Scratch.
+    let mut scratch_modeled = false;
+    if r.scratch_bytes > 0 {
+        let need = u64::from(r.scratch_bytes) * u64::from(r.wave_size);
+        let unit = u64::from(a.scratch_unit);
+        let wave_bytes = need.div_ceil(unit) * unit;
+        let hw_max = u64::from(a.scratch_wavesize_max) * unit;
+        let per_lane = |bytes: u64| bytes / u64::from(r.wave_size);
+        let limit = if wave_bytes > hw_max {
+            Some(Limit {
+                resource: "scratch",
+                waves_per_simd: 0,
+                detail: format!(
+                    "{} bytes per lane x {} lanes = {wave_bytes} per wave: more than TMPRING_SIZE.WAVESIZE can hold ({hw_max})",
+                    r.scratch_bytes, r.wave_size
+                ),
+                next_step: Some(format!("{} bytes of scratch per lane or less", per_lane(hw_max))),
+            })
+        } else if let Some(slice) = a.scratch_wave_bytes.filter(|&b| wave_bytes > u64::from(b)) {
+            Some(Limit {
+                resource: "scratch",
+                waves_per_simd: 0,
+                detail: format!(
+                    "{} bytes per lane x {} lanes = {wave_bytes} per wave: more than the runtime's {slice}-byte slice per wave",
+                    r.scratch_bytes, r.wave_size
+                ),
+                next_step: Some(format!(
+                    "{} bytes of scratch per lane or less (or a larger scratch slice)",
+                    per_lane(u64::from(slice))
+                )),
+            })
+        } else {
+            a.scratch_slots_per_cu.map(|slots| {
+                let sw = (slots / a.simds_per_cu).min(max);
+                Limit {
+                    resource: "scratch",
+                    waves_per_simd: sw,
+                    detail: format!(
+                        "{} bytes per lane ({wave_bytes} per wave): {slots} scratch waves per CU (TMPRING_SIZE.WAVES = CUs x {slots}) over {} SIMDs",
+                        r.scratch_bytes, a.simds_per_cu
+                    ),
+                    next_step: (sw < max)
+                        .then(|| format!("no scratch (private arrays kept in registers): {max} waves")),
+                }
+            })
+        };
+        if let Some(l) = limit {
+            scratch_modeled = true;
+            limits.push(l);
+        }
+    }
+
     // Work-group size.
     if let Some(size) = r.workgroup_size {
         let groups = slot_groups(n, a);
@@ -320,9 +415,9 @@ pub fn theoretical(r: &KernelResources, a: &ArchLimits) -> Occupancy {
         }
     }
     let mut notes = Vec::new();
-    if r.scratch_bytes > 0 {
+    if r.scratch_bytes > 0 && !scratch_modeled {
         notes.push(format!(
-            "{} bytes of scratch per lane: the scratch wave limit depends on the runtime's scratch buffer and is not modeled",
+            "{} bytes of scratch per lane: the scratch wave slots the runtime programmed are not in the profile, so scratch is not modeled as a limit",
             r.scratch_bytes
         ));
     }
@@ -442,7 +537,10 @@ pub fn kernel_occupancy(p: &crate::model::Profile, ki: usize) -> Option<Occupanc
         .find(|c| c.name == k.name || c.name == prog.name)
         .or_else(|| (code.kernels.len() == 1).then(|| &code.kernels[0]))?;
     let target = dev_target.unwrap_or(code.target);
-    let limits = ArchLimits::for_target(target)?;
+    let mut limits = ArchLimits::for_target(target)?;
+    if let Some(d) = p.props_device(k.device) {
+        limits = limits.with_device_props(&d.props);
+    }
     Some(theoretical(
         &KernelResources::from_kernel(kernel, code.target),
         &limits,

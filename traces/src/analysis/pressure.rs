@@ -3,14 +3,17 @@
 //! (`docs/kernel-analysis.md`).
 //!
 //! Defs are the operands LLVM prints first (destinations); stores, compares into SCC/EXEC,
-//! branches and atomics without a visible return define nothing. Special registers (VCC, EXEC,
-//! SCC, M0) are not counted: the column is about the VGPR and SGPR files.
+//! branches and atomics without a visible return define nothing. The special registers VCC,
+//! EXEC, SCC and M0 are tracked too, from their operands and the instructions that read or write
+//! them implicitly ([`implicit`]). VCC is counted as two SGPRs while live: it is allocated as an
+//! SGPR pair on every supported arch and LLVM counts it in `.sgpr_count` (the ceiling). EXEC,
+//! SCC and M0 are registers of their own, outside the allocation: shown, not counted.
 
 use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::isa::{self, Operand};
+use crate::isa::{self, Operand, SpecialReg};
 use crate::GfxTarget;
 
 /// A set of registers: VGPRs 0..512 (AGPRs after the 256 architectural VGPRs, as gfx90a+
@@ -19,7 +22,18 @@ use crate::GfxTarget;
 struct Regs {
     v: [u64; 8],
     s: [u64; 2],
+    /// Special registers, [`X_VCC_LO`] and on.
+    x: u8,
 }
+
+const X_VCC_LO: u8 = 1;
+const X_VCC_HI: u8 = 2;
+const X_VCC: u8 = X_VCC_LO | X_VCC_HI;
+const X_EXEC_LO: u8 = 4;
+const X_EXEC_HI: u8 = 8;
+const X_EXEC: u8 = X_EXEC_LO | X_EXEC_HI;
+const X_SCC: u8 = 16;
+const X_M0: u8 = 32;
 
 impl Regs {
     fn set_v(&mut self, r: u32) {
@@ -39,6 +53,7 @@ impl Regs {
         for (a, b) in self.s.iter_mut().zip(o.s) {
             *a |= b;
         }
+        self.x |= o.x;
     }
     fn minus(&mut self, o: &Regs) {
         for (a, b) in self.v.iter_mut().zip(o.v) {
@@ -47,11 +62,14 @@ impl Regs {
         for (a, b) in self.s.iter_mut().zip(o.s) {
             *a &= !b;
         }
+        self.x &= !o.x;
     }
+    /// Live VGPRs and SGPRs, VCC counting as its allocated pair.
     fn count(&self) -> (u32, u32) {
+        let vcc = if self.x & X_VCC != 0 { 2 } else { 0 };
         (
             self.v.iter().map(|x| x.count_ones()).sum(),
-            self.s.iter().map(|x| x.count_ones()).sum(),
+            self.s.iter().map(|x| x.count_ones()).sum::<u32>() + vcc,
         )
     }
     fn add(&mut self, o: &Operand) {
@@ -71,9 +89,92 @@ impl Regs {
                     self.set_s(r);
                 }
             }
+            Operand::Special(r) => {
+                self.x |= match r {
+                    SpecialReg::VccLo => X_VCC_LO,
+                    SpecialReg::VccHi => X_VCC_HI,
+                    SpecialReg::Vcc | SpecialReg::Vccz => X_VCC,
+                    SpecialReg::ExecLo => X_EXEC_LO,
+                    SpecialReg::ExecHi => X_EXEC_HI,
+                    SpecialReg::Exec | SpecialReg::Execz => X_EXEC,
+                    SpecialReg::Scc => X_SCC,
+                    SpecialReg::M0 => X_M0,
+                    _ => 0,
+                }
+            }
             _ => {}
         }
     }
+}
+
+/// Special registers an instruction reads and writes without naming them (ISA guides, "SALU
+/// instructions write SCC", "VALU instructions are masked by EXEC", ...): (uses, defs).
+/// VCC in the VOP2/VOPC `_e32` forms is printed by LLVM as an operand, so it is not here.
+fn implicit(m: &str) -> (u8, u8) {
+    let (mut u, mut d) = (0, 0);
+    const VECTOR: [&str; 9] = [
+        "v_", "global_", "buffer_", "flat_", "scratch_", "ds_", "image_", "tbuffer_", "exp",
+    ];
+    if VECTOR.iter().any(|p| m.starts_with(p)) {
+        u |= X_EXEC;
+    }
+    if m.starts_with("v_cmpx") {
+        d |= X_EXEC;
+    }
+    if m.contains("saveexec") || m.contains("wrexec") {
+        (u, d) = (u | X_EXEC, d | X_EXEC | X_SCC);
+    }
+    if m.starts_with("s_cbranch_exec") {
+        u |= X_EXEC;
+    }
+    if m.starts_with("s_cbranch_vcc") {
+        u |= X_VCC;
+    }
+    if m.starts_with("s_cbranch_scc")
+        || m.starts_with("s_cselect")
+        || m.starts_with("s_cmov")
+        || m.starts_with("s_addc")
+        || m.starts_with("s_subb")
+    {
+        u |= X_SCC;
+    }
+    // SALU operations that set SCC (compares, carries, logic, shifts, bit fields, min/max).
+    const SCC_DEF: [&str; 27] = [
+        "s_cmp",
+        "s_bitcmp",
+        "s_add_",
+        "s_sub_",
+        "s_addc",
+        "s_subb",
+        "s_and_",
+        "s_or_",
+        "s_xor_",
+        "s_andn2",
+        "s_orn2",
+        "s_nand",
+        "s_nor",
+        "s_xnor",
+        "s_and_not1",
+        "s_or_not1",
+        "s_lshl",
+        "s_lshr",
+        "s_ashr",
+        "s_bfe_",
+        "s_not_",
+        "s_abs",
+        "s_min_",
+        "s_max_",
+        "s_bcnt",
+        "s_absdiff",
+        "s_quadmask",
+    ];
+    if SCC_DEF.iter().any(|p| m.starts_with(p)) && !m.starts_with("s_add_co") {
+        d |= X_SCC;
+    }
+    if m.contains("movrel") || m.starts_with("s_sendmsg") || m.starts_with("ds_gws") {
+        u |= X_M0;
+    }
+    (u, d)
 }
 
 /// Whether the instruction's first operand is a destination.
@@ -119,12 +220,27 @@ fn defs_uses(i: &isa::Instruction) -> (Regs, Regs) {
     };
     let def_first = first_is_def(i.mnemonic());
     for (k, o) in ops.iter().enumerate() {
-        if def_first && halves.contains(&k) {
+        // A carry-out (`v_add_co_u32 v2, vcc_lo, ...`, `v_mad_u64_u32 v[0:1], s[2:3], ...`) is a
+        // second destination; gfx9's `v_cmpx_*_e32 vcc, ...` writes the VCC it prints first.
+        let m = i.mnemonic();
+        let sdst = matches!(o, Operand::Special(_) | Operand::Sgpr { .. });
+        let carry_out = k == 1
+            && def_first
+            && sdst
+            && (m.contains("_co_")
+                || m.starts_with("v_div_scale")
+                || m.starts_with("v_mad_u64")
+                || m.starts_with("v_mad_i64"));
+        let cmpx_vcc = k == 0 && m.starts_with("v_cmpx") && matches!(o, Operand::Special(_));
+        if (def_first && halves.contains(&k)) || carry_out || cmpx_vcc {
             d.add(o);
         } else {
             u.add(o);
         }
     }
+    let (iu, id) = implicit(i.mnemonic());
+    u.x |= iu;
+    d.x |= id;
     (d, u)
 }
 
@@ -133,9 +249,31 @@ fn defs_uses(i: &isa::Instruction) -> (Regs, Regs) {
 pub struct PressureRow {
     pub pc: u64,
     pub text: String,
-    /// Registers live into the instruction or written by it.
+    /// Registers live into the instruction or written by it (SGPRs: VCC's pair included).
     pub vgprs: u32,
     pub sgprs: u32,
+    /// Special registers live into the instruction or written by it.
+    pub vcc: bool,
+    pub exec: bool,
+    pub scc: bool,
+    pub m0: bool,
+}
+
+impl PressureRow {
+    /// The live special registers as text (`VCC EXEC SCC`).
+    pub fn specials(&self) -> String {
+        [
+            (self.vcc, "VCC"),
+            (self.exec, "EXEC"),
+            (self.scc, "SCC"),
+            (self.m0, "M0"),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, n)| *n)
+        .collect::<Vec<_>>()
+        .join(" ")
+    }
 }
 
 /// Register pressure over a kernel's code.
@@ -207,6 +345,10 @@ pub fn pressure(code: &[u8], base: u64, target: GfxTarget) -> Pressure {
             text: i.text(),
             vgprs: v,
             sgprs: s,
+            vcc: at.x & X_VCC != 0,
+            exec: at.x & X_EXEC != 0,
+            scc: at.x & X_SCC != 0,
+            m0: at.x & X_M0 != 0,
         });
     }
     Pressure {

@@ -1,0 +1,64 @@
+//! gfx9 / CDNA instruction streams. A CDNA blob dates each issue with a CDNA_ISSUE entry
+//! (value 2: an instruction, 3: an internal one such as `s_waitcnt` or `s_nop`) and names only
+//! the non-internal ones with a CDNA_INST packet, which carries no time of its own: the packets
+//! of a burst share one timestamp. Built from those tokens, the instruction table lacked every
+//! `s_waitcnt`/`s_nop` (no token) and its best case per kind was 0 cycles (two tokens of a burst),
+//! so every row read 100% stall. The mapper's walk ([`crate::sqtt::map`]) has the real issue
+//! time of every instruction, internal ones included: this makes it the SE's token stream.
+
+use std::collections::HashMap;
+
+use super::{group_tokens, SeTrace};
+use crate::sqtt::{InstToken, TokenKind};
+
+/// Whether the SE's instructions were mapped by the CDNA walk.
+pub(crate) fn mapped_by_issue(se: &SeTrace) -> bool {
+    se.mapped.iter().any(|m| m.token.starts_with("CDNA"))
+}
+
+/// Replaces the SE's tokens by one per mapped instruction at its issue time (CDNA_INST tokens
+/// keep their op), with `token_pc`, `token_x` and the per-wave index to match, and the
+/// disassembly of every mapped PC in `disasm`.
+pub(crate) fn use_issue_stream(
+    se: &mut SeTrace,
+    disasm: &mut HashMap<u64, String>,
+    to_x: &dyn Fn(i64) -> f64,
+) {
+    let op_at: HashMap<u64, _> = se
+        .analysis
+        .tokens
+        .iter()
+        .map(|t| (t.offset, t.op))
+        .collect();
+    let mut order: Vec<usize> = (0..se.mapped.len())
+        .filter(|&i| se.mapped[i].wave.is_some())
+        .collect();
+    // Stable: a wave's instructions stay in walk order at equal times.
+    order.sort_by_key(|&i| se.mapped[i].time);
+    let mut tokens = Vec::with_capacity(order.len());
+    let mut pcs = Vec::with_capacity(order.len());
+    for i in order {
+        let m = &se.mapped[i];
+        let Some(wave) = m.wave else { continue };
+        let op = if m.token == "CDNA_INST" {
+            op_at.get(&m.offset).copied().flatten()
+        } else {
+            None
+        };
+        tokens.push(InstToken {
+            time: m.time,
+            wave,
+            kind: TokenKind::Inst,
+            op,
+            offset: m.offset,
+        });
+        pcs.push(m.pc);
+        disasm.entry(m.pc).or_insert_with(|| m.inst.text());
+    }
+    let (token_order, token_start) = group_tokens(&tokens, se.analysis.waves.len());
+    se.token_x = tokens.iter().map(|t| to_x(t.time)).collect();
+    se.token_order = token_order;
+    se.token_start = token_start;
+    se.token_pc = pcs;
+    se.analysis.tokens = tokens;
+}
