@@ -67,17 +67,30 @@ fn index_round_trip_equals_a_fresh_analysis() {
                 assert_eq!(waves.len(), t.analysis.waves.len(), "{what}");
                 for (w, x) in waves.iter().zip(&t.analysis.waves) {
                     assert_eq!(
-                        (w.start, w.end, w.start_offset, w.cu, w.simd, w.slot, w.insts),
-                        (x.start, x.end, x.start_offset, x.cu, x.simd, x.wave, x.insts),
+                        (
+                            w.start,
+                            w.end,
+                            w.start_offset,
+                            w.cu,
+                            w.simd,
+                            w.slot,
+                            w.insts
+                        ),
+                        (
+                            x.start,
+                            x.end,
+                            x.start_offset,
+                            x.cu,
+                            x.simd,
+                            x.wave,
+                            x.insts
+                        ),
                         "{what}"
                     );
                 }
                 assert_eq!(
                     s.overview(),
-                    traces::analysis::occupancy::active_waves(
-                        &t.wave_x,
-                        index::OVERVIEW_POINTS
-                    ),
+                    traces::analysis::occupancy::active_waves(&t.wave_x, index::OVERVIEW_POINTS),
                     "{what}"
                 );
             }

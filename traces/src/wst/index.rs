@@ -546,7 +546,10 @@ impl<'a> KernelEntry<'a> {
             .ok_or_else(|| {
                 bad(
                     at,
-                    format!("string {off}+{len} outside the strings table ({})", self.strings_at),
+                    format!(
+                        "string {off}+{len} outside the strings table ({})",
+                        self.strings_at
+                    ),
                 )
             })?;
         Ok(s)

@@ -190,7 +190,13 @@ pub fn write_to_indexed<W: Write>(
     let blob_off = align(meta_off + gz.len() as u64);
     let idx_off = align(blob_off + blob_len);
     let mut table = vec![
-        (TAG_META, META_SCHEMA, SECTION_REQUIRED, meta_off, gz.len() as u64),
+        (
+            TAG_META,
+            META_SCHEMA,
+            SECTION_REQUIRED,
+            meta_off,
+            gz.len() as u64,
+        ),
         (TAG_BLOB, BLOB_SCHEMA, SECTION_REQUIRED, blob_off, blob_len),
     ];
     if let Some(b) = &idx_bytes {
