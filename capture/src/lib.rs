@@ -685,9 +685,13 @@ pub fn run_plan(plan: &Plan, opts: &CaptureOptions, progress: Progress) -> Resul
     });
 
     if let Some(path) = &opts.wst {
-        traces::wst::write_file(&profile, path).map_err(|source| Error::WriteWst {
-            path: path.clone(),
-            source,
+        // With the analysis index, so opening the capture shows its results at once.
+        let idx = traces::wst::index::build(&profile, &|_, _| {});
+        traces::wst::write_file_indexed(&profile, Some(&idx), path).map_err(|source| {
+            Error::WriteWst {
+                path: path.clone(),
+                source,
+            }
         })?;
     }
     if let Some(path) = &opts.rgp {

@@ -9,6 +9,12 @@
 //!
 //! `WAVESCOPE_SCALE_KEEP=DIR` keeps the generated captures in DIR.
 //!
+//! Steps: `decode` (the raw decoder, for reference), `first-frame` (model, timeline and, with an
+//! index, the saved overview: what the app shows before any detail), `detail` (the last
+//! kernel's full analysis and SQTT view), `stats`, `export` (.rgp), `index` (`wavescope index`
+//! writes an indexed copy), `reopen` (the first frame of that copy, from its index),
+//! `reopen-stats` (`wavescope stats` of the copy, its table from the index).
+//!
 //! Every step runs in a fresh child process (this binary re-executed with `--step`), which
 //! reports its CPU time (user + sys, getrusage) and peak RSS, so steps do not pollute each other.
 //! Goals: stats >= 300 MB of SQTT per CPU second; reopen < 0.5 s at 1.5 GiB; peak RSS <= 1.5x the
@@ -17,7 +23,6 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
 
 #[path = "../tests/scale/capture.rs"]
 mod capture;
@@ -49,26 +54,70 @@ fn step(name: &str, file: &Path, out: &Path) {
             }
             format!("{packets} packets")
         }
+        // What the first frame needs: the model, the timeline, and (from the analysis index,
+        // when the file has one) every SQTT kernel's overview and instruction table. Without an
+        // index the timeline shows the kernel ranges and the detail is computed behind it.
         "first-frame" | "reopen" => {
-            let (_, p) = traces::open::open_path(file).unwrap();
-            let p = Arc::new(p);
+            let file = if name == "reopen" {
+                indexed(file)
+            } else {
+                file.to_path_buf()
+            };
+            let (_, p) = traces::open::open_path(&file).unwrap();
             let tl = profiler_ui::layout::timeline::TimelineModel::build(&p);
+            let idx = profiler_ui::data::load_index(&file).unwrap();
+            let ks = profiler_ui::data::kernels_with_sqtt(&p);
+            if name == "reopen" {
+                let idx = idx.as_ref().expect("the indexed capture has an index");
+                assert!(
+                    ks.iter().all(|k| idx.contains_key(k)),
+                    "every kernel indexed"
+                );
+            }
+            std::hint::black_box(&tl);
+            match idx {
+                Some(i) => format!(
+                    "{} kernels from the index, {} waves",
+                    i.len(),
+                    i.values().map(|k| k.waves).sum::<u64>()
+                ),
+                None => format!("{} kernels, no index", ks.len()),
+            }
+        }
+        // The detail of the last kernel (what the SQTT view shows once computed).
+        "detail" => {
+            let (_, p) = traces::open::open_path(file).unwrap();
             let ks = profiler_ui::data::kernels_with_sqtt(&p);
             let k = *ks.last().expect("a kernel with SQTT");
-            let a = profiler_ui::data::analyze_kernel(&p, k, &mut |_, _| {}).unwrap();
+            // Phases in CPU time, to see where the detail's time goes.
+            let c0 = cpu_and_rss(UsageWho::RUSAGE_SELF).0;
+            let a = profiler_ui::data::analyze_kernel_par(&p, k, &|_, _| {}).unwrap();
+            let c1 = cpu_and_rss(UsageWho::RUSAGE_SELF).0;
             let waves = a.wave_count();
-            let v = profiler_ui::views::sqtt::KernelView::new(a);
-            std::hint::black_box((&tl, &v));
-            format!("{waves} waves")
+            let splits = profiler_ui::data::hidden::kernel_splits(&a);
+            let c2 = cpu_and_rss(UsageWho::RUSAGE_SELF).0;
+            let rows = profiler_ui::data::inst_stats_with(&a, &splits);
+            let c3 = cpu_and_rss(UsageWho::RUSAGE_SELF).0;
+            let v = profiler_ui::views::sqtt::KernelView::with_rows(a, Some(rows));
+            let c4 = cpu_and_rss(UsageWho::RUSAGE_SELF).0;
+            std::hint::black_box(&v);
+            format!(
+                "{waves} waves; CPU s: analysis {:.2}, hidden split {:.2}, table {:.2}, view {:.2}",
+                c1 - c0,
+                c2 - c1,
+                c3 - c2,
+                c4 - c3
+            )
         }
-        "stats" | "export" => {
+        "stats" | "export" | "index" | "reopen-stats" => {
             let bin = env!("CARGO_BIN_EXE_wavescope");
             let mut c = Command::new(bin);
-            if name == "stats" {
-                c.arg("stats").arg(file);
-            } else {
-                c.args(["export", "rgp"]).arg(file).arg("-o").arg(out);
-            }
+            match name {
+                "stats" => c.arg("stats").arg(file),
+                "reopen-stats" => c.arg("stats").arg(indexed(file)),
+                "index" => c.arg("index").arg(file).arg("-o").arg(indexed(file)),
+                _ => c.args(["export", "rgp"]).arg(file).arg("-o").arg(out),
+            };
             let st = c
                 .stdout(std::process::Stdio::null())
                 .status()
@@ -82,6 +131,11 @@ fn step(name: &str, file: &Path, out: &Path) {
     };
     let (cpu, rss) = cpu_and_rss(UsageWho::RUSAGE_SELF);
     println!("RESULT {cpu} {rss} {note}");
+}
+
+/// Where the `index` step writes the indexed copy of `file` (read by `reopen`).
+fn indexed(file: &Path) -> PathBuf {
+    file.with_file_name("indexed.wst")
 }
 
 fn run_step(name: &str, file: &Path, out: &Path) -> Option<(f64, u64, String)> {
@@ -138,7 +192,9 @@ fn main() {
         sel.split(',').map(parse_size).collect()
     };
     let steps: Vec<String> = std::env::var("WAVESCOPE_SCALE_STEPS")
-        .unwrap_or_else(|_| "decode,first-frame,stats,export,reopen".into())
+        .unwrap_or_else(|_| {
+            "decode,first-frame,detail,stats,export,index,reopen,reopen-stats".into()
+        })
         .split(',')
         .map(str::to_string)
         .collect();
@@ -177,8 +233,8 @@ fn main() {
                     ">= 300 MB/s; RSS <= 1.5x + 64 MiB"
                 }
                 "reopen" => {
-                    failed |= (size >= 1536 * MIB && cpu >= 0.5) || rss as f64 > limit;
-                    "< 0.5 s at 1.5 GiB; RSS <= 1.5x + 64 MiB"
+                    failed |= cpu >= 0.5 || rss as f64 > limit;
+                    "< 0.5 s (goal at 1.5 GiB); RSS <= 1.5x + 64 MiB"
                 }
                 "decode" => "(reference)",
                 _ => {

@@ -66,6 +66,11 @@ pub struct Loaded {
     export_dialog: Option<(ExportKind, String)>,
     /// The capture opened with File > Compare with… (B; this one is A).
     pub compare: compare::CompareSlot,
+    /// What the file's analysis index saved, by kernel (empty without one): shown while a
+    /// kernel's detail is decoded, and its instruction table reused.
+    pub index: std::collections::HashMap<usize, crate::data::IndexedKernel>,
+    /// Why the file's analysis index was ignored, if it was.
+    pub index_warning: Option<String>,
 }
 
 pub enum State {
@@ -510,6 +515,10 @@ impl App {
             };
             ui.label(RichText::new(hint).weak());
             if let Some(l) = self.loaded() {
+                if let Some(w) = &l.index_warning {
+                    ui.separator();
+                    ui.colored_label(Color32::YELLOW, w);
+                }
                 if let Some((kind, path, _, started)) = &l.export_job {
                     ui.separator();
                     ui.spinner();
@@ -621,6 +630,11 @@ fn load(path: &Path, progress: &Progress) -> Result<Box<Loaded>, String> {
     };
     set("reading and parsing", 0.1);
     let (format, profile) = traces::open::open_path(path).map_err(|e| e.to_string())?;
+    set("reading the analysis index", 0.5);
+    let (index, index_warning) = match crate::data::load_index(path) {
+        Ok(i) => (i.unwrap_or_default(), None),
+        Err(w) => (Default::default(), Some(w)),
+    };
     set("building the timeline", 0.7);
     let timeline = TimelineModel::build(&profile);
     let sqtt_kernels = kernels_with_sqtt(&profile);
@@ -653,6 +667,8 @@ fn load(path: &Path, progress: &Progress) -> Result<Box<Loaded>, String> {
         export_result: None,
         export_dialog: None,
         compare: Default::default(),
+        index,
+        index_warning,
     }))
 }
 
@@ -670,6 +686,8 @@ impl Loaded {
         let (tx, rx) = channel();
         let profile = self.profile.clone();
         let p2 = progress.clone();
+        // The saved instruction table spares the job its most expensive pass.
+        let rows = self.index.get(&k).map(|i| i.rows.clone());
         std::thread::spawn(move || {
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let cb = |done: usize, total: usize| {
@@ -682,7 +700,7 @@ impl Loaded {
                 };
                 analyze_kernel_par(&profile, k, &cb)
                     .map(|d| {
-                        let mut kv = KernelView::new(d);
+                        let mut kv = KernelView::with_rows(d, rows);
                         kv.theoretical = crate::data::occupancy::kernel_occupancy(&profile, k);
                         kv.pressure = crate::data::pressure::kernel_pressure(&profile, k);
                         kv.lines = Some(crate::data::source::kernel_lines(&profile, k));
@@ -863,6 +881,14 @@ impl Loaded {
                 if let Some((_, _, p)) = &self.kernel_job {
                     let (stage, frac) = p.lock().map(|g| g.clone()).unwrap_or_default();
                     ui.add(egui::ProgressBar::new(frac).text(stage).animate(true));
+                    // Until the detail is there: what the index saved.
+                    if let Some(ik) = self.kernel.and_then(|k| self.index.get(&k)) {
+                        if *tab == Tab::Sqtt {
+                            sqtt::show_overview(ui, ik);
+                        } else {
+                            insts::show_saved(ui, ik);
+                        }
+                    }
                 }
                 if let Some(e) = &self.kernel_error {
                     ui.colored_label(Color32::LIGHT_RED, e);

@@ -141,3 +141,74 @@ pub fn pmc_counters(p: &Profile, ki: usize) -> Vec<PmcCounter> {
     }
     out
 }
+
+/// What the `.wst` analysis index (`traces::wst::index`) saved for one kernel: enough for the
+/// first frame and the instruction table, without decoding the SQTT.
+#[derive(Debug, Clone)]
+pub struct IndexedKernel {
+    pub unit: XUnit,
+    pub x_range: (f64, f64),
+    pub waves: u64,
+    pub latency: hidden::LatencySplit,
+    pub rows: Vec<InstStat>,
+    /// Per SE: its number, whether it was instruction-traced, why it failed to decode, and
+    /// its active-wave overview ([x, waves] steps).
+    pub ses: Vec<IndexedSe>,
+}
+
+#[derive(Debug, Clone)]
+pub struct IndexedSe {
+    pub se: u32,
+    pub itrace: bool,
+    pub error: Option<String>,
+    pub overview: Vec<[f64; 2]>,
+}
+
+/// The analysis index of `path`, by profile kernel: `Ok(None)` when the file has none (not a
+/// .wst, or written without one); `Err` (the warning to show, naming the file and the offset)
+/// when it has one that cannot be used: the caller recomputes.
+pub fn load_index(
+    path: &std::path::Path,
+) -> Result<Option<std::collections::HashMap<usize, IndexedKernel>>, String> {
+    let warn = |e: traces::wst::index::IndexError| {
+        format!(
+            "{}: ignoring its analysis index ({e}); recomputing",
+            path.display()
+        )
+    };
+    let store = traces::open::map_file(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let data = store.bytes();
+    if !data.starts_with(&traces::wst::MAGIC) {
+        return Ok(None);
+    }
+    let Some(idx) = traces::wst::read_index(data).map_err(warn)? else {
+        return Ok(None);
+    };
+    let mut out = std::collections::HashMap::new();
+    for e in idx.entries().map_err(warn)? {
+        let mut ses = Vec::new();
+        for s in idx.ses(&e).map_err(warn)? {
+            // The wave tables are not read here, but a damaged one means a damaged file:
+            // checked now (one CRC pass), not when a wave is first looked at.
+            s.verify().map_err(warn)?;
+            ses.push(IndexedSe {
+                se: s.se,
+                itrace: s.itrace,
+                error: s.error.map(str::to_string),
+                overview: s.overview(),
+            });
+        }
+        out.insert(
+            e.kernel,
+            IndexedKernel {
+                unit: e.unit,
+                x_range: e.x_range,
+                waves: e.waves,
+                latency: e.latency,
+                rows: e.rows().map_err(warn)?,
+                ses,
+            },
+        );
+    }
+    Ok(Some(out))
+}

@@ -54,6 +54,8 @@ enum Command {
     Info(cli::info::InfoArgs),
     /// Convert a trace file to wavescope's .wst.
     Convert(cli::convert::ConvertArgs),
+    /// Add (or refresh) the analysis index of a .wst, so it reopens without decoding the SQTT.
+    Index(cli::index::IndexArgs),
     /// Export a trace file as .rgp or Perfetto JSON.
     Export(cli::export::ExportArgs),
     /// Print the kernels (descriptors, arguments) and disassembly of an AMDGPU code object.
@@ -118,6 +120,7 @@ fn main() -> ExitCode {
         Some(Command::Decode(a)) => cli::decode::run(a),
         Some(Command::Info(a)) => cli::info::run(a),
         Some(Command::Convert(a)) => cli::convert::run(a),
+        Some(Command::Index(a)) => cli::index::run(a),
         Some(Command::Export(a)) => cli::export::run(a),
         Some(Command::Disasm(a)) => cli::disasm::run(a),
         Some(Command::Devices(a)) => cli::devices::run(a),

@@ -1,7 +1,9 @@
 //! A big capture opens under a memory limit: `wavescope stats` (decode, analysis, the
 //! instruction table) on a tiled real capture runs in a child limited (`prlimit --as`) to the
 //! address space a tiny capture needs plus 1.5x the SQTT bytes plus 64 MiB, the memory goal of
-//! issue #23, at 10 MiB, 256 MiB and 1.5 GiB of SQTT (all `--ignored` until the goal is met).
+//! issue #23, at 10 MiB, 256 MiB and 1.5 GiB of SQTT (all `--ignored` until the goal is met);
+//! and the reopen of an indexed capture (its table from the `.wst` analysis index) under the same
+//! limit.
 
 #[path = "scale/capture.rs"]
 mod capture;
@@ -90,4 +92,50 @@ fn stats_of_256_mib_within_the_memory_goal() {
 #[ignore = "1.5 GiB of SQTT: many minutes of CPU, 1.5 GiB of temp files"]
 fn stats_of_1_5_gib_within_the_memory_goal() {
     opens_within_goal(1536 * MIB);
+}
+
+/// Reopening an indexed capture: `wavescope stats FILE` (its table from the index, the SQTT
+/// never decoded) within the address space of the binary + 1.5x the SQTT (the file is mapped)
+/// + 64 MiB; the index is written first, without a limit.
+fn reopens_within_goal(bytes: u64) {
+    let Some(src) = testdata::require_shared(capture::SOURCE) else {
+        return;
+    };
+    if testdata::require_tool("prlimit").is_none() {
+        return;
+    }
+    let base = least_limit(&src);
+    let dir = tempfile::tempdir().unwrap();
+    let (wst, sqtt) = capture::build_capture(&src, dir.path(), bytes);
+    let indexed = dir.path().join("indexed.wst");
+    let st = Command::new(env!("CARGO_BIN_EXE_wavescope"))
+        .arg("index")
+        .arg(&wst)
+        .arg("-o")
+        .arg(&indexed)
+        .status()
+        .expect("wavescope index");
+    assert!(st.success(), "wavescope index failed: {st}");
+    let limit = base + sqtt * 3 / 2 + 64 * MIB;
+    if !stats_within(&indexed, limit) {
+        panic!(
+            "reopening {:.0} MiB of SQTT (stats from the index) fails within {:.0} MiB of \
+             address space; it needs {:.0} MiB",
+            sqtt as f64 / MIB as f64,
+            limit as f64 / MIB as f64,
+            least_limit(&indexed) as f64 / MIB as f64
+        );
+    }
+}
+
+#[test]
+fn reopen_of_10_mib_within_the_memory_goal() {
+    reopens_within_goal(10 * MIB);
+}
+
+#[test]
+#[ignore = "1.5 GiB of SQTT: the index is built first (minutes of CPU, ~10 GiB RSS with the \
+            current analysis, 3 GiB of temp files)"]
+fn reopen_of_1_5_gib_within_the_memory_goal() {
+    reopens_within_goal(1536 * MIB);
 }

@@ -1,4 +1,5 @@
-//! `wavescope convert IN -o OUT.wst [--json]`: any readable trace file to wavescope's own format.
+//! `wavescope convert IN -o OUT.wst [--no-index] [--json]`: any readable trace file to wavescope's
+//! own format, with the analysis index (`traces::wst::index`) unless `--no-index`.
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -12,6 +13,9 @@ pub struct ConvertArgs {
     /// The .wst file to write (replaced atomically).
     #[arg(short, long, value_name = "OUT.wst")]
     pub output: PathBuf,
+    /// Leave out the analysis index (reopening then decodes the SQTT again).
+    #[arg(long)]
+    pub no_index: bool,
     /// Print what was written as JSON on stdout.
     #[arg(long)]
     pub json: bool,
@@ -26,8 +30,12 @@ pub fn run(a: ConvertArgs) -> Result<()> {
     }
     let bar = super::spinner(&format!("reading {}", a.input.display()));
     let (format, profile) = traces::open::open_path(&a.input)?;
+    let idx = (!a.no_index).then(|| {
+        bar.set_message("analysing (for the index)".to_string());
+        traces::wst::index::build(&profile, &|_, _| {})
+    });
     bar.set_message(format!("writing {}", a.output.display()));
-    traces::wst::write_file(&profile, &a.output)
+    traces::wst::write_file_indexed(&profile, idx.as_deref(), &a.output)
         .with_context(|| format!("writing {}", a.output.display()))?;
     bar.finish_and_clear();
     for w in &profile.source.warnings {
@@ -45,6 +53,7 @@ pub fn run(a: ConvertArgs) -> Result<()> {
             "kernels": profile.kernels.len(),
             "sqtt": profile.sqtt.len(),
             "warnings": profile.source.warnings,
+            "indexed_kernels": idx.as_ref().map(Vec::len),
         }));
     }
     eprintln!(

@@ -11,6 +11,7 @@ pub mod devices;
 pub mod diff;
 pub mod disasm;
 pub mod export;
+pub mod index;
 pub mod info;
 pub mod open;
 pub mod stats;

@@ -24,6 +24,9 @@ pub struct StatsArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    /// Recompute from the SQTT even when the .wst holds an analysis index.
+    #[arg(long)]
+    pub no_index: bool,
 }
 
 #[derive(Serialize)]
@@ -42,8 +45,9 @@ struct KernelStats {
     wave_latency: Vec<hidden::WaveSplit>,
     /// Theoretical occupancy from the kernel descriptor (null without the code object).
     occupancy: Option<occupancy::Occupancy>,
-    /// Achieved occupancy from every wave SQTT saw, per SE and per SIMD.
-    achieved_occupancy: occupancy::Achieved,
+    /// Achieved occupancy from every wave SQTT saw, per SE and per SIMD (always there in
+    /// the JSON report; the table from the index leaves it out).
+    achieved_occupancy: Option<occupancy::Achieved>,
     /// Live VGPRs and SGPRs at each instruction of the code, with the allocation as ceiling.
     register_pressure: Option<pressure::Pressure>,
     /// Per source line (DWARF line table, -g), the instruction table rolled up; empty with
@@ -67,8 +71,44 @@ pub fn run(a: StatsArgs) -> Result<()> {
             a.kernel.as_deref().is_none_or(|q| name.contains(q))
         })
         .collect();
+    // The table (not the JSON report, which holds per-wave detail the index has not) comes from
+    // the .wst's analysis index when it has a usable one.
+    let mut indexed = if a.json || a.no_index {
+        None
+    } else {
+        profiler_ui::data::load_index(&a.file).unwrap_or_else(|w| {
+            eprintln!("warning: {w}");
+            None
+        })
+    };
     let bar = super::progress_bar(selected.len() as u64, "stats");
     for k in selected {
+        if let Some(ik) = indexed.as_mut().and_then(|m| m.remove(&k)) {
+            bar.inc(1);
+            out.push(KernelStats {
+                kernel: profile.kernels[k].name.clone(),
+                index: k,
+                waves: ik.waves as usize,
+                itraced_ses: ik.ses.iter().filter(|s| s.itrace).map(|s| s.se).collect(),
+                time_unit: ik.unit,
+                errors: ik
+                    .ses
+                    .iter()
+                    .filter_map(|s| s.error.as_ref().map(|e| format!("SE {}: {e}", s.se)))
+                    .collect(),
+                instructions: ik.rows,
+                latency_split: ik.latency,
+                wave_latency: Vec::new(),
+                occupancy: None,
+                achieved_occupancy: None,
+                register_pressure: None,
+                source_lines: Vec::new(),
+                source_error: None,
+                traced_waves: Vec::new(),
+                pmc: profiler_ui::data::pmc_counters(&profile, k),
+            });
+            continue;
+        }
         bar.set_message(profile.kernels[k].name.clone());
         let analyzed = analyze_kernel_par(&profile, k, &|_, _| {});
         bar.inc(1);
@@ -96,7 +136,7 @@ pub fn run(a: StatsArgs) -> Result<()> {
             latency_split: splits.total,
             wave_latency: splits.waves,
             occupancy: occupancy::kernel_occupancy(&profile, k),
-            achieved_occupancy: occupancy::achieved(&ks),
+            achieved_occupancy: Some(occupancy::achieved(&ks)),
             register_pressure: pressure::kernel_pressure(&profile, k),
             source_lines,
             source_error,

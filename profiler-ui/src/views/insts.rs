@@ -172,6 +172,36 @@ pub fn show_wave(ui: &mut Ui, kv: &KernelView) {
 /// The aggregated instruction table; clicking a header sorts by it.
 /// A click on a row selects it and its source line in the Source pane (`src`); rows of the
 /// line selected there are highlighted and scrolled to.
+/// The instruction table the analysis index saved, while the kernel's detail is decoded (most
+/// expensive instructions first; the full, sortable table replaces it when the detail is in).
+pub fn show_saved(ui: &mut Ui, k: &crate::data::IndexedKernel) {
+    ui.label(format!(
+        "{} instructions (saved analysis; decoding the detail) · {}",
+        k.rows.len(),
+        latency_summary(&k.rows)
+    ));
+    let mut order: Vec<&InstStat> = k.rows.iter().collect();
+    order.sort_by_key(|r| std::cmp::Reverse(r.total));
+    egui::ScrollArea::vertical().show(ui, |ui| {
+        egui::Grid::new("saved_insts").striped(true).show(ui, |ui| {
+            for h in ["Instr", "Name", "Count", "Total clk", "Share", "Exposed"] {
+                ui.label(RichText::new(h).strong());
+            }
+            ui.end_row();
+            // A bounded number of rows keeps this frame within budget on any program size.
+            for r in order.iter().take(400) {
+                ui.label(RichText::new(&r.key).monospace());
+                ui.label(RichText::new(&r.name).monospace());
+                ui.label(r.count.to_string());
+                ui.label(r.total.to_string());
+                ui.label(format!("{:.1}%", r.share * 100.0));
+                ui.label(r.exposed.to_string());
+                ui.end_row();
+            }
+        });
+    });
+}
+
 pub fn show_table(
     ui: &mut Ui,
     kv: &mut KernelView,

@@ -45,8 +45,14 @@ pub struct SqttState {
 
 impl KernelView {
     pub fn new(data: KernelSqtt) -> KernelView {
+        Self::with_rows(data, None)
+    }
+
+    /// [`KernelView::new`] with the instruction table already known (from the .wst's
+    /// analysis index), so it is not computed again.
+    pub fn with_rows(data: KernelSqtt, stats: Option<Vec<InstStat>>) -> KernelView {
         let rows = SqttRows::build(&data);
-        let stats = inst_stats(&data);
+        let stats = stats.unwrap_or_else(|| inst_stats(&data));
         let occupancy = data
             .ses
             .iter()
@@ -77,38 +83,51 @@ impl KernelView {
     }
 }
 
-/// Active-wave count over time, downsampled to at most `max_points` steps (keeping maxima).
+/// Active-wave count over time (kept in traces, where the .wst index saves it too).
 pub fn occupancy(waves: &[(f64, f64)], max_points: usize) -> Vec<[f64; 2]> {
-    let mut ev: Vec<(f64, i32)> = Vec::with_capacity(waves.len() * 2);
-    for &(a, b) in waves {
-        ev.push((a, 1));
-        ev.push((b, -1));
+    traces::analysis::occupancy::active_waves(waves, max_points)
+}
+
+/// The first frame of a kernel with a saved analysis index, while its detail is decoded: per
+/// SE, the active-wave overview the index holds.
+pub fn show_overview(ui: &mut Ui, k: &crate::data::IndexedKernel) {
+    ui.label(format!(
+        "{} waves on {} SEs (saved analysis; decoding the detail)",
+        k.waves,
+        k.ses.len()
+    ));
+    let (lo, hi) = k.x_range;
+    let span = (hi - lo).max(1e-9);
+    let peak = k
+        .ses
+        .iter()
+        .flat_map(|s| s.overview.iter().map(|p| p[1]))
+        .fold(1.0f64, f64::max);
+    for s in &k.ses {
+        ui.label(format!(
+            "SE {}{}",
+            s.se,
+            if s.itrace { " (itrace)" } else { "" }
+        ));
+        let (rect, _) =
+            ui.allocate_exact_size(egui::vec2(ui.available_width(), 28.0), egui::Sense::hover());
+        let p = ui.painter_at(rect);
+        p.rect_filled(rect, 0.0, Color32::from_gray(24));
+        let pts: Vec<egui::Pos2> = s
+            .overview
+            .iter()
+            .map(|q| {
+                egui::pos2(
+                    rect.left() + ((q[0] - lo) / span) as f32 * rect.width(),
+                    rect.bottom() - (q[1] / peak) as f32 * rect.height(),
+                )
+            })
+            .collect();
+        p.add(egui::Shape::line(
+            pts,
+            egui::Stroke::new(1.0, Color32::from_rgb(0x7a, 0xb0, 0xf0)),
+        ));
     }
-    ev.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    let (Some(first), Some(last)) = (ev.first(), ev.last()) else {
-        return Vec::new();
-    };
-    let (lo, hi) = (first.0, last.0);
-    let bins = max_points.max(2) / 2;
-    let bw = ((hi - lo) / bins as f64).max(f64::MIN_POSITIVE);
-    let mut out: Vec<[f64; 2]> = Vec::new();
-    let mut cur = 0i32;
-    let mut bin_max = 0i32;
-    let mut bin = 0usize;
-    for (x, d) in ev {
-        let b = (((x - lo) / bw) as usize).min(bins - 1);
-        if b != bin {
-            out.push([lo + bin as f64 * bw, bin_max as f64]);
-            out.push([lo + (bin + 1) as f64 * bw, bin_max as f64]);
-            bin = b;
-            bin_max = cur;
-        }
-        cur += d;
-        bin_max = bin_max.max(cur);
-    }
-    out.push([lo + bin as f64 * bw, bin_max as f64]);
-    out.push([hi, 0.0]);
-    out
 }
 
 pub fn cat_color(c: Option<Cat>) -> Color32 {

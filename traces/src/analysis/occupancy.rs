@@ -546,3 +546,37 @@ pub fn kernel_occupancy(p: &crate::model::Profile, ki: usize) -> Option<Occupanc
         &limits,
     ))
 }
+
+/// Active-wave count over time, downsampled to at most `max_points` steps (keeping maxima).
+pub fn active_waves(waves: &[(f64, f64)], max_points: usize) -> Vec<[f64; 2]> {
+    let mut ev: Vec<(f64, i32)> = Vec::with_capacity(waves.len() * 2);
+    for &(a, b) in waves {
+        ev.push((a, 1));
+        ev.push((b, -1));
+    }
+    ev.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let (Some(first), Some(last)) = (ev.first(), ev.last()) else {
+        return Vec::new();
+    };
+    let (lo, hi) = (first.0, last.0);
+    let bins = max_points.max(2) / 2;
+    let bw = ((hi - lo) / bins as f64).max(f64::MIN_POSITIVE);
+    let mut out: Vec<[f64; 2]> = Vec::new();
+    let mut cur = 0i32;
+    let mut bin_max = 0i32;
+    let mut bin = 0usize;
+    for (x, d) in ev {
+        let b = (((x - lo) / bw) as usize).min(bins - 1);
+        if b != bin {
+            out.push([lo + bin as f64 * bw, bin_max as f64]);
+            out.push([lo + (bin + 1) as f64 * bw, bin_max as f64]);
+            bin = b;
+            bin_max = cur;
+        }
+        cur += d;
+        bin_max = bin_max.max(cur);
+    }
+    out.push([lo + bin as f64 * bw, bin_max as f64]);
+    out.push([hi, 0.0]);
+    out
+}

@@ -29,6 +29,7 @@
 //! target, so a crash mid-write never destroys an earlier capture.
 
 pub mod disk;
+pub mod index;
 
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
@@ -59,9 +60,12 @@ const MAX_SECTIONS: u32 = 1 << 16;
 pub type Tag = [u8; 4];
 pub const TAG_META: Tag = *b"META";
 pub const TAG_BLOB: Tag = *b"BLOB";
+/// The analysis index ([`index`]): optional, after the blobs; readers that do not know it skip it.
+pub const TAG_INDEX: Tag = *b"INDX";
 /// Newest schema of each section this build reads.
 const META_SCHEMA: u32 = 1;
 const BLOB_SCHEMA: u32 = 1;
+const INDEX_SCHEMA: u32 = 1;
 /// Section flag: a reader that does not know the tag must refuse the file.
 pub const SECTION_REQUIRED: u32 = 1;
 
@@ -145,7 +149,16 @@ pub struct Section {
 }
 
 /// Serializes `profile` into `w` (blobs included), container version 2.
-pub fn write_to<W: Write>(profile: &Profile, mut w: W) -> Result<(), WstError> {
+pub fn write_to<W: Write>(profile: &Profile, w: W) -> Result<(), WstError> {
+    write_to_indexed(profile, None, w)
+}
+
+/// [`write_to`] plus an analysis index section ([`index::build`]'s records) after the blobs.
+pub fn write_to_indexed<W: Write>(
+    profile: &Profile,
+    idx: Option<&[index::KernelRecord]>,
+    mut w: W,
+) -> Result<(), WstError> {
     let mut entries = Vec::with_capacity(profile.blobs.len());
     let mut off = 0u64;
     for b in &profile.blobs {
@@ -169,13 +182,27 @@ pub fn write_to<W: Write>(profile: &Profile, mut w: W) -> Result<(), WstError> {
     gz.write_all(&raw)?;
     let gz = gz.finish()?;
 
-    let sections_start = align((HEADER_LEN + 2 * ENTRY_LEN) as u64);
+    // The index names the metadata it was computed for (its CRC), so it is encoded after it.
+    let idx_bytes = idx.map(|k| index::encode(k, &gz));
+    let sections = 2 + usize::from(idx_bytes.is_some());
+    let sections_start = align((HEADER_LEN + sections * ENTRY_LEN) as u64);
     let meta_off = sections_start;
     let blob_off = align(meta_off + gz.len() as u64);
-    let table = [
-        (TAG_META, META_SCHEMA, meta_off, gz.len() as u64),
-        (TAG_BLOB, BLOB_SCHEMA, blob_off, blob_len),
+    let idx_off = align(blob_off + blob_len);
+    let mut table = vec![
+        (
+            TAG_META,
+            META_SCHEMA,
+            SECTION_REQUIRED,
+            meta_off,
+            gz.len() as u64,
+        ),
+        (TAG_BLOB, BLOB_SCHEMA, SECTION_REQUIRED, blob_off, blob_len),
     ];
+    if let Some(b) = &idx_bytes {
+        // Not required: a reader without index support opens the file and recomputes.
+        table.push((TAG_INDEX, INDEX_SCHEMA, 0, idx_off, b.len() as u64));
+    }
     let mut head = Vec::with_capacity(sections_start as usize);
     head.extend_from_slice(&MAGIC);
     head.extend_from_slice(&VERSION.to_le_bytes());
@@ -183,10 +210,10 @@ pub fn write_to<W: Write>(profile: &Profile, mut w: W) -> Result<(), WstError> {
     head.extend_from_slice(&(table.len() as u32).to_le_bytes());
     head.extend_from_slice(&(ENTRY_LEN as u32).to_le_bytes());
     head.extend_from_slice(&0u64.to_le_bytes());
-    for (tag, schema, offset, len) in table {
+    for (tag, schema, flags, offset, len) in table {
         head.extend_from_slice(&tag);
         head.extend_from_slice(&schema.to_le_bytes());
-        head.extend_from_slice(&SECTION_REQUIRED.to_le_bytes());
+        head.extend_from_slice(&flags.to_le_bytes());
         head.extend_from_slice(&0u32.to_le_bytes());
         head.extend_from_slice(&offset.to_le_bytes());
         head.extend_from_slice(&len.to_le_bytes());
@@ -203,6 +230,10 @@ pub fn write_to<W: Write>(profile: &Profile, mut w: W) -> Result<(), WstError> {
         w.write_all(b.as_bytes())?;
         pos = e.offset + e.len;
     }
+    if let Some(b) = &idx_bytes {
+        w.write_all(&zeros[..(idx_off - blob_off - pos) as usize])?;
+        w.write_all(b)?;
+    }
     w.flush()?;
     Ok(())
 }
@@ -210,6 +241,15 @@ pub fn write_to<W: Write>(profile: &Profile, mut w: W) -> Result<(), WstError> {
 /// Writes `profile` to `path` atomically: temp file in the same directory, fsync, rename,
 /// fsync of the directory.
 pub fn write_file(profile: &Profile, path: &Path) -> Result<(), WstError> {
+    write_file_indexed(profile, None, path)
+}
+
+/// [`write_file`] with an analysis index ([`index::build`]).
+pub fn write_file_indexed(
+    profile: &Profile,
+    idx: Option<&[index::KernelRecord]>,
+    path: &Path,
+) -> Result<(), WstError> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => std::path::PathBuf::from("."),
@@ -217,7 +257,7 @@ pub fn write_file(profile: &Profile, path: &Path) -> Result<(), WstError> {
     let tmp = crate::open::output_tempfile(path, ".wst-")?;
     {
         let mut w = BufWriter::with_capacity(1 << 20, tmp.as_file());
-        write_to(profile, &mut w)?;
+        write_to_indexed(profile, idx, &mut w)?;
         w.flush()?;
     }
     tmp.as_file().sync_all()?;
@@ -473,6 +513,40 @@ pub fn read_store(store: Arc<BlobStore>) -> Result<Profile, WstError> {
     }
     check_blob_refs(&profile, &layout)?;
     Ok(profile)
+}
+
+/// The analysis index of a `.wst` held in memory (usually a memory map): `Ok(None)` when the
+/// file has none (written before indexes, or without one); `Err` when it has one this build
+/// cannot use (corrupt, another index version or schema, written for other metadata): the
+/// caller warns and recomputes.
+pub fn read_index(data: &[u8]) -> Result<Option<index::IndexView<'_>>, index::IndexError> {
+    let layout = parse_layout(data).map_err(|e| index::IndexError {
+        offset: 0,
+        why: format!("the container: {e}"),
+    })?;
+    let Some(s) = layout.sections.iter().find(|s| s.tag == TAG_INDEX) else {
+        return Ok(None);
+    };
+    if s.schema != INDEX_SCHEMA {
+        return Err(index::IndexError {
+            offset: s.entry_offset,
+            why: format!("schema {}, this build reads {INDEX_SCHEMA}", s.schema),
+        });
+    }
+    let r = Reader::new(data);
+    let slice = |o: u64, l: u64, what| {
+        usize::try_from(o)
+            .ok()
+            .zip(usize::try_from(l).ok())
+            .and_then(|(o, l)| r.slice_at(o, l, what).ok())
+            .ok_or(index::IndexError {
+                offset: o,
+                why: format!("{what} ({l} bytes) lies outside the file"),
+            })
+    };
+    let meta = slice(layout.meta_offset, layout.meta_len, "metadata")?;
+    let sec = slice(s.offset, s.len, "index section")?;
+    index::IndexView::parse(sec, s.offset, meta).map(Some)
 }
 
 /// Memory-maps and reads a `.wst` file.

@@ -1,0 +1,653 @@
+//! The `.wst` analysis index (section `INDX`, schema 1): the per-kernel analysis results saved
+//! beside the capture, so reopening a saved file shows its first frame and its instruction
+//! table without decoding the SQTT again.
+//!
+//! Little-endian, fixed-size records, every table at a multiple of 8 from the section's start,
+//! read in place from the memory map (nothing is parsed until asked for). Offsets inside the
+//! section are relative to its first byte; error messages name absolute file offsets.
+//! ```text
+//! header (64 bytes)
+//!   0  [u8;8] "WSTINDX\0"     8  u32 version (1)     12 u32 kernel count K
+//!   16 u64 META section length (the index belongs to that metadata)
+//!   24 u32 crc32 of the META section   28 u32 crc32 of the kernel directory
+//!   32 u64 directory offset   40 u64 section length   48..64 zero
+//! directory: K kernel entries of 168 bytes
+//!   0 u32 kernel   4 u32 x unit (0 us, 1 cycles)   8 u32 flags (bit 0: kernel_len known)
+//!   12 u32 SE count   16 f64 kernel_len   24 f64 x lo   32 f64 x hi   40 u64 waves
+//!   48 9 x i64 latency split (latency, exposed, hidden valu salu vmem lds smem branch other)
+//!   120 table ref SEs (48-byte records)   136 table ref rows (200-byte records)
+//!   152 table ref strings (UTF-8 bytes)
+//! table ref (16 bytes): u64 offset, u32 count, u32 crc32 of the table's bytes
+//! SE record (48): u32 se, u32 flags (bit 0 itrace, bit 1 error), u32 error offset, u32 error
+//!   length (in the kernel's strings), table ref waves (32-byte records), table ref overview
+//!   (16-byte [f64 x, f64 active waves] steps)
+//! wave record (32): i64 start, i64 end (cycles from the blob's start), u64 nibble offset of its
+//!   WAVESTART in the SE blob, u16 cu, u8 simd, u8 slot, u32 instruction tokens
+//! row record (200): u64 pc (u64::MAX: unmapped), u64 position, u64 count, i64 total, f64 mean,
+//!   i64 min, i64 median, i64 max, f64 share, i64 stall, f64 stall share, i64 amd stall,
+//!   i64 amd duration, i64 exposed, 7 x i64 hidden by class, f64 hidden share,
+//!   u32 name offset, u32 name length, u32 key offset, u32 key length, u32 flags
+//!   (bit 0 amd stall known, bit 1 amd duration known), u32 0
+//! ```
+//! Every table carries a CRC, checked when it is first read: a corrupt or foreign index is
+//! reported (with its offset) and ignored by the callers, which then recompute.
+
+use crate::analysis::hidden::{HiddenBy, LatencySplit};
+use crate::analysis::{InstStat, KernelSqtt, XUnit};
+use crate::bytes::Reader;
+
+pub const MAGIC: [u8; 8] = *b"WSTINDX\0";
+/// The index layout this build writes and reads.
+pub const VERSION: u32 = 1;
+const HEADER_LEN: usize = 64;
+const KERNEL_LEN: usize = 168;
+const SE_LEN: usize = 48;
+const WAVE_LEN: usize = 32;
+const ROW_LEN: usize = 200;
+const STEP_LEN: usize = 16;
+/// Points of each SE's active-wave overview (what the SQTT view's occupancy strip draws).
+pub const OVERVIEW_POINTS: usize = 2000;
+
+/// Why an index was not used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("analysis index at offset {offset}: {why}")]
+pub struct IndexError {
+    /// Absolute offset in the file.
+    pub offset: u64,
+    pub why: String,
+}
+
+impl From<le_reader::Error> for IndexError {
+    fn from(e: le_reader::Error) -> Self {
+        IndexError {
+            offset: e.offset,
+            why: format!("{} truncated ({} bytes needed)", e.what, e.needed),
+        }
+    }
+}
+
+/// One wave of the index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WaveRec {
+    pub start: i64,
+    pub end: i64,
+    /// Nibble offset of its WAVESTART packet in the SE blob (where detail decoding resumes).
+    pub start_offset: u64,
+    pub cu: u16,
+    pub simd: u8,
+    pub slot: u8,
+    pub insts: u32,
+}
+
+/// One SE of a kernel, owned (what the writer takes).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeRecord {
+    pub se: u32,
+    pub itrace: bool,
+    pub error: Option<String>,
+    pub waves: Vec<WaveRec>,
+    pub overview: Vec<[f64; 2]>,
+}
+
+/// One kernel's analysis results, owned (what the writer takes).
+#[derive(Debug, Clone)]
+pub struct KernelRecord {
+    pub kernel: u32,
+    pub unit: XUnit,
+    pub kernel_len: Option<f64>,
+    pub x_range: (f64, f64),
+    pub latency: LatencySplit,
+    pub ses: Vec<SeRecord>,
+    pub rows: Vec<InstStat>,
+}
+
+impl KernelRecord {
+    /// The one adapter from the analysis types to the index's records: a kernel's analysis,
+    /// its instruction table and its latency split (`analysis::hidden::kernel_splits(k).total`).
+    pub fn from_analysis(k: &KernelSqtt, rows: &[InstStat], latency: &LatencySplit) -> Self {
+        let ses = k
+            .ses
+            .iter()
+            .map(|s| SeRecord {
+                se: s.se,
+                itrace: s.itrace,
+                error: s.error.clone(),
+                waves: s
+                    .analysis
+                    .waves
+                    .iter()
+                    .map(|w| WaveRec {
+                        start: w.start,
+                        end: w.end,
+                        start_offset: w.start_offset,
+                        cu: w.cu,
+                        simd: w.simd,
+                        slot: w.wave,
+                        insts: w.insts,
+                    })
+                    .collect(),
+                overview: crate::analysis::occupancy::active_waves(&s.wave_x, OVERVIEW_POINTS),
+            })
+            .collect();
+        KernelRecord {
+            kernel: k.kernel as u32,
+            unit: k.unit,
+            kernel_len: k.kernel_len,
+            x_range: k.x_range(),
+            latency: *latency,
+            ses,
+            rows: rows.to_vec(),
+        }
+    }
+}
+
+/// Analyses every kernel with SQTT data of `p` and returns its index records; `progress` gets
+/// (kernels done, total).
+pub fn build(p: &crate::model::Profile, progress: &dyn Fn(usize, usize)) -> Vec<KernelRecord> {
+    let ks = crate::analysis::kernels_with_sqtt(p);
+    let mut out = Vec::with_capacity(ks.len());
+    for (i, &k) in ks.iter().enumerate() {
+        if let Some(a) = crate::analysis::analyze_kernel_par(p, k, &|_, _| {}) {
+            let splits = crate::analysis::hidden::kernel_splits(&a);
+            let rows = crate::analysis::inst_stats_with(&a, &splits);
+            out.push(KernelRecord::from_analysis(&a, &rows, &splits.total));
+        }
+        progress(i + 1, ks.len());
+    }
+    out
+}
+
+fn put_u32(b: &mut Vec<u8>, v: u32) {
+    b.extend_from_slice(&v.to_le_bytes());
+}
+fn put_u64(b: &mut Vec<u8>, v: u64) {
+    b.extend_from_slice(&v.to_le_bytes());
+}
+fn put_i64(b: &mut Vec<u8>, v: i64) {
+    b.extend_from_slice(&v.to_le_bytes());
+}
+fn put_f64(b: &mut Vec<u8>, v: f64) {
+    b.extend_from_slice(&v.to_bits().to_le_bytes());
+}
+fn pad8(b: &mut Vec<u8>) {
+    b.resize(b.len().div_ceil(8) * 8, 0);
+}
+
+/// Appends `table` to `body` (8-aligned) and returns its ref.
+fn put_table(body: &mut Vec<u8>, base: usize, table: &[u8], count: usize) -> [u8; 16] {
+    pad8(body);
+    let off = (base + body.len()) as u64;
+    body.extend_from_slice(table);
+    let mut r = [0u8; 16];
+    r[..8].copy_from_slice(&off.to_le_bytes());
+    r[8..12].copy_from_slice(&(count as u32).to_le_bytes());
+    r[12..].copy_from_slice(&crc32fast::hash(table).to_le_bytes());
+    r
+}
+
+fn hidden_fields(h: &HiddenBy) -> [i64; 7] {
+    [h.valu, h.salu, h.vmem, h.lds, h.smem, h.branch, h.other]
+}
+
+fn hidden_from(v: [i64; 7]) -> HiddenBy {
+    HiddenBy {
+        valu: v[0],
+        salu: v[1],
+        vmem: v[2],
+        lds: v[3],
+        smem: v[4],
+        branch: v[5],
+        other: v[6],
+    }
+}
+
+/// Strings of one kernel, concatenated.
+#[derive(Default)]
+struct Strings(Vec<u8>);
+
+impl Strings {
+    fn add(&mut self, s: &str) -> (u32, u32) {
+        let off = self.0.len() as u32;
+        self.0.extend_from_slice(s.as_bytes());
+        (off, s.len() as u32)
+    }
+}
+
+/// Serializes `kernels` as an index section for a file whose META section is `meta`.
+pub fn encode(kernels: &[KernelRecord], meta: &[u8]) -> Vec<u8> {
+    let dir_off = HEADER_LEN;
+    let body_base = dir_off + kernels.len() * KERNEL_LEN;
+    let mut dir = Vec::with_capacity(kernels.len() * KERNEL_LEN);
+    let mut body = Vec::new();
+    for k in kernels {
+        let mut strings = Strings::default();
+        let mut ses = Vec::with_capacity(k.ses.len() * SE_LEN);
+        for s in &k.ses {
+            let mut waves = Vec::with_capacity(s.waves.len() * WAVE_LEN);
+            for w in &s.waves {
+                put_i64(&mut waves, w.start);
+                put_i64(&mut waves, w.end);
+                put_u64(&mut waves, w.start_offset);
+                waves.extend_from_slice(&w.cu.to_le_bytes());
+                waves.push(w.simd);
+                waves.push(w.slot);
+                put_u32(&mut waves, w.insts);
+            }
+            let mut steps = Vec::with_capacity(s.overview.len() * STEP_LEN);
+            for p in &s.overview {
+                put_f64(&mut steps, p[0]);
+                put_f64(&mut steps, p[1]);
+            }
+            let wref = put_table(&mut body, body_base, &waves, s.waves.len());
+            let oref = put_table(&mut body, body_base, &steps, s.overview.len());
+            let (eo, el) = s.error.as_deref().map_or((0, 0), |e| strings.add(e));
+            put_u32(&mut ses, s.se);
+            put_u32(
+                &mut ses,
+                u32::from(s.itrace) | (u32::from(s.error.is_some()) << 1),
+            );
+            put_u32(&mut ses, eo);
+            put_u32(&mut ses, el);
+            ses.extend_from_slice(&wref);
+            ses.extend_from_slice(&oref);
+        }
+        let mut rows = Vec::with_capacity(k.rows.len() * ROW_LEN);
+        for r in &k.rows {
+            let (no, nl) = strings.add(&r.name);
+            let (ko, kl) = strings.add(&r.key);
+            let pos = r
+                .key
+                .strip_prefix('#')
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0u64);
+            put_u64(&mut rows, r.pc.unwrap_or(u64::MAX));
+            put_u64(&mut rows, pos);
+            put_u64(&mut rows, r.count);
+            put_i64(&mut rows, r.total);
+            put_f64(&mut rows, r.mean);
+            put_i64(&mut rows, r.min);
+            put_i64(&mut rows, r.median);
+            put_i64(&mut rows, r.max);
+            put_f64(&mut rows, r.share);
+            put_i64(&mut rows, r.stall);
+            put_f64(&mut rows, r.stall_share);
+            put_i64(&mut rows, r.amd_stall.unwrap_or(0));
+            put_i64(&mut rows, r.amd_duration.unwrap_or(0));
+            put_i64(&mut rows, r.exposed);
+            for v in hidden_fields(&r.hidden) {
+                put_i64(&mut rows, v);
+            }
+            put_f64(&mut rows, r.hidden_share);
+            put_u32(&mut rows, no);
+            put_u32(&mut rows, nl);
+            put_u32(&mut rows, ko);
+            put_u32(&mut rows, kl);
+            put_u32(
+                &mut rows,
+                u32::from(r.amd_stall.is_some()) | (u32::from(r.amd_duration.is_some()) << 1),
+            );
+            put_u32(&mut rows, 0);
+        }
+        let sref = put_table(&mut body, body_base, &ses, k.ses.len());
+        let rref = put_table(&mut body, body_base, &rows, k.rows.len());
+        let tref = put_table(&mut body, body_base, &strings.0, strings.0.len());
+        let waves: usize = k.ses.iter().map(|s| s.waves.len()).sum();
+        put_u32(&mut dir, k.kernel);
+        put_u32(&mut dir, u32::from(k.unit == XUnit::Cycles));
+        put_u32(&mut dir, u32::from(k.kernel_len.is_some()));
+        put_u32(&mut dir, k.ses.len() as u32);
+        put_f64(&mut dir, k.kernel_len.unwrap_or(0.0));
+        put_f64(&mut dir, k.x_range.0);
+        put_f64(&mut dir, k.x_range.1);
+        put_u64(&mut dir, waves as u64);
+        put_i64(&mut dir, k.latency.latency);
+        put_i64(&mut dir, k.latency.exposed);
+        for v in hidden_fields(&k.latency.hidden) {
+            put_i64(&mut dir, v);
+        }
+        dir.extend_from_slice(&sref);
+        dir.extend_from_slice(&rref);
+        dir.extend_from_slice(&tref);
+    }
+    pad8(&mut body);
+    let total = body_base + body.len();
+    let mut out = Vec::with_capacity(total);
+    out.extend_from_slice(&MAGIC);
+    put_u32(&mut out, VERSION);
+    put_u32(&mut out, kernels.len() as u32);
+    put_u64(&mut out, meta.len() as u64);
+    put_u32(&mut out, crc32fast::hash(meta));
+    put_u32(&mut out, crc32fast::hash(&dir));
+    put_u64(&mut out, dir_off as u64);
+    put_u64(&mut out, total as u64);
+    out.resize(HEADER_LEN, 0);
+    out.extend_from_slice(&dir);
+    out.extend_from_slice(&body);
+    out
+}
+
+/// A table of fixed-size records, CRC-checked.
+#[derive(Clone, Copy)]
+struct Table<'a> {
+    bytes: &'a [u8],
+    count: usize,
+    /// Absolute offset (for errors).
+    at: u64,
+    crc: u32,
+}
+
+/// An index section read in place (from a memory map).
+#[derive(Clone, Copy)]
+pub struct IndexView<'a> {
+    section: Reader<'a>,
+    kernels: usize,
+    dir: Reader<'a>,
+}
+
+/// One kernel's entry, its tables checked.
+#[derive(Clone)]
+pub struct KernelEntry<'a> {
+    pub kernel: usize,
+    pub unit: XUnit,
+    pub kernel_len: Option<f64>,
+    pub x_range: (f64, f64),
+    pub waves: u64,
+    pub latency: LatencySplit,
+    ses: Table<'a>,
+    rows: Table<'a>,
+    strings: &'a str,
+    strings_at: u64,
+}
+
+/// One SE of a kernel (its waves and overview are checked when read).
+#[derive(Clone)]
+pub struct SeEntry<'a> {
+    pub se: u32,
+    pub itrace: bool,
+    pub error: Option<&'a str>,
+    waves: Table<'a>,
+    overview: Table<'a>,
+}
+
+fn bad(offset: u64, why: impl Into<String>) -> IndexError {
+    IndexError {
+        offset,
+        why: why.into(),
+    }
+}
+
+impl<'a> IndexView<'a> {
+    /// Reads the header and directory of `section` (starting at absolute offset `base`) and
+    /// checks that the index belongs to the file's metadata `meta`.
+    pub fn parse(section: &'a [u8], base: u64, meta: &[u8]) -> Result<Self, IndexError> {
+        let r = Reader::with_base(section, base);
+        let magic = r.array_at::<8>(0, "index magic")?;
+        if magic != MAGIC {
+            return Err(bad(base, "bad magic"));
+        }
+        let version = r.u32_at(8, "index version")?;
+        if version != VERSION {
+            return Err(bad(
+                base + 8,
+                format!("version {version}, this build reads {VERSION}"),
+            ));
+        }
+        let kernels = r.u32_at(12, "index kernel count")? as usize;
+        let meta_len = r.u64_at(16, "index metadata length")?;
+        let meta_crc = r.u32_at(24, "index metadata crc")?;
+        if meta_len != meta.len() as u64 || meta_crc != crc32fast::hash(meta) {
+            return Err(bad(
+                base + 16,
+                "written for other metadata than this file's (stale index)",
+            ));
+        }
+        let dir_crc = r.u32_at(28, "index directory crc")?;
+        let dir_off = r.u64_at(32, "index directory offset")?;
+        let len = r.u64_at(40, "index length")?;
+        if len != section.len() as u64 {
+            return Err(bad(
+                base + 40,
+                format!("length {len}, section has {}", section.len()),
+            ));
+        }
+        let dir_len = kernels
+            .checked_mul(KERNEL_LEN)
+            .ok_or_else(|| bad(base + 12, "kernel count overflows"))?;
+        let dir = r.sub(
+            usize::try_from(dir_off).map_err(|_| bad(base + 32, "directory offset"))?,
+            dir_len,
+            "index directory",
+        )?;
+        if crc32fast::hash(dir.data()) != dir_crc {
+            return Err(bad(dir.base(), "directory checksum mismatch"));
+        }
+        Ok(IndexView {
+            section: r,
+            kernels,
+            dir,
+        })
+    }
+
+    pub fn kernel_count(&self) -> usize {
+        self.kernels
+    }
+
+    fn table(&self, r: &Reader<'a>, pos: usize, rec: usize) -> Result<Table<'a>, IndexError> {
+        let at = r.base() + pos as u64;
+        let off = r.u64_at(pos, "table offset")?;
+        let count = r.u32_at(pos + 8, "table count")? as usize;
+        let crc = r.u32_at(pos + 12, "table crc")?;
+        let len = count
+            .checked_mul(rec)
+            .ok_or_else(|| bad(at, "table size overflows"))?;
+        let off = usize::try_from(off).map_err(|_| bad(at, "table offset"))?;
+        let bytes = self.section.slice_at(off, len, "index table")?;
+        let t = Table {
+            bytes,
+            count,
+            at: self.section.base() + off as u64,
+            crc,
+        };
+        // Large tables (waves) are checked when read; the small ones here.
+        if rec != WAVE_LEN && crc32fast::hash(bytes) != crc {
+            return Err(bad(t.at, "table checksum mismatch"));
+        }
+        Ok(t)
+    }
+
+    /// The `i`th kernel entry of the directory.
+    pub fn entry(&self, i: usize) -> Result<KernelEntry<'a>, IndexError> {
+        let r = self.dir.sub(i * KERNEL_LEN, KERNEL_LEN, "kernel entry")?;
+        let unit = match r.u32_at(4, "x unit")? {
+            0 => XUnit::Micros,
+            1 => XUnit::Cycles,
+            u => return Err(bad(r.base() + 4, format!("unknown x unit {u}"))),
+        };
+        let flags = r.u32_at(8, "kernel flags")?;
+        let mut l = [0i64; 9];
+        for (j, v) in l.iter_mut().enumerate() {
+            *v = r.i64_at(48 + 8 * j, "latency split")?;
+        }
+        let ses = self.table(&r, 120, SE_LEN)?;
+        if ses.count != r.u32_at(12, "SE count")? as usize {
+            return Err(bad(r.base() + 12, "SE count disagrees with its table"));
+        }
+        let rows = self.table(&r, 136, ROW_LEN)?;
+        let st = self.table(&r, 152, 1)?;
+        let strings = std::str::from_utf8(st.bytes)
+            .map_err(|e| bad(st.at + e.valid_up_to() as u64, "strings are not UTF-8"))?;
+        Ok(KernelEntry {
+            kernel: r.u32_at(0, "kernel")? as usize,
+            unit,
+            kernel_len: (flags & 1 != 0).then_some(r.f64_at(16, "kernel length")?),
+            x_range: (r.f64_at(24, "x lo")?, r.f64_at(32, "x hi")?),
+            waves: r.u64_at(40, "wave count")?,
+            latency: LatencySplit {
+                latency: l[0],
+                exposed: l[1],
+                hidden: hidden_from([l[2], l[3], l[4], l[5], l[6], l[7], l[8]]),
+            },
+            ses,
+            rows,
+            strings,
+            strings_at: st.at,
+        })
+    }
+
+    /// The entry of profile kernel `k`, if indexed.
+    pub fn kernel(&self, k: usize) -> Option<Result<KernelEntry<'a>, IndexError>> {
+        (0..self.kernels)
+            .find(|&i| {
+                self.dir
+                    .u32_at(i * KERNEL_LEN, "kernel")
+                    .is_ok_and(|v| v as usize == k)
+            })
+            .map(|i| self.entry(i))
+    }
+
+    /// Every entry (stops at the first bad one).
+    pub fn entries(&self) -> Result<Vec<KernelEntry<'a>>, IndexError> {
+        (0..self.kernels).map(|i| self.entry(i)).collect()
+    }
+
+    fn se(&self, k: &KernelEntry<'a>, i: usize) -> Result<SeEntry<'a>, IndexError> {
+        let r = Reader::with_base(k.ses.bytes, k.ses.at).sub(i * SE_LEN, SE_LEN, "SE record")?;
+        let flags = r.u32_at(4, "SE flags")?;
+        let error = if flags & 2 != 0 {
+            Some(k.string(
+                r.u32_at(8, "error offset")?,
+                r.u32_at(12, "error length")?,
+                r.base(),
+            )?)
+        } else {
+            None
+        };
+        Ok(SeEntry {
+            se: r.u32_at(0, "SE")?,
+            itrace: flags & 1 != 0,
+            error,
+            waves: self.table(&r, 16, WAVE_LEN)?,
+            overview: self.table(&r, 32, STEP_LEN)?,
+        })
+    }
+
+    /// The SEs of kernel entry `k`.
+    pub fn ses(&self, k: &KernelEntry<'a>) -> Result<Vec<SeEntry<'a>>, IndexError> {
+        (0..k.ses.count).map(|i| self.se(k, i)).collect()
+    }
+}
+
+impl<'a> KernelEntry<'a> {
+    fn string(&self, off: u32, len: u32, at: u64) -> Result<&'a str, IndexError> {
+        let (o, l) = (off as usize, len as usize);
+        let s = o
+            .checked_add(l)
+            .and_then(|e| self.strings.get(o..e))
+            .ok_or_else(|| {
+                bad(
+                    at,
+                    format!(
+                        "string {off}+{len} outside the strings table ({})",
+                        self.strings_at
+                    ),
+                )
+            })?;
+        Ok(s)
+    }
+
+    /// The instruction table, as the analysis computed it.
+    pub fn rows(&self) -> Result<Vec<InstStat>, IndexError> {
+        let mut out = Vec::with_capacity(self.rows.count);
+        for i in 0..self.rows.count {
+            let r = Reader::with_base(self.rows.bytes, self.rows.at).sub(
+                i * ROW_LEN,
+                ROW_LEN,
+                "row",
+            )?;
+            let f = |j: usize| r.i64_at(8 * j, "row field");
+            let g = |j: usize| r.f64_at(8 * j, "row field");
+            let flags = r.u32_at(192, "row flags")?;
+            let pc = r.u64_at(0, "row pc")?;
+            let mut hidden = [0i64; 7];
+            for (j, v) in hidden.iter_mut().enumerate() {
+                *v = f(14 + j)?;
+            }
+            out.push(InstStat {
+                key: self
+                    .string(r.u32_at(184, "key")?, r.u32_at(188, "key")?, r.base())?
+                    .to_string(),
+                pc: (pc != u64::MAX).then_some(pc),
+                name: self
+                    .string(r.u32_at(176, "name")?, r.u32_at(180, "name")?, r.base())?
+                    .to_string(),
+                count: r.u64_at(16, "row count")?,
+                total: f(3)?,
+                mean: g(4)?,
+                min: f(5)?,
+                median: f(6)?,
+                max: f(7)?,
+                share: g(8)?,
+                stall: f(9)?,
+                stall_share: g(10)?,
+                amd_stall: (flags & 1 != 0).then_some(f(11)?),
+                amd_duration: (flags & 2 != 0).then_some(f(12)?),
+                exposed: f(13)?,
+                hidden: hidden_from(hidden),
+                hidden_share: g(21)?,
+            });
+        }
+        Ok(out)
+    }
+}
+
+impl SeEntry<'_> {
+    pub fn wave_count(&self) -> usize {
+        self.waves.count
+    }
+
+    /// Checks the wave table's CRC (a pass over it: done by [`SeEntry::waves`], or once before
+    /// reading single waves with [`SeEntry::wave`]).
+    pub fn verify(&self) -> Result<(), IndexError> {
+        if crc32fast::hash(self.waves.bytes) != self.waves.crc {
+            return Err(bad(self.waves.at, "wave table checksum mismatch"));
+        }
+        Ok(())
+    }
+
+    /// Every wave, checked.
+    pub fn waves(&self) -> Result<Vec<WaveRec>, IndexError> {
+        self.verify()?;
+        (0..self.waves.count).map(|i| self.wave(i)).collect()
+    }
+
+    /// Wave `i` (not checked against the CRC: call [`SeEntry::verify`] first).
+    pub fn wave(&self, i: usize) -> Result<WaveRec, IndexError> {
+        let r = Reader::with_base(self.waves.bytes, self.waves.at).sub(
+            i * WAVE_LEN,
+            WAVE_LEN,
+            "wave",
+        )?;
+        Ok(WaveRec {
+            start: r.i64_at(0, "wave start")?,
+            end: r.i64_at(8, "wave end")?,
+            start_offset: r.u64_at(16, "wave offset")?,
+            cu: r.u16_at(24, "wave cu")?,
+            simd: r.u8_at(26, "wave simd")?,
+            slot: r.u8_at(27, "wave slot")?,
+            insts: r.u32_at(28, "wave insts")?,
+        })
+    }
+
+    /// The active-wave overview steps ([x, waves]).
+    pub fn overview(&self) -> Vec<[f64; 2]> {
+        self.overview
+            .bytes
+            .chunks_exact(STEP_LEN)
+            .map(|c| {
+                let x = f64::from_le_bytes(c[..8].try_into().unwrap_or_default());
+                let y = f64::from_le_bytes(c[8..].try_into().unwrap_or_default());
+                [x, y]
+            })
+            .collect()
+    }
+}
