@@ -164,9 +164,10 @@ impl DeviceSpec {
 
     fn open(&self, opts: DeviceOptions, host: &HostOptions) -> Result<Device, runtime::Error> {
         match self {
-            DeviceSpec::Emu | DeviceSpec::EmuArch(_) | DeviceSpec::EmuPci | DeviceSpec::EmuUsb => {
-                emulated::open(*self, opts)
-            }
+            DeviceSpec::Emu
+            | DeviceSpec::EmuArch(_)
+            | DeviceSpec::EmuPci(_)
+            | DeviceSpec::EmuUsb(_) => emulated::open(*self, opts),
             DeviceSpec::Kfd(n) => Device::open_kfd(*n, opts),
             DeviceSpec::Pci(n) => Device::open_pci(*n, opts, &host.pci()),
             DeviceSpec::Usb(n) => runtime::usb::open_device(*n, opts, host.usb_detach, &host.pci()),

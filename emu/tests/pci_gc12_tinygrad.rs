@@ -19,6 +19,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 const REC: &str = "conformance/tinygrad/pci_gfx1200_add.jsonl";
+const REC_SQTT: &str = "conformance/tinygrad/pci_gfx1200_add_sqtt.jsonl";
 /// tinygrad's GPU VA window (context 0 starts there: PAGE_TABLE_START_ADDR_HI32 = 2).
 const VA_BASE: u64 = 0x2000_0000_0000;
 const VA_LEN: u64 = 256 << 20;
@@ -66,8 +67,8 @@ const LOADS: [u32; 13] = [
     fw_type::RLC_G,
 ];
 
-fn recording() -> Option<Vec<Value>> {
-    let path = testdata::require_shared(REC)?;
+fn recording(rec: &str) -> Option<Vec<Value>> {
+    let path = testdata::require_shared(rec)?;
     let text = std::fs::read_to_string(path).unwrap();
     Some(
         text.lines()
@@ -298,11 +299,10 @@ impl Replay {
     }
 }
 
-#[test]
-fn tinygrads_gfx1200_bringup_and_add_run_on_the_emulated_gc12_device() {
-    let Some(evs) = recording() else {
-        return;
-    };
+/// Replays `rec` and checks the bring-up handshakes, the firmware and SMU traffic, and the
+/// add kernel's result; returns the device and the events for further checks.
+fn replay(rec: &str) -> Option<(Replay, Vec<Value>)> {
+    let evs = recording(rec)?;
     let info = evs.iter().find(|e| e["ev"] == "device_info").unwrap();
     let mut cfg = EmuPciConfig::navi44();
     cfg.vram_size = hex(&info["vram_size"]);
@@ -323,7 +323,7 @@ fn tinygrads_gfx1200_bringup_and_add_run_on_the_emulated_gc12_device() {
     let program = evs.iter().find(|e| e["ev"] == "program").unwrap();
     let launch = evs.iter().find(|e| e["ev"] == "launch").unwrap();
     let elf = std::fs::read(
-        testdata::shared(REC)
+        testdata::shared(rec)
             .parent()
             .unwrap()
             .join(program["elf_file"].as_str().unwrap()),
@@ -441,8 +441,54 @@ fn tinygrads_gfx1200_bringup_and_add_run_on_the_emulated_gc12_device() {
     // The whole output allocation equals tinygrad's after-image.
     let after = bytes_of_hex(out["after_hex"].as_str().unwrap());
     assert_eq!(r.va_read(hex(&out["va"]), after.len()), after);
-    // The last signal the compute queue released (RELEASE_MEM data 3) and SDMA's fence (4).
-    let sig = r.va_read(0x2000_0100_3ff0, 4);
-    assert_eq!(u32::from_le_bytes(sig.try_into().unwrap()), 4);
-    assert!(r.gpu.stats().pm4_packets >= 16);
+    // The signal tinygrad waited on last holds the value of the last recorded SDMA fence.
+    let last = evs
+        .iter()
+        .rfind(|e| e["ev"] == "sdma" && e["op"] == "FENCE")
+        .unwrap();
+    let sig = r.va_read(hex(&last["decoded"]["addr"]), 4);
+    assert_eq!(
+        u64::from(u32::from_le_bytes(sig.try_into().unwrap())),
+        hex(&last["decoded"]["data"])
+    );
+    let pm4 = evs.iter().filter(|e| e["ev"] == "pm4").count() as u64;
+    assert!(r.gpu.stats().pm4_packets >= pm4);
+    Some((r, evs))
+}
+
+#[test]
+fn tinygrads_gfx1200_bringup_and_add_run_on_the_emulated_gc12_device() {
+    replay(REC);
+}
+
+#[test]
+fn tinygrads_gfx1200_sqtt_capture_runs_and_traces_each_programmed_se() {
+    let Some((r, evs)) = replay(REC_SQTT) else {
+        return;
+    };
+    // Each SE tinygrad programmed (GRBM_GFX_INDEX se_index, then BUF0_BASE) got trace data.
+    let mut bases = Vec::new();
+    let mut lo = 0u64;
+    for e in evs
+        .iter()
+        .filter(|e| e["ev"] == "pm4" && e["group"] == "sqtt_start")
+    {
+        for reg in e["regs"].as_array().into_iter().flatten() {
+            match reg["name"].as_str().unwrap() {
+                "regSQ_THREAD_TRACE_BUF0_BASE_LO" => lo = hex(&reg["val"]),
+                "regSQ_THREAD_TRACE_BUF0_BASE_HI" => {
+                    bases.push((hex(&reg["val"]) << 32 | lo) << 12)
+                }
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(bases.len(), 2, "tinygrad traced 2 SEs");
+    for (se, b) in bases.iter().enumerate() {
+        let head = r.va_read(*b, 256);
+        assert!(
+            head.iter().any(|&x| x != 0),
+            "SE {se}: no SQTT data at {b:#x}"
+        );
+    }
 }
