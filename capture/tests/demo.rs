@@ -245,7 +245,7 @@ fn two_emulated_devices_share_one_timeline() {
 fn device_specs() {
     use DeviceSpec::*;
     // The emulated PCI and USB paths run the whole demo through the real drivers.
-    for d in [EmuPci, EmuUsb] {
+    for d in ["emu-pci", "emu-usb"].map(|s| s.parse::<DeviceSpec>().unwrap()) {
         let o = CaptureOptions {
             devices: vec![d],
             ..Default::default()
