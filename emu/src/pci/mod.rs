@@ -216,6 +216,8 @@ struct Addrs {
     fb_base_gc: u32,
     fb_top_gc: u32,
     hdp_remap: u32,
+    /// RLC_SAFE_MODE, when the runtime's tables carry it (looked up by name).
+    rlc_safe_mode: (u32, Option<&'static RegDef>),
     /// The generation's definitions of the registers whose fields the model decodes.
     gen: AmGen,
 }
@@ -307,6 +309,10 @@ impl Addrs {
             fb_base_gc: a(GCMC_VM_FB_LOCATION_BASE),
             fb_top_gc: a(GCMC_VM_FB_LOCATION_TOP),
             hdp_remap: a(BIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL),
+            rlc_safe_mode: regs::ALL
+                .iter()
+                .find(|r| r.name == "RLC_SAFE_MODE")
+                .map_or((u32::MAX, None), |r| (a(*r), regs_def(*r, gen as usize))),
             gen,
         }
     }
@@ -728,6 +734,10 @@ impl EmuPciGpu {
         let a = &m.a;
         if addr == HDP_FLUSH_BYTE / 4 {
             m.log.hdp_flushes += 1;
+        } else if addr == a.rlc_safe_mode.0 {
+            // The RLC takes the safe-mode message at once and acknowledges by clearing `cmd`.
+            let def = a.rlc_safe_mode.1;
+            st.core.regs.write(addr, v & !put(def, "cmd", 1));
         } else if addr == a.psp35 {
             if m.cfg.psp_responds {
                 let mc = u64::from(st.core.regs.read(a.psp36)) << 20;
