@@ -377,6 +377,49 @@ pub const ACCEPTED: &[Acceptance] = &[
         "",
         "A16: STATUS wait at the register's absolute offset",
     ),
+    // The GC 12 driverless bring-up against pci_gfx1200_add (tests/pci_gc12_replay.rs).
+    (
+        "gfx12",
+        "mmio:AM_GMC.init_hw",
+        "MMVM_CONTEXT0_CNTL",
+        "secure_protection_fault_enable_interrupt",
+        "A20: tinygrad's raw 0x1800000 (GC 11's bits 23-24) lands on MMHUB 4.1's secure-fault bit",
+    ),
+    (
+        "gfx12",
+        "mmio:AM_IH.init_hw",
+        "IH_RB_CNTL",
+        "rb_size",
+        "A21: IH rings of 512 KiB (ours) vs 256 KiB",
+    ),
+    (
+        "gfx12",
+        "mmio:AM_SOC.init_hw",
+        "BIF_BX_PF0_RSMU_",
+        "",
+        "A22: an indirect access is recorded as its target register only",
+    ),
+    (
+        "gfx12",
+        "mmio:run",
+        "IH_RB_CNTL",
+        "",
+        "A23: our teardown stops the IH rings",
+    ),
+    (
+        "gfx12",
+        "mmio:run",
+        "GRBM_GFX_CNTL",
+        "queueid",
+        "A24: one compute queue; tinygrad's teardown selects both of its MQD slots",
+    ),
+    (
+        "gfx12",
+        "mmio:run",
+        "SCRATCH_REG7",
+        "",
+        "A25: wavescope's own boot stamp, not tinygrad's",
+    ),
 ];
 
 /// Parses JSON lines (blank lines skipped); errors name the line.

@@ -101,9 +101,7 @@ impl RegisterDb {
                         fields.insert(fname.to_lowercase(), (lo, hi));
                     }
                 }
-                db.regs
-                    .entry(name.trim_start_matches("reg").to_string())
-                    .or_insert(fields);
+                db.regs.entry(bare(name).to_string()).or_insert(fields);
             }
             db.files.push(f);
         }
@@ -136,6 +134,14 @@ impl RegisterDb {
         }
         out
     }
+}
+
+/// A register name without its header prefix: `reg` (newer headers) or `mm` (mp_11_0_0, whose
+/// MP1 mailbox names tinygrad records as `mmMP1_SMN_C2PMSG_*`).
+fn bare(name: &str) -> &str {
+    name.strip_prefix("reg")
+        .or_else(|| name.strip_prefix("mm"))
+        .unwrap_or(name)
 }
 
 /// Registers whose values are addresses or sizes of the driver's own buffers, or mailbox
@@ -215,7 +221,7 @@ fn io_side(evs: &[Value]) -> IoSide {
                 let Some(name) = e.get("name").and_then(Value::as_str) else {
                     continue;
                 };
-                let name = name.trim_start_matches("reg").to_string();
+                let name = bare(name).to_string();
                 let st = step(e.get("ctx").and_then(Value::as_str).unwrap_or(""));
                 if st != "run" && !s.steps.contains(&st) {
                     s.steps.push(st.clone());

@@ -30,12 +30,13 @@ fn the_emulated_navi31_passes() {
 }
 
 #[test]
-fn rdna4_and_cdna_are_refused_by_name_with_the_kfd_path_as_the_fix() {
-    for (v, fam) in [
-        ((12, 0, 1), "RDNA4"),
-        ((9, 5, 0), "CDNA4"),
-        ((9, 4, 3), "CDNA3"),
-    ] {
+fn cdna_is_refused_by_name_with_the_kfd_path_as_the_fix() {
+    // GC 12 has register tables: on navi31's other blocks it is refused by the first of them
+    // that is not RDNA4's (SDMA 6), naming that block.
+    let (ip, msg) = refusal(&with(AmIp::Gc, (12, 0, 1)));
+    assert_eq!(ip, "SDMA0", "{msg}");
+    assert!(msg.contains("SDMA 7") && msg.contains("kfd:N"), "{msg}");
+    for (v, fam) in [((9, 5, 0), "CDNA4"), ((9, 4, 3), "CDNA3")] {
         let (ip, msg) = refusal(&with(AmIp::Gc, v));
         assert_eq!(ip, "GC");
         assert!(
@@ -149,11 +150,6 @@ fn rdna4_versions_select_the_gc12_tables_and_mixed_tables_are_refused() {
         }
         other => panic!("expected SDMA0 refusal, got {other:?}"),
     }
-    // The bring-up sequence itself is not implemented: check_versions says so.
-    let (ip, msg) = refusal(&d);
-    assert_eq!(ip, "GC");
-    assert!(
-        msg.contains("not implemented") && msg.contains("kfd:N"),
-        "{msg}"
-    );
+    // The GC 12 bring-up exists: the recorded navi44 table is accepted.
+    assert_eq!(check_versions(&d).unwrap(), AmGen::Gc12);
 }

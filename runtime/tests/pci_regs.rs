@@ -18,7 +18,8 @@ fn table(ip: AmIp, g: AmGen) -> &'static str {
         (AmGen::Gc12, AmIp::Gc | AmIp::Sdma0) => "gc_12_0_0",
         (AmGen::Gc12, AmIp::Mmhub) => "mmhub_4_1_0",
         (AmGen::Gc12, AmIp::Nbio) => "nbif_6_3_1",
-        (AmGen::Gc12, AmIp::Mp0 | AmIp::Mp1) => "mp_14_0_2",
+        (AmGen::Gc12, AmIp::Mp0) => "mp_14_0_2",
+        (AmGen::Gc12, AmIp::Mp1) => "mp_11_0_0",
         (AmGen::Gc12, AmIp::Hdp) => "hdp_7_0_0",
         (AmGen::Gc12, AmIp::Osssys) => "osssys_7_0_0",
     }

@@ -37,16 +37,37 @@ NEED[('Gc', 'gc_11_0_0')] += ['CP_PFP_PRGRM_CNTR_START', 'CP_PFP_PRGRM_CNTR_STAR
     'GCVM_L2_PROTECTION_FAULT_STATUS_LO32', 'GCVM_L2_PROTECTION_FAULT_STATUS_HI32']
 NEED[('Mmhub', 'mmhub_3_0_0')] += ['MMVM_L2_PROTECTION_FAULT_STATUS_LO32', 'MMVM_L2_PROTECTION_FAULT_STATUS_HI32']
 
+# The GC 12 bring-up (tinygrad's AM sequence): IH storm control, the MM hub's reserved-cache
+# invalidation, and clock gating (RLC safe mode, CGCG/CGLS, MGCG override, CP/SDMA interrupts).
+NEED[('Osssys', 'osssys_6_0_0')] += ['IH_STORM_CLIENT_LIST_CNTL', 'IH_INT_FLOOD_CNTL', 'IH_MSI_STORM_CTRL']
+NEED[('Mmhub', 'mmhub_3_0_0')] += ['MMVM_L2_BANK_SELECT_RESERVED_CID2']
+NEED[('Gc', 'gc_11_0_0')] += ['RLC_SAFE_MODE', 'RLC_CGCG_CGLS_CTRL', 'RLC_CGTT_MGCG_OVERRIDE', 'CP_RB_WPTR_POLL_CNTL',
+    'CP_INT_CNTL', 'SDMA0_RLC_CGCG_CTRL', 'SDMA1_RLC_CGCG_CTRL', 'CP_HQD_HQ_SCHEDULER0']
+# The rest of the HQD register image the MQD mirrors (CP_MQD_BASE_ADDR..CP_HQD_PQ_WPTR_HI), so a
+# recording names every register the queue setup writes.
+NEED[('Gc', 'gc_11_0_0')] += ['CP_HQD_IB_BASE_ADDR', 'CP_HQD_IB_BASE_ADDR_HI', 'CP_HQD_IB_RPTR', 'CP_HQD_IQ_TIMER',
+    'CP_HQD_IQ_RPTR', 'CP_HQD_DMA_OFFLOAD', 'CP_HQD_SEMA_CMD', 'CP_HQD_MSG_TYPE', 'CP_HQD_ATOMIC0_PREOP_LO',
+    'CP_HQD_ATOMIC0_PREOP_HI', 'CP_HQD_ATOMIC1_PREOP_LO', 'CP_HQD_ATOMIC1_PREOP_HI', 'CP_HQD_HQ_CONTROL0',
+    'CP_HQD_HQ_STATUS1', 'CP_HQD_HQ_CONTROL1', 'CP_HQD_EOP_RPTR', 'CP_HQD_EOP_WPTR', 'CP_HQD_EOP_EVENTS',
+    'CP_HQD_CTX_SAVE_BASE_ADDR_LO', 'CP_HQD_CTX_SAVE_BASE_ADDR_HI', 'CP_HQD_CTX_SAVE_CONTROL',
+    'CP_HQD_CNTL_STACK_OFFSET', 'CP_HQD_CNTL_STACK_SIZE', 'CP_HQD_WG_STATE_OFFSET', 'CP_HQD_CTX_SAVE_SIZE',
+    'CP_HQD_GDS_RESOURCE_STATE', 'CP_HQD_ERROR', 'CP_HQD_EOP_WPTR_MEM', 'CP_HQD_AQL_CONTROL']
+
 # Versions amdgpu drives with another version's header (gfx_v12_0.c and smu_v14_0 use the
 # gc_12_0_0 and mp_14_0_2 offset headers for GC 12.0.1 and MP 14.0.3): accepted with that table.
 SAME_HEADER = {'gc_12_0_0': [(12, 0, 1)], 'mp_14_0_2': [(14, 0, 3)]}
+
+# The SMU mailbox (MP1_SMN_C2PMSG_66/82/90) on GC 12 is driven at mp_11_0_0's places (segment 0,
+# 0x282/0x292/0x29a), as tinygrad's AM driver does on every generation (and on RX 9070 parts);
+# mp_14_0_2's JSON lists the names in segment 1 (0x82/0x92/0x9a). Accepted MP1 versions there.
+EXTRA_COMPAT = {('Gc12', 'Mp1'): [(14, 0, 2), (14, 0, 3)]}
 
 # Generations: (Rust name, JSON per IP, register renames on that generation).
 GENS = [
     ('Gc11', {'Gc': 'gc_11_0_0', 'Sdma0': 'gc_11_0_0', 'Mmhub': 'mmhub_3_0_0', 'Nbio': 'nbio_4_3_0',
               'Mp0': 'mp_13_0_0', 'Mp1': 'mp_11_0_0', 'Hdp': 'hdp_6_0_0', 'Osssys': 'osssys_6_0_0'}, {}),
     ('Gc12', {'Gc': 'gc_12_0_0', 'Sdma0': 'gc_12_0_0', 'Mmhub': 'mmhub_4_1_0', 'Nbio': 'nbif_6_3_1',
-              'Mp0': 'mp_14_0_2', 'Mp1': 'mp_14_0_2', 'Hdp': 'hdp_7_0_0', 'Osssys': 'osssys_7_0_0'},
+              'Mp0': 'mp_14_0_2', 'Mp1': 'mp_11_0_0', 'Hdp': 'hdp_7_0_0', 'Osssys': 'osssys_7_0_0'},
      dict([(f'MP0_SMN_C2PMSG_{i}', f'MPASP_SMN_C2PMSG_{i}') for i in (35, 36, 64, 67, 69, 70, 71, 81)] +
           [(f'S2A_DOORBELL_ENTRY_{i}_CTRL', f'GDC_S2A0_S2A_DOORBELL_ENTRY_{i}_CTRL') for i in range(4)])),
 ]
@@ -123,6 +144,9 @@ def main():
                     compat.setdefault(ip, []).append(tuple(int(x) for x in m.groups()))
                     if os.path.basename(path) == tables[ip] + ".json":
                         compat[ip] += SAME_HEADER.get(tables[ip], [])
+        for (gg, ip), vs in EXTRA_COMPAT.items():
+            if gg == g:
+                compat[ip] = vs
         out.append(f"    // {g}")
         out.append("    &[")
         for ip, vs in compat.items():

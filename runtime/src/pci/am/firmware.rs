@@ -282,34 +282,48 @@ impl Firmware {
             data: f.slice(uoff.saturating_add(isz), dsz, "IMU DRAM")?,
         });
 
-        // SDMA v2: ctx (TH0) at the array offset, ctl (TH1) at ctl_ucode_offset.
+        // SDMA v2 (SDMA 6): ctx (TH0) at the array offset, ctl (TH1) at ctl_ucode_offset.
+        // SDMA v3 (SDMA 7, RS64 MCU): one image, loaded as TH0; its own ucode_size_bytes at 40
+        // (amdgpu_ucode.h sdma_firmware_header_v3_0; the common size is the whole file).
         let sdmab = read(&names.sdma)?;
         let f = FwFile {
             name: &names.sdma,
             b: &sdmab,
         };
         let (maj, _, _, uoff) = f.common()?;
-        if maj != 2 {
-            return Err(f.err(format!("SDMA header version {maj} (expected 2)")));
+        match maj {
+            2 => {
+                let ctx_sz = f.u32(36)?;
+                let (ctl_off, ctl_sz) = (f.u32(48)?, f.u32(52)?);
+                ip.push(IpFw {
+                    name: format!("{} TH1", names.sdma),
+                    fw_type: fw_type::SDMA_TH1,
+                    data: f.slice(ctl_off, ctl_sz, "SDMA ctl ucode")?,
+                });
+                ip.push(IpFw {
+                    name: format!("{} TH0", names.sdma),
+                    fw_type: fw_type::SDMA_TH0,
+                    data: f.slice(uoff, ctx_sz, "SDMA ctx ucode")?,
+                });
+            }
+            3 => ip.push(IpFw {
+                name: format!("{} TH0", names.sdma),
+                fw_type: fw_type::SDMA_TH0,
+                data: f.slice(uoff, f.u32(40)?, "SDMA v3 ucode")?,
+            }),
+            _ => {
+                return Err(f.err(format!(
+                    "SDMA header version {maj} at offset 8 (expected 2 or 3)"
+                )))
+            }
         }
-        let ctx_sz = f.u32(36)?;
-        let (ctl_off, ctl_sz) = (f.u32(48)?, f.u32(52)?);
-        ip.push(IpFw {
-            name: format!("{} TH1", names.sdma),
-            fw_type: fw_type::SDMA_TH1,
-            data: f.slice(ctl_off, ctl_sz, "SDMA ctl ucode")?,
-        });
-        ip.push(IpFw {
-            name: format!("{} TH0", names.sdma),
-            fw_type: fw_type::SDMA_TH0,
-            data: f.slice(uoff, ctx_sz, "SDMA ctx ucode")?,
-        });
 
-        // GC 12 PFP and ME: gfx v2 headers like the MEC's, code + the stack of pipes 0 and 1.
+        // GC 12 PFP and ME: gfx v2 headers like the MEC's, code + the pipe-0 stack only
+        // (gfx_v12_0_init_microcode loads RS64_PFP/ME and their P0_STACK, no P1 as on GC 11).
         let mut rs64 = |name: &Option<String>,
                         what: &str,
                         code: u32,
-                        stacks: [u32; 2]|
+                        stacks: [u32; 1]|
          -> PciResult<Option<u64>> {
             let Some(name) = name else {
                 return Ok(None);
@@ -339,13 +353,13 @@ impl Firmware {
             &names.pfp,
             "PFP",
             fw_type::RS64_PFP,
-            [fw_type::RS64_PFP_P0_STACK, fw_type::RS64_PFP_P1_STACK],
+            [fw_type::RS64_PFP_P0_STACK],
         )?;
         let me_start = rs64(
             &names.me,
             "ME",
             fw_type::RS64_ME,
-            [fw_type::RS64_ME_P0_STACK, fw_type::RS64_ME_P1_STACK],
+            [fw_type::RS64_ME_P0_STACK],
         )?;
 
         // MEC: gfx v2 header, code + stack data, program start address.
@@ -371,7 +385,7 @@ impl Firmware {
             data: f.slice(doff, dsz, "MEC stack")?,
         });
 
-        // RLC v2.x: IRAM/DRAM (v2.2+), P/V (v2.3), G (main ucode) last.
+        // RLC v2.x: IRAM/DRAM (v2.2+), P/V (v2.3 only), G (main ucode) last.
         let rlcb = read(&names.rlc)?;
         let f = FwFile {
             name: &names.rlc,
@@ -393,7 +407,9 @@ impl Firmware {
                 data: f.slice(f.u32(168)?, f.u32(164)?, "RLC DRAM")?,
             });
         }
-        if min >= 3 {
+        // RLC P/V only with the v2.3 header (amdgpu_gfx_rlc_init_microcode: v2.4 carries tap
+        // delays instead).
+        if min == 3 {
             ip.push(IpFw {
                 name: format!("{} P", names.rlc),
                 fw_type: fw_type::RLC_P,

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::{regs, RegIo};
+use super::{regs, AmGen, RegIo};
 use crate::pci::{PciError, PciResult};
 use crate::platform::Mmio;
 
@@ -39,6 +39,33 @@ pub mod pte {
     pub const PDE_PTE: u64 = 1 << 54;
     /// Address bits 12..47 of an entry.
     pub const ADDR_MASK: u64 = 0x0000_FFFF_FFFF_F000;
+
+    /// The GFX12 format (amdgpu_vm.h, "gfx12"): the same low bits, MTYPE moved and a PTE flag
+    /// in bit 63.
+    pub mod gfx12 {
+        /// AMDGPU_PTE_MTYPE_GFX12(AMDGPU_MTYPE_UC = 3): MTYPE in bits 54..55.
+        pub const MTYPE_UC: u64 = 3 << 54;
+        /// AMDGPU_PDE_PTE_GFX12: a PDB0/PDB1 entry that is itself a (huge-page) PTE.
+        pub const PDE_PTE: u64 = 1 << 63;
+        /// AMDGPU_PTE_IS_PTE: set in every 4 KiB leaf entry.
+        pub const IS_PTE: u64 = 1 << 63;
+    }
+}
+
+/// AMDGPU_MTYPE_UC, the uncached memory type (the `mtype` field of the L1 TLB control).
+pub const MTYPE_UC_VALUE: u32 = 3;
+
+/// The page-table entry bits that differ between generations: (MTYPE_UC, huge-page PDE flag,
+/// 4 KiB leaf flag).
+pub fn pte_format(g: AmGen) -> (u64, u64, u64) {
+    match g {
+        AmGen::Gc11 => (pte::MTYPE_UC, pte::PDE_PTE, 0),
+        AmGen::Gc12 => (
+            pte::gfx12::MTYPE_UC,
+            pte::gfx12::PDE_PTE,
+            pte::gfx12::IS_PTE,
+        ),
+    }
 }
 
 /// First-fit range allocator with power-of-two alignment (free ranges merged on free).
@@ -122,6 +149,8 @@ pub struct Gmc {
     hdp_flush_addr: u32,
     scratch_page: u64,
     dummy_page: u64,
+    /// Page-table entry format and hub register layout.
+    gen: AmGen,
 }
 
 impl Gmc {
@@ -143,6 +172,7 @@ impl Gmc {
             hdp_flush_addr: hdp & 0x7_FFFC,
             scratch_page: 0,
             dummy_page: 0,
+            gen: regs.gen,
         };
         g.root = g.alloc_table()?;
         g.scratch_page = g.palloc(PAGE, PAGE)?;
@@ -214,7 +244,8 @@ impl Gmc {
     /// The directory below `table[idx]`, created if missing.
     fn dir(&mut self, table: u64, idx: u64) -> PciResult<u64> {
         let e = self.entry(table, idx)?;
-        if e & pte::VALID != 0 && e & pte::PDE_PTE == 0 {
+        let (_, pde_pte, _) = pte_format(self.gen);
+        if e & pte::VALID != 0 && e & pde_pte == 0 {
             return Ok(e & pte::ADDR_MASK);
         }
         let t = self.alloc_table()?;
@@ -227,13 +258,14 @@ impl Gmc {
     /// field gives the contiguous, aligned extent.
     pub fn map(&mut self, va: u64, runs: &[PhysRun], uncached: bool) -> PciResult<()> {
         let mut cur = va;
+        let (mtype_uc, pde_pte, is_pte) = pte_format(self.gen);
         for run in runs {
             let mut flags = pte::VALID | pte::READABLE | pte::WRITEABLE | pte::EXECUTABLE;
             if run.system {
                 flags |= pte::SYSTEM | pte::SNOOPED;
             }
             if uncached {
-                flags |= pte::MTYPE_UC;
+                flags |= mtype_uc;
             }
             let mut off = 0u64;
             while off < run.len {
@@ -242,14 +274,14 @@ impl Gmc {
                 let ok = |sz: u64| v % sz == 0 && p % sz == 0 && left >= sz;
                 if ok(1 << 30) {
                     self.vram
-                        .write64(pdb1 + ((v >> 30) & 0x1FF) * 8, p | flags | pte::PDE_PTE)?;
+                        .write64(pdb1 + ((v >> 30) & 0x1FF) * 8, p | flags | pde_pte)?;
                     off += 1 << 30;
                     continue;
                 }
                 let pdb0 = self.dir(pdb1, (v >> 30) & 0x1FF)?;
                 if ok(2 << 20) {
                     self.vram
-                        .write64(pdb0 + ((v >> 21) & 0x1FF) * 8, p | flags | pte::PDE_PTE)?;
+                        .write64(pdb0 + ((v >> 21) & 0x1FF) * 8, p | flags | pde_pte)?;
                     off += 2 << 20;
                     continue;
                 }
@@ -262,7 +294,7 @@ impl Gmc {
                 let frag = u64::from(align.min(extent).saturating_sub(12).min(31));
                 let mut bytes = Vec::with_capacity(n as usize * 8);
                 for i in 0..n {
-                    let e = (p + i * PAGE) | flags | frag << pte::FRAG_SHIFT;
+                    let e = (p + i * PAGE) | flags | is_pte | frag << pte::FRAG_SHIFT;
                     bytes.extend_from_slice(&e.to_le_bytes());
                 }
                 self.vram.write_bytes(ptb + first * 8, &bytes)?;
@@ -277,6 +309,7 @@ impl Gmc {
     pub fn unmap(&mut self, va: u64, size: u64) -> PciResult<()> {
         let end = va + size;
         let mut v = va;
+        let (_, pde_pte, _) = pte_format(self.gen);
         while v < end {
             let e2 = self.entry(self.root, (v >> 39) & 0x1FF)?;
             if e2 & pte::VALID == 0 {
@@ -285,7 +318,7 @@ impl Gmc {
             let pdb1 = e2 & pte::ADDR_MASK;
             let i1 = (v >> 30) & 0x1FF;
             let e1 = self.entry(pdb1, i1)?;
-            if e1 & pte::PDE_PTE != 0 {
+            if e1 & pde_pte != 0 {
                 self.vram.write64(pdb1 + i1 * 8, 0)?;
                 v += 1 << 30;
                 continue;
@@ -293,7 +326,7 @@ impl Gmc {
             let pdb0 = e1 & pte::ADDR_MASK;
             let i0 = (v >> 21) & 0x1FF;
             let e0 = self.entry(pdb0, i0)?;
-            if e0 & pte::PDE_PTE != 0 {
+            if e0 & pde_pte != 0 {
                 self.vram.write64(pdb0 + i0 * 8, 0)?;
                 v += 2 << 20;
                 continue;
@@ -310,6 +343,9 @@ impl Gmc {
 
     /// Hub init (§1.6 GMC) for the MM hub (at boot) or the GC hub (in GFX init).
     pub fn init_hub(&self, r: &RegIo, hub: Hub) -> PciResult<()> {
+        if self.gen == AmGen::Gc12 {
+            return self.init_hub_fields(r, hub);
+        }
         use regs::*;
         let mm = hub == Hub::Mm;
         let pick = |m, g| if mm { m } else { g };
@@ -503,6 +539,242 @@ impl Gmc {
         self.invalidate(r, hub)
     }
 
+    /// Hub init with every value encoded by field (GC 12: GC hub 12, MM hub 4.1, whose fields
+    /// sit elsewhere than GC 11's), in tinygrad's order: apertures, fault defaults, L1 TLB and
+    /// L2, the VMID 0 context, identity aperture off, invalidation ranges.
+    fn init_hub_fields(&self, r: &RegIo, hub: Hub) -> PciResult<()> {
+        use regs::*;
+        let mm = hub == Hub::Mm;
+        let pick = |m, g| if mm { m } else { g };
+        let mc_end = self.mc_base + self.vram_size - 1;
+        r.write(pick(MMMC_VM_AGP_BASE, GCMC_VM_AGP_BASE), 0)?;
+        // AGP off: bottom above top.
+        r.write(
+            pick(MMMC_VM_AGP_BOT, GCMC_VM_AGP_BOT),
+            (0xFFFF_FFFF_FFFFu64 >> 24) as u32,
+        )?;
+        r.write(pick(MMMC_VM_AGP_TOP, GCMC_VM_AGP_TOP), 0)?;
+        r.write(
+            pick(
+                MMMC_VM_SYSTEM_APERTURE_LOW_ADDR,
+                GCMC_VM_SYSTEM_APERTURE_LOW_ADDR,
+            ),
+            (self.mc_base >> 18) as u32,
+        )?;
+        r.write(
+            pick(
+                MMMC_VM_SYSTEM_APERTURE_HIGH_ADDR,
+                GCMC_VM_SYSTEM_APERTURE_HIGH_ADDR,
+            ),
+            (mc_end >> 18) as u32,
+        )?;
+        let sp = self.mc(self.scratch_page) >> 12;
+        r.write(
+            pick(
+                MMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB,
+                GCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB,
+            ),
+            sp as u32,
+        )?;
+        r.write(
+            pick(
+                MMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB,
+                GCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB,
+            ),
+            (sp >> 32) as u32,
+        )?;
+        let dp = self.mc(self.dummy_page) >> 12;
+        r.write(
+            pick(
+                MMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32,
+                GCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32,
+            ),
+            dp as u32,
+        )?;
+        r.write(
+            pick(
+                MMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32,
+                GCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32,
+            ),
+            (dp >> 32) as u32,
+        )?;
+        r.update_fields(
+            pick(
+                MMVM_L2_PROTECTION_FAULT_CNTL2,
+                GCVM_L2_PROTECTION_FAULT_CNTL2,
+            ),
+            &[("active_page_migration_pte_read_retry", 1)],
+        )?;
+        r.update_fields(
+            pick(MMMC_VM_MX_L1_TLB_CNTL, GCMC_VM_MX_L1_TLB_CNTL),
+            &[
+                ("enable_l1_tlb", 1),
+                ("system_access_mode", 3),
+                ("enable_advanced_driver_model", 1),
+                ("system_aperture_unmapped_access", 0),
+                ("mtype", MTYPE_UC_VALUE),
+            ],
+        )?;
+        r.update_fields(
+            pick(MMVM_L2_CNTL, GCVM_L2_CNTL),
+            &[
+                ("enable_l2_cache", 1),
+                ("enable_l2_fragment_processing", 0),
+                ("enable_default_page_out_to_system_memory", 1),
+                ("l2_pde0_cache_tag_generation_mode", 0),
+                ("pde_fault_classification", 0),
+                ("context1_identity_access_mode", 1),
+                ("identity_mode_fragment_size", 0),
+            ],
+        )?;
+        r.update_fields(
+            pick(MMVM_L2_CNTL2, GCVM_L2_CNTL2),
+            &[("invalidate_all_l1_tlbs", 1), ("invalidate_l2_cache", 1)],
+        )?;
+        r.write_fields(
+            pick(MMVM_L2_CNTL3, GCVM_L2_CNTL3),
+            &[
+                ("l2_cache_4k_associativity", 1),
+                ("l2_cache_bigk_associativity", 1),
+                ("bank_select", 9),
+                ("l2_cache_bigk_fragment_size", 6),
+            ],
+        )?;
+        r.write_fields(
+            pick(MMVM_L2_CNTL4, GCVM_L2_CNTL4),
+            &[("l2_cache_4k_partition_count", 1)],
+        )?;
+        r.write_fields(
+            pick(MMVM_L2_CNTL5, GCVM_L2_CNTL5),
+            &[("walker_priority_client_id", 0x1FF)],
+        )?;
+        let vm_end = (VA_BASE + (1u64 << 48) - 1).min(0x7FFF_FFFF_FFFF);
+        for (reg, v) in [
+            (
+                pick(
+                    MMVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32,
+                    GCVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32,
+                ),
+                (VA_BASE >> 12) as u32,
+            ),
+            (
+                pick(
+                    MMVM_CONTEXT0_PAGE_TABLE_START_ADDR_HI32,
+                    GCVM_CONTEXT0_PAGE_TABLE_START_ADDR_HI32,
+                ),
+                (VA_BASE >> 44) as u32,
+            ),
+            (
+                pick(
+                    MMVM_CONTEXT0_PAGE_TABLE_END_ADDR_LO32,
+                    GCVM_CONTEXT0_PAGE_TABLE_END_ADDR_LO32,
+                ),
+                (vm_end >> 12) as u32,
+            ),
+            (
+                pick(
+                    MMVM_CONTEXT0_PAGE_TABLE_END_ADDR_HI32,
+                    GCVM_CONTEXT0_PAGE_TABLE_END_ADDR_HI32,
+                ),
+                (vm_end >> 44) as u32,
+            ),
+            (
+                pick(
+                    MMVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32,
+                    GCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32,
+                ),
+                (self.root | 1) as u32,
+            ),
+            (
+                pick(
+                    MMVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32,
+                    GCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32,
+                ),
+                (self.root >> 32) as u32,
+            ),
+        ] {
+            r.write(reg, v)?;
+        }
+        // Context 0 on, a 4-level walk from PDB2 (depth 3), every protection fault both
+        // interrupting and redirected to the default page.
+        let mut cntl = vec![("enable_context", 1), ("page_table_depth", 3)];
+        let faults = [
+            "range_protection_fault_enable_interrupt",
+            "range_protection_fault_enable_default",
+            "dummy_page_protection_fault_enable_interrupt",
+            "dummy_page_protection_fault_enable_default",
+            "pde0_protection_fault_enable_interrupt",
+            "pde0_protection_fault_enable_default",
+            "valid_protection_fault_enable_interrupt",
+            "valid_protection_fault_enable_default",
+            "read_protection_fault_enable_interrupt",
+            "read_protection_fault_enable_default",
+            "write_protection_fault_enable_interrupt",
+            "write_protection_fault_enable_default",
+            "execute_protection_fault_enable_interrupt",
+            "execute_protection_fault_enable_default",
+        ];
+        cntl.extend(faults.iter().map(|f| (*f, 1)));
+        r.write_fields(pick(MMVM_CONTEXT0_CNTL, GCVM_CONTEXT0_CNTL), &cntl)?;
+        for (reg, v) in [
+            (
+                pick(
+                    MMVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_LO32,
+                    GCVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_LO32,
+                ),
+                0xFFFF_FFFF,
+            ),
+            (
+                pick(
+                    MMVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_HI32,
+                    GCVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_HI32,
+                ),
+                0xF,
+            ),
+            (
+                pick(
+                    MMVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_LO32,
+                    GCVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_LO32,
+                ),
+                0,
+            ),
+            (
+                pick(
+                    MMVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_HI32,
+                    GCVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_HI32,
+                ),
+                0,
+            ),
+            (
+                pick(
+                    MMVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_LO32,
+                    GCVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_LO32,
+                ),
+                0,
+            ),
+            (
+                pick(
+                    MMVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_HI32,
+                    GCVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_HI32,
+                ),
+                0,
+            ),
+        ] {
+            r.write(reg, v)?;
+        }
+        let engines = if mm {
+            MMVM_INVALIDATE_ENG_ADDR_RANGE
+        } else {
+            GCVM_INVALIDATE_ENG_ADDR_RANGE
+        };
+        // Every invalidation engine covers the whole address space (0x1F_FFFF_FFFF pages).
+        for (lo, hi) in engines {
+            r.write(lo, 0xFFFF_FFFF)?;
+            r.write(hi, 0x1F)?;
+        }
+        Ok(())
+    }
+
     /// TLB invalidation of VMID 0 on one hub (engine 17), waiting for the ACK.
     pub fn invalidate(&self, r: &RegIo, hub: Hub) -> PciResult<()> {
         use regs::*;
@@ -526,6 +798,15 @@ impl Gmc {
                 "TLB invalidation ack",
             )?;
             r.write(MMVM_INVALIDATE_ENG17_SEM, 0)?;
+            if self.gen == AmGen::Gc12 {
+                // Also drop the MM hub's reserved (private) cache lines, and read back so the
+                // invalidation has landed before the caller goes on (tinygrad's flush_tlb).
+                r.update_fields(
+                    MMVM_L2_BANK_SELECT_RESERVED_CID2,
+                    &[("reserved_cache_private_invalidation", 1)],
+                )?;
+                r.read(MMVM_L2_BANK_SELECT_RESERVED_CID2)?;
+            }
         } else {
             r.write(GCVM_INVALIDATE_ENG17_REQ, req)?;
             r.poll(
@@ -543,6 +824,13 @@ impl Gmc {
     /// HDP flush then TLB invalidation on both hubs (after every mapping change).
     pub fn flush_tlbs(&self, r: &RegIo, gc_up: bool) -> PciResult<()> {
         self.flush_hdp(r)?;
+        if self.gen == AmGen::Gc12 {
+            // GC hub first, then MM (tinygrad's order after a mapping).
+            if gc_up {
+                self.invalidate(r, Hub::Gc)?;
+            }
+            return self.invalidate(r, Hub::Mm);
+        }
         self.invalidate(r, Hub::Mm)?;
         if gc_up {
             self.invalidate(r, Hub::Gc)?;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::gmc::Gmc;
-use super::{regs, RegIo};
+use super::{regs, AmGen, RegIo};
 use crate::pci::PciResult;
 use crate::platform::Mmio;
 
@@ -35,6 +35,9 @@ pub struct Ih {
 
 impl Ih {
     pub fn init(&mut self, r: &RegIo, gmc: &mut Gmc) -> PciResult<()> {
+        if r.gen == AmGen::Gc12 {
+            return self.init_fields(r, gmc);
+        }
         use regs::*;
         for ring in 0..2u32 {
             let base = gmc.palloc(RING_SIZE, 0x1000)?;
@@ -79,6 +82,72 @@ impl Ih {
             r.write(cntl, c | 1 | if ring == 0 { 1 << 17 } else { 0 })?;
             self.rings.push((base, wptr));
         }
+        Ok(())
+    }
+
+    /// OSSSYS 7 (GC 12): the same rings, every value encoded by field, no IH doorbell (the
+    /// driver reads the write-pointer page), the storm/flood controls on, then both rings on.
+    fn init_fields(&mut self, r: &RegIo, gmc: &mut Gmc) -> PciResult<()> {
+        use regs::*;
+        let rb_size = 64 - (RING_SIZE / 4 - 1).leading_zeros();
+        for ring in 0..2u32 {
+            let base = gmc.palloc(RING_SIZE, 0x1000)?;
+            let wptr = gmc.palloc(0x1000, 0x1000)?;
+            let mc = gmc.mc(base);
+            let (rb_base, rb_base_hi, cntl, rptr_r, wptr_r, dbr) = if ring == 0 {
+                (
+                    IH_RB_BASE,
+                    IH_RB_BASE_HI,
+                    IH_RB_CNTL,
+                    IH_RB_RPTR,
+                    IH_RB_WPTR,
+                    IH_DOORBELL_RPTR,
+                )
+            } else {
+                (
+                    IH_RB_BASE_RING1,
+                    IH_RB_BASE_HI_RING1,
+                    IH_RB_CNTL_RING1,
+                    IH_RB_RPTR_RING1,
+                    IH_RB_WPTR_RING1,
+                    IH_DOORBELL_RPTR_RING1,
+                )
+            };
+            r.write(rb_base, (mc >> 8) as u32)?;
+            r.write(rb_base_hi, (mc >> 40) as u32)?;
+            let mut f = vec![
+                ("mc_space", 4),
+                ("wptr_overflow_clear", 1),
+                ("rb_size", rb_size),
+                ("mc_snoop", 1),
+                ("mc_ro", 0),
+                ("mc_vmid", 0),
+            ];
+            if ring == 0 {
+                f.extend([("wptr_overflow_enable", 1), ("rptr_rearm", 1)]);
+            } else {
+                f.push(("rb_full_drain_enable", 1));
+            }
+            r.write_fields(cntl, &f)?;
+            if ring == 0 {
+                let wmc = gmc.mc(wptr);
+                r.write(IH_RB_WPTR_ADDR_LO, wmc as u32)?;
+                r.write(IH_RB_WPTR_ADDR_HI, (wmc >> 32) as u32)?;
+            }
+            r.write(wptr_r, 0)?;
+            r.write(rptr_r, 0)?;
+            r.write_fields(dbr, &[("enable", 0)])?;
+            self.rings.push((base, wptr));
+        }
+        // Client 18 (the VMC, GMC page faults) may storm: let the IH rate-limit it.
+        r.update_fields(
+            IH_STORM_CLIENT_LIST_CNTL,
+            &[("client18_is_storm_client", 1)],
+        )?;
+        r.update_fields(IH_INT_FLOOD_CNTL, &[("flood_cntl_enable", 1)])?;
+        r.update_fields(IH_MSI_STORM_CTRL, &[("delay", 3)])?;
+        r.update_fields(IH_RB_CNTL, &[("rb_enable", 1), ("enable_intr", 1)])?;
+        r.update_fields(IH_RB_CNTL_RING1, &[("rb_enable", 1)])?;
         Ok(())
     }
 

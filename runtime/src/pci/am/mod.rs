@@ -181,6 +181,39 @@ impl RegIo {
         };
         Ok((value >> f.lo) & mask)
     }
+    /// The bits of the named fields of `r` on this generation.
+    pub fn field_mask(&self, r: AmReg, fields: &[&str]) -> PciResult<u32> {
+        let def = self.def(r)?;
+        let mut m = 0u32;
+        for name in fields {
+            let f = def.field(name).ok_or_else(|| PciError::Discovery {
+                offset: 0,
+                msg: format!(
+                    "{}: register {} has no field {name}",
+                    self.gen.label(),
+                    def.name
+                ),
+            })?;
+            let width = u32::from(f.hi - f.lo) + 1;
+            m |= if width >= 32 {
+                u32::MAX
+            } else {
+                ((1 << width) - 1) << f.lo
+            };
+        }
+        Ok(m)
+    }
+    /// Writes `r` with the named fields set (the others 0).
+    pub fn write_fields(&self, r: AmReg, fields: &[(&str, u32)]) -> PciResult<()> {
+        self.write(r, self.encode(r, fields)?)
+    }
+    /// Read-modify-write of the named fields of `r` (the others keep their value).
+    pub fn update_fields(&self, r: AmReg, fields: &[(&str, u32)]) -> PciResult<()> {
+        let names: Vec<&str> = fields.iter().map(|f| f.0).collect();
+        let mask = self.field_mask(r, &names)?;
+        let v = self.encode(r, fields)?;
+        self.update(r, mask, v)
+    }
     /// The first of `rs` this generation has (a register renamed or split between generations).
     pub fn first_of(&self, rs: &[AmReg]) -> PciResult<AmReg> {
         rs.iter()
@@ -212,12 +245,14 @@ impl RegIo {
             })?;
         Ok(base + d.offset)
     }
-    /// The known register at absolute dword address `addr` (for recordings).
+    /// The known register at absolute dword address `addr` (for recordings); of two names for
+    /// one register (CP_HQD_HQ_STATUS0 / _SCHEDULER0) the alphabetically first, as tinygrad's.
     pub fn name_of(&self, addr: u32) -> Option<(&'static str, AmIp)> {
         regs::ALL
             .iter()
-            .find(|r| r.on(self.gen).is_some() && self.addr(**r).ok() == Some(addr))
-            .and_then(|r| r.on(self.gen).map(|d| (d.name, r.ip)))
+            .filter(|r| r.on(self.gen).is_some() && self.addr(**r).ok() == Some(addr))
+            .filter_map(|r| r.on(self.gen).map(|d| (d.name, r.ip)))
+            .min_by_key(|(n, _)| *n)
     }
     fn tap(&self, write: bool, addr: u32, v: u32, indirect: bool) {
         if let Some(t) = &self.tap {
@@ -370,18 +405,41 @@ pub fn select_gen(disc: &Discovery) -> PciResult<AmGen> {
 }
 
 /// Refuses a discovery table the driver cannot bring up: an IP version without register tables
-/// ([`select_gen`]), or a generation whose bring-up sequence is not implemented yet (GC 12: the
-/// tables exist, the RS64 PFP/ME firmware load, boot-time TMR and SDMA 7 queues do not).
+/// ([`select_gen`]), naming the version and the fix.
 pub fn check_versions(disc: &Discovery) -> PciResult<AmGen> {
-    let gc = disc.ip(AmIp::Gc)?.version;
-    if gen_of(disc)? == Some(AmGen::Gc12) {
-        return Err(PciError::UnsupportedIp {
-            ip: "GC",
-            version: gc,
-            msg: "RDNA4: the driverless bring-up of GC 12 (RS64 PFP/ME firmware, boot-time TMR, SDMA 7 queues) is not implemented yet; use the KFD path (kfd:N) for this GPU".into(),
-        });
-    }
     select_gen(disc)
+}
+
+/// What the GPU says about the session before ours (tinygrad's partial-boot test in
+/// `AMDev.__init__`): SCRATCH_REG7 holds the boot stamp of the driver that brought it up,
+/// SCRATCH_REG6 is 1 while that driver runs and 0 after its orderly teardown, and a latched GC
+/// hub protection fault means the last workload crashed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PriorBoot {
+    /// Not brought up by this driver (power-on, amdgpu, tinygrad).
+    #[default]
+    Foreign,
+    /// Brought up by this driver and torn down cleanly: tinygrad would re-initialise only GFX
+    /// and SDMA here; we still do the full bring-up (the boot memory layout is not kept).
+    Clean,
+    /// Brought up by this driver but not torn down, or with a GC fault pending.
+    Dirty,
+}
+
+/// Reads the previous session's marks ([`PriorBoot`]) on GC 11 and GC 12.
+pub fn prior_boot(r: &RegIo) -> PciResult<PriorBoot> {
+    if r.read(regs::SCRATCH_REG7)? != AM_VERSION {
+        return Ok(PriorBoot::Foreign);
+    }
+    // GC 12 splits the status into LO32/HI32; the LO32 half carries GC 11's fields.
+    let fault = r.first_of(&[
+        regs::GCVM_L2_PROTECTION_FAULT_STATUS,
+        regs::GCVM_L2_PROTECTION_FAULT_STATUS_LO32,
+    ])?;
+    if r.read(regs::SCRATCH_REG6)? != 0 || r.read(fault)? != 0 {
+        return Ok(PriorBoot::Dirty);
+    }
+    Ok(PriorBoot::Clean)
 }
 
 /// The brought-up GPU: BAR views, discovered IPs and the per-IP state.
@@ -400,6 +458,8 @@ pub struct AmDevice {
     pub timeout_ms: u64,
     pub gfx_queue: Option<gfx::ComputeQueue>,
     pub sdma_queue: Option<sdma::SdmaQueue>,
+    /// What the previous session left ([`prior_boot`], read before the bring-up).
+    pub prior_boot: PriorBoot,
     finished: bool,
 }
 
@@ -487,6 +547,7 @@ impl AmDevice {
             timeout_ms: opts.handshake_timeout_ms,
             gfx_queue: None,
             sdma_queue: None,
+            prior_boot: PriorBoot::Foreign,
             finished: false,
         };
         if let Err(e) = dev.full_boot() {
@@ -499,9 +560,16 @@ impl AmDevice {
         Ok(dev)
     }
 
+    /// The generation whose register tables and sequence this device uses.
+    pub fn gen(&self) -> AmGen {
+        self.regs.gen
+    }
+
     fn full_boot(&mut self) -> PciResult<()> {
+        let gc12 = self.gen() == AmGen::Gc12;
         // §1.3: a GPU left running by amdgpu or a crashed run answers on both mailboxes: reset it.
         self.regs.phase("reset");
+        self.prior_boot = prior_boot(&self.regs)?;
         if psp::sos_alive(&self.regs)? && smu::alive(&self.regs, 100)? {
             smu::send(&self.regs, smu::MSG_MODE1_RESET, 0, self.timeout_ms)?;
             std::thread::sleep(Duration::from_millis(500));
@@ -513,28 +581,53 @@ impl AmDevice {
         self.gmc.init_hub(&self.regs, gmc::Hub::Mm)?;
         self.regs.phase("AM_IH.init_hw");
         self.ih.init(&self.regs, &mut self.gmc)?;
-        self.doorbell_enable(1, 0, 0, ih::DOORBELL_IH * 2, 2)?;
+        if !gc12 {
+            self.doorbell_enable(1, 0, 0, ih::DOORBELL_IH * 2, 2)?;
+        }
         self.regs.phase("AM_PSP.init_hw");
+        self.psp.boot_time_tmr = psp::boot_time_tmr(self.disc.ip(AmIp::Mp0)?.version);
         self.psp
             .init(&self.regs, &mut self.gmc, &self.fw, self.timeout_ms)?;
         self.regs.phase("AM_SMU.init_hw");
         self.smu.init(&self.regs, &mut self.gmc, self.timeout_ms)?;
         self.regs.phase("AM_GFX.init_hw");
-        gfx::init(self)?;
+        if gc12 {
+            gfx::init_gc12(self)?;
+        } else {
+            gfx::init(self)?;
+        }
         self.regs.phase("AM_SDMA.init_hw");
         sdma::init(self)?;
         self.regs.phase("AM_SMU.set_clocks");
         self.smu.set_clocks(&self.regs, true, self.timeout_ms)?;
+        if gc12 {
+            self.regs.phase("AM_SOC.set_clockgating_state");
+            // HDP 5.2.1 and later: light sleep / deep sleep of the atomic memory.
+            self.regs.update_fields(
+                regs::HDP_MEM_POWER_CTRL,
+                &[
+                    ("atomic_mem_power_ctrl_en", 1),
+                    ("atomic_mem_power_ds_en", 1),
+                ],
+            )?;
+            self.regs.phase("AM_GFX.set_clockgating_state");
+            gfx::clockgating_gc12(self)?;
+        }
         self.gmc.boot_done();
         self.regs.phase("AMDev.init_hw");
         self.regs.write(regs::SCRATCH_REG7, AM_VERSION)?;
+        // "Running" (fini clears it): a stamp with REG6 still set means a session that crashed.
+        self.regs.write(regs::SCRATCH_REG6, 1)?;
         self.regs.phase("run");
         Ok(())
     }
 
     /// SOC: no soft reset of function 2 (the audio function), doorbell aperture on.
     fn soc_init(&mut self) -> PciResult<()> {
-        self.regs.update(regs::RCC_DEV0_EPF2_STRAP2, 1 << 7, 0)?;
+        self.regs.update_fields(
+            regs::RCC_DEV0_EPF2_STRAP2,
+            &[("strap_no_soft_reset_dev0_f2", 0)],
+        )?;
         self.regs
             .write(regs::RCC_DEV0_EPF0_RCC_DOORBELL_APER_EN, 1)?;
         Ok(())
@@ -590,8 +683,14 @@ impl AmDevice {
         }
         self.finished = true;
         self.regs.phase("fini");
-        gfx::fini(self)?;
-        sdma::fini(self)?;
+        if self.gen() == AmGen::Gc12 {
+            // SDMA first (its soft reset does not touch the CP), then the compute queue.
+            sdma::fini(self)?;
+            gfx::fini(self)?;
+        } else {
+            gfx::fini(self)?;
+            sdma::fini(self)?;
+        }
         self.smu.set_clocks(&self.regs, false, self.timeout_ms)?;
         self.ih.drain(&self.regs, &self.vram)?;
         self.ih.fini(&self.regs)?;

@@ -26,6 +26,12 @@ pub const CMD_DESTROY_RINGS: u32 = 0x30000;
 pub const RESP_STATUS: u64 = 864;
 pub const RESP_TMR_SIZE: u64 = 880;
 
+/// Whether the PSP of MP0 `v` sets up the TMR itself at boot, so the driver sends no
+/// SETUP_TMR (tinygrad's boot_time_tmr with autoload: PSP 14.0.2/14.0.3, the RDNA4 parts).
+pub fn boot_time_tmr(v: (u32, u32, u32)) -> bool {
+    matches!(v, (14, 0, 2) | (14, 0, 3))
+}
+
 /// Whether SOS is running (C2PMSG_81 ≠ 0).
 pub fn sos_alive(r: &RegIo) -> PciResult<bool> {
     Ok(r.read(regs::MP0_SMN_C2PMSG_81)? != 0)
@@ -41,6 +47,8 @@ pub struct Psp {
     /// Ring write pointer in dwords.
     wptr: u32,
     pub tmr_size: u64,
+    /// The PSP reserves the TMR at boot ([`boot_time_tmr`]): no SETUP_TMR.
+    pub boot_time_tmr: bool,
     /// Firmware types loaded, in order (for logs and tests).
     pub loaded: Vec<u32>,
 }
@@ -152,8 +160,8 @@ impl Psp {
         }
         // 5. SMU firmware first.
         self.load_fw(r, gmc, fw_type::SMU, &fw.smu.data, t)?;
-        // 6. TMR (1 MiB aligned, in boot VRAM; virt_phy_addr set).
-        if self.tmr_size > 0 {
+        // 6. TMR (1 MiB aligned, in boot VRAM; virt_phy_addr set), unless PSP made it at boot.
+        if self.tmr_size > 0 && !self.boot_time_tmr {
             let tmr = gmc.palloc(self.tmr_size, 1 << 20)?;
             let tmc = gmc.mc(tmr);
             self.submit(

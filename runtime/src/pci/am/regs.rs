@@ -231,8 +231,8 @@ pub const MP1_SMN_C2PMSG_66: AmReg = AmReg {
         }),
         Some(RegDef {
             name: "MP1_SMN_C2PMSG_66",
-            offset: 0x82,
-            base_index: 1,
+            offset: 0x282,
+            base_index: 0,
             fields: &[FieldDef {
                 name: "content",
                 lo: 0,
@@ -257,8 +257,8 @@ pub const MP1_SMN_C2PMSG_82: AmReg = AmReg {
         }),
         Some(RegDef {
             name: "MP1_SMN_C2PMSG_82",
-            offset: 0x92,
-            base_index: 1,
+            offset: 0x292,
+            base_index: 0,
             fields: &[FieldDef {
                 name: "content",
                 lo: 0,
@@ -283,8 +283,8 @@ pub const MP1_SMN_C2PMSG_90: AmReg = AmReg {
         }),
         Some(RegDef {
             name: "MP1_SMN_C2PMSG_90",
-            offset: 0x9a,
-            base_index: 1,
+            offset: 0x29a,
+            base_index: 0,
             fields: &[FieldDef {
                 name: "content",
                 lo: 0,
@@ -2381,6 +2381,412 @@ pub const IH_DOORBELL_RPTR_RING1: AmReg = AmReg {
                     hi: 28,
                 },
             ],
+        }),
+    ],
+};
+pub const IH_STORM_CLIENT_LIST_CNTL: AmReg = AmReg {
+    ip: AmIp::Osssys,
+    name: "IH_STORM_CLIENT_LIST_CNTL",
+    at: [
+        Some(RegDef {
+            name: "IH_STORM_CLIENT_LIST_CNTL",
+            offset: 0xda,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "client1_is_storm_client",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "client2_is_storm_client",
+                    lo: 2,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "client3_is_storm_client",
+                    lo: 3,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "client4_is_storm_client",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "client5_is_storm_client",
+                    lo: 5,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "client6_is_storm_client",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "client7_is_storm_client",
+                    lo: 7,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "client8_is_storm_client",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "client9_is_storm_client",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "client10_is_storm_client",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "client11_is_storm_client",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "client12_is_storm_client",
+                    lo: 12,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "client13_is_storm_client",
+                    lo: 13,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "client14_is_storm_client",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "client15_is_storm_client",
+                    lo: 15,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "client16_is_storm_client",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "client17_is_storm_client",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "client18_is_storm_client",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "client19_is_storm_client",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "client20_is_storm_client",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "client21_is_storm_client",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "client22_is_storm_client",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "client23_is_storm_client",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "client24_is_storm_client",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "client25_is_storm_client",
+                    lo: 25,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "client26_is_storm_client",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "client27_is_storm_client",
+                    lo: 27,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "client28_is_storm_client",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "client29_is_storm_client",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "client30_is_storm_client",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "client31_is_storm_client",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "IH_STORM_CLIENT_LIST_CNTL",
+            offset: 0xaa,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "client1_is_storm_client",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "client2_is_storm_client",
+                    lo: 2,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "client3_is_storm_client",
+                    lo: 3,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "client4_is_storm_client",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "client5_is_storm_client",
+                    lo: 5,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "client6_is_storm_client",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "client7_is_storm_client",
+                    lo: 7,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "client8_is_storm_client",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "client9_is_storm_client",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "client10_is_storm_client",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "client11_is_storm_client",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "client12_is_storm_client",
+                    lo: 12,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "client13_is_storm_client",
+                    lo: 13,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "client14_is_storm_client",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "client15_is_storm_client",
+                    lo: 15,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "client16_is_storm_client",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "client17_is_storm_client",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "client18_is_storm_client",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "client19_is_storm_client",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "client20_is_storm_client",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "client21_is_storm_client",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "client22_is_storm_client",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "client23_is_storm_client",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "client24_is_storm_client",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "client25_is_storm_client",
+                    lo: 25,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "client26_is_storm_client",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "client27_is_storm_client",
+                    lo: 27,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "client28_is_storm_client",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "client29_is_storm_client",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "client30_is_storm_client",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "client31_is_storm_client",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
+    ],
+};
+pub const IH_INT_FLOOD_CNTL: AmReg = AmReg {
+    ip: AmIp::Osssys,
+    name: "IH_INT_FLOOD_CNTL",
+    at: [
+        Some(RegDef {
+            name: "IH_INT_FLOOD_CNTL",
+            offset: 0xd5,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "highwater",
+                    lo: 0,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "flood_cntl_enable",
+                    lo: 3,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "clear_int_flood_status",
+                    lo: 4,
+                    hi: 4,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "IH_INT_FLOOD_CNTL",
+            offset: 0xd5,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "highwater",
+                    lo: 0,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "flood_cntl_enable",
+                    lo: 3,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "clear_int_flood_status",
+                    lo: 4,
+                    hi: 4,
+                },
+            ],
+        }),
+    ],
+};
+pub const IH_MSI_STORM_CTRL: AmReg = AmReg {
+    ip: AmIp::Osssys,
+    name: "IH_MSI_STORM_CTRL",
+    at: [
+        Some(RegDef {
+            name: "IH_MSI_STORM_CTRL",
+            offset: 0xf1,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "delay",
+                lo: 0,
+                hi: 11,
+            }],
+        }),
+        Some(RegDef {
+            name: "IH_MSI_STORM_CTRL",
+            offset: 0xf1,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "delay",
+                lo: 0,
+                hi: 11,
+            }],
         }),
     ],
 };
@@ -5506,6 +5912,86 @@ pub const MMVM_L2_PROTECTION_FAULT_STATUS_HI32: AmReg = AmReg {
                 lo: 0,
                 hi: 0,
             }],
+        }),
+    ],
+};
+pub const MMVM_L2_BANK_SELECT_RESERVED_CID2: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    name: "MMVM_L2_BANK_SELECT_RESERVED_CID2",
+    at: [
+        Some(RegDef {
+            name: "MMVM_L2_BANK_SELECT_RESERVED_CID2",
+            offset: 0x71b,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "reserved_read_client_id",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "reserved_write_client_id",
+                    lo: 10,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "enable",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "reserved_cache_invalidation_mode",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "reserved_cache_private_invalidation",
+                    lo: 25,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "reserved_cache_fragment_size",
+                    lo: 26,
+                    hi: 30,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "MMVM_L2_BANK_SELECT_RESERVED_CID2",
+            offset: 0x500,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "reserved_read_client_id",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "reserved_write_client_id",
+                    lo: 10,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "enable",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "reserved_cache_invalidation_mode",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "reserved_cache_private_invalidation",
+                    lo: 25,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "reserved_cache_fragment_size",
+                    lo: 26,
+                    hi: 30,
+                },
+            ],
         }),
     ],
 };
@@ -13104,6 +13590,2128 @@ pub const GCVM_L2_PROTECTION_FAULT_STATUS_HI32: AmReg = AmReg {
         }),
     ],
 };
+pub const RLC_SAFE_MODE: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "RLC_SAFE_MODE",
+    at: [
+        Some(RegDef {
+            name: "RLC_SAFE_MODE",
+            offset: 0x980,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "cmd",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "message",
+                    lo: 1,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "reserved1",
+                    lo: 5,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "response",
+                    lo: 8,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "reserved",
+                    lo: 12,
+                    hi: 31,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "RLC_SAFE_MODE",
+            offset: 0x980,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "cmd",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "message",
+                    lo: 1,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "reserved1",
+                    lo: 5,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "response",
+                    lo: 8,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "reserved",
+                    lo: 12,
+                    hi: 31,
+                },
+            ],
+        }),
+    ],
+};
+pub const RLC_CGCG_CGLS_CTRL: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "RLC_CGCG_CGLS_CTRL",
+    at: [
+        Some(RegDef {
+            name: "RLC_CGCG_CGLS_CTRL",
+            offset: 0x4c49,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "cgcg_en",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "cgls_en",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "cgls_rep_compansat_delay",
+                    lo: 2,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "cgcg_gfx_idle_threshold",
+                    lo: 8,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "cgcg_controller",
+                    lo: 27,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "cgcg_reg_ctrl",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "sleep_mode",
+                    lo: 29,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "sim_silicon_en",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "RLC_CGCG_CGLS_CTRL",
+            offset: 0x4c49,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "cgcg_en",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "cgls_en",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "cgls_rep_compansat_delay",
+                    lo: 2,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "cgcg_gfx_idle_threshold",
+                    lo: 8,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "cgcg_controller",
+                    lo: 27,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "cgcg_reg_ctrl",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "sleep_mode",
+                    lo: 29,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "sim_silicon_en",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
+    ],
+};
+pub const RLC_CGTT_MGCG_OVERRIDE: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "RLC_CGTT_MGCG_OVERRIDE",
+    at: [
+        Some(RegDef {
+            name: "RLC_CGTT_MGCG_OVERRIDE",
+            offset: 0x4c48,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "rlc_repeater_fgcg_override",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "rlc_cgtt_sclk_override",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "gfxip_mgcg_override",
+                    lo: 2,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "gfxip_cgcg_override",
+                    lo: 3,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "gfxip_cgls_override",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "grbm_cgtt_sclk_override",
+                    lo: 5,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "gfxip_mgls_override",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "gfxip_gfx3d_cg_override",
+                    lo: 7,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "gfxip_fgcg_override",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "gfxip_repeater_fgcg_override",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "perfmon_clock_state",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "reserved_16_11",
+                    lo: 11,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "gc_cac_mgcg_clk_cntl",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "se_cac_mgcg_clk_cntl",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "reserved_31_19",
+                    lo: 19,
+                    hi: 31,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "RLC_CGTT_MGCG_OVERRIDE",
+            offset: 0x4c48,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "rlc_repeater_fgcg_override",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "rlc_cgtt_sclk_override",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "gfxip_mgcg_override",
+                    lo: 2,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "gfxip_cgcg_override",
+                    lo: 3,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "gfxip_cgls_override",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "grbm_cgtt_sclk_override",
+                    lo: 5,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "gfxip_mgls_override",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "gfxip_gfx3d_cg_override",
+                    lo: 7,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "gfxip_fgcg_override",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "gfxip_repeater_fgcg_override",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "perfmon_clock_state",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "reserved_31_11",
+                    lo: 11,
+                    hi: 31,
+                },
+            ],
+        }),
+    ],
+};
+pub const CP_RB_WPTR_POLL_CNTL: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_RB_WPTR_POLL_CNTL",
+    at: [
+        Some(RegDef {
+            name: "CP_RB_WPTR_POLL_CNTL",
+            offset: 0xf62,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "poll_frequency",
+                    lo: 0,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "idle_poll_count",
+                    lo: 16,
+                    hi: 31,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "CP_RB_WPTR_POLL_CNTL",
+            offset: 0xf62,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "poll_frequency",
+                    lo: 0,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "idle_poll_count",
+                    lo: 16,
+                    hi: 31,
+                },
+            ],
+        }),
+    ],
+};
+pub const CP_INT_CNTL: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_INT_CNTL",
+    at: [
+        Some(RegDef {
+            name: "CP_INT_CNTL",
+            offset: 0x1de9,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "resume_int_enable",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "suspend_int_enable",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "dma_watch_int_enable",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "cp_vm_doorbell_wr_int_enable",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "cp_ecc_error_int_enable",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "gpf_int_enable",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "wrm_poll_timeout_int_enable",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "cmp_busy_int_enable",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "cntx_busy_int_enable",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "cntx_empty_int_enable",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "gfx_idle_int_enable",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "priv_instr_int_enable",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "priv_reg_int_enable",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "opcode_error_int_enable",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "time_stamp_int_enable",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "reserved_bit_error_int_enable",
+                    lo: 27,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "generic2_int_enable",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "generic1_int_enable",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "generic0_int_enable",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "CP_INT_CNTL",
+            offset: 0x1de9,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "resume_int_enable",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "suspend_int_enable",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "dma_watch_int_enable",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "cp_vm_doorbell_wr_int_enable",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "cp_ecc_error_int_enable",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "gpf_int_enable",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "wrm_poll_timeout_int_enable",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "cmp_busy_int_enable",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "cntx_busy_int_enable",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "cntx_empty_int_enable",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "gfx_idle_int_enable",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "priv_instr_int_enable",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "priv_reg_int_enable",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "opcode_error_int_enable",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "time_stamp_int_enable",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "reserved_bit_error_int_enable",
+                    lo: 27,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "generic2_int_enable",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "generic1_int_enable",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "generic0_int_enable",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
+    ],
+};
+pub const SDMA0_RLC_CGCG_CTRL: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "SDMA0_RLC_CGCG_CTRL",
+    at: [
+        Some(RegDef {
+            name: "SDMA0_RLC_CGCG_CTRL",
+            offset: 0x5c,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "cgcg_int_enable",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "cgcg_idle_hysteresis",
+                    lo: 16,
+                    hi: 31,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "SDMA0_RLC_CGCG_CTRL",
+            offset: 0x55,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "cgcg_int_enable",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "mcu_cgcg_allow",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "cgcg_idle_hysteresis",
+                    lo: 16,
+                    hi: 31,
+                },
+            ],
+        }),
+    ],
+};
+pub const SDMA1_RLC_CGCG_CTRL: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "SDMA1_RLC_CGCG_CTRL",
+    at: [
+        Some(RegDef {
+            name: "SDMA1_RLC_CGCG_CTRL",
+            offset: 0x65c,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "cgcg_int_enable",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "cgcg_idle_hysteresis",
+                    lo: 16,
+                    hi: 31,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "SDMA1_RLC_CGCG_CTRL",
+            offset: 0x655,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "cgcg_int_enable",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "mcu_cgcg_allow",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "cgcg_idle_hysteresis",
+                    lo: 16,
+                    hi: 31,
+                },
+            ],
+        }),
+    ],
+};
+pub const CP_HQD_HQ_SCHEDULER0: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_HQ_SCHEDULER0",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_HQ_SCHEDULER0",
+            offset: 0x1fc9,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "cwsr",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "save_status",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "rsrv",
+                    lo: 2,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "static_queue",
+                    lo: 3,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "queue_run_once",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "scratch_ram_init",
+                    lo: 7,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "tcl2_dirty",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "c_inherit_vmid",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "queue_scheduler_type",
+                    lo: 10,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "c_queue_use_gws",
+                    lo: 13,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "queue_slot_connected",
+                    lo: 15,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "mes_interrupt_enabled",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "mes_interrupt_pipe",
+                    lo: 21,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "concurrent_process_count",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "queue_idle",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "db_updated_msg_en",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_HQ_SCHEDULER0",
+            offset: 0x1fc9,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "cwsr",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "save_status",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "rsrv",
+                    lo: 2,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "static_queue",
+                    lo: 3,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "queue_run_once",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "scratch_ram_init",
+                    lo: 7,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "tcl2_dirty",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "c_inherit_vmid",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "queue_scheduler_type",
+                    lo: 10,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "c_queue_use_gws",
+                    lo: 13,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "c_queue_debug_en",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "queue_slot_connected",
+                    lo: 15,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "mes_interrupt_enabled",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "mes_interrupt_pipe",
+                    lo: 21,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "concurrent_process_count",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "queue_idle",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "db_updated_msg_en",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
+    ],
+};
+pub const CP_HQD_IB_BASE_ADDR: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_IB_BASE_ADDR",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_IB_BASE_ADDR",
+            offset: 0x1fbb,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "ib_base_addr",
+                lo: 2,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_IB_BASE_ADDR",
+            offset: 0x1fbb,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "ib_base_addr",
+                lo: 2,
+                hi: 31,
+            }],
+        }),
+    ],
+};
+pub const CP_HQD_IB_BASE_ADDR_HI: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_IB_BASE_ADDR_HI",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_IB_BASE_ADDR_HI",
+            offset: 0x1fbc,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "ib_base_addr_hi",
+                lo: 0,
+                hi: 15,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_IB_BASE_ADDR_HI",
+            offset: 0x1fbc,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "ib_base_addr_hi",
+                lo: 0,
+                hi: 15,
+            }],
+        }),
+    ],
+};
+pub const CP_HQD_IB_RPTR: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_IB_RPTR",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_IB_RPTR",
+            offset: 0x1fbd,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "consumed_offset",
+                lo: 0,
+                hi: 19,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_IB_RPTR",
+            offset: 0x1fbd,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "consumed_offset",
+                lo: 0,
+                hi: 19,
+            }],
+        }),
+    ],
+};
+pub const CP_HQD_IQ_TIMER: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_IQ_TIMER",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_IQ_TIMER",
+            offset: 0x1fbf,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "wait_time",
+                    lo: 0,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "retry_type",
+                    lo: 8,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "immediate_expire",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "interrupt_type",
+                    lo: 12,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "clock_count",
+                    lo: 14,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "interrupt_size",
+                    lo: 16,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "quantum_timer",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "exe_disable",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "cache_policy",
+                    lo: 24,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "iq_volatile",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "queue_type",
+                    lo: 27,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "rearm_timer",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "process_iq_en",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "processing_iq",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "active",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_IQ_TIMER",
+            offset: 0x1fbf,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "wait_time",
+                    lo: 0,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "retry_type",
+                    lo: 8,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "immediate_expire",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "interrupt_type",
+                    lo: 12,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "clock_count",
+                    lo: 14,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "interrupt_size",
+                    lo: 16,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "quantum_timer",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "exe_disable",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "cache_policy",
+                    lo: 24,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "queue_type",
+                    lo: 27,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "rearm_timer",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "process_iq_en",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "processing_iq",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "active",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
+    ],
+};
+pub const CP_HQD_IQ_RPTR: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_IQ_RPTR",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_IQ_RPTR",
+            offset: 0x1fc0,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "offset",
+                lo: 0,
+                hi: 5,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_IQ_RPTR",
+            offset: 0x1fc0,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "offset",
+                lo: 0,
+                hi: 5,
+            }],
+        }),
+    ],
+};
+pub const CP_HQD_DMA_OFFLOAD: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_DMA_OFFLOAD",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_DMA_OFFLOAD",
+            offset: 0x1fc2,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "dma_offload",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "dma_offload_en",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "aql_offload",
+                    lo: 2,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "aql_offload_en",
+                    lo: 3,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "eop_offload",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "eop_offload_en",
+                    lo: 5,
+                    hi: 5,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_DMA_OFFLOAD",
+            offset: 0x1fc2,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "dma_offload",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "dma_offload_en",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "aql_offload",
+                    lo: 2,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "aql_offload_en",
+                    lo: 3,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "eop_offload",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "eop_offload_en",
+                    lo: 5,
+                    hi: 5,
+                },
+            ],
+        }),
+    ],
+};
+pub const CP_HQD_SEMA_CMD: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_SEMA_CMD",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_SEMA_CMD",
+            offset: 0x1fc3,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "retry",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "result",
+                    lo: 1,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "polling_dis",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "message_en",
+                    lo: 9,
+                    hi: 9,
+                },
+            ],
+        }),
+        None,
+    ],
+};
+pub const CP_HQD_MSG_TYPE: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_MSG_TYPE",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_MSG_TYPE",
+            offset: 0x1fc4,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "action",
+                    lo: 0,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "save_state",
+                    lo: 4,
+                    hi: 6,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_MSG_TYPE",
+            offset: 0x1fc4,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "action",
+                    lo: 0,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "save_state",
+                    lo: 4,
+                    hi: 6,
+                },
+            ],
+        }),
+    ],
+};
+pub const CP_HQD_ATOMIC0_PREOP_LO: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_ATOMIC0_PREOP_LO",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_ATOMIC0_PREOP_LO",
+            offset: 0x1fc5,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "atomic0_preop_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_ATOMIC0_PREOP_LO",
+            offset: 0x1fc5,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "atomic0_preop_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+    ],
+};
+pub const CP_HQD_ATOMIC0_PREOP_HI: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_ATOMIC0_PREOP_HI",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_ATOMIC0_PREOP_HI",
+            offset: 0x1fc6,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "atomic0_preop_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_ATOMIC0_PREOP_HI",
+            offset: 0x1fc6,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "atomic0_preop_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+    ],
+};
+pub const CP_HQD_ATOMIC1_PREOP_LO: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_ATOMIC1_PREOP_LO",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_ATOMIC1_PREOP_LO",
+            offset: 0x1fc7,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "atomic1_preop_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_ATOMIC1_PREOP_LO",
+            offset: 0x1fc7,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "atomic1_preop_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+    ],
+};
+pub const CP_HQD_ATOMIC1_PREOP_HI: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_ATOMIC1_PREOP_HI",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_ATOMIC1_PREOP_HI",
+            offset: 0x1fc8,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "atomic1_preop_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_ATOMIC1_PREOP_HI",
+            offset: 0x1fc8,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "atomic1_preop_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+    ],
+};
+pub const CP_HQD_HQ_CONTROL0: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_HQ_CONTROL0",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_HQ_CONTROL0",
+            offset: 0x1fca,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "control",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_HQ_CONTROL0",
+            offset: 0x1fca,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "control",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+    ],
+};
+pub const CP_HQD_HQ_STATUS1: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_HQ_STATUS1",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_HQ_STATUS1",
+            offset: 0x1fcc,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "status",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_HQ_STATUS1",
+            offset: 0x1fcc,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "status",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+    ],
+};
+pub const CP_HQD_HQ_CONTROL1: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_HQ_CONTROL1",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_HQ_CONTROL1",
+            offset: 0x1fcd,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "control",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_HQ_CONTROL1",
+            offset: 0x1fcd,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "control",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+    ],
+};
+pub const CP_HQD_EOP_RPTR: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_EOP_RPTR",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_EOP_RPTR",
+            offset: 0x1fd1,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "rptr",
+                    lo: 0,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "reset_fetcher",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "dequeue_pend",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "rptr_eq_csmd_wptr",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "init_fetcher",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_EOP_RPTR",
+            offset: 0x1fd1,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "rptr",
+                    lo: 0,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "reset_fetcher",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "dequeue_pend",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "rptr_eq_csmd_wptr",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "init_fetcher",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
+    ],
+};
+pub const CP_HQD_EOP_WPTR: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_EOP_WPTR",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_EOP_WPTR",
+            offset: 0x1fd2,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "wptr",
+                    lo: 0,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "eop_empty",
+                    lo: 15,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "eop_avail",
+                    lo: 16,
+                    hi: 28,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_EOP_WPTR",
+            offset: 0x1fd2,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "wptr",
+                    lo: 0,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "eop_empty",
+                    lo: 15,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "eop_avail",
+                    lo: 16,
+                    hi: 28,
+                },
+            ],
+        }),
+    ],
+};
+pub const CP_HQD_EOP_EVENTS: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_EOP_EVENTS",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_EOP_EVENTS",
+            offset: 0x1fd3,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "event_count",
+                    lo: 0,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "cs_partial_flush_pend",
+                    lo: 16,
+                    hi: 16,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_EOP_EVENTS",
+            offset: 0x1fd3,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "event_count",
+                    lo: 0,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "cs_partial_flush_pend",
+                    lo: 16,
+                    hi: 16,
+                },
+            ],
+        }),
+    ],
+};
+pub const CP_HQD_CTX_SAVE_BASE_ADDR_LO: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_CTX_SAVE_BASE_ADDR_LO",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_CTX_SAVE_BASE_ADDR_LO",
+            offset: 0x1fd4,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr",
+                lo: 12,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_CTX_SAVE_BASE_ADDR_LO",
+            offset: 0x1fd4,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr",
+                lo: 12,
+                hi: 31,
+            }],
+        }),
+    ],
+};
+pub const CP_HQD_CTX_SAVE_BASE_ADDR_HI: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_CTX_SAVE_BASE_ADDR_HI",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_CTX_SAVE_BASE_ADDR_HI",
+            offset: 0x1fd5,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr_hi",
+                lo: 0,
+                hi: 15,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_CTX_SAVE_BASE_ADDR_HI",
+            offset: 0x1fd5,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr_hi",
+                lo: 0,
+                hi: 15,
+            }],
+        }),
+    ],
+};
+pub const CP_HQD_CTX_SAVE_CONTROL: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_CTX_SAVE_CONTROL",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_CTX_SAVE_CONTROL",
+            offset: 0x1fd6,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "policy",
+                    lo: 3,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "exe_disable",
+                    lo: 23,
+                    hi: 23,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_CTX_SAVE_CONTROL",
+            offset: 0x1fd6,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "policy",
+                    lo: 3,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "exe_disable",
+                    lo: 23,
+                    hi: 23,
+                },
+            ],
+        }),
+    ],
+};
+pub const CP_HQD_CNTL_STACK_OFFSET: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_CNTL_STACK_OFFSET",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_CNTL_STACK_OFFSET",
+            offset: 0x1fd7,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "offset",
+                lo: 2,
+                hi: 15,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_CNTL_STACK_OFFSET",
+            offset: 0x1fd7,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "offset",
+                lo: 2,
+                hi: 15,
+            }],
+        }),
+    ],
+};
+pub const CP_HQD_CNTL_STACK_SIZE: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_CNTL_STACK_SIZE",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_CNTL_STACK_SIZE",
+            offset: 0x1fd8,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "size",
+                lo: 12,
+                hi: 15,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_CNTL_STACK_SIZE",
+            offset: 0x1fd8,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "size",
+                lo: 12,
+                hi: 15,
+            }],
+        }),
+    ],
+};
+pub const CP_HQD_WG_STATE_OFFSET: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_WG_STATE_OFFSET",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_WG_STATE_OFFSET",
+            offset: 0x1fd9,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "offset",
+                lo: 2,
+                hi: 25,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_WG_STATE_OFFSET",
+            offset: 0x1fd9,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "offset",
+                lo: 2,
+                hi: 25,
+            }],
+        }),
+    ],
+};
+pub const CP_HQD_CTX_SAVE_SIZE: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_CTX_SAVE_SIZE",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_CTX_SAVE_SIZE",
+            offset: 0x1fda,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "size",
+                lo: 12,
+                hi: 25,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_CTX_SAVE_SIZE",
+            offset: 0x1fda,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "size",
+                lo: 12,
+                hi: 25,
+            }],
+        }),
+    ],
+};
+pub const CP_HQD_GDS_RESOURCE_STATE: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_GDS_RESOURCE_STATE",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_GDS_RESOURCE_STATE",
+            offset: 0x1fdb,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "oa_required",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "oa_acquired",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "gws_size",
+                    lo: 4,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "gws_pntr",
+                    lo: 12,
+                    hi: 17,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_GDS_RESOURCE_STATE",
+            offset: 0x1fdb,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "oa_required",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "oa_acquired",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "gws_size",
+                    lo: 4,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "gws_pntr",
+                    lo: 12,
+                    hi: 17,
+                },
+            ],
+        }),
+    ],
+};
+pub const CP_HQD_ERROR: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_ERROR",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_ERROR",
+            offset: 0x1fdc,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "edc_error_id",
+                    lo: 0,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "sua_error",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "aql_error",
+                    lo: 5,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "pq_utcl1_error",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "ib_utcl1_error",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "eop_utcl1_error",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "iq_utcl1_error",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "rrpt_utcl1_error",
+                    lo: 12,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "wpp_utcl1_error",
+                    lo: 13,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "sem_utcl1_error",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "dma_src_utcl1_error",
+                    lo: 15,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "dma_dst_utcl1_error",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "sr_utcl1_error",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "qu_utcl1_error",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "tc_utcl1_error",
+                    lo: 19,
+                    hi: 19,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_ERROR",
+            offset: 0x1fdc,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "edc_error_id",
+                    lo: 0,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "sua_error",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "aql_error",
+                    lo: 5,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "pq_utcl1_error",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "ib_utcl1_error",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "eop_utcl1_error",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "iq_utcl1_error",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "rrpt_utcl1_error",
+                    lo: 12,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "wpp_utcl1_error",
+                    lo: 13,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "dma_src_utcl1_error",
+                    lo: 15,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "dma_dst_utcl1_error",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "sr_utcl1_error",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "qu_utcl1_error",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "tc_utcl1_error",
+                    lo: 19,
+                    hi: 19,
+                },
+            ],
+        }),
+    ],
+};
+pub const CP_HQD_EOP_WPTR_MEM: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_EOP_WPTR_MEM",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_EOP_WPTR_MEM",
+            offset: 0x1fdd,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "wptr",
+                lo: 0,
+                hi: 12,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_EOP_WPTR_MEM",
+            offset: 0x1fdd,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "wptr",
+                lo: 0,
+                hi: 12,
+            }],
+        }),
+    ],
+};
+pub const CP_HQD_AQL_CONTROL: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_HQD_AQL_CONTROL",
+    at: [
+        Some(RegDef {
+            name: "CP_HQD_AQL_CONTROL",
+            offset: 0x1fde,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "control0",
+                    lo: 0,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "control0_en",
+                    lo: 15,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "control1",
+                    lo: 16,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "control1_en",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_AQL_CONTROL",
+            offset: 0x1fde,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "control0",
+                    lo: 0,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "control0_en",
+                    lo: 15,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "control1",
+                    lo: 16,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "control1_en",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
+    ],
+};
 
 /// MM hub: (LO32, HI32) address-range registers of invalidation engines 0..=17.
 pub const MMVM_INVALIDATE_ENG_ADDR_RANGE: [(AmReg, AmReg); 18] = [
@@ -13295,6 +15903,9 @@ pub const ALL: &[AmReg] = &[
     IH_RB_RPTR_RING1,
     IH_RB_WPTR_RING1,
     IH_DOORBELL_RPTR_RING1,
+    IH_STORM_CLIENT_LIST_CNTL,
+    IH_INT_FLOOD_CNTL,
+    IH_MSI_STORM_CTRL,
     MMMC_VM_FB_LOCATION_BASE,
     MMMC_VM_FB_LOCATION_TOP,
     MMMC_VM_AGP_BASE,
@@ -13370,6 +15981,7 @@ pub const ALL: &[AmReg] = &[
     MMVM_INVALIDATE_ENG17_ADDR_RANGE_HI32,
     MMVM_L2_PROTECTION_FAULT_STATUS_LO32,
     MMVM_L2_PROTECTION_FAULT_STATUS_HI32,
+    MMVM_L2_BANK_SELECT_RESERVED_CID2,
     HDP_MEM_POWER_CTRL,
     SCRATCH_REG6,
     SCRATCH_REG7,
@@ -13516,6 +16128,43 @@ pub const ALL: &[AmReg] = &[
     SDMA0_MCU_CNTL,
     GCVM_L2_PROTECTION_FAULT_STATUS_LO32,
     GCVM_L2_PROTECTION_FAULT_STATUS_HI32,
+    RLC_SAFE_MODE,
+    RLC_CGCG_CGLS_CTRL,
+    RLC_CGTT_MGCG_OVERRIDE,
+    CP_RB_WPTR_POLL_CNTL,
+    CP_INT_CNTL,
+    SDMA0_RLC_CGCG_CTRL,
+    SDMA1_RLC_CGCG_CTRL,
+    CP_HQD_HQ_SCHEDULER0,
+    CP_HQD_IB_BASE_ADDR,
+    CP_HQD_IB_BASE_ADDR_HI,
+    CP_HQD_IB_RPTR,
+    CP_HQD_IQ_TIMER,
+    CP_HQD_IQ_RPTR,
+    CP_HQD_DMA_OFFLOAD,
+    CP_HQD_SEMA_CMD,
+    CP_HQD_MSG_TYPE,
+    CP_HQD_ATOMIC0_PREOP_LO,
+    CP_HQD_ATOMIC0_PREOP_HI,
+    CP_HQD_ATOMIC1_PREOP_LO,
+    CP_HQD_ATOMIC1_PREOP_HI,
+    CP_HQD_HQ_CONTROL0,
+    CP_HQD_HQ_STATUS1,
+    CP_HQD_HQ_CONTROL1,
+    CP_HQD_EOP_RPTR,
+    CP_HQD_EOP_WPTR,
+    CP_HQD_EOP_EVENTS,
+    CP_HQD_CTX_SAVE_BASE_ADDR_LO,
+    CP_HQD_CTX_SAVE_BASE_ADDR_HI,
+    CP_HQD_CTX_SAVE_CONTROL,
+    CP_HQD_CNTL_STACK_OFFSET,
+    CP_HQD_CNTL_STACK_SIZE,
+    CP_HQD_WG_STATE_OFFSET,
+    CP_HQD_CTX_SAVE_SIZE,
+    CP_HQD_GDS_RESOURCE_STATE,
+    CP_HQD_ERROR,
+    CP_HQD_EOP_WPTR_MEM,
+    CP_HQD_AQL_CONTROL,
 ];
 
 /// IP versions (major, minor, revision).
@@ -13529,7 +16178,7 @@ pub const COMPATIBLE: [&[(AmIp, Versions)]; 2] = [
         (AmIp::Mp0, &[(11, 0, 0), (13, 0, 0)]),
         (AmIp::Mp1, &[(11, 0, 0), (13, 0, 0)]),
         (AmIp::Nbio, &[(4, 3, 0)]),
-        (AmIp::Osssys, &[(4, 4, 2), (6, 0, 0)]),
+        (AmIp::Osssys, &[(6, 0, 0)]),
         (AmIp::Mmhub, &[(3, 0, 0)]),
         (AmIp::Hdp, &[(4, 4, 2), (6, 0, 0), (7, 0, 0)]),
         (AmIp::Gc, &[(11, 0, 0)]),
