@@ -142,7 +142,9 @@ impl Replay {
         let e = |a: u64, f: u64| (a | f).to_le_bytes();
         self.vram_write(idx(VA_BASE, 39) * 8, &e(PDB1, pte::VALID));
         self.vram_write(PDB1 + idx(VA_BASE, 30) * 8, &e(PDB0, pte::VALID));
-        let leaf = pte::VALID | pte::READABLE | pte::WRITEABLE | pte::EXECUTABLE | pte::PDE_PTE;
+        // GC 12 page-table format: the huge-page flag is bit 63.
+        let leaf =
+            pte::VALID | pte::READABLE | pte::WRITEABLE | pte::EXECUTABLE | pte::gfx12::PDE_PTE;
         for i in 0..VA_LEN >> 21 {
             let at = PDB0 + (idx(VA_BASE, 21) + i) * 8;
             self.vram_write(at, &e(MAP_PHYS + (i << 21), leaf));

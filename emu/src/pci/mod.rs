@@ -816,7 +816,11 @@ impl EmuPciGpu {
                 let root = u64_of(&st, a.gc_pt_base) & runtime::pci::am::gmc::pte::ADDR_MASK;
                 let start = u64_of(&st, a.gc_pt_start) << 12;
                 let end = (u64_of(&st, a.gc_pt_end) << 12) | 0xFFF;
-                Some(Box::new(Gpuvm::new(root, start, end)))
+                let vm = Gpuvm::new(root, start, end);
+                Some(Box::new(match a.gen {
+                    AmGen::Gc11 => vm,
+                    AmGen::Gc12 => vm.gfx12(),
+                }))
             } else {
                 None
             };
