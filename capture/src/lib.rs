@@ -399,12 +399,12 @@ pub fn demo_workloads() -> Vec<Workload> {
 }
 
 /// The demo for the devices of a capture: their architecture's build when every device is the
-/// same emulated architecture (`emu:gfx1201`, `emu:gfx950`), else the gfx1100 build (a real
+/// same emulated architecture (`emu:gfx1201`, `emu-pci:gfx1201`, `emu:gfx950`), else the gfx1100 build (a real
 /// GPU of another target gets the plan's clear target error).
 pub fn demo_workloads_on(devices: &[DeviceSpec]) -> Vec<Workload> {
-    let arch = |d: &DeviceSpec| match d {
-        DeviceSpec::EmuArch(a) => a.to_string(),
-        _ => "gfx1100".to_string(),
+    let arch = |d: &DeviceSpec| {
+        d.emulated_arch()
+            .map_or_else(|| "gfx1100".to_string(), |a| a.to_string())
     };
     let first = devices
         .first()
