@@ -13,8 +13,7 @@ use traces::GfxTarget;
 
 use crate::{DeviceSpec, ParseError};
 
-/// Opens an emulated device spec (`emu[:ARCH]`, `emu-pci`, `emu-usb`; the last two are the
-/// gfx1100).
+/// Opens an emulated device spec (`emu[:ARCH]`, `emu-pci[:ARCH]`, `emu-usb[:ARCH]`).
 pub(crate) fn open(spec: DeviceSpec, opts: DeviceOptions) -> Result<Device, runtime::Error> {
     match spec {
         DeviceSpec::Emu => Ok(emu::open_kfd(EmuArch::Gfx1100, opts)?.0),
@@ -22,9 +21,9 @@ pub(crate) fn open(spec: DeviceSpec, opts: DeviceOptions) -> Result<Device, runt
             a.check_executes()?;
             Ok(emu::open_kfd(a.0, opts)?.0)
         }
-        DeviceSpec::EmuPci => Ok(emu::open_pci(EmuArch::Gfx1100, opts)?.0),
-        DeviceSpec::EmuUsb => {
-            Ok(emu::open_usb(runtime::usb::Firmware::Custom, opts, |t| Box::new(t))?.0)
+        DeviceSpec::EmuPci(a) => Ok(emu::open_pci(a.0, opts)?.0),
+        DeviceSpec::EmuUsb(a) => {
+            Ok(emu::open_usb_arch(a.0, runtime::usb::Firmware::Custom, opts, |t| Box::new(t))?.0)
         }
         real => Err(runtime::Error::Invalid(format!(
             "{real} is not an emulated device"
@@ -80,6 +79,11 @@ impl Arch {
     /// The emulated architecture that runs code objects for `target`, if any.
     pub fn for_target(target: GfxTarget) -> Option<Arch> {
         Self::ALL.into_iter().find(|a| a.target() == target)
+    }
+
+    /// Whether the emulated PCI GPU (`emu-pci`, `emu-usb`) models this architecture.
+    pub fn has_pci_model(&self) -> bool {
+        matches!(self.0, EmuArch::Gfx1100 | EmuArch::Gfx1201)
     }
 
     /// Shader engines of the emulated chip.

@@ -164,9 +164,10 @@ impl DeviceSpec {
 
     fn open(&self, opts: DeviceOptions, host: &HostOptions) -> Result<Device, runtime::Error> {
         match self {
-            DeviceSpec::Emu | DeviceSpec::EmuArch(_) | DeviceSpec::EmuPci | DeviceSpec::EmuUsb => {
-                emulated::open(*self, opts)
-            }
+            DeviceSpec::Emu
+            | DeviceSpec::EmuArch(_)
+            | DeviceSpec::EmuPci(_)
+            | DeviceSpec::EmuUsb(_) => emulated::open(*self, opts),
             DeviceSpec::Kfd(n) => Device::open_kfd(*n, opts),
             DeviceSpec::Pci(n) => Device::open_pci(*n, opts, &host.pci()),
             DeviceSpec::Usb(n) => runtime::usb::open_device(*n, opts, host.usb_detach, &host.pci()),
@@ -398,12 +399,12 @@ pub fn demo_workloads() -> Vec<Workload> {
 }
 
 /// The demo for the devices of a capture: their architecture's build when every device is the
-/// same emulated architecture (`emu:gfx1201`, `emu:gfx950`), else the gfx1100 build (a real
+/// same emulated architecture (`emu:gfx1201`, `emu-pci:gfx1201`, `emu:gfx950`), else the gfx1100 build (a real
 /// GPU of another target gets the plan's clear target error).
 pub fn demo_workloads_on(devices: &[DeviceSpec]) -> Vec<Workload> {
-    let arch = |d: &DeviceSpec| match d {
-        DeviceSpec::EmuArch(a) => a.to_string(),
-        _ => "gfx1100".to_string(),
+    let arch = |d: &DeviceSpec| {
+        d.emulated_arch()
+            .map_or_else(|| "gfx1100".to_string(), |a| a.to_string())
     };
     let first = devices
         .first()

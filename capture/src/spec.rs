@@ -24,10 +24,11 @@ pub enum DeviceSpec {
     Emu,
     /// Another emulated architecture behind the emulated KFD (`emu:gfx1201`, `emu:gfx950`).
     EmuArch(Arch),
-    /// The emulated gfx1100 behind the emulated PCI (AM) path.
-    EmuPci,
-    /// The emulated gfx1100 behind the emulated ASM2464 USB bridge.
-    EmuUsb,
+    /// The emulated PCI GPU (gfx1100 or gfx1201) behind the PCI (AM) path (`emu-pci[:ARCH]`).
+    EmuPci(Arch),
+    /// The emulated PCI GPU (gfx1100 or gfx1201) behind the emulated ASM2464 USB bridge
+    /// (`emu-usb[:ARCH]`).
+    EmuUsb(Arch),
     /// Real GPU number N through /dev/kfd.
     Kfd(usize),
     /// Real GPU number N through the driverless PCI path.
@@ -38,7 +39,7 @@ pub enum DeviceSpec {
 
 impl DeviceSpec {
     pub const VALID: &'static str =
-        "emu, emu:gfx1100, emu:gfx1201, emu:gfx950, emu-pci, emu-usb, kfd[:N], pci:N, usb:N";
+        "emu, emu:gfx1100, emu:gfx1201, emu:gfx950, emu-pci[:gfx1201], emu-usb[:gfx1201], kfd[:N], pci:N, usb:N";
 
     pub fn is_emulated(&self) -> bool {
         self.emulated_arch().is_some()
@@ -47,8 +48,8 @@ impl DeviceSpec {
     /// The architecture of an emulated device (None for a real GPU).
     pub fn emulated_arch(&self) -> Option<Arch> {
         match self {
-            DeviceSpec::Emu | DeviceSpec::EmuPci | DeviceSpec::EmuUsb => Some(Arch::GFX1100),
-            DeviceSpec::EmuArch(a) => Some(*a),
+            DeviceSpec::Emu => Some(Arch::GFX1100),
+            DeviceSpec::EmuArch(a) | DeviceSpec::EmuPci(a) | DeviceSpec::EmuUsb(a) => Some(*a),
             _ => None,
         }
     }
@@ -66,7 +67,7 @@ impl DeviceSpec {
 impl FromStr for DeviceSpec {
     type Err = ParseError;
 
-    /// `emu[:ARCH]|emu-pci|emu-usb|kfd[:N]|pci:N|usb:N` (one device; a list is the caller's
+    /// `emu[:ARCH]|emu-pci[:ARCH]|emu-usb[:ARCH]|kfd[:N]|pci:N|usb:N` (one device; a list is the caller's
     /// split). A new `KIND:ARCH` form is one more arm of the `split_once` match.
     fn from_str(s: &str) -> Result<Self, ParseError> {
         let part = s.trim();
@@ -80,8 +81,8 @@ impl FromStr for DeviceSpec {
         };
         Ok(match part {
             "emu" => DeviceSpec::Emu,
-            "emu-pci" => DeviceSpec::EmuPci,
-            "emu-usb" => DeviceSpec::EmuUsb,
+            "emu-pci" => DeviceSpec::EmuPci(Arch::GFX1100),
+            "emu-usb" => DeviceSpec::EmuUsb(Arch::GFX1100),
             "kfd" => DeviceSpec::Kfd(0),
             _ => match part.split_once(':') {
                 Some(("kfd", n)) => DeviceSpec::Kfd(idx(n)?),
@@ -91,6 +92,23 @@ impl FromStr for DeviceSpec {
                     a.parse()
                         .map_err(|e: ParseError| ParseError(format!("device {part:?}: {e}")))?,
                 ),
+                Some((kind @ ("emu-pci" | "emu-usb"), a)) => {
+                    let arch: Arch = a
+                        .parse()
+                        .map_err(|e: ParseError| ParseError(format!("device {part:?}: {e}")))?;
+                    if !arch.has_pci_model() {
+                        return err(format!(
+                            "device {part:?}: the emulated PCI GPU models gfx1100 and gfx1201 \
+                             only (valid: {})",
+                            Self::VALID
+                        ));
+                    }
+                    if kind == "emu-pci" {
+                        DeviceSpec::EmuPci(arch)
+                    } else {
+                        DeviceSpec::EmuUsb(arch)
+                    }
+                }
                 _ => return err(format!("unknown device {part:?} (valid: {})", Self::VALID)),
             },
         })
@@ -102,8 +120,10 @@ impl fmt::Display for DeviceSpec {
         match self {
             DeviceSpec::Emu => f.write_str("emu"),
             DeviceSpec::EmuArch(a) => write!(f, "emu:{a}"),
-            DeviceSpec::EmuPci => f.write_str("emu-pci"),
-            DeviceSpec::EmuUsb => f.write_str("emu-usb"),
+            DeviceSpec::EmuPci(a) if *a == Arch::GFX1100 => f.write_str("emu-pci"),
+            DeviceSpec::EmuUsb(a) if *a == Arch::GFX1100 => f.write_str("emu-usb"),
+            DeviceSpec::EmuPci(a) => write!(f, "emu-pci:{a}"),
+            DeviceSpec::EmuUsb(a) => write!(f, "emu-usb:{a}"),
             DeviceSpec::Kfd(n) => write!(f, "kfd:{n}"),
             DeviceSpec::Pci(n) => write!(f, "pci:{n}"),
             DeviceSpec::Usb(n) => write!(f, "usb:{n}"),
@@ -229,7 +249,21 @@ mod tests {
     #[test]
     fn devices() {
         assert_eq!("emu".parse(), Ok(DeviceSpec::Emu));
-        assert_eq!("emu-usb".parse(), Ok(DeviceSpec::EmuUsb));
+        assert_eq!("emu-usb".parse(), Ok(DeviceSpec::EmuUsb(Arch::GFX1100)));
+        assert_eq!(
+            "emu-pci:gfx1100".parse(),
+            Ok(DeviceSpec::EmuPci(Arch::GFX1100))
+        );
+        let e = "emu-pci:gfx1201".parse::<DeviceSpec>().unwrap();
+        assert_eq!(
+            e.emulated_arch().map(|a| a.to_string()).as_deref(),
+            Some("gfx1201")
+        );
+        let e = "emu-usb:gfx950"
+            .parse::<DeviceSpec>()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("gfx1201") && e.contains("emu-usb:gfx950"), "{e}");
         assert_eq!("kfd".parse(), Ok(DeviceSpec::Kfd(0)));
         assert_eq!("pci:3".parse(), Ok(DeviceSpec::Pci(3)));
         let e = "nope".parse::<DeviceSpec>().unwrap_err().to_string();
@@ -249,6 +283,8 @@ mod tests {
             "emu:gfx950",
             "emu-pci",
             "emu-usb",
+            "emu-pci:gfx1201",
+            "emu-usb:gfx1201",
             "kfd:2",
             "pci:0",
             "usb:1",

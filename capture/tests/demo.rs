@@ -246,7 +246,7 @@ fn two_emulated_devices_share_one_timeline() {
 fn device_specs() {
     use DeviceSpec::*;
     // The emulated PCI and USB paths run the whole demo through the real drivers.
-    for d in [EmuPci, EmuUsb] {
+    for d in ["emu-pci", "emu-usb"].map(|s| s.parse::<DeviceSpec>().unwrap()) {
         let o = CaptureOptions {
             devices: vec![d],
             ..Default::default()
@@ -420,4 +420,61 @@ fn tinygrad_reads_the_emulated_gfx950_sqtt() {
         checked += 1;
     }
     assert!(checked > 0, "no emulated gfx950 blob with waves");
+}
+
+/// The emulated gfx1201 behind the real PCI (AM) driver and behind the emulated USB bridge:
+/// the demo runs correctly, every kernel has one SQTT blob per SE with waves in it, and the
+/// .wst (what the app opens) reads back with the same kernels and streams.
+#[test]
+fn demo_runs_on_emulated_gfx1201_behind_pci_and_usb() {
+    let ea = EmuArch::Gfx1201;
+    for spec in ["emu-pci:gfx1201", "emu-usb:gfx1201"] {
+        let dir = tempfile::tempdir().unwrap();
+        let dev: DeviceSpec = spec.parse().unwrap();
+        let r = run_demo(&opts(dir.path(), vec![dev]), &mut |_, _, _| {})
+            .unwrap_or_else(|e| panic!("demo on {spec}: {}", chain(&e)));
+        assert_eq!(r.checks.len(), 3, "{spec}");
+        for c in &r.checks {
+            assert_eq!(c.result, Some(Ok(())), "{} on {spec}", c.kernel);
+        }
+        let p = &r.profile;
+        let target = p.devices[0].target();
+        assert!(
+            target.is_some_and(|t| t.to_string() == "gfx1201"),
+            "{spec}: the device's target: {target:?}"
+        );
+        for (name, _, _) in DEMO {
+            let k = p.kernels.iter().find(|k| k.name == name).unwrap();
+            let traces: Vec<_> = p
+                .sqtt
+                .iter()
+                .filter(|s| Some(s.kern) == k.kern && s.exec_tag == k.exec_tag)
+                .collect();
+            assert_eq!(
+                traces.len() as u32,
+                ea.num_se(),
+                "{spec} {name}: one SQTT blob per SE"
+            );
+            let mut ses: Vec<u32> = traces.iter().map(|s| s.se).collect();
+            ses.sort_unstable();
+            ses.dedup();
+            assert_eq!(ses.len() as u32, ea.num_se(), "{spec} {name}: distinct SEs");
+            let waves: usize = traces
+                .iter()
+                .map(|s| {
+                    analyze_with(p.blob(s.blob), target, AnalyzeOptions::default())
+                        .unwrap_or_else(|e| panic!("{spec} {name} SE{}: {e}", s.se))
+                        .waves
+                        .len()
+                })
+                .sum();
+            assert!(waves > 0, "{spec} {name}: waves in the SQTT");
+        }
+        let (_, back) = traces::open::open_path(&dir.path().join("demo.wst")).unwrap();
+        assert_eq!(back.kernels.len(), 3, "{spec}");
+        assert_eq!(back.sqtt.len(), p.sqtt.len(), "{spec}");
+        for (a, b) in back.sqtt.iter().zip(&p.sqtt) {
+            assert_eq!(back.blob(a.blob), p.blob(b.blob), "{spec}");
+        }
+    }
 }

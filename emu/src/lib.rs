@@ -36,7 +36,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use arch::EmuArch;
 pub use mem::{MemFault, Memory};
-pub use open::{open_kfd, open_pci, open_usb, EmuUsb};
+pub use open::{open_kfd, open_pci, open_usb, open_usb_arch, EmuUsb};
 pub use regfile::RegFile;
 pub use se::EmuShaderEngines;
 pub use se_gfx9::Gfx9ShaderEngines;

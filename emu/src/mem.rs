@@ -56,6 +56,9 @@ pub struct Gpuvm {
     /// Context VA range in bytes, inclusive end.
     pub start: u64,
     pub end: u64,
+    /// The bit that makes a PDB1/PDB0 entry a huge-page PTE: `pte::PDE_PTE` (bit 54) up to
+    /// GC 11, `pte::gfx12::PDE_PTE` (bit 63) on GC 12, where bit 54 is MTYPE.
+    pub pde_pte: u64,
     tlb: RefCell<HashMap<u64, (u64, u64)>>,
 }
 
@@ -65,8 +68,14 @@ impl Gpuvm {
             root,
             start,
             end,
+            pde_pte: pte::PDE_PTE,
             tlb: RefCell::new(HashMap::new()),
         }
+    }
+    /// The context with the GC 12 (gfx12) page-table format.
+    pub fn gfx12(mut self) -> Self {
+        self.pde_pte = pte::gfx12::PDE_PTE;
+        self
     }
     pub fn invalidate(&self) {
         self.tlb.borrow_mut().clear();
@@ -107,7 +116,7 @@ impl Memory {
             } else {
                 PHYS_VRAM + addr
             };
-            let leaf = shift == 12 || ((shift == 30 || shift == 21) && e & pte::PDE_PTE != 0);
+            let leaf = shift == 12 || ((shift == 30 || shift == 21) && e & vm.pde_pte != 0);
             if leaf {
                 let size = 1u64 << shift;
                 return Some(Translation {

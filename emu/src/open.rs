@@ -23,11 +23,14 @@ pub fn open_kfd(arch: EmuArch, opts: DeviceOptions) -> Result<(Device, EmuPlatfo
     Ok((Device::new(Box::new(KfdIface::open(p, 0)?), opts)?, emu))
 }
 
-/// Opens an emulated PCI GPU through the real PCI driver (only the PCI device is emulated;
-/// synthetic firmware files are written to a temporary directory, removed after bring-up).
+/// Opens an emulated PCI GPU (gfx1100 or gfx1201) through the real PCI driver (only the PCI
+/// device is emulated; synthetic firmware files under the names the driver asks for on that
+/// GPU are written to a temporary directory, removed after bring-up).
 pub fn open_pci(arch: EmuArch, opts: DeviceOptions) -> Result<(Device, EmuPciGpu)> {
-    let gpu = EmuPciGpu::new(EmuPciConfig::new(arch))?;
-    let fw = crate::pci::firmware::temp_firmware_dir()?;
+    let cfg = EmuPciConfig::new(arch);
+    let fw =
+        crate::pci::firmware::temp_firmware_dir_for(&crate::pci::firmware::names_for(&cfg.ips))?;
+    let gpu = EmuPciGpu::new(cfg)?;
     let popts = runtime::pci::PciOptions {
         firmware_dir: fw.path().to_path_buf(),
         ..Default::default()
@@ -53,13 +56,25 @@ pub fn open_usb(
     opts: DeviceOptions,
     wrap: impl FnOnce(::usb::device::CoreTransport<EmuGpuEndpoint>) -> Box<dyn ::usb::UsbTransport>,
 ) -> Result<(Device, EmuUsb)> {
-    let gpu = EmuPciGpu::new(EmuPciConfig::new(EmuArch::Gfx1100))?;
+    open_usb_arch(EmuArch::Gfx1100, fw, opts, wrap)
+}
+
+/// [`open_usb`] with the GPU of `arch` (gfx1100 or gfx1201) behind the bridge.
+pub fn open_usb_arch(
+    arch: EmuArch,
+    fw: ::usb::Firmware,
+    opts: DeviceOptions,
+    wrap: impl FnOnce(::usb::device::CoreTransport<EmuGpuEndpoint>) -> Box<dyn ::usb::UsbTransport>,
+) -> Result<(Device, EmuUsb)> {
+    let cfg = EmuPciConfig::new(arch);
+    let names = crate::pci::firmware::names_for(&cfg.ips);
+    let gpu = EmuPciGpu::new(cfg)?;
     let transport = crate::asm24::fake_transport(gpu.clone(), fw);
     let dev = open_bridge(wrap(transport.clone()))?;
     let link = dev.link.clone();
     let endpoint = dev.endpoint.clone();
     // Removed when `fw` drops at the end of this function, bring-up done or failed.
-    let fw = crate::pci::firmware::temp_firmware_dir()?;
+    let fw = crate::pci::firmware::temp_firmware_dir_for(&names)?;
     let popts = runtime::pci::PciOptions {
         firmware_dir: fw.path().to_path_buf(),
         ..Default::default()

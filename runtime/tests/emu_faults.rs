@@ -129,7 +129,7 @@ per_target!(
     infinite_loop_is_a_device_hang,
     out_of_bounds_store_is_a_memory_fault,
     unknown_instruction_stops_the_queue,
-    unknown_instruction_is_named_with_pc_and_encoding except [pci_gfx1100, usb_gfx1100],
+    unknown_instruction_is_named_with_pc_and_encoding except [pci_gfx1100, usb_gfx1100, pci_gfx1201, usb_gfx1201],
 );
 
 /// A kernel whose private segment exceeds the scratch the runtime reserves per lane is refused

@@ -180,8 +180,8 @@ fn gemm_fields_like_hardware(t: Target) {
 }
 
 per_target!(
-    plus_fields_like_hardware except [pci_gfx1100, usb_gfx1100],
-    gemm_fields_like_hardware except [pci_gfx1100, usb_gfx1100],
+    plus_fields_like_hardware except [pci_gfx1100, usb_gfx1100, pci_gfx1201, usb_gfx1201],
+    gemm_fields_like_hardware except [pci_gfx1100, usb_gfx1100, pci_gfx1201, usb_gfx1201],
 );
 
 /// gfx950: the gemm capture's launch on the emulated 8-XCC part, every SE's stream (the CDNA

@@ -1,4 +1,4 @@
-//! The IP discovery binary of the emulated gfx1100 (layout in pci-am-interface.md §1.2): binary
+//! The IP discovery binary of the emulated PCI GPU (gfx1100, gfx1201/gfx1200) (layout in pci-am-interface.md §1.2): binary
 //! header, one die of `ip_v4` records with 32-bit bases, and a GC info v1.0 table.
 
 use runtime::pci::am::discovery::{checksum, hw_id, BINARY_SIGNATURE, IPDS_SIGNATURE, TABLE_SIZE};
@@ -50,6 +50,23 @@ pub fn navi48_ips() -> Vec<IpRecord> {
                 AmIp::Nbio => (6, 3, 1),
                 AmIp::Mp0 | AmIp::Mp1 => (14, 0, 3),
                 AmIp::Hdp | AmIp::Osssys => (7, 0, 0),
+            };
+            (ip, v, b)
+        })
+        .collect()
+}
+
+/// The records of an emulated Navi44 (gfx1200, RX 9060): the versions tinygrad's recorded AM
+/// bring-up discovered (`device_info.am_ip_versions` of pci_gfx1200_add: GC 12.0.0, SDMA 7.0.0,
+/// MMHUB 4.1.0, NBIF 6.3.1, MP 14.0.2, HDP/OSSSYS 7.0.0) at the same navi bases.
+pub fn navi44_ips() -> Vec<IpRecord> {
+    navi48_ips()
+        .into_iter()
+        .map(|(ip, v, b)| {
+            let v = match ip {
+                AmIp::Gc | AmIp::Sdma0 => (v.0, 0, 0),
+                AmIp::Mp0 | AmIp::Mp1 => (14, 0, 2),
+                _ => v,
             };
             (ip, v, b)
         })

@@ -1,4 +1,5 @@
-//! Synthetic linux-firmware files for the emulated gfx1100: the real header layouts
+//! Synthetic linux-firmware files for the emulated PCI GPU (gfx1100; gfx1201/gfx1200 add the
+//! GC 12 RS64 PFP and ME images, gfx v2 headers like the MEC's): the real header layouts
 //! (`common_firmware_header` + the per-kind headers of pci-am-interface.md §2) around small
 //! deterministic payloads. Nothing real is shipped or needed; the emulated PSP records which
 //! blobs it was handed and checks their sizes against what these headers say.
@@ -6,11 +7,15 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use runtime::pci::am::firmware::psp_fw;
+use runtime::pci::am::firmware::{psp_fw, FirmwareNames};
+use runtime::pci::am::AmIp;
 use runtime::pci::PciError;
 
 /// MEC RS64 program start written into the gfx v2 header (byte address).
 pub const MEC_START: u64 = 0x0001_2340_0000;
+/// PFP and ME RS64 program starts of the GC 12 images (byte addresses).
+pub const PFP_START: u64 = 0x0001_2350_0000;
+pub const ME_START: u64 = 0x0001_2360_0000;
 
 /// The six files of a Navi31 and their names.
 pub const FILES: [&str; 6] = [
@@ -68,17 +73,43 @@ fn common(b: &mut [u8], hsize: u32, maj: u16, min: u16, usize_: u32, uoff: u32) 
 
 /// Writes all firmware files into `dir`.
 pub fn write_synthetic(dir: &Path) -> std::io::Result<()> {
+    write_synthetic_for(dir, &names())
+}
+
+/// Writes the synthetic set under the file names `names` (e.g. [`names_for`] a GC 12 device).
+pub fn write_synthetic_for(dir: &Path, names: &FirmwareNames) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    for (name, b) in synthetic_files() {
+    for (name, b) in synthetic_files_for(names) {
         std::fs::write(dir.join(name), b)?;
     }
     Ok(())
 }
 
+/// The firmware names the AM driver asks for on a device with these discovery records.
+pub fn names_for(ips: &[super::discovery::IpRecord]) -> FirmwareNames {
+    let v = |ip| {
+        ips.iter().find(|r| r.0 == ip).map_or((0, 0, 0), |r| {
+            (u32::from(r.1 .0), u32::from(r.1 .1), u32::from(r.1 .2))
+        })
+    };
+    FirmwareNames::new(v(AmIp::Gc), v(AmIp::Mp0), v(AmIp::Mp1), v(AmIp::Sdma0))
+}
+
 /// The synthetic firmware set for gfx1100 in memory: (file name, contents) in the order of
 /// `FILES`.
 pub fn synthetic_files() -> Vec<(&'static str, Vec<u8>)> {
-    let mut out = Vec::with_capacity(FILES.len());
+    let n = names();
+    synthetic_files_for(&n)
+        .into_iter()
+        .zip(FILES)
+        .map(|((_, b), f)| (f, b))
+        .collect()
+}
+
+/// The synthetic set under `names`: the six files of `FILES` in that order, then PFP and ME
+/// (RS64, GC 12) when `names` has them.
+pub fn synthetic_files_for(names: &FirmwareNames) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = Vec::with_capacity(FILES.len() + 2);
     // PSP SOS v2: descriptors at 36, payloads after the header.
     let parts = [
         psp_fw::KDB,
@@ -113,13 +144,13 @@ pub fn synthetic_files() -> Vec<(&'static str, Vec<u8>)> {
         let p = payload(0x100 + t, plen);
         b[uoff + i * plen..uoff + (i + 1) * plen].copy_from_slice(&p);
     }
-    out.push((FILES[0], b));
+    out.push((names.sos.clone(), b));
 
     // SMU: smc v1.0 (header + ucode_start_addr).
     let mut b = vec![0u8; 0x100 + 0x800];
     common(&mut b, 36, 1, 0, 0x800, 0x100);
     b[0x100..].copy_from_slice(&payload(18, 0x800));
-    out.push((FILES[1], b));
+    out.push((names.smu.clone(), b));
 
     // SDMA v2.0: ctx at the array offset, ctl at ctl_ucode_offset.
     let (ctx, ctl) = (0x400usize, 0x200usize);
@@ -130,7 +161,7 @@ pub fn synthetic_files() -> Vec<(&'static str, Vec<u8>)> {
     put32(&mut b, 52, ctl as u32);
     b[0x100..0x100 + ctx].copy_from_slice(&payload(71, ctx));
     b[0x100 + ctx..].copy_from_slice(&payload(72, ctl));
-    out.push((FILES[2], b));
+    out.push((names.sdma.clone(), b));
 
     // MEC gfx v2.0: code + stack data, start address.
     let (code, data) = (0x600usize, 0x100usize);
@@ -144,7 +175,19 @@ pub fn synthetic_files() -> Vec<(&'static str, Vec<u8>)> {
     put32(&mut b, 56, (MEC_START >> 32) as u32);
     b[0x100..0x100 + code].copy_from_slice(&payload(89, code));
     b[0x100 + code..].copy_from_slice(&payload(94, data));
-    out.push((FILES[3], b));
+    out.push((names.mec.clone(), b.clone()));
+    // PFP and ME (GC 12): the MEC's layout with their own payloads and program starts.
+    let rs64 = [(&names.pfp, 87u32, PFP_START), (&names.me, 88, ME_START)];
+    let mut extra = Vec::new();
+    for (name, tag, start) in rs64 {
+        let Some(name) = name else { continue };
+        let mut r = b.clone();
+        put32(&mut r, 52, start as u32);
+        put32(&mut r, 56, (start >> 32) as u32);
+        r[0x100..0x100 + code].copy_from_slice(&payload(tag, code));
+        r[0x100 + code..].copy_from_slice(&payload(tag + 3, data));
+        extra.push((name.clone(), r));
+    }
 
     // IMU v1.0: IRAM then DRAM after the array offset.
     let (iram, dram) = (0x300usize, 0x180usize);
@@ -156,7 +199,7 @@ pub fn synthetic_files() -> Vec<(&'static str, Vec<u8>)> {
     put32(&mut b, 44, (0x100 + iram) as u32);
     b[0x100..0x100 + iram].copy_from_slice(&payload(68, iram));
     b[0x100 + iram..].copy_from_slice(&payload(69, dram));
-    out.push((FILES[4], b));
+    out.push((names.imu.clone(), b));
 
     // RLC v2.3: G at the array offset; IRAM, DRAM, P, V at absolute offsets.
     let g = 0x500usize;
@@ -173,7 +216,8 @@ pub fn synthetic_files() -> Vec<(&'static str, Vec<u8>)> {
         b[at..at + n].copy_from_slice(&payload(*t, *n));
         at += n;
     }
-    out.push((FILES[5], b));
+    out.push((names.rlc.clone(), b));
+    out.extend(extra);
     out
 }
 
@@ -198,12 +242,17 @@ impl Drop for TempFirmwareDir {
 
 /// A fresh temporary directory holding the synthetic files.
 pub fn temp_firmware_dir() -> Result<TempFirmwareDir, PciError> {
+    temp_firmware_dir_for(&names())
+}
+
+/// A fresh temporary directory holding the synthetic files under `names`.
+pub fn temp_firmware_dir_for(names: &FirmwareNames) -> Result<TempFirmwareDir, PciError> {
     let dir = TempFirmwareDir(std::env::temp_dir().join(format!(
         "wavescope-emu-fw-{}-{}",
         std::process::id(),
         COUNTER.fetch_add(1, Ordering::Relaxed)
     )));
-    write_synthetic(dir.path()).map_err(|e| PciError::Firmware {
+    write_synthetic_for(dir.path(), names).map_err(|e| PciError::Firmware {
         file: dir.path().display().to_string(),
         msg: format!("writing the synthetic firmware: {e}"),
     })?;

@@ -1,6 +1,9 @@
-//! The emulated PCI GPU: a Navi31 (gfx1100) seen as a PCI function, backed by the same emulated
-//! engines as the KFD emulator (CP, SDMA, shader engines), so the real AM driver
-//! ([`runtime::pci::am`]) runs unchanged against it.
+//! The emulated PCI GPU: a Navi31 (gfx1100, GC 11) or a Navi48/Navi44 (gfx1201/gfx1200, GC 12)
+//! seen as a PCI function, backed by the same emulated engines as the KFD emulator (CP, SDMA,
+//! shader engines), so the real AM driver ([`runtime::pci::am`]) runs unchanged against it.
+//! Register placements come from the runtime's per-generation tables ([`AmReg::on`]) for the GC
+//! generation of the discovered IP versions; the bring-up handshakes (PSP 13/14 bootloader and
+//! ring, SMU 13/14 mailbox, TLB invalidation, HQD/SDMA queue start) are the same on both.
 //!
 //! # Plain API (what a fake USB bridge or any other transport calls)
 //!
@@ -32,9 +35,10 @@ use super::cp::{Queue, QueueKindEmu};
 use super::mem::{Gpuvm, Translation, PHYS_VRAM};
 use super::{EmuArch, EmuConfig, EmuPlatform, EmuState, EmuStats};
 use runtime::pci::am::firmware::{fw_type, BL_SOS};
-use runtime::pci::am::{ih, psp, regs, smu, AmIp, AmReg, RCC_CONFIG_MEMSIZE};
+use runtime::pci::am::{ih, psp, regs, smu, AmGen, AmIp, AmReg, RCC_CONFIG_MEMSIZE};
 use runtime::pci::{PciDevice, PciError, PciResult, SysMem};
 use runtime::platform::{check_range, Mmio, MmioError};
+use runtime::regs::RegDef;
 
 /// FB base the emulated MM hub reports (MC address of VRAM offset 0).
 pub const MC_BASE: u64 = 0x80_0000_0000;
@@ -59,17 +63,49 @@ pub struct EmuPciConfig {
     /// until a mode-1 reset.
     pub left_running: bool,
     pub device_id: u16,
+    /// The IP discovery records (versions and segment bases); the GC version picks the
+    /// generation of the register model.
+    pub ips: Vec<discovery::IpRecord>,
+    /// MC address of VRAM offset 0 the hubs report (FB_LOCATION_BASE).
+    pub mc_base: u64,
 }
 
 impl EmuPciConfig {
+    /// gfx1100: a Navi31 (GC 11.0.0); gfx1201: a Navi48 (GC 12.0.1, RX 9070). Other arches
+    /// have no PCI model ([`EmuPciGpu::new`] refuses them).
     pub fn new(arch: EmuArch) -> Self {
+        let (ips, device_id) = match arch {
+            EmuArch::Gfx1201 => (discovery::navi48_ips(), 0x7550),
+            _ => (discovery::navi31_ips(), 0x744c),
+        };
         EmuPciConfig {
             arch,
             vram_size: 1 << 30,
             bar0_size: 1 << 30,
             psp_responds: true,
             left_running: false,
-            device_id: 0x744c,
+            device_id,
+            ips,
+            mc_base: MC_BASE,
+        }
+    }
+
+    /// A Navi44 (gfx1200, GC 12.0.0, RX 9060): the GPU of tinygrad's recorded AM bring-up.
+    pub fn navi44() -> Self {
+        EmuPciConfig {
+            ips: discovery::navi44_ips(),
+            device_id: 0x7590,
+            ..Self::new(EmuArch::Gfx1201)
+        }
+    }
+
+    /// The GC generation of the discovered GC version (`None`: no register model for it).
+    pub fn gen(&self) -> Option<AmGen> {
+        let gc = self.ips.iter().find(|r| r.0 == AmIp::Gc)?.1;
+        match gc.0 {
+            11 => Some(AmGen::Gc11),
+            12 => Some(AmGen::Gc12),
+            _ => None,
         }
     }
 }
@@ -112,6 +148,25 @@ struct Model {
     irq: u32,
     ih_wptr: u64,
     rsmu_index: u32,
+    /// Second addresses of registers (-> the generation's address): on MP 14 the SMU mailbox
+    /// also answers at its MP 13 placement (segment 0 + 0x282...), where tinygrad's AM driver
+    /// talks to the SMU of an RDNA4 (its recording: mmMP1_SMN_C2PMSG_66 at 0x16282).
+    alias: HashMap<u32, u32>,
+}
+
+/// Field `name` of `v` per the register's definition (0 when the generation lacks it).
+fn fld(def: Option<&RegDef>, name: &str, v: u32) -> u32 {
+    def.and_then(|d| d.field(name)).map_or(0, |f| {
+        let w = u32::from(f.hi - f.lo) + 1;
+        let m = if w >= 32 { u32::MAX } else { (1 << w) - 1 };
+        (v >> f.lo) & m
+    })
+}
+
+/// `value` placed in field `name` (0 when the generation lacks it).
+fn put(def: Option<&RegDef>, name: &str, value: u32) -> u32 {
+    def.and_then(|d| d.field(name))
+        .map_or(0, |f| value.wrapping_shl(u32::from(f.lo)))
 }
 
 /// Absolute dword addresses of the registers the model interprets.
@@ -161,26 +216,31 @@ struct Addrs {
     fb_base_gc: u32,
     fb_top_gc: u32,
     hdp_remap: u32,
+    /// RLC_SAFE_MODE, when the runtime's tables carry it (looked up by name).
+    rlc_safe_mode: (u32, Option<&'static RegDef>),
+    /// The generation's definitions of the registers whose fields the model decodes.
+    gen: AmGen,
 }
 
-fn bases() -> HashMap<AmIp, Vec<u32>> {
-    discovery::navi31_ips()
-        .into_iter()
-        .map(|(ip, _, b)| (ip, b))
-        .collect()
+fn bases(ips: &[discovery::IpRecord]) -> HashMap<AmIp, Vec<u32>> {
+    ips.iter().map(|(ip, _, b)| (*ip, b.clone())).collect()
 }
 
-fn resolve(b: &HashMap<AmIp, Vec<u32>>, r: AmReg) -> u32 {
-    // The emulated PCI GPU is a gfx1100: GC 11 placements.
-    r.at[0]
+fn resolve(b: &HashMap<AmIp, Vec<u32>>, r: AmReg, gen: AmGen) -> u32 {
+    r.on(gen)
         .and_then(|d| Some(b.get(&r.ip)?.get(usize::from(d.base_index))? + d.offset))
         .unwrap_or(u32::MAX)
 }
 
 impl Addrs {
-    fn new(b: &HashMap<AmIp, Vec<u32>>) -> Self {
+    fn new(b: &HashMap<AmIp, Vec<u32>>, gen: AmGen) -> Self {
         use regs::*;
-        let a = |r| resolve(b, r);
+        let a = |r| resolve(b, r, gen);
+        // GC 12 splits the fault status into LO32/HI32 (the low half keeps GC 11's fields).
+        let fault_status = match gen {
+            AmGen::Gc11 => GCVM_L2_PROTECTION_FAULT_STATUS,
+            AmGen::Gc12 => GCVM_L2_PROTECTION_FAULT_STATUS_LO32,
+        };
         Addrs {
             psp35: a(MP0_SMN_C2PMSG_35),
             psp36: a(MP0_SMN_C2PMSG_36),
@@ -212,7 +272,7 @@ impl Addrs {
                 a(GCVM_CONTEXT0_PAGE_TABLE_END_ADDR_HI32),
             ],
             gc_fault: [
-                a(GCVM_L2_PROTECTION_FAULT_STATUS),
+                a(fault_status),
                 a(GCVM_L2_PROTECTION_FAULT_ADDR_LO32),
                 a(GCVM_L2_PROTECTION_FAULT_ADDR_HI32),
             ],
@@ -249,8 +309,27 @@ impl Addrs {
             fb_base_gc: a(GCMC_VM_FB_LOCATION_BASE),
             fb_top_gc: a(GCMC_VM_FB_LOCATION_TOP),
             hdp_remap: a(BIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL),
+            rlc_safe_mode: regs::ALL
+                .iter()
+                .find(|r| r.name == "RLC_SAFE_MODE")
+                .map_or((u32::MAX, None), |r| (a(*r), regs_def(*r, gen as usize))),
+            gen,
         }
     }
+    fn def(&self, r: AmReg) -> Option<&'static RegDef> {
+        match self.gen {
+            AmGen::Gc11 => regs_def(r, 0),
+            AmGen::Gc12 => regs_def(r, 1),
+        }
+    }
+}
+
+/// The `'static` definition of `r` on generation index `g` (the tables are consts).
+fn regs_def(r: AmReg, g: usize) -> Option<&'static RegDef> {
+    regs::ALL
+        .iter()
+        .find(|x| x.name == r.name)
+        .and_then(|x| x.at[g].as_ref())
 }
 
 struct Inner {
@@ -285,24 +364,43 @@ impl EmuPciGpu {
     }
 
     fn build(cfg: EmuPciConfig) -> PciResult<Self> {
-        if cfg.arch != EmuArch::Gfx1100 {
+        let gen = cfg.gen();
+        let ok = matches!(
+            (cfg.arch, gen),
+            (EmuArch::Gfx1100, Some(AmGen::Gc11)) | (EmuArch::Gfx1201, Some(AmGen::Gc12))
+        );
+        let Some(gen) = gen.filter(|_| ok) else {
             return Err(PciError::NoDevice {
                 detail: format!(
-                    "the emulated PCI GPU models gfx1100 only (asked for {:?})",
-                    cfg.arch
+                    "the emulated PCI GPU models gfx1100 (GC 11) and gfx1200/gfx1201 (GC 12) \
+                     only (asked for {:?} with GC {:?})",
+                    cfg.arch,
+                    cfg.ips.iter().find(|r| r.0 == AmIp::Gc).map(|r| r.1)
                 ),
             });
-        }
+        };
         let mut ecfg = EmuConfig::new(cfg.arch);
         ecfg.kfd_present = false;
         ecfg.gpu_node = false;
         let emu = EmuPlatform::new(ecfg);
-        let b = bases();
-        let a = Addrs::new(&b);
+        let b = bases(&cfg.ips);
+        let a = Addrs::new(&b, gen);
         let names = regs::ALL
             .iter()
-            .map(|r| (resolve(&b, *r), r.name))
+            .map(|r| (resolve(&b, *r, gen), r.name))
             .collect();
+        let alias = match gen {
+            AmGen::Gc11 => HashMap::new(),
+            AmGen::Gc12 => [
+                regs::MP1_SMN_C2PMSG_66,
+                regs::MP1_SMN_C2PMSG_82,
+                regs::MP1_SMN_C2PMSG_90,
+            ]
+            .into_iter()
+            .map(|r| (resolve(&b, r, AmGen::Gc11), resolve(&b, r, gen)))
+            .filter(|(from, to)| from != to && *from != u32::MAX)
+            .collect(),
+        };
         {
             let mut st = emu.shared.lock();
             st.mem
@@ -312,8 +410,10 @@ impl EmuPciGpu {
                     size: cfg.vram_size,
                 })?;
             // The discovery table at VRAM end − 64 KiB.
-            let gc = (6, 4, 0, 2, 16, 32, 64);
-            let tbl = discovery::build(gc);
+            // (num_se, wgp0/sa, wgp1/sa, sa/se, waves, slots, lds KiB): the SEs the shader
+            // engines model for this arch.
+            let gc = (cfg.arch.num_se(), 4, 0, 2, 16, 32, 64);
+            let tbl = discovery::build_with(&cfg.ips, gc);
             let at = PHYS_VRAM + cfg.vram_size - runtime::pci::am::discovery::TABLE_FROM_END;
             st.mem
                 .write_phys(at, &tbl)
@@ -321,8 +421,8 @@ impl EmuPciGpu {
                     offset: at - PHYS_VRAM,
                     msg: "cannot place the emulated table".into(),
                 })?;
-            let fb = ((MC_BASE >> 24) & 0xFF_FFFF) as u32;
-            let top = (((MC_BASE + cfg.vram_size - 1) >> 24) & 0xFF_FFFF) as u32;
+            let fb = ((cfg.mc_base >> 24) & 0xFF_FFFF) as u32;
+            let top = (((cfg.mc_base + cfg.vram_size - 1) >> 24) & 0xFF_FFFF) as u32;
             for (r, v) in [
                 (a.fb_base_mm, fb),
                 (a.fb_top_mm, top),
@@ -361,6 +461,7 @@ impl EmuPciGpu {
                     irq: 0,
                     ih_wptr: 0,
                     rsmu_index: 0,
+                    alias,
                 }),
             }),
         })
@@ -586,6 +687,7 @@ impl EmuPciGpu {
     // ---- register model ----
 
     fn reg_read(&self, m: &mut Model, addr: u32) -> u32 {
+        let addr = m.alias.get(&addr).copied().unwrap_or(addr);
         let st = self.inner.emu.shared.lock();
         let a = &m.a;
         if addr == RCC_CONFIG_MEMSIZE {
@@ -614,6 +716,7 @@ impl EmuPciGpu {
 
     fn reg_write(&self, m: &mut Model, addr: u32, v: u32) {
         m.writes.push(RegWrite { addr, value: v });
+        let addr = m.alias.get(&addr).copied().unwrap_or(addr);
         let mut st = self.inner.emu.shared.lock();
         if addr == m.a.rsmu_index {
             m.rsmu_index = v;
@@ -631,6 +734,10 @@ impl EmuPciGpu {
         let a = &m.a;
         if addr == HDP_FLUSH_BYTE / 4 {
             m.log.hdp_flushes += 1;
+        } else if addr == a.rlc_safe_mode.0 {
+            // The RLC takes the safe-mode message at once and acknowledges by clearing `cmd`.
+            let def = a.rlc_safe_mode.1;
+            st.core.regs.write(addr, v & !put(def, "cmd", 1));
         } else if addr == a.psp35 {
             if m.cfg.psp_responds {
                 let mc = u64::from(st.core.regs.read(a.psp36)) << 20;
@@ -709,19 +816,33 @@ impl EmuPciGpu {
                 let root = u64_of(&st, a.gc_pt_base) & runtime::pci::am::gmc::pte::ADDR_MASK;
                 let start = u64_of(&st, a.gc_pt_start) << 12;
                 let end = (u64_of(&st, a.gc_pt_end) << 12) | 0xFFF;
-                Some(Box::new(Gpuvm::new(root, start, end)))
+                let vm = Gpuvm::new(root, start, end);
+                Some(Box::new(match a.gen {
+                    AmGen::Gc11 => vm,
+                    AmGen::Gc12 => vm.gfx12(),
+                }))
             } else {
                 None
             };
         } else if addr == a.hqd_active {
             let sel = st.core.regs.read(a.grbm_gfx_cntl);
-            if v & 1 != 0 && (sel >> 2) & 3 == 1 {
+            // A compute HQD (MEC 1 = ME 1) going active: the queue the driver programmed
+            // through the selected HQD registers (what the RS64 MEC loads from the MQD).
+            if v & 1 != 0 && fld(a.def(regs::GRBM_GFX_CNTL), "meid", sel) == 1 {
                 let ring = u64_of(&st, a.pq_base) << 8;
-                let qs = st.core.regs.read(a.pq_control) & 0x3F;
+                let qs = fld(
+                    a.def(regs::CP_HQD_PQ_CONTROL),
+                    "queue_size",
+                    st.core.regs.read(a.pq_control),
+                );
                 let bytes = 4u64 << (qs + 1);
                 let rptr = u64_of(&st, a.rptr_report);
                 let wptr = u64_of(&st, a.wptr_poll);
-                let db = (st.core.regs.read(a.pq_doorbell) >> 2) & 0x3FF_FFFF;
+                let db = fld(
+                    a.def(regs::CP_HQD_PQ_DOORBELL_CONTROL),
+                    "doorbell_offset",
+                    st.core.regs.read(a.pq_doorbell),
+                );
                 st.queues.retain(|q| q.kind != QueueKindEmu::Pm4);
                 st.queues.push(Queue::new(
                     QueueKindEmu::Pm4,
@@ -740,12 +861,17 @@ impl EmuPciGpu {
             }
         } else if addr == a.sdma_rb_cntl {
             st.queues.retain(|q| q.kind != QueueKindEmu::Sdma);
-            if v & 1 != 0 {
+            let cntl = a.def(regs::SDMA0_QUEUE0_RB_CNTL);
+            if fld(cntl, "rb_enable", v) != 0 {
                 let ring = u64_of(&st, a.sdma_rb_base) << 8;
-                let bytes = 4u64 << ((v >> 1) & 0x1F);
+                let bytes = 4u64 << fld(cntl, "rb_size", v);
                 let rptr = u64_of(&st, a.sdma_rptr_addr);
                 let wptr = u64_of(&st, a.sdma_wptr_poll);
-                let db = (st.core.regs.read(a.sdma_doorbell_off) >> 2) & 0x3FF_FFFF;
+                let db = fld(
+                    a.def(regs::SDMA0_QUEUE0_DOORBELL_OFFSET),
+                    "offset",
+                    st.core.regs.read(a.sdma_doorbell_off),
+                );
                 st.queues.push(Queue::new(
                     QueueKindEmu::Sdma,
                     ring,
@@ -761,7 +887,8 @@ impl EmuPciGpu {
 
     /// VRAM region key of an MC address.
     fn mc_key(m: &Model, mc: u64) -> Option<u64> {
-        (mc >= MC_BASE && mc < MC_BASE + m.cfg.vram_size).then(|| PHYS_VRAM + (mc - MC_BASE))
+        let base = m.cfg.mc_base;
+        (mc >= base && mc < base + m.cfg.vram_size).then(|| PHYS_VRAM + (mc - base))
     }
 
     /// The PSP executes the ring frames up to the new write pointer (dwords).
@@ -822,7 +949,12 @@ impl EmuPciGpu {
                     // RLC autoload needs the RLC_G image and the MEC code to have been loaded.
                     let has = |t| m.log.loaded.iter().any(|l| l.0 == t);
                     if has(fw_type::RLC_G) && has(fw_type::RS64_MEC) {
-                        st.core.regs.write(m.a.rlc_bootload, 1 << 31);
+                        let done = put(
+                            m.a.def(regs::RLC_RLCS_BOOTLOAD_STATUS),
+                            "bootload_complete",
+                            1,
+                        );
+                        st.core.regs.write(m.a.rlc_bootload, done);
                     } else {
                         status = 0xFFFF_0008;
                     }
@@ -845,17 +977,25 @@ impl EmuPciGpu {
             return;
         };
         let a = &m.a;
-        // mapping_error; client id 0x1B (UTCL2), vmid 0.
-        st.core.regs.write(a.gc_fault[0], 1 << 8 | 0x1B << 9);
+        // mapping_error; client id 0x1B (UTCL2), vmid 0 (GC 12: in STATUS_LO32, same fields).
+        let sdef = match a.gen {
+            AmGen::Gc11 => a.def(regs::GCVM_L2_PROTECTION_FAULT_STATUS),
+            AmGen::Gc12 => a.def(regs::GCVM_L2_PROTECTION_FAULT_STATUS_LO32),
+        };
+        st.core.regs.write(
+            a.gc_fault[0],
+            put(sdef, "mapping_error", 1) | put(sdef, "cid", 0x1B),
+        );
         st.core.regs.write(a.gc_fault[1], (f.va >> 12) as u32);
         st.core
             .regs
             .write(a.gc_fault[2], ((f.va >> 44) & 0xF) as u32);
         let cntl = st.core.regs.read(a.ih_cntl);
-        if cntl & 1 == 0 {
+        let idef = a.def(regs::IH_RB_CNTL);
+        if fld(idef, "rb_enable", cntl) == 0 {
             return;
         }
-        let rb_size = (cntl >> 1) & 0x1F;
+        let rb_size = fld(idef, "rb_size", cntl);
         let bytes = 4u64 << rb_size.saturating_sub(1);
         let (Some(base), Some(wkey)) = (
             Self::mc_key(m, u64_of(st, a.ih_base) << 8),

@@ -15,7 +15,7 @@ use runtime::platform::{AllocKind, GpuBuffer};
 use runtime::{Device, DeviceOptions};
 
 /// An emulated GPU and the driver path to it; the same tests run on each. The PCI and USB
-/// devices emulate gfx1100 only.
+/// devices emulate gfx1100 (Navi31) and gfx1201 (Navi48).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
     /// The KFD code path over the emulated platform (`emu::open_kfd`).
@@ -23,8 +23,10 @@ pub enum Target {
     KfdGfx1201,
     /// The PCI (AM) driver over the emulated PCI device.
     PciGfx1100,
+    PciGfx1201,
     /// The USB path (controller, TLPs, AM driver) over the emulated ASM2464 bridge.
     UsbGfx1100,
+    UsbGfx1201,
 }
 
 /// The names [`per_target!`] takes (they are the generated modules' names too).
@@ -35,6 +37,8 @@ pub mod targets {
     pub const kfd_gfx1201: Target = Target::KfdGfx1201;
     pub const pci_gfx1100: Target = Target::PciGfx1100;
     pub const usb_gfx1100: Target = Target::UsbGfx1100;
+    pub const pci_gfx1201: Target = Target::PciGfx1201;
+    pub const usb_gfx1201: Target = Target::UsbGfx1201;
 }
 
 /// The emulator behind an opened [`Target`]: every backend's engines are an [`EmuPlatform`].
@@ -58,16 +62,18 @@ impl Emu {
 }
 
 impl Target {
-    pub const ALL: [Target; 4] = [
+    pub const ALL: [Target; 6] = [
         Target::KfdGfx1100,
         Target::KfdGfx1201,
         Target::PciGfx1100,
         Target::UsbGfx1100,
+        Target::PciGfx1201,
+        Target::UsbGfx1201,
     ];
 
     pub fn arch(self) -> EmuArch {
         match self {
-            Target::KfdGfx1201 => EmuArch::Gfx1201,
+            Target::KfdGfx1201 | Target::PciGfx1201 | Target::UsbGfx1201 => EmuArch::Gfx1201,
             _ => EmuArch::Gfx1100,
         }
     }
@@ -79,13 +85,16 @@ impl Target {
                 let (d, p) = emu::open_kfd(self.arch(), opts).unwrap();
                 (d, Emu::Kfd(p))
             }
-            Target::PciGfx1100 => {
+            Target::PciGfx1100 | Target::PciGfx1201 => {
                 let (d, g) = emu::open_pci(self.arch(), opts).unwrap();
                 (d, Emu::Pci(g))
             }
-            Target::UsbGfx1100 => {
+            Target::UsbGfx1100 | Target::UsbGfx1201 => {
                 let (d, u) =
-                    emu::open_usb(runtime::usb::Firmware::Custom, opts, |t| Box::new(t)).unwrap();
+                    emu::open_usb_arch(self.arch(), runtime::usb::Firmware::Custom, opts, |t| {
+                        Box::new(t)
+                    })
+                    .unwrap();
                 (d, Emu::Usb(Box::new(u)))
             }
         }
@@ -106,7 +115,7 @@ impl Target {
 }
 
 /// One `#[test]` per [`Target`] for each `fn name(t: Target)` listed, in the modules
-/// `kfd_gfx1100`, `kfd_gfx1201`, `pci_gfx1100` and `usb_gfx1100`. `name except [targets]`
+/// `kfd_gfx1100`, `kfd_gfx1201`, `pci_gfx1100`, `usb_gfx1100`, `pci_gfx1201` and `usb_gfx1201`. `name except [targets]`
 /// leaves out the targets where a test does not apply.
 #[allow(unused_macros)]
 macro_rules! per_target {
@@ -117,6 +126,8 @@ macro_rules! per_target {
         mod kfd_gfx1201 { $(per_target!(@test kfd_gfx1201 $name [$($($skip)*)?]);)* }
         mod pci_gfx1100 { $(per_target!(@test pci_gfx1100 $name [$($($skip)*)?]);)* }
         mod usb_gfx1100 { $(per_target!(@test usb_gfx1100 $name [$($($skip)*)?]);)* }
+        mod pci_gfx1201 { $(per_target!(@test pci_gfx1201 $name [$($($skip)*)?]);)* }
+        mod usb_gfx1201 { $(per_target!(@test usb_gfx1201 $name [$($($skip)*)?]);)* }
     };
     // No exception names this target: the test.
     (@test $t:ident $name:ident []) => {
@@ -129,6 +140,8 @@ macro_rules! per_target {
     (@test kfd_gfx1201 $name:ident [kfd_gfx1201 $($s:ident)*]) => {};
     (@test pci_gfx1100 $name:ident [pci_gfx1100 $($s:ident)*]) => {};
     (@test usb_gfx1100 $name:ident [usb_gfx1100 $($s:ident)*]) => {};
+    (@test pci_gfx1201 $name:ident [pci_gfx1201 $($s:ident)*]) => {};
+    (@test usb_gfx1201 $name:ident [usb_gfx1201 $($s:ident)*]) => {};
     (@test $t:ident $name:ident [$other:ident $($s:ident)*]) => {
         per_target!(@test $t $name [$($s)*]);
     };
