@@ -52,7 +52,7 @@ fn walks(blobs: &[Vec<u8>], code: &CodeObject, ctx: &str) -> BTreeSet<Walk> {
                     "WAVEEND" => "WAVEEND",
                     _ => i.token,
                 };
-                w.push((i.pc, token, i.op.clone()));
+                w.push((i.pc, token, i.op.map(|o| o.to_string())));
                 // gfx9 streams end a wave with CDNA_WAVEEND.
                 if token == "WAVEEND" || token == "CDNA_WAVEEND" {
                     out.insert(std::mem::take(&mut w));

@@ -46,7 +46,11 @@ pub struct SeTrace {
     pub map_error: Option<String>,
     /// Every mapped instruction, with AMD's issue time, stall and duration beside our token
     /// time (on CDNA this includes the internal instructions no CDNA_INST token stands for).
+    /// Empty when the kernel was analysed without detail ([`KernelOptions::detail`]).
     pub mapped: Vec<sqtt::map::MappedInst>,
+    /// AMD's stall and duration summed per PC over `mapped` (sorted by PC), kept with or
+    /// without the detail.
+    pub amd_pc: Vec<(u64, i64, i64)>,
 }
 
 impl SeTrace {
@@ -64,12 +68,28 @@ impl SeTrace {
         analysis: BlobAnalysis,
         to_x: &dyn Fn(i64) -> f64,
     ) -> SeTrace {
+        SeTrace::with_detail(se, itrace, analysis, to_x, true)
+    }
+
+    /// [`SeTrace::new`]; without `detail`, `token_x` stays empty (8 bytes per token the
+    /// table and the CLI do not need).
+    pub fn with_detail(
+        se: u32,
+        itrace: bool,
+        analysis: BlobAnalysis,
+        to_x: &dyn Fn(i64) -> f64,
+        detail: bool,
+    ) -> SeTrace {
         let wave_x = analysis
             .waves
             .iter()
             .map(|w| (to_x(w.start), to_x(w.end)))
             .collect();
-        let token_x = analysis.tokens.iter().map(|t| to_x(t.time)).collect();
+        let token_x = if detail {
+            analysis.tokens.iter().map(|t| to_x(t.time)).collect()
+        } else {
+            Vec::new()
+        };
         let (token_order, token_start) = group_tokens(&analysis.tokens, analysis.waves.len());
         SeTrace {
             se,
@@ -83,6 +103,7 @@ impl SeTrace {
             token_pc: Vec::new(),
             map_error: None,
             mapped: Vec::new(),
+            amd_pc: Vec::new(),
         }
     }
 
@@ -94,11 +115,7 @@ impl SeTrace {
         code: &crate::isa::CodeObject,
         disasm: &mut HashMap<u64, String>,
     ) {
-        let m = sqtt::map::map_insts(blob, code, Some(&self.analysis), Default::default());
-        let error = m
-            .error
-            .map(|e| format!("nibble {}: {}", e.offset, e.message));
-        crate::pipeline::map_tokens(self, m.insts, error, disasm);
+        crate::pipeline::map_se(self, blob, code, disasm, true);
     }
 }
 
@@ -206,6 +223,26 @@ pub fn analyze_kernel_par(
     ki: usize,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Option<KernelSqtt> {
+    analyze_kernel_with(p, ki, progress, KernelOptions { detail: true })
+}
+
+/// What [`analyze_kernel_with`] keeps beyond the waves, tokens and the instruction table's
+/// inputs.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelOptions {
+    /// Per-token detail: each token's x (`SeTrace::token_x`) and every mapped instruction with
+    /// its disassembly (`SeTrace::mapped`, for [`traced_waves`]). The app's views need it; the
+    /// table, the splits and occupancy do not, and it is most of the memory.
+    pub detail: bool,
+}
+
+/// [`analyze_kernel_par`] with options.
+pub fn analyze_kernel_with(
+    p: &Profile,
+    ki: usize,
+    progress: &(dyn Fn(usize, usize) + Sync),
+    opts: KernelOptions,
+) -> Option<KernelSqtt> {
     use rayon::prelude::*;
     let k = p.kernels.get(ki)?;
     let target = p.props_device(k.device).and_then(|d| d.target());
@@ -266,14 +303,20 @@ pub fn analyze_kernel_par(
                     (Some(m), XUnit::Micros) => {
                         // Tokens come in time order: remember the marker interval.
                         let hint = std::cell::Cell::new(0usize);
-                        SeTrace::new(s.se, s.itrace, a, &|c| {
-                            let mut h = hint.get();
-                            let x = m.us_hinted(c, &mut h).map_or(0.0, |us| us - origin_us);
-                            hint.set(h);
-                            x
-                        })
+                        SeTrace::with_detail(
+                            s.se,
+                            s.itrace,
+                            a,
+                            &|c| {
+                                let mut h = hint.get();
+                                let x = m.us_hinted(c, &mut h).map_or(0.0, |us| us - origin_us);
+                                hint.set(h);
+                                x
+                            },
+                            opts.detail,
+                        )
                     }
-                    _ => SeTrace::new(s.se, s.itrace, a, &|c| c as f64),
+                    _ => SeTrace::with_detail(s.se, s.itrace, a, &|c| c as f64, opts.detail),
                 };
                 ses.push(st);
             }
@@ -299,13 +342,18 @@ pub fn analyze_kernel_par(
             .map(|((st, s), m)| {
                 let mut d = HashMap::new();
                 if st.itrace && st.error.is_none() && !st.analysis.tokens.is_empty() {
-                    st.map_pcs(p.blob(s.blob), code, &mut d);
+                    // The CDNA walk's issue list becomes the SE's token stream, so CDNA keeps it.
+                    let cdna = code.target.major == 9;
+                    crate::pipeline::map_se(st, p.blob(s.blob), code, &mut d, opts.detail || cdna);
                     if cdna::mapped_by_issue(st) {
                         let to_x = |c: i64| match (m, unit) {
                             (Some(m), XUnit::Micros) => m.us(c).map_or(0.0, |us| us - origin_us),
                             _ => c as f64,
                         };
                         cdna::use_issue_stream(st, &mut d, &to_x);
+                    }
+                    if !opts.detail {
+                        st.mapped = Vec::new();
                     }
                 }
                 d

@@ -111,8 +111,125 @@ pub(crate) fn map_tokens(
     if !any {
         se.token_pc.clear();
     }
+    // AMD's stall and duration summed per PC, kept even when the instruction list is not.
+    let mut sums: Vec<Option<(i64, i64)>> = vec![None; slots.as_ref().map_or(0, |s| s.len)];
+    let mut spread: HashMap<u64, (i64, i64)> = HashMap::new();
+    for m in &insts {
+        let e = match slots.as_ref().and_then(|s| s.get(m.pc)) {
+            Some(s) => sums[s].get_or_insert((0, 0)),
+            None => spread.entry(m.pc).or_default(),
+        };
+        e.0 += m.stall;
+        e.1 += m.duration;
+    }
+    let amd = match &slots {
+        Some(sl) => amd_sums(sl, &sums, spread),
+        None => amd_sums(&PcSlots { base: 0, len: 0 }, &[], spread),
+    };
+    se.amd_pc = amd;
     se.map_error = error;
     se.mapped = insts;
+}
+
+/// [`SeTrace::map_pcs`] in one streaming pass: the program is walked over the blob
+/// ([`crate::sqtt::map::map_insts_each`]) and each mapped instruction, as it comes, gives its
+/// PC to the tokens at its nibble offset (the last one wins, as in [`match_offsets`]), its
+/// disassembly once per PC, and AMD's stall and duration to its PC's sums. The instruction
+/// list itself is kept only with `keep_mapped`. Tokens out of offset order (not seen in
+/// practice) take the list-and-merge path.
+pub(crate) fn map_se(
+    se: &mut SeTrace,
+    blob: &[u8],
+    code: &crate::isa::CodeObject,
+    disasm: &mut HashMap<u64, String>,
+    keep_mapped: bool,
+) {
+    use crate::sqtt::map::{map_insts, map_insts_each};
+    let opts = Default::default();
+    let tokens = &se.analysis.tokens;
+    if !tokens.windows(2).all(|w| w[0].offset <= w[1].offset) {
+        let m = map_insts(blob, code, Some(&se.analysis), opts);
+        let error = m
+            .error
+            .map(|e| format!("nibble {}: {}", e.offset, e.message));
+        map_tokens(se, m.insts, error, disasm);
+        if !keep_mapped {
+            se.mapped = Vec::new();
+        }
+        return;
+    }
+    let slots = PcSlots {
+        base: code.text_addr,
+        len: code.text.len() / 4 + 1,
+    };
+    let mut token_pc = vec![u64::MAX; tokens.len()];
+    let mut seen = vec![false; slots.len];
+    let mut sums: Vec<Option<(i64, i64)>> = vec![None; slots.len];
+    let mut spread: HashMap<u64, (i64, i64)> = HashMap::new();
+    let mut mapped = Vec::new();
+    let mut any = false;
+    // tokens[..j] lie before the current instruction's offset.
+    let mut j = 0usize;
+    let mut prev = 0u64;
+    let error = map_insts_each(blob, code, Some(&se.analysis), opts, &mut |m| {
+        if m.offset < prev {
+            j = 0;
+        }
+        prev = m.offset;
+        let mut steps = 0;
+        while j < tokens.len() && tokens[j].offset < m.offset && steps < 8 {
+            j += 1;
+            steps += 1;
+        }
+        if j < tokens.len() && tokens[j].offset < m.offset {
+            j += tokens[j..].partition_point(|t| t.offset < m.offset);
+        }
+        let slot = slots.get(m.pc);
+        let mut h = j;
+        while h < tokens.len() && tokens[h].offset == m.offset {
+            token_pc[h] = m.pc;
+            h += 1;
+        }
+        if h > j {
+            any = true;
+            let fresh = match slot {
+                Some(s) => !std::mem::replace(&mut seen[s], true),
+                None => true,
+            };
+            if fresh {
+                disasm.entry(m.pc).or_insert_with(|| m.inst.text());
+            }
+        }
+        let e = match slot {
+            Some(s) => sums[s].get_or_insert((0, 0)),
+            None => spread.entry(m.pc).or_default(),
+        };
+        e.0 += m.stall;
+        e.1 += m.duration;
+        if keep_mapped {
+            mapped.push(m);
+        }
+    });
+    se.token_pc = if any { token_pc } else { Vec::new() };
+    se.amd_pc = amd_sums(&slots, &sums, spread);
+    se.map_error = error.map(|e| format!("nibble {}: {}", e.offset, e.message));
+    se.mapped = mapped;
+}
+
+/// Per-PC sums as a list sorted by PC.
+fn amd_sums(
+    slots: &PcSlots,
+    sums: &[Option<(i64, i64)>],
+    spread: HashMap<u64, (i64, i64)>,
+) -> Vec<(u64, i64, i64)> {
+    let mut amd: Vec<(u64, i64, i64)> = sums
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| e.map(|(a, b)| (slots.base + 4 * i as u64, a, b)))
+        .chain(spread.into_iter().map(|(pc, (a, b))| (pc, a, b)))
+        .collect();
+    amd.sort_unstable_by_key(|e| e.0);
+    amd
 }
 
 /// Token-name ids: one per distinct name (tokens with the same name share a best case).
@@ -154,12 +271,172 @@ impl Names {
 
 const NO_DISASM: u32 = u32::MAX - 1;
 
-/// One row being accumulated: its key and every execution's (latency, name id).
-struct Group {
-    pc: Option<u64>,
-    index: usize,
-    name: u32,
-    execs: Vec<(i64, u32)>,
+/// The key of one row of the instruction table: a PC with disassembly, or (unmapped) a position
+/// in the wave's token stream with a token name id.
+#[derive(Clone, Copy)]
+pub(crate) struct RowKey {
+    pub pc: Option<u64>,
+    pub index: usize,
+    pub name: u32,
+}
+
+/// The rows of a kernel's instruction table in the order they are first met (SEs, waves and
+/// tokens in order), found per token by a slot per PC or a short list per wave position: no
+/// string built or hashed per token. [`inst_stats`] and
+/// [`crate::analysis::hidden::kernel_splits`] group executions the same way through it.
+pub(crate) struct Rows<'k> {
+    k: &'k KernelSqtt,
+    names: Names,
+    slots: Option<PcSlots>,
+    by_slot: Vec<u32>,
+    by_pc: HashMap<u64, u32>,
+    /// Unmapped: per position in the wave, the (name id, row) pairs seen there.
+    by_pos: Vec<Vec<(u32, u32)>>,
+    pub rows: Vec<RowKey>,
+}
+
+impl<'k> Rows<'k> {
+    pub fn new(k: &'k KernelSqtt) -> Rows<'k> {
+        let pcs = k
+            .ses
+            .iter()
+            .flat_map(|s| s.token_pc.iter().copied().filter(|&p| p != u64::MAX));
+        let slots = PcSlots::covering(pcs);
+        let by_slot = vec![u32::MAX; slots.as_ref().map_or(0, |s| s.len)];
+        Rows {
+            k,
+            names: Names::default(),
+            slots,
+            by_slot,
+            by_pc: HashMap::new(),
+            by_pos: Vec::new(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// The name id of token `t` (tokens with the same name share one).
+    #[inline]
+    pub fn name_id(&mut self, t: &InstToken) -> u32 {
+        self.names.id(t)
+    }
+
+    pub fn name(&self, id: u32) -> &str {
+        &self.names.names[id as usize]
+    }
+
+    /// The row of a token at position `i` of its wave, with name id `kind` and PC `pc`
+    /// (`u64::MAX`: unmapped).
+    #[inline]
+    pub fn row(&mut self, i: usize, kind: u32, pc: u64) -> u32 {
+        // A PC's row, looked up by its slot; NO_DISASM: a PC without disassembly is keyed like
+        // an unmapped token (checked once per PC, not per token).
+        let by_pc_row = (pc != u64::MAX)
+            .then(|| {
+                let cell = match self.slots.as_ref().and_then(|s| s.get(pc)) {
+                    Some(s) => &mut self.by_slot[s],
+                    None => self.by_pc.entry(pc).or_insert(u32::MAX),
+                };
+                if *cell == u32::MAX {
+                    *cell = if self.k.disasm.contains_key(&pc) {
+                        self.rows.push(RowKey {
+                            pc: Some(pc),
+                            index: 0,
+                            name: 0,
+                        });
+                        (self.rows.len() - 1) as u32
+                    } else {
+                        NO_DISASM
+                    };
+                }
+                (*cell != NO_DISASM).then_some(*cell)
+            })
+            .flatten();
+        if let Some(g) = by_pc_row {
+            return g;
+        }
+        if self.by_pos.len() <= i {
+            self.by_pos.resize_with(i + 1, Vec::new);
+        }
+        match self.by_pos[i].iter().find(|(n, _)| *n == kind) {
+            Some(&(_, g)) => g,
+            None => {
+                let g = self.rows.len() as u32;
+                self.rows.push(RowKey {
+                    pc: None,
+                    index: i,
+                    name: kind,
+                });
+                self.by_pos[i].push((kind, g));
+                g
+            }
+        }
+    }
+
+    /// A row's name: its disassembly, or the token name.
+    pub fn row_name(&self, g: u32) -> String {
+        let r = &self.rows[g as usize];
+        match r.pc {
+            Some(pc) => self.k.disasm.get(&pc).cloned().unwrap_or_default(),
+            None => self.name(r.name).to_string(),
+        }
+    }
+
+    /// A row's key in [`crate::analysis::hidden::KernelSplits::by_inst`].
+    pub fn inst_key(&self, g: u32) -> crate::analysis::hidden::InstKey {
+        let r = &self.rows[g as usize];
+        match r.pc {
+            Some(pc) => (pc, 0, self.row_name(g)),
+            None => (u64::MAX, r.index, self.row_name(g)),
+        }
+    }
+}
+
+/// A row's latencies, kept for the median: 4 bytes each while they fit a u32.
+enum Gaps {
+    Narrow(Vec<u32>),
+    Wide(Vec<i64>),
+}
+
+impl Gaps {
+    #[inline]
+    fn push(&mut self, gap: i64) {
+        match self {
+            Gaps::Narrow(v) => match u32::try_from(gap) {
+                Ok(g) => v.push(g),
+                Err(_) => {
+                    let mut w: Vec<i64> = v.iter().map(|&g| g as i64).collect();
+                    w.push(gap);
+                    *self = Gaps::Wide(w);
+                }
+            },
+            Gaps::Wide(v) => v.push(gap),
+        }
+    }
+
+    /// The element at `len / 2` in sorted order (what the sorted list's middle was).
+    fn median(&mut self) -> i64 {
+        match self {
+            Gaps::Narrow(v) if !v.is_empty() => {
+                let m = v.len() / 2;
+                *v.select_nth_unstable(m).1 as i64
+            }
+            Gaps::Wide(v) if !v.is_empty() => {
+                let m = v.len() / 2;
+                *v.select_nth_unstable(m).1
+            }
+            _ => 0,
+        }
+    }
+}
+
+/// One row being accumulated.
+struct Acc {
+    count: u64,
+    total: i64,
+    min: i64,
+    max: i64,
+    stall: i64,
+    gaps: Gaps,
 }
 
 /// [`crate::analysis::inst_stats`]: every execution of every instruction of the kernel's
@@ -168,169 +445,134 @@ pub fn inst_stats(k: &KernelSqtt) -> Vec<InstStat> {
     inst_stats_with(k, &crate::analysis::hidden::kernel_splits(k).by_inst)
 }
 
+/// Calls `f(position in the wave, latency, token)` for every token of every wave of `se`, in
+/// wave order.
+#[inline]
+fn each_token(se: &SeTrace, mut f: impl FnMut(usize, i64, &InstToken, usize)) {
+    let tokens = &se.analysis.tokens;
+    for (w, wave) in se.analysis.waves.iter().enumerate() {
+        let mut prev = wave.start;
+        for (i, &ti) in se.wave_tokens(w).iter().enumerate() {
+            let Some(t) = tokens.get(ti as usize) else {
+                continue;
+            };
+            let gap = t.time - prev;
+            prev = t.time;
+            f(i, gap, t, ti as usize);
+        }
+    }
+}
+
 /// [`inst_stats`] with the kernel's exposed/hidden split already computed
 /// ([`crate::analysis::hidden::kernel_splits`]), for callers that also report it.
+///
+/// Two streaming passes over the tokens: the first finds each row and the best case of each
+/// token name, the second sums the stall beyond it; per execution only its latency is kept
+/// (for the median), as a u32 when it fits.
 pub fn inst_stats_with(
     k: &KernelSqtt,
     splits: &HashMap<crate::analysis::hidden::InstKey, crate::analysis::hidden::LatencySplit>,
 ) -> Vec<InstStat> {
-    let mut names = Names::default();
+    let mut rows = Rows::new(k);
     let mut best: Vec<i64> = Vec::new();
-    let mut groups: Vec<Group> = Vec::new();
-    let pcs = k
-        .ses
-        .iter()
-        .flat_map(|s| s.token_pc.iter().copied().filter(|&p| p != u64::MAX));
-    let slots = PcSlots::covering(pcs);
-    let mut by_slot: Vec<u32> = vec![u32::MAX; slots.as_ref().map_or(0, |s| s.len)];
-    let mut by_pc: HashMap<u64, u32> = HashMap::new();
-    // Unmapped: per position in the wave, the (name id, group) pairs seen there.
-    let mut by_pos: Vec<Vec<(u32, u32)>> = Vec::new();
+    let mut acc: Vec<Acc> = Vec::new();
+    let pc_of = |se: &SeTrace, ti: usize| se.token_pc.get(ti).copied().unwrap_or(u64::MAX);
     for se in &k.ses {
-        let tokens = &se.analysis.tokens;
-        for (w, wave) in se.analysis.waves.iter().enumerate() {
-            let mut prev = wave.start;
-            for (i, &ti) in se.wave_tokens(w).iter().enumerate() {
-                let Some(t) = tokens.get(ti as usize) else {
-                    continue;
-                };
-                let gap = t.time - prev;
-                prev = t.time;
-                let kind = names.id(t);
-                if best.len() <= kind as usize {
-                    best.resize(kind as usize + 1, i64::MAX);
-                }
-                best[kind as usize] = best[kind as usize].min(gap);
-                let pc = se
-                    .token_pc
-                    .get(ti as usize)
-                    .copied()
-                    .filter(|&p| p != u64::MAX);
-                // A PC's group, looked up by its slot; NO_DISASM: a PC without disassembly is
-                // keyed like an unmapped token (checked once per PC, not per token).
-                let by_pc_group = pc.and_then(|pc| {
-                    let cell = match slots.as_ref().and_then(|s| s.get(pc)) {
-                        Some(s) => &mut by_slot[s],
-                        None => by_pc.entry(pc).or_insert(u32::MAX),
-                    };
-                    if *cell == u32::MAX {
-                        *cell = if k.disasm.contains_key(&pc) {
-                            groups.push(Group {
-                                pc: Some(pc),
-                                index: 0,
-                                name: 0,
-                                execs: Vec::new(),
-                            });
-                            (groups.len() - 1) as u32
-                        } else {
-                            NO_DISASM
-                        };
-                    }
-                    (*cell != NO_DISASM).then_some(*cell)
-                });
-                let g = match by_pc_group {
-                    Some(g) => g,
-                    None => {
-                        if by_pos.len() <= i {
-                            by_pos.resize_with(i + 1, Vec::new);
-                        }
-                        match by_pos[i].iter().find(|(n, _)| *n == kind) {
-                            Some(&(_, g)) => g,
-                            None => {
-                                let g = groups.len() as u32;
-                                groups.push(Group {
-                                    pc: None,
-                                    index: i,
-                                    name: kind,
-                                    execs: Vec::new(),
-                                });
-                                by_pos[i].push((kind, g));
-                                g
-                            }
-                        }
-                    }
-                };
-                groups[g as usize].execs.push((gap, kind));
+        each_token(se, |i, gap, t, ti| {
+            let kind = rows.name_id(t);
+            if best.len() <= kind as usize {
+                best.resize(kind as usize + 1, i64::MAX);
             }
-        }
+            best[kind as usize] = best[kind as usize].min(gap);
+            let g = rows.row(i, kind, pc_of(se, ti)) as usize;
+            if acc.len() <= g {
+                acc.push(Acc {
+                    count: 0,
+                    total: 0,
+                    min: i64::MAX,
+                    max: i64::MIN,
+                    stall: 0,
+                    gaps: Gaps::Narrow(Vec::new()),
+                });
+            }
+            let a = &mut acc[g];
+            a.count += 1;
+            a.total += gap;
+            a.min = a.min.min(gap);
+            a.max = a.max.max(gap);
+            a.gaps.push(gap);
+        });
     }
-    let grand: i64 = groups
-        .iter()
-        .flat_map(|g| g.execs.iter().map(|e| e.0))
-        .sum();
+    // Every row exists now: the second pass only looks them up.
+    for se in &k.ses {
+        each_token(se, |i, gap, t, ti| {
+            let kind = rows.name_id(t);
+            let g = rows.row(i, kind, pc_of(se, ti)) as usize;
+            acc[g].stall += (gap - best[kind as usize]).max(0);
+        });
+    }
+    let grand: i64 = acc.iter().map(|a| a.total).sum();
     // AMD's stall and duration summed per PC of a row.
-    let mut amd_slot: Vec<Option<(i64, i64)>> = vec![None; by_slot.len()];
+    let slots = rows.slots.as_ref();
+    let mut amd_slot: Vec<Option<(i64, i64)>> = vec![None; rows.by_slot.len()];
     let mut amd_pc: HashMap<u64, (i64, i64)> = HashMap::new();
     for se in &k.ses {
-        for m in &se.mapped {
-            let cell = match slots.as_ref().and_then(|s| s.get(m.pc)) {
+        for &(pc, stall, duration) in &se.amd_pc {
+            let cell = match slots.and_then(|s| s.get(pc)) {
                 Some(s) => &mut amd_slot[s],
                 None => {
-                    let e = amd_pc.entry(m.pc).or_default();
-                    e.0 += m.stall;
-                    e.1 += m.duration;
+                    let e = amd_pc.entry(pc).or_default();
+                    e.0 += stall;
+                    e.1 += duration;
                     continue;
                 }
             };
             let e = cell.get_or_insert((0, 0));
-            e.0 += m.stall;
-            e.1 += m.duration;
+            e.0 += stall;
+            e.1 += duration;
         }
     }
-    let amd = |pc: u64| match slots.as_ref().and_then(|s| s.get(pc)) {
+    let amd = |pc: u64| match slots.and_then(|s| s.get(pc)) {
         Some(s) => amd_slot[s],
         None => amd_pc.get(&pc).copied(),
     };
-    let mut rows: Vec<InstStat> = groups
+    let mut out: Vec<InstStat> = acc
         .into_iter()
-        .map(|g| {
-            let name = match g.pc {
-                Some(pc) => k.disasm.get(&pc).cloned().unwrap_or_default(),
-                None => names.names[g.name as usize].clone(),
-            };
-            let split = splits
-                .get(&match g.pc {
-                    Some(pc) => (pc, 0, name.clone()),
-                    None => (u64::MAX, g.index, name.clone()),
-                })
-                .copied()
-                .unwrap_or_default();
-            let stall: i64 = g
-                .execs
-                .iter()
-                .map(|&(gap, kind)| (gap - best[kind as usize]).max(0))
-                .sum();
-            let mut v: Vec<i64> = g.execs.into_iter().map(|(gap, _)| gap).collect();
-            v.sort_unstable();
-            let total: i64 = v.iter().sum();
-            let n = v.len().max(1);
-            let a = g.pc.and_then(amd);
+        .enumerate()
+        .map(|(g, mut a)| {
+            let r = rows.rows[g];
+            let key = rows.inst_key(g as u32);
+            let split = splits.get(&key).copied().unwrap_or_default();
+            let name = key.2;
+            let total = a.total;
+            let n = a.count.max(1);
+            let am = r.pc.and_then(amd);
             InstStat {
-                key: match g.pc {
+                key: match r.pc {
                     Some(pc) => format!("0x{pc:x}"),
-                    None => format!("#{}", g.index),
+                    None => format!("#{}", r.index),
                 },
-                pc: g.pc,
+                pc: r.pc,
                 name,
-                count: v.len() as u64,
+                count: a.count,
                 total,
                 mean: total as f64 / n as f64,
-                min: v.first().copied().unwrap_or(0),
-                median: v.get(v.len() / 2).copied().unwrap_or(0),
-                max: v.last().copied().unwrap_or(0),
+                min: a.min,
+                median: a.gaps.median(),
+                max: a.max,
                 share: if grand > 0 {
                     total as f64 / grand as f64
                 } else {
                     0.0
                 },
-                stall,
+                stall: a.stall,
                 stall_share: if total > 0 {
-                    stall as f64 / total as f64
+                    a.stall as f64 / total as f64
                 } else {
                     0.0
                 },
-                amd_stall: a.map(|a| a.0),
-                amd_duration: a.map(|a| a.1),
+                amd_stall: am.map(|a| a.0),
+                amd_duration: am.map(|a| a.1),
                 exposed: split.exposed,
                 hidden: split.hidden,
                 hidden_share: split.hidden_share(),
@@ -338,9 +580,9 @@ pub fn inst_stats_with(
         })
         .collect();
     // PCs in address order, then unmapped positions (first-seen order among equal positions).
-    rows.sort_by_key(|r| match r.pc {
+    out.sort_by_key(|r| match r.pc {
         Some(pc) => (false, pc),
         None => (true, r.key[1..].parse().unwrap_or(0)),
     });
-    rows
+    out
 }

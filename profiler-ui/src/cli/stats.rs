@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::Args;
 use profiler_ui::data::{
-    analyze_kernel_par, hidden, inst_stats_with, kernels_with_sqtt, occupancy, pressure, source,
-    traced_waves, InstStat, TracedWave, XUnit,
+    analyze_kernel_with, hidden, inst_stats_with, kernels_with_sqtt, occupancy, pressure, source,
+    traced_waves, InstStat, KernelOptions, TracedWave, XUnit,
 };
 use serde::Serialize;
 
@@ -110,7 +110,9 @@ pub fn run(a: StatsArgs) -> Result<()> {
             continue;
         }
         bar.set_message(profile.kernels[k].name.clone());
-        let analyzed = analyze_kernel_par(&profile, k, &|_, _| {});
+        // Per-token detail only for the JSON report's traced waves.
+        let analyzed =
+            analyze_kernel_with(&profile, k, &|_, _| {}, KernelOptions { detail: a.json });
         bar.inc(1);
         let Some(ks) = analyzed else {
             continue;

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::{wave_insts, KernelSqtt};
+use super::KernelSqtt;
 
 /// What an issued instruction did, for attributing the cycles it hid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -299,62 +299,147 @@ pub struct KernelSplits {
 }
 
 /// Exposed vs hidden latency of every instruction-traced wave of a kernel.
+///
+/// [`split_latency`]'s rule, streamed: tokens are grouped into the instruction table's rows
+/// ([`crate::pipeline::Rows`], no string per token), each SE's issues sorted per SIMD in a
+/// compact event list, and each split added to its row and wave at once instead of being
+/// kept per execution. The SEs are independent (a SIMD belongs to one) and run in parallel.
 pub fn kernel_splits(k: &KernelSqtt) -> KernelSplits {
-    let mut streams = Vec::new();
-    let mut keys: Vec<Vec<InstKey>> = Vec::new();
-    let mut ids = Vec::new();
-    for (si, se) in k.ses.iter().enumerate() {
+    use rayon::prelude::*;
+    let mut rows = crate::pipeline::Rows::new(k);
+    // Per SE, each token's row (u32::MAX: in no wave).
+    let mut token_rows: Vec<Vec<u32>> = Vec::with_capacity(k.ses.len());
+    for se in &k.ses {
+        let tokens = &se.analysis.tokens;
+        let mut tr = vec![u32::MAX; tokens.len()];
+        for w in 0..se.analysis.waves.len() {
+            for (i, &ti) in se.wave_tokens(w).iter().enumerate() {
+                let Some(t) = tokens.get(ti as usize) else {
+                    continue;
+                };
+                let kind = rows.name_id(t);
+                let pc = se.token_pc.get(ti as usize).copied().unwrap_or(u64::MAX);
+                tr[ti as usize] = rows.row(i, kind, pc);
+            }
+        }
+        token_rows.push(tr);
+    }
+    // A row's class: from its disassembly, or its token name (once per row).
+    let classes: Vec<InstClass> = (0..rows.rows.len() as u32)
+        .map(|g| match rows.rows[g as usize].pc {
+            Some(_) => InstClass::from_disasm(&rows.row_name(g)),
+            None => InstClass::from_token(&rows.row_name(g)),
+        })
+        .collect();
+    let n_rows = rows.rows.len();
+    // Per SE: the split of each row (summed) and of each wave.
+    let per_se: Vec<(Vec<LatencySplit>, Vec<LatencySplit>)> = k
+        .ses
+        .par_iter()
+        .zip(&token_rows)
+        .map(|(se, tr)| se_splits(se, tr, &classes, n_rows))
+        .collect();
+    let mut by_row = vec![LatencySplit::default(); n_rows];
+    let mut out = KernelSplits::default();
+    for (se, (rs, ws)) in k.ses.iter().zip(per_se) {
+        for (a, b) in by_row.iter_mut().zip(&rs) {
+            a.add(b);
+        }
         for (w, wave) in se.analysis.waves.iter().enumerate() {
-            let insts = wave_insts(k, si, w);
-            if insts.is_empty() {
+            let n = se
+                .wave_tokens(w)
+                .iter()
+                .filter(|&&ti| (ti as usize) < se.analysis.tokens.len())
+                .count();
+            if n == 0 {
                 continue;
             }
-            let mut issues = Vec::with_capacity(insts.len());
-            let mut wk = Vec::with_capacity(insts.len());
-            for wi in insts {
-                let class = match &wi.disasm {
-                    Some(d) => InstClass::from_disasm(d),
-                    None => InstClass::from_token(&wi.name),
-                };
-                issues.push(Issue {
-                    time: wi.cycle,
-                    class,
-                });
-                wk.push(match (wi.pc, wi.disasm) {
-                    (Some(pc), Some(d)) => (pc, 0, d),
-                    _ => (u64::MAX, wi.index, wi.name),
-                });
-            }
-            let simd = (si as u64) << 32 | (wave.cu as u64) << 8 | wave.simd as u64;
-            streams.push(IssueWave {
-                simd,
-                start: wave.start,
-                issues,
+            out.total.add(&ws[w]);
+            out.waves.push(WaveSplit {
+                se: se.se,
+                wave: w,
+                cu: wave.cu,
+                simd: wave.simd,
+                slot: wave.wave,
+                instructions: n,
+                split: ws[w],
             });
-            keys.push(wk);
-            ids.push((se.se, w, wave.cu, wave.simd, wave.wave));
         }
     }
-    let splits = split_latency(&streams);
-    let mut out = KernelSplits::default();
-    for ((wave_splits, wk), (se, w, cu, simd, slot)) in splits.iter().zip(keys).zip(ids) {
-        let mut ws = LatencySplit::default();
-        for (s, key) in wave_splits.iter().zip(wk) {
-            out.by_inst.entry(key).or_default().add(s);
-            ws.add(s);
-        }
-        out.total.add(&ws);
-        out.waves.push(WaveSplit {
-            se,
-            wave: w,
-            cu,
-            simd,
-            slot,
-            instructions: wave_splits.len(),
-            split: ws,
-        });
+    // Rows that executed: every one did, as rows are made by their first execution.
+    for (g, s) in by_row.into_iter().enumerate() {
+        out.by_inst.insert(rows.inst_key(g as u32), s);
     }
     out
+}
+
+/// One SE of [`kernel_splits`]: (per row, per wave) sums.
+fn se_splits(
+    se: &crate::analysis::SeTrace,
+    token_rows: &[u32],
+    classes: &[InstClass],
+    n_rows: usize,
+) -> (Vec<LatencySplit>, Vec<LatencySplit>) {
+    let tokens = &se.analysis.tokens;
+    let waves = &se.analysis.waves;
+    let mut by_row = vec![LatencySplit::default(); n_rows];
+    let mut by_wave = vec![LatencySplit::default(); waves.len()];
+    // Waves by SIMD (CU and SIMD), each SIMD's issues as one time-sorted event list.
+    let mut order: Vec<u32> = (0..waves.len() as u32)
+        .filter(|&w| !se.wave_tokens(w as usize).is_empty())
+        .collect();
+    order.sort_by_key(|&w| (waves[w as usize].cu, waves[w as usize].simd));
+    let mut events: Vec<(i64, u32, InstClass)> = Vec::new();
+    for members in order.chunk_by(|&a, &b| {
+        (waves[a as usize].cu, waves[a as usize].simd)
+            == (waves[b as usize].cu, waves[b as usize].simd)
+    }) {
+        events.clear();
+        for &w in members {
+            for &ti in se.wave_tokens(w as usize) {
+                if let Some(t) = tokens.get(ti as usize) {
+                    events.push((t.time, w, classes[token_rows[ti as usize] as usize]));
+                }
+            }
+        }
+        events.sort_unstable();
+        for &w in members {
+            let mut prev = waves[w as usize].start;
+            let mut ws = LatencySplit::default();
+            for &ti in se.wave_tokens(w as usize) {
+                let Some(t) = tokens.get(ti as usize) else {
+                    continue;
+                };
+                let mut s = LatencySplit {
+                    latency: t.time - prev,
+                    ..Default::default()
+                };
+                // Events in (prev, time]: each distinct cycle another wave issued in is hidden.
+                let lo = events.partition_point(|e| e.0 <= prev);
+                let hi = lo + events[lo..].partition_point(|e| e.0 <= t.time);
+                let mut j = lo;
+                while j < hi {
+                    let tj = events[j].0;
+                    let mut best: Option<InstClass> = None;
+                    while j < hi && events[j].0 == tj {
+                        if events[j].1 != w {
+                            best = Some(best.map_or(events[j].2, |b| b.min(events[j].2)));
+                        }
+                        j += 1;
+                    }
+                    if let Some(c) = best {
+                        *s.hidden.slot(c) += 1;
+                    }
+                }
+                s.exposed = s.latency - s.hidden_total();
+                prev = t.time;
+                by_row[token_rows[ti as usize] as usize].add(&s);
+                ws.add(&s);
+            }
+            by_wave[w as usize] = ws;
+        }
+    }
+    (by_row, by_wave)
 }
 
 #[cfg(test)]

@@ -31,7 +31,9 @@ use std::collections::{HashMap, VecDeque};
 
 use serde::Serialize;
 
-use crate::analysis::{analyze_kernel, inst_stats, sqtt_matches, InstStat, KernelSqtt};
+use crate::analysis::{
+    analyze_kernel_with, inst_stats, sqtt_matches, InstStat, KernelOptions, KernelSqtt,
+};
 use crate::isa::{self, CodeObject};
 use crate::model::Profile;
 use crate::GfxTarget;
@@ -244,7 +246,8 @@ impl KernelData {
     /// Kernel `ki` of `p`: its code, and with SQTT data its analysis and instruction table.
     pub fn from_profile(p: &Profile, ki: usize) -> Option<KernelData> {
         let analysis = if p.sqtt.iter().any(|s| sqtt_matches(p, &p.kernels[ki], s)) {
-            analyze_kernel(p, ki, &mut |_, _| {})
+            // The table and wave counts only: no per-token detail.
+            analyze_kernel_with(p, ki, &|_, _| {}, KernelOptions { detail: false })
         } else {
             None
         };

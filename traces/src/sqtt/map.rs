@@ -34,8 +34,8 @@ pub struct MappedInst {
     /// The packet class of the token (`INST`, `VALUINST`, `IMMEDIATE`, `IMMEDIATE_MASK`,
     /// `WAVEEND` for the final `s_endpgm`).
     pub token: &'static str,
-    /// INST tokens: the op's name.
-    pub op: Option<String>,
+    /// INST tokens: the op (a name or number, no string kept per token).
+    pub op: Option<super::OpName>,
     pub inst: Instruction,
     /// Nibble offset of the token.
     pub offset: u64,
@@ -76,25 +76,53 @@ impl InstMap {
     }
 }
 
-/// The program's instructions by address.
+/// The program's instructions by address: a dense slot per dword of the text (instructions are
+/// dword aligned), so the walk looks one up per token without hashing.
 struct Program {
-    insts: HashMap<u64, Instruction>,
+    base: u64,
+    insts: Vec<Option<Instruction>>,
     entry: u64,
 }
 
 impl Program {
     fn new(code: &CodeObject) -> Self {
-        let mut insts = HashMap::new();
+        let base = code.text_addr;
+        let mut insts = vec![None; code.text.len() / 4 + 1];
         for line in isa::disassemble(&code.text, code.text_addr, code.target) {
             if let Ok(i) = line.insn {
-                insts.insert(line.addr, i);
+                if let Some(slot) = line
+                    .addr
+                    .checked_sub(base)
+                    .filter(|d| d % 4 == 0)
+                    .and_then(|d| insts.get_mut((d / 4) as usize))
+                {
+                    *slot = Some(i);
+                }
             }
         }
         Program {
+            base,
             insts,
             entry: code.text_addr,
         }
     }
+
+    #[inline]
+    fn get(&self, pc: u64) -> Option<Instruction> {
+        let d = pc.checked_sub(self.base)?;
+        if d % 4 != 0 {
+            return None;
+        }
+        *self.insts.get((d / 4) as usize)?
+    }
+}
+
+/// The index in `analysis.waves` of the wave whose WAVESTART is at nibble `offset` (waves are
+/// in WAVESTART order, so by binary search).
+fn wave_at(analysis: Option<&super::BlobAnalysis>, offset: u64) -> Option<u32> {
+    let waves = &analysis?.waves;
+    let i = waves.partition_point(|w| w.start_offset < offset);
+    (waves.get(i)?.start_offset == offset).then_some(i as u32)
 }
 
 fn skipped(i: &Instruction) -> bool {
@@ -114,31 +142,43 @@ pub fn map_insts(
     analysis: Option<&super::BlobAnalysis>,
     opts: DecodeOptions,
 ) -> InstMap {
+    let mut out = InstMap::default();
+    out.error = map_insts_each(blob, code, analysis, opts, &mut |m| out.insts.push(m));
+    out
+}
+
+/// [`map_insts`] streamed: `emit` gets every mapped instruction (AMD's times filled in) in
+/// stream order, with no list built; returns why mapping stopped early, if it did. gfx9/CDNA
+/// instructions are assembled per wave ([`map_cdna`]) and passed on once mapped.
+pub fn map_insts_each(
+    blob: &[u8],
+    code: &CodeObject,
+    analysis: Option<&super::BlobAnalysis>,
+    opts: DecodeOptions,
+    emit: &mut dyn FnMut(MappedInst),
+) -> Option<MapError> {
     let program = Program::new(code);
     if code.target.major == 9
         || Decoder::new(blob, opts)
             .take(2)
             .any(|p| p.layout == Layout::Cdna)
     {
-        return map_cdna(blob, &program, analysis, opts);
+        let m = map_cdna(blob, &program, analysis, opts);
+        m.insts.into_iter().for_each(&mut *emit);
+        return m.error;
     }
-    let wave_by_start: HashMap<u64, u32> = analysis
-        .map(|a| {
-            a.waves
-                .iter()
-                .enumerate()
-                .map(|(i, w)| (w.start_offset, i as u32))
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut out = InstMap::default();
     // Per slot: current PC and the wave index.
-    let mut live: HashMap<u8, (u64, Option<u32>)> = HashMap::new();
-    let fail = |out: &mut InstMap, p: &Packet, message: String| {
-        out.error = Some(MapError {
+    let mut live: [Option<(u64, Option<u32>)>; 256] = [None; 256];
+    let mut amd = AmdRdna::default();
+    let mut emit = |mut m: MappedInst| {
+        amd.apply(&mut m);
+        emit(m);
+    };
+    let fail = |p: &Packet, message: String| {
+        Some(MapError {
             offset: p.offset,
             message,
-        });
+        })
     };
     for p in Decoder::new(blob, opts) {
         let layout = p.layout;
@@ -151,34 +191,25 @@ pub fn map_insts(
         let slot = p.get(Role::Wave).unwrap_or(0) as u8;
         match p.ty.kind {
             Kind::WaveStart => {
-                if live.contains_key(&slot) {
-                    fail(
-                        &mut out,
+                if live[slot as usize].is_some() {
+                    return fail(
                         &p,
                         format!("WAVESTART for slot {slot}, which is already live"),
                     );
-                    break;
                 }
-                live.insert(slot, (program.entry, wave_by_start.get(&p.offset).copied()));
+                live[slot as usize] = Some((program.entry, wave_at(analysis, p.offset)));
             }
             Kind::WaveEnd if layout != Layout::Cdna => {
-                let Some((pc, wave)) = live.remove(&slot) else {
-                    fail(
-                        &mut out,
-                        &p,
-                        format!("WAVEEND for slot {slot}, which is not live"),
-                    );
-                    break;
+                let Some((pc, wave)) = live[slot as usize].take() else {
+                    return fail(&p, format!("WAVEEND for slot {slot}, which is not live"));
                 };
-                let Some(inst) = program.insts.get(&pc).copied() else {
-                    fail(
-                        &mut out,
+                let Some(inst) = program.get(pc) else {
+                    return fail(
                         &p,
                         format!("slot {slot} ends at {pc:#x}, outside the program"),
                     );
-                    break;
                 };
-                out.insts.push(MappedInst {
+                emit(MappedInst {
                     time: p.time,
                     pc,
                     slot,
@@ -198,9 +229,8 @@ pub fn map_insts(
                     if mask & (1 << s) == 0 {
                         continue;
                     }
-                    if let Err(m) = step(&program, &mut live, &mut out, &p, s, None) {
-                        fail(&mut out, &p, m);
-                        return out;
+                    if let Err(m) = step(&program, &mut live, &mut emit, &p, s, None) {
+                        return fail(&p, m);
                     }
                 }
             }
@@ -209,24 +239,28 @@ pub fn map_insts(
                 if op.is_some_and(|o| o.is_other_simd()) {
                     continue;
                 }
-                if let Err(m) = step(&program, &mut live, &mut out, &p, slot, op) {
-                    fail(&mut out, &p, m);
-                    break;
+                if let Err(m) = step(&program, &mut live, &mut emit, &p, slot, op) {
+                    return fail(&p, m);
                 }
             }
             _ => {}
         }
     }
-    amd_rdna(&mut out.insts);
-    out
+    None
 }
 
 /// Cycles an RDNA instruction token's op keeps the wave busy in AMD's reading: the cycle count
 /// at the end of the op's name (`VALUB_2`, `SGMEM_RD_2`, `LDS_WR_2`), else 1.
-fn rdna_exec_cycles(op: Option<&str>) -> i64 {
-    op.and_then(|o| o.rsplit('_').next())
-        .and_then(|n| n.parse::<i64>().ok())
-        .unwrap_or(1)
+fn rdna_exec_cycles(op: Option<super::OpName>) -> i64 {
+    use super::OpName;
+    match op {
+        Some(OpName::Named(n)) => n.rsplit('_').next().and_then(|n| n.parse::<i64>().ok()),
+        // Displayed `OTHER_<cat>_<n>`: the count is `n`.
+        Some(OpName::Other(_, n)) => Some(n as i64),
+        // Displayed `0x..`: no count.
+        Some(OpName::Unknown(_)) | None => None,
+    }
+    .unwrap_or(1)
 }
 
 /// Internal instructions AMD's decoder files as IMMED (0.1.6 decides by the text: s_waitcnt,
@@ -251,11 +285,20 @@ fn amd_immediate(i: &MappedInst) -> bool {
 /// - the final `s_endpgm` likewise starts there and lasts until the wave's end;
 /// - any other instruction issues at its token (AMD sometimes counts a few cycles before a
 ///   VALU's token as stall, by a rule not derived yet: `docs/conformance.md`).
-fn amd_rdna(insts: &mut [MappedInst]) {
-    // Per slot: (issue time, duration) of the wave's previous instruction.
-    let mut prev: HashMap<u8, (i64, i64)> = HashMap::new();
-    for i in insts.iter_mut() {
-        let ready = prev.get(&i.slot).map(|&(t, d)| t + d);
+#[derive(Default)]
+struct AmdRdna {
+    /// Per slot: (issue time, duration) of the wave's previous instruction.
+    prev: Vec<Option<(i64, i64)>>,
+}
+
+impl AmdRdna {
+    /// Fills in AMD's reading of `i`, the next mapped instruction in stream order.
+    fn apply(&mut self, i: &mut MappedInst) {
+        if self.prev.is_empty() {
+            self.prev = vec![None; 256];
+        }
+        let prev = &mut self.prev[i.slot as usize];
+        let ready = prev.map(|(t, d)| t + d);
         let end = i.token.contains("WAVEEND");
         let immediate = !end && amd_immediate(i);
         let start = match ready {
@@ -269,40 +312,38 @@ fn amd_rdna(insts: &mut [MappedInst]) {
         } else if immediate {
             i.stall + 1
         } else {
-            i.stall + rdna_exec_cycles(i.op.as_deref())
+            i.stall + rdna_exec_cycles(i.op)
         };
-        if end {
-            prev.remove(&i.slot);
+        *prev = if end {
+            None
         } else {
-            prev.insert(i.slot, (i.issue_time, i.duration));
-        }
+            Some((i.issue_time, i.duration))
+        };
     }
 }
 
 /// Take the instruction at `slot`'s PC for a token, and advance the PC.
 fn step(
     program: &Program,
-    live: &mut HashMap<u8, (u64, Option<u32>)>,
-    out: &mut InstMap,
+    live: &mut [Option<(u64, Option<u32>)>; 256],
+    emit: &mut impl FnMut(MappedInst),
     p: &Packet,
     slot: u8,
     op: Option<super::OpName>,
 ) -> Result<(), String> {
-    let Some((pc, wave)) = live.get_mut(&slot) else {
+    let Some((pc, wave)) = live[slot as usize].as_mut() else {
         return Err(format!(
             "{} token for slot {slot}, which has no live wave",
             p.ty.name
         ));
     };
-    let mut inst = *program
-        .insts
-        .get(pc)
+    let mut inst = program
+        .get(*pc)
         .ok_or_else(|| format!("slot {slot} reached {pc:#x}, outside the program"))?;
     while skipped(&inst) {
         *pc += inst.len() as u64;
-        inst = *program
-            .insts
-            .get(pc)
+        inst = program
+            .get(*pc)
             .ok_or_else(|| format!("slot {slot} reached {pc:#x}, outside the program"))?;
     }
     let jump = op.filter(|o| o.is_jump());
@@ -321,13 +362,13 @@ fn step(
         0
     };
     *pc = (at as i64 + inst.len() as i64 + offset) as u64;
-    out.insts.push(MappedInst {
+    emit(MappedInst {
         time: p.time,
         pc: at,
         slot,
         wave: *wave,
         token: p.ty.name,
-        op: op.map(|o| o.to_string()),
+        op,
         inst,
         offset: p.offset,
         issue_time: p.time,
@@ -508,7 +549,7 @@ fn walk_cdna(
     // AMD's (time, duration) of the previous instruction.
     let mut prev: Option<(i64, i64)> = None;
     let at = |pc: u64, offset: u64| {
-        program.insts.get(&pc).copied().ok_or_else(|| MapError {
+        program.get(pc).ok_or_else(|| MapError {
             offset,
             message: format!("slot {slot} reached {pc:#x}, outside the program"),
         })
@@ -569,7 +610,7 @@ fn walk_cdna(
             slot,
             wave: w.wave,
             token: if v == 3 { "CDNA_ISSUE" } else { "CDNA_INST" },
-            op: op.map(|o| o.to_string()),
+            op,
             inst,
             offset: token_offset,
             issue_time,
