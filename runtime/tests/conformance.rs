@@ -63,24 +63,30 @@ struct Outcome {
     wrong_result: Option<String>,
 }
 
-/// Replays recording `evs` on `arch`; returns our recording's report.
+/// How a recording's device is reached: tinygrad's KFD, or its driverless AM driver on a PCI
+/// GPU or behind the ASM2464 USB bridge (file name prefix `kfd_`, `pci_`, `usb_`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Via {
+    Kfd,
+    Pci,
+    Usb,
+}
+
+/// The installed recorder is process-wide (the PCI/USB bring-up records through it).
+static ONE: Mutex<()> = Mutex::new(());
+
+/// Replays recording `evs` on `arch` over `path`; returns our recording's report.
 fn replay(
     root: &std::path::Path,
     evs: &[Value],
     arch: EmuArch,
+    path: Via,
     sqtt: bool,
     profile: bool,
     pmc: bool,
 ) -> Outcome {
-    let mut wrong_result = None;
-    let launches: Vec<&Value> = evs.iter().filter(|e| e["ev"] == "launch").collect();
     let rec: Arc<Mutex<MemoryRecorder>> = Arc::new(Mutex::new(MemoryRecorder::default()));
     let shared: SharedRecorder = rec.clone();
-    let emu = EmuPlatform::new(EmuConfig::new(arch));
-    let p: Arc<dyn Platform> = Arc::new(RecordingPlatform::new(
-        Arc::new(emu.clone()),
-        shared.clone(),
-    ));
     let opts = DeviceOptions {
         wait_timeout: Duration::from_secs(10),
         profile,
@@ -94,9 +100,65 @@ fn replay(
         },
         ..DeviceOptions::default()
     };
-    let mut d =
-        Device::new_recorded(Box::new(KfdIface::open(p, 0).unwrap()), opts, Some(shared)).unwrap();
-    for l in &launches {
+    let wrong_result = match path {
+        Via::Kfd => {
+            let emu = EmuPlatform::new(EmuConfig::new(arch));
+            let p: Arc<dyn Platform> = Arc::new(RecordingPlatform::new(
+                Arc::new(emu.clone()),
+                shared.clone(),
+            ));
+            let d = Device::new_recorded(
+                Box::new(KfdIface::open(p, 0).unwrap()),
+                opts,
+                Some(shared),
+            )
+            .unwrap();
+            run_launches(root, evs, d)
+        }
+        Via::Pci | Via::Usb => {
+            // The driverless path records its MMIO, USB transfers and submissions through the
+            // installed recorder, bring-up included.
+            let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+            runtime::record::install(Some(shared));
+            // The emulated gfx1201 configured as tinygrad's GPU, a Navi44 (GC 12.0.0, MP
+            // 14.0.2): the same IP versions, so both sides decode with the same register JSON.
+            assert_eq!(arch, EmuArch::Gfx1201, "no emulated PCI GPU for {arch:?}");
+            let cfg = emu::pci::EmuPciConfig::navi44();
+            let d = if path == Via::Pci {
+                emu::open::open_pci_with(cfg, opts).map(|(d, _gpu)| d)
+            } else {
+                emu::open::open_usb_with(cfg, runtime::usb::Firmware::Custom, opts, |t| {
+                    Box::new(t)
+                })
+                .map(|(d, _u)| d)
+            };
+            let r = d.map(|d| run_launches(root, evs, d));
+            runtime::record::install(None);
+            r.unwrap()
+        }
+    };
+    let ours = std::mem::take(&mut rec.lock().unwrap().events);
+    let arch_name = conform::arch_of(evs).unwrap_or_default();
+    let report = if path == Via::Kfd {
+        conform::compare(&ours, evs, &arch_name, OPS)
+    } else {
+        // Plus the bring-up's MMIO per AM step, the SMU messages and the USB transfer kinds,
+        // register fields decoded with the register JSON.
+        let regs = testdata::require_shared("amd-registers");
+        let ops: Vec<&str> = OPS.iter().copied().chain(["mmio", "smu", "usb"]).collect();
+        conform::compare_with(&ours, evs, &arch_name, &ops, regs.as_deref())
+    };
+    Outcome {
+        report,
+        wrong_result,
+    }
+}
+
+/// Runs the recording's launches on `d` (its code objects, buffers before, dims) and tears the
+/// device down; returns what differs from the recorded results.
+fn run_launches(root: &std::path::Path, evs: &[Value], mut d: Device) -> Option<String> {
+    let mut wrong_result = None;
+    for l in evs.iter().filter(|e| e["ev"] == "launch") {
         let elf = std::fs::read(root.join(l["elf_file"].as_str().unwrap())).unwrap();
         let prg = d.load_program(&elf).unwrap();
         let mut bufs = Vec::new();
@@ -136,20 +198,10 @@ fn replay(
     }
     // Dropping the device records its teardown (the reference has tinygrad's).
     drop(d);
-    let ours = std::mem::take(&mut rec.lock().unwrap().events);
-    let arch_name = conform::arch_of(evs).unwrap_or_default();
-    Outcome {
-        report: conform::compare(&ours, evs, &arch_name, OPS),
-        wrong_result,
-    }
+    wrong_result
 }
 
-fn blocked(name: &str, evs: &[Value]) -> Option<String> {
-    if name.starts_with("pci_") || name.starts_with("usb_") {
-        return Some(
-            "needs an emulated gfx1200 PCI GPU and a GC 12 bring-up; MMIO/USB recording and comparison: record_io.rs".into(),
-        );
-    }
+fn blocked(evs: &[Value]) -> Option<String> {
     if !evs.iter().any(|e| e["ev"] == "launch") {
         return Some("no launch in the recording".into());
     }
@@ -178,7 +230,7 @@ fn conformance() {
         let name = f.file_name().unwrap().to_string_lossy().to_string();
         let evs = conform::parse_jsonl(&std::fs::read_to_string(f).unwrap())
             .unwrap_or_else(|e| panic!("{name}: {e}"));
-        if let Some(why) = blocked(&name, &evs) {
+        if let Some(why) = blocked(&evs) {
             println!("{name}: blocked ({why})");
             continue;
         }
@@ -190,13 +242,18 @@ fn conformance() {
             Some("gfx950") => EmuArch::Gfx950,
             a => panic!("{name}: no emulated device for {a:?}"),
         };
+        let path = match name.split('_').next() {
+            Some("pci") => Via::Pci,
+            Some("usb") => Via::Usb,
+            _ => Via::Kfd,
+        };
         let sqtt = name.contains("_sqtt");
         let pmc = name.contains("_pmc");
         let profile = sqtt || pmc;
         let Outcome {
             report: rep,
             wrong_result,
-        } = replay(&root, &evs, arch, sqtt, profile, pmc);
+        } = replay(&root, &evs, arch, path, sqtt, profile, pmc);
         let line = match rep.verdict() {
             _ if wrong_result.is_some() => {
                 differs.push(name.clone());
