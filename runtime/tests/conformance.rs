@@ -4,8 +4,10 @@
 //! recorder on; the result must equal the recording's buffer after the launch, and our
 //! commands are compared with tinygrad's per operation (`runtime::conform`). One line per
 //! recording: `match`, `accepted (N differences, see docs/conformance.md)`, `DIFFERS`, or
-//! `blocked (reason)` where no emulated device can run it yet. Under `CI` a missing or empty
-//! directory, and any DIFFERS, fails.
+//! `blocked (reason)` for a recording without a launch. The driverless recordings (`pci_`,
+//! `usb_`) run on the emulated Navi44 through the PCI or USB path with the bring-up recorded, so
+//! their MMIO per AM step, SMU messages and USB transfers are compared too
+//! (`runtime::conform_io`). Under `CI` a missing or empty directory, and any DIFFERS, fails.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -78,6 +80,7 @@ static ONE: Mutex<()> = Mutex::new(());
 /// Replays recording `evs` on `arch` over `path`; returns our recording's report.
 fn replay(
     root: &std::path::Path,
+    name: &str,
     evs: &[Value],
     arch: EmuArch,
     path: Via,
@@ -107,12 +110,9 @@ fn replay(
                 Arc::new(emu.clone()),
                 shared.clone(),
             ));
-            let d = Device::new_recorded(
-                Box::new(KfdIface::open(p, 0).unwrap()),
-                opts,
-                Some(shared),
-            )
-            .unwrap();
+            let d =
+                Device::new_recorded(Box::new(KfdIface::open(p, 0).unwrap()), opts, Some(shared))
+                    .unwrap();
             run_launches(root, evs, d)
         }
         Via::Pci | Via::Usb => {
@@ -127,10 +127,8 @@ fn replay(
             let d = if path == Via::Pci {
                 emu::open::open_pci_with(cfg, opts).map(|(d, _gpu)| d)
             } else {
-                emu::open::open_usb_with(cfg, runtime::usb::Firmware::Custom, opts, |t| {
-                    Box::new(t)
-                })
-                .map(|(d, _u)| d)
+                emu::open::open_usb_with(cfg, runtime::usb::Firmware::Custom, opts, |t| Box::new(t))
+                    .map(|(d, _u)| d)
             };
             let r = d.map(|d| run_launches(root, evs, d));
             runtime::record::install(None);
@@ -138,6 +136,12 @@ fn replay(
         }
     };
     let ours = std::mem::take(&mut rec.lock().unwrap().events);
+    // WAVESCOPE_CONFORMANCE_OUT=dir keeps our recording (`<dir>/<name>`) for a closer look.
+    if let Some(out) = std::env::var_os("WAVESCOPE_CONFORMANCE_OUT") {
+        let lines: Vec<String> = ours.iter().map(Value::to_string).collect();
+        let f = PathBuf::from(out).join(name);
+        std::fs::write(&f, lines.join("\n")).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+    }
     let arch_name = conform::arch_of(evs).unwrap_or_default();
     let report = if path == Via::Kfd {
         conform::compare(&ours, evs, &arch_name, OPS)
@@ -253,7 +257,7 @@ fn conformance() {
         let Outcome {
             report: rep,
             wrong_result,
-        } = replay(&root, &evs, arch, path, sqtt, profile, pmc);
+        } = replay(&root, &name, &evs, arch, path, sqtt, profile, pmc);
         let line = match rep.verdict() {
             _ if wrong_result.is_some() => {
                 differs.push(name.clone());
