@@ -78,16 +78,11 @@ enum Via {
 static ONE: Mutex<()> = Mutex::new(());
 
 /// Replays recording `evs` on `arch` over `path`; returns our recording's report.
-fn replay(
-    root: &std::path::Path,
-    name: &str,
-    evs: &[Value],
-    arch: EmuArch,
-    path: Via,
-    sqtt: bool,
-    profile: bool,
-    pmc: bool,
-) -> Outcome {
+fn replay(root: &std::path::Path, name: &str, evs: &[Value], arch: EmuArch, path: Via) -> Outcome {
+    // tinygrad's SQTT=1 / PMC=1 recordings, by file name; both profile.
+    let sqtt = name.contains("_sqtt");
+    let pmc = name.contains("_pmc");
+    let profile = sqtt || pmc;
     let rec: Arc<Mutex<MemoryRecorder>> = Arc::new(Mutex::new(MemoryRecorder::default()));
     let shared: SharedRecorder = rec.clone();
     let opts = DeviceOptions {
@@ -251,13 +246,10 @@ fn conformance() {
             Some("usb") => Via::Usb,
             _ => Via::Kfd,
         };
-        let sqtt = name.contains("_sqtt");
-        let pmc = name.contains("_pmc");
-        let profile = sqtt || pmc;
         let Outcome {
             report: rep,
             wrong_result,
-        } = replay(&root, &name, &evs, arch, path, sqtt, profile, pmc);
+        } = replay(&root, &name, &evs, arch, path);
         let line = match rep.verdict() {
             _ if wrong_result.is_some() => {
                 differs.push(name.clone());
@@ -371,4 +363,39 @@ fn conformance_detects_a_register_written_after_the_dispatch() {
         "{got:#?}"
     );
     assert!(matches!(rep.verdict(), Verdict::Differs(_)));
+}
+
+/// An `am:` acceptance holds for driverless recordings only: the signal's int_sel changed in a
+/// KFD recording (A50's difference on the AM path) is reported and not accepted, while the same
+/// change in the PCI recording is accepted as A50.
+#[test]
+fn am_acceptances_do_not_cover_kfd_recordings() {
+    let load = |n: &str| {
+        let f = dir().join(n);
+        let text = std::fs::read_to_string(&f).ok()?;
+        Some(conform::parse_jsonl(&text).unwrap())
+    };
+    let (Some(kfd), Some(pci)) = (load("kfd_gfx1200_add.jsonl"), load("pci_gfx1200_add.jsonl"))
+    else {
+        testdata::missing("kfd_gfx1200_add.jsonl and pci_gfx1200_add.jsonl");
+        return;
+    };
+    let with_int_sel_2 = |evs: &[Value]| {
+        let mut v = evs.to_vec();
+        let e = v
+            .iter_mut()
+            .find(|e| e["ev"] == "pm4" && e["group"] == "signal" && e["op"] == "RELEASE_MEM")
+            .expect("a signal RELEASE_MEM");
+        e["decoded"]["int_sel"] = serde_json::json!(2);
+        v
+    };
+    for (evs, accepted) in [(&kfd, false), (&pci, true)] {
+        let rep = conform::compare(&with_int_sel_2(evs), evs, "gfx1200", &["signal"]);
+        let d = rep
+            .differences
+            .iter()
+            .find(|d| d.field.as_deref() == Some("int_sel"))
+            .unwrap_or_else(|| panic!("int_sel not reported: {:#?}", rep.differences));
+        assert_eq!(d.accepted.is_some(), accepted, "{d}");
+    }
 }
