@@ -27,7 +27,11 @@ pub fn open_kfd(arch: EmuArch, opts: DeviceOptions) -> Result<(Device, EmuPlatfo
 /// device is emulated; synthetic firmware files under the names the driver asks for on that
 /// GPU are written to a temporary directory, removed after bring-up).
 pub fn open_pci(arch: EmuArch, opts: DeviceOptions) -> Result<(Device, EmuPciGpu)> {
-    let cfg = EmuPciConfig::new(arch);
+    open_pci_with(EmuPciConfig::new(arch), opts)
+}
+
+/// [`open_pci`] with the device `cfg` (e.g. [`EmuPciConfig::navi44`], tinygrad's recorded GPU).
+pub fn open_pci_with(cfg: EmuPciConfig, opts: DeviceOptions) -> Result<(Device, EmuPciGpu)> {
     let fw =
         crate::pci::firmware::temp_firmware_dir_for(&crate::pci::firmware::names_for(&cfg.ips))?;
     let gpu = EmuPciGpu::new(cfg)?;
@@ -66,7 +70,16 @@ pub fn open_usb_arch(
     opts: DeviceOptions,
     wrap: impl FnOnce(::usb::device::CoreTransport<EmuGpuEndpoint>) -> Box<dyn ::usb::UsbTransport>,
 ) -> Result<(Device, EmuUsb)> {
-    let cfg = EmuPciConfig::new(arch);
+    open_usb_with(EmuPciConfig::new(arch), fw, opts, wrap)
+}
+
+/// [`open_usb_arch`] with the device `cfg` behind the bridge.
+pub fn open_usb_with(
+    cfg: EmuPciConfig,
+    fw: ::usb::Firmware,
+    opts: DeviceOptions,
+    wrap: impl FnOnce(::usb::device::CoreTransport<EmuGpuEndpoint>) -> Box<dyn ::usb::UsbTransport>,
+) -> Result<(Device, EmuUsb)> {
     let names = crate::pci::firmware::names_for(&cfg.ips);
     let gpu = EmuPciGpu::new(cfg)?;
     let transport = crate::asm24::fake_transport(gpu.clone(), fw);

@@ -4,8 +4,10 @@
 //! recorder on; the result must equal the recording's buffer after the launch, and our
 //! commands are compared with tinygrad's per operation (`runtime::conform`). One line per
 //! recording: `match`, `accepted (N differences, see docs/conformance.md)`, `DIFFERS`, or
-//! `blocked (reason)` where no emulated device can run it yet. Under `CI` a missing or empty
-//! directory, and any DIFFERS, fails.
+//! `blocked (reason)` for a recording without a launch. The driverless recordings (`pci_`,
+//! `usb_`) run on the emulated Navi44 through the PCI or USB path with the bring-up recorded, so
+//! their MMIO per AM step, SMU messages and USB transfers are compared too
+//! (`runtime::conform_io`). Under `CI` a missing or empty directory, and any DIFFERS, fails.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -63,24 +65,26 @@ struct Outcome {
     wrong_result: Option<String>,
 }
 
-/// Replays recording `evs` on `arch`; returns our recording's report.
-fn replay(
-    root: &std::path::Path,
-    evs: &[Value],
-    arch: EmuArch,
-    sqtt: bool,
-    profile: bool,
-    pmc: bool,
-) -> Outcome {
-    let mut wrong_result = None;
-    let launches: Vec<&Value> = evs.iter().filter(|e| e["ev"] == "launch").collect();
+/// How a recording's device is reached: tinygrad's KFD, or its driverless AM driver on a PCI
+/// GPU or behind the ASM2464 USB bridge (file name prefix `kfd_`, `pci_`, `usb_`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Via {
+    Kfd,
+    Pci,
+    Usb,
+}
+
+/// The installed recorder is process-wide (the PCI/USB bring-up records through it).
+static ONE: Mutex<()> = Mutex::new(());
+
+/// Replays recording `evs` on `arch` over `path`; returns our recording's report.
+fn replay(root: &std::path::Path, name: &str, evs: &[Value], arch: EmuArch, path: Via) -> Outcome {
+    // tinygrad's SQTT=1 / PMC=1 recordings, by file name; both profile.
+    let sqtt = name.contains("_sqtt");
+    let pmc = name.contains("_pmc");
+    let profile = sqtt || pmc;
     let rec: Arc<Mutex<MemoryRecorder>> = Arc::new(Mutex::new(MemoryRecorder::default()));
     let shared: SharedRecorder = rec.clone();
-    let emu = EmuPlatform::new(EmuConfig::new(arch));
-    let p: Arc<dyn Platform> = Arc::new(RecordingPlatform::new(
-        Arc::new(emu.clone()),
-        shared.clone(),
-    ));
     let opts = DeviceOptions {
         wait_timeout: Duration::from_secs(10),
         profile,
@@ -94,9 +98,66 @@ fn replay(
         },
         ..DeviceOptions::default()
     };
-    let mut d =
-        Device::new_recorded(Box::new(KfdIface::open(p, 0).unwrap()), opts, Some(shared)).unwrap();
-    for l in &launches {
+    let wrong_result = match path {
+        Via::Kfd => {
+            let emu = EmuPlatform::new(EmuConfig::new(arch));
+            let p: Arc<dyn Platform> = Arc::new(RecordingPlatform::new(
+                Arc::new(emu.clone()),
+                shared.clone(),
+            ));
+            let d =
+                Device::new_recorded(Box::new(KfdIface::open(p, 0).unwrap()), opts, Some(shared))
+                    .unwrap();
+            run_launches(root, evs, d)
+        }
+        Via::Pci | Via::Usb => {
+            // The driverless path records its MMIO, USB transfers and submissions through the
+            // installed recorder, bring-up included.
+            let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+            runtime::record::install(Some(shared));
+            // The emulated gfx1201 configured as tinygrad's GPU, a Navi44 (GC 12.0.0, MP
+            // 14.0.2): the same IP versions, so both sides decode with the same register JSON.
+            assert_eq!(arch, EmuArch::Gfx1201, "no emulated PCI GPU for {arch:?}");
+            let cfg = emu::pci::EmuPciConfig::navi44();
+            let d = if path == Via::Pci {
+                emu::open::open_pci_with(cfg, opts).map(|(d, _gpu)| d)
+            } else {
+                emu::open::open_usb_with(cfg, runtime::usb::Firmware::Custom, opts, |t| Box::new(t))
+                    .map(|(d, _u)| d)
+            };
+            let r = d.map(|d| run_launches(root, evs, d));
+            runtime::record::install(None);
+            r.unwrap()
+        }
+    };
+    let ours = std::mem::take(&mut rec.lock().unwrap().events);
+    // WAVESCOPE_CONFORMANCE_OUT=dir keeps our recording (`<dir>/<name>`) for a closer look.
+    if let Some(out) = std::env::var_os("WAVESCOPE_CONFORMANCE_OUT") {
+        let lines: Vec<String> = ours.iter().map(Value::to_string).collect();
+        let f = PathBuf::from(out).join(name);
+        std::fs::write(&f, lines.join("\n")).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+    }
+    let arch_name = conform::arch_of(evs).unwrap_or_default();
+    let report = if path == Via::Kfd {
+        conform::compare(&ours, evs, &arch_name, OPS)
+    } else {
+        // Plus the bring-up's MMIO per AM step, the SMU messages and the USB transfer kinds,
+        // register fields decoded with the register JSON.
+        let regs = testdata::require_shared("amd-registers");
+        let ops: Vec<&str> = OPS.iter().copied().chain(["mmio", "smu", "usb"]).collect();
+        conform::compare_with(&ours, evs, &arch_name, &ops, regs.as_deref())
+    };
+    Outcome {
+        report,
+        wrong_result,
+    }
+}
+
+/// Runs the recording's launches on `d` (its code objects, buffers before, dims) and tears the
+/// device down; returns what differs from the recorded results.
+fn run_launches(root: &std::path::Path, evs: &[Value], mut d: Device) -> Option<String> {
+    let mut wrong_result = None;
+    for l in evs.iter().filter(|e| e["ev"] == "launch") {
         let elf = std::fs::read(root.join(l["elf_file"].as_str().unwrap())).unwrap();
         let prg = d.load_program(&elf).unwrap();
         let mut bufs = Vec::new();
@@ -136,20 +197,10 @@ fn replay(
     }
     // Dropping the device records its teardown (the reference has tinygrad's).
     drop(d);
-    let ours = std::mem::take(&mut rec.lock().unwrap().events);
-    let arch_name = conform::arch_of(evs).unwrap_or_default();
-    Outcome {
-        report: conform::compare(&ours, evs, &arch_name, OPS),
-        wrong_result,
-    }
+    wrong_result
 }
 
-fn blocked(name: &str, evs: &[Value]) -> Option<String> {
-    if name.starts_with("pci_") || name.starts_with("usb_") {
-        return Some(
-            "needs an emulated gfx1200 PCI GPU and a GC 12 bring-up; MMIO/USB recording and comparison: record_io.rs".into(),
-        );
-    }
+fn blocked(evs: &[Value]) -> Option<String> {
     if !evs.iter().any(|e| e["ev"] == "launch") {
         return Some("no launch in the recording".into());
     }
@@ -178,7 +229,7 @@ fn conformance() {
         let name = f.file_name().unwrap().to_string_lossy().to_string();
         let evs = conform::parse_jsonl(&std::fs::read_to_string(f).unwrap())
             .unwrap_or_else(|e| panic!("{name}: {e}"));
-        if let Some(why) = blocked(&name, &evs) {
+        if let Some(why) = blocked(&evs) {
             println!("{name}: blocked ({why})");
             continue;
         }
@@ -190,13 +241,15 @@ fn conformance() {
             Some("gfx950") => EmuArch::Gfx950,
             a => panic!("{name}: no emulated device for {a:?}"),
         };
-        let sqtt = name.contains("_sqtt");
-        let pmc = name.contains("_pmc");
-        let profile = sqtt || pmc;
+        let path = match name.split('_').next() {
+            Some("pci") => Via::Pci,
+            Some("usb") => Via::Usb,
+            _ => Via::Kfd,
+        };
         let Outcome {
             report: rep,
             wrong_result,
-        } = replay(&root, &evs, arch, sqtt, profile, pmc);
+        } = replay(&root, &name, &evs, arch, path);
         let line = match rep.verdict() {
             _ if wrong_result.is_some() => {
                 differs.push(name.clone());
@@ -310,4 +363,39 @@ fn conformance_detects_a_register_written_after_the_dispatch() {
         "{got:#?}"
     );
     assert!(matches!(rep.verdict(), Verdict::Differs(_)));
+}
+
+/// An `am:` acceptance holds for driverless recordings only: the signal's int_sel changed in a
+/// KFD recording (A50's difference on the AM path) is reported and not accepted, while the same
+/// change in the PCI recording is accepted as A50.
+#[test]
+fn am_acceptances_do_not_cover_kfd_recordings() {
+    let load = |n: &str| {
+        let f = dir().join(n);
+        let text = std::fs::read_to_string(&f).ok()?;
+        Some(conform::parse_jsonl(&text).unwrap())
+    };
+    let (Some(kfd), Some(pci)) = (load("kfd_gfx1200_add.jsonl"), load("pci_gfx1200_add.jsonl"))
+    else {
+        testdata::missing("kfd_gfx1200_add.jsonl and pci_gfx1200_add.jsonl");
+        return;
+    };
+    let with_int_sel_2 = |evs: &[Value]| {
+        let mut v = evs.to_vec();
+        let e = v
+            .iter_mut()
+            .find(|e| e["ev"] == "pm4" && e["group"] == "signal" && e["op"] == "RELEASE_MEM")
+            .expect("a signal RELEASE_MEM");
+        e["decoded"]["int_sel"] = serde_json::json!(2);
+        v
+    };
+    for (evs, accepted) in [(&kfd, false), (&pci, true)] {
+        let rep = conform::compare(&with_int_sel_2(evs), evs, "gfx1200", &["signal"]);
+        let d = rep
+            .differences
+            .iter()
+            .find(|d| d.field.as_deref() == Some("int_sel"))
+            .unwrap_or_else(|| panic!("int_sel not reported: {:#?}", rep.differences));
+        assert_eq!(d.accepted.is_some(), accepted, "{d}");
+    }
 }
