@@ -8,7 +8,9 @@
 //!
 //! Queues execute synchronously when their doorbell is written, and again whenever the runtime
 //! sleeps (KFD WAIT_EVENTS), which un-blocks queues waiting on values the CPU wrote. Timestamps
-//! come from a deterministic emulated 100 MHz clock that advances per packet and per dispatch.
+//! come from an emulated 100 MHz clock that advances per packet and per dispatch (the cycle
+//! model) and, while the GPU is idle, with real time ([`EmuConfig::wall_clock`]), so a kernel
+//! starts when the host submitted it.
 #![forbid(unsafe_code)]
 
 pub mod arch;
@@ -68,6 +70,11 @@ pub struct EmuConfig {
     pub bar_size: u64,
     /// Total allocations beyond this fail with ENOMEM.
     pub memory_limit: u64,
+    /// The GPU clock runs in real time while the GPU is idle (as a real timestamp counter
+    /// does), so work starts no earlier than the host submitted it and GPU times line up with
+    /// the host's own ranges; durations stay the cycle model's. `false`: a purely modelled,
+    /// deterministic clock that advances only per packet and per dispatch.
+    pub wall_clock: bool,
 }
 
 impl EmuConfig {
@@ -79,6 +86,7 @@ impl EmuConfig {
             fail_ioctl: None,
             bar_size: 64 << 30,
             memory_limit: 64 << 30,
+            wall_clock: true,
         }
     }
 }
@@ -110,6 +118,8 @@ pub(crate) struct GpuCore {
     pub interrupts: Vec<u32>,
     /// Pending memory fault for the KFD memory-exception event.
     pub fault: Option<MmuFault>,
+    /// With [`EmuConfig::wall_clock`]: the host instant and GPU clock when the device appeared.
+    pub wall_epoch: Option<(std::time::Instant, u64)>,
 }
 
 impl GpuCore {
@@ -130,6 +140,11 @@ pub(crate) struct EmuState {
 impl EmuState {
     /// Runs every queue until none makes progress.
     pub fn pump(&mut self) {
+        if let Some((t0, c0)) = self.core.wall_epoch {
+            // 100 MHz ticks of real time since the device appeared: an idle GPU's counter ran.
+            let now = c0 + (t0.elapsed().as_nanos() / 10) as u64;
+            self.core.clock = self.core.clock.max(now);
+        }
         loop {
             let mut progress = false;
             for q in &mut self.queues {
@@ -190,6 +205,7 @@ impl EmuPlatform {
             pmc: pmc::PerfCounters::new(arch),
             interrupts: Vec::new(),
             fault: None,
+            wall_epoch: cfg.wall_clock.then(|| (std::time::Instant::now(), 1_000_000)),
         };
         let state = EmuState {
             kfd: kfd::KfdState::new(&cfg),
