@@ -205,7 +205,9 @@ impl EmuPlatform {
             pmc: pmc::PerfCounters::new(arch),
             interrupts: Vec::new(),
             fault: None,
-            wall_epoch: cfg.wall_clock.then(|| (std::time::Instant::now(), 1_000_000)),
+            wall_epoch: cfg
+                .wall_clock
+                .then(|| (std::time::Instant::now(), 1_000_000)),
         };
         let state = EmuState {
             kfd: kfd::KfdState::new(&cfg),
