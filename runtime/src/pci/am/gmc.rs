@@ -426,63 +426,7 @@ impl Gmc {
         r.write(pick(MMVM_L2_CNTL4, GCVM_L2_CNTL4), 1)?;
         // walker_priority_client_id (bits 5..13) = 0x1FF.
         r.write(pick(MMVM_L2_CNTL5, GCVM_L2_CNTL5), 0x1FF << 5)?;
-        // Identity aperture off (low above high), no physical offset.
-        for (reg, v) in [
-            (
-                pick(
-                    MMVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_LO32,
-                    GCVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_LO32,
-                ),
-                0xFFFF_FFFF,
-            ),
-            (
-                pick(
-                    MMVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_HI32,
-                    GCVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_HI32,
-                ),
-                0xF,
-            ),
-            (
-                pick(
-                    MMVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_LO32,
-                    GCVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_LO32,
-                ),
-                0,
-            ),
-            (
-                pick(
-                    MMVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_HI32,
-                    GCVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_HI32,
-                ),
-                0,
-            ),
-            (
-                pick(
-                    MMVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_LO32,
-                    GCVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_LO32,
-                ),
-                0,
-            ),
-            (
-                pick(
-                    MMVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_HI32,
-                    GCVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_HI32,
-                ),
-                0,
-            ),
-        ] {
-            r.write(reg, v)?;
-        }
-        // Every invalidation engine covers the whole address space (0x1F_FFFF_FFFF pages).
-        let engines = if mm {
-            MMVM_INVALIDATE_ENG_ADDR_RANGE
-        } else {
-            GCVM_INVALIDATE_ENG_ADDR_RANGE
-        };
-        for (lo, hi) in engines {
-            r.write(lo, 0xFFFF_FFFF)?;
-            r.write(hi, 0x1F)?;
-        }
+        Self::identity_off_and_engines(r, mm)?;
         let vm_end = (VA_BASE + (1u64 << 48) - 1).min(0x7FFF_FFFF_FFFF);
         let ctx = [
             (
@@ -716,6 +660,14 @@ impl Gmc {
         ];
         cntl.extend(faults.iter().map(|f| (*f, 1)));
         r.write_fields(pick(MMVM_CONTEXT0_CNTL, GCVM_CONTEXT0_CNTL), &cntl)?;
+        Self::identity_off_and_engines(r, mm)
+    }
+
+    /// Identity aperture off (low above high), no physical offset, and every invalidation
+    /// engine covering the whole address space (0x1F_FFFF_FFFF pages): alike on GC 11 and 12.
+    fn identity_off_and_engines(r: &RegIo, mm: bool) -> PciResult<()> {
+        use regs::*;
+        let pick = |m, g| if mm { m } else { g };
         for (reg, v) in [
             (
                 pick(
@@ -762,12 +714,12 @@ impl Gmc {
         ] {
             r.write(reg, v)?;
         }
+        // Every invalidation engine covers the whole address space (0x1F_FFFF_FFFF pages).
         let engines = if mm {
             MMVM_INVALIDATE_ENG_ADDR_RANGE
         } else {
             GCVM_INVALIDATE_ENG_ADDR_RANGE
         };
-        // Every invalidation engine covers the whole address space (0x1F_FFFF_FFFF pages).
         for (lo, hi) in engines {
             r.write(lo, 0xFFFF_FFFF)?;
             r.write(hi, 0x1F)?;

@@ -43,25 +43,7 @@ impl Ih {
             let base = gmc.palloc(RING_SIZE, 0x1000)?;
             let wptr = gmc.palloc(0x1000, 0x1000)?;
             let mc = gmc.mc(base);
-            let (rb_base, rb_base_hi, cntl, rptr_r, wptr_r, dbr) = if ring == 0 {
-                (
-                    IH_RB_BASE,
-                    IH_RB_BASE_HI,
-                    IH_RB_CNTL,
-                    IH_RB_RPTR,
-                    IH_RB_WPTR,
-                    IH_DOORBELL_RPTR,
-                )
-            } else {
-                (
-                    IH_RB_BASE_RING1,
-                    IH_RB_BASE_HI_RING1,
-                    IH_RB_CNTL_RING1,
-                    IH_RB_RPTR_RING1,
-                    IH_RB_WPTR_RING1,
-                    IH_DOORBELL_RPTR_RING1,
-                )
-            };
+            let [rb_base, rb_base_hi, cntl, rptr_r, wptr_r, dbr] = ring_regs(ring);
             r.write(rb_base, (mc >> 8) as u32)?;
             r.write(rb_base_hi, (mc >> 40) as u32)?;
             // mc_space 4, wptr_overflow_clear, rb_size = bit_length(size/4), mc_snoop; ring 0:
@@ -94,25 +76,7 @@ impl Ih {
             let base = gmc.palloc(RING_SIZE, 0x1000)?;
             let wptr = gmc.palloc(0x1000, 0x1000)?;
             let mc = gmc.mc(base);
-            let (rb_base, rb_base_hi, cntl, rptr_r, wptr_r, dbr) = if ring == 0 {
-                (
-                    IH_RB_BASE,
-                    IH_RB_BASE_HI,
-                    IH_RB_CNTL,
-                    IH_RB_RPTR,
-                    IH_RB_WPTR,
-                    IH_DOORBELL_RPTR,
-                )
-            } else {
-                (
-                    IH_RB_BASE_RING1,
-                    IH_RB_BASE_HI_RING1,
-                    IH_RB_CNTL_RING1,
-                    IH_RB_RPTR_RING1,
-                    IH_RB_WPTR_RING1,
-                    IH_DOORBELL_RPTR_RING1,
-                )
-            };
+            let [rb_base, rb_base_hi, cntl, rptr_r, wptr_r, dbr] = ring_regs(ring);
             r.write(rb_base, (mc >> 8) as u32)?;
             r.write(rb_base_hi, (mc >> 40) as u32)?;
             let mut f = vec![
@@ -189,5 +153,30 @@ impl Ih {
         r.update(regs::IH_RB_CNTL, 1 | 1 << 17, 0)?;
         r.update(regs::IH_RB_CNTL_RING1, 1, 0)?;
         Ok(())
+    }
+}
+
+/// IH ring 0's or ring 1's base, base high, control, read and write pointer and doorbell
+/// registers (the same names on OSSSYS 6 and 7).
+fn ring_regs(ring: u32) -> [super::AmReg; 6] {
+    use regs::*;
+    if ring == 0 {
+        [
+            IH_RB_BASE,
+            IH_RB_BASE_HI,
+            IH_RB_CNTL,
+            IH_RB_RPTR,
+            IH_RB_WPTR,
+            IH_DOORBELL_RPTR,
+        ]
+    } else {
+        [
+            IH_RB_BASE_RING1,
+            IH_RB_BASE_HI_RING1,
+            IH_RB_CNTL_RING1,
+            IH_RB_RPTR_RING1,
+            IH_RB_WPTR_RING1,
+            IH_DOORBELL_RPTR_RING1,
+        ]
     }
 }

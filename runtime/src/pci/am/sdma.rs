@@ -53,21 +53,7 @@ pub fn setup_queue(
     if r.gen == AmGen::Gc12 {
         return setup_queue_fields(dev, ring_va, ring_bytes, rptr_va, wptr_va);
     }
-    r.write(SDMA0_QUEUE0_MINOR_PTR_UPDATE, 1)?;
-    for reg in [
-        SDMA0_QUEUE0_RB_RPTR,
-        SDMA0_QUEUE0_RB_RPTR_HI,
-        SDMA0_QUEUE0_RB_WPTR,
-        SDMA0_QUEUE0_RB_WPTR_HI,
-    ] {
-        r.write(reg, 0)?;
-    }
-    r.write(SDMA0_QUEUE0_RB_BASE, (ring_va >> 8) as u32)?;
-    r.write(SDMA0_QUEUE0_RB_BASE_HI, (ring_va >> 40) as u32)?;
-    r.write(SDMA0_QUEUE0_RB_RPTR_ADDR_LO, rptr_va as u32)?;
-    r.write(SDMA0_QUEUE0_RB_RPTR_ADDR_HI, (rptr_va >> 32) as u32)?;
-    r.write(SDMA0_QUEUE0_RB_WPTR_POLL_ADDR_LO, wptr_va as u32)?;
-    r.write(SDMA0_QUEUE0_RB_WPTR_POLL_ADDR_HI, (wptr_va >> 32) as u32)?;
+    ring_addresses(r, ring_va, rptr_va, wptr_va)?;
     r.write(SDMA0_QUEUE0_DOORBELL_OFFSET, (DOORBELL_SDMA0 * 2) << 2)?;
     r.write(SDMA0_QUEUE0_DOORBELL, 1 << 28)?;
     r.write(SDMA0_QUEUE0_MINOR_PTR_UPDATE, 0)?;
@@ -93,21 +79,7 @@ fn setup_queue_fields(
 ) -> PciResult<SdmaQueue> {
     use regs::*;
     let r = &dev.regs;
-    r.write(SDMA0_QUEUE0_MINOR_PTR_UPDATE, 1)?;
-    for reg in [
-        SDMA0_QUEUE0_RB_RPTR,
-        SDMA0_QUEUE0_RB_RPTR_HI,
-        SDMA0_QUEUE0_RB_WPTR,
-        SDMA0_QUEUE0_RB_WPTR_HI,
-    ] {
-        r.write(reg, 0)?;
-    }
-    r.write(SDMA0_QUEUE0_RB_BASE, (ring_va >> 8) as u32)?;
-    r.write(SDMA0_QUEUE0_RB_BASE_HI, (ring_va >> 40) as u32)?;
-    r.write(SDMA0_QUEUE0_RB_RPTR_ADDR_LO, rptr_va as u32)?;
-    r.write(SDMA0_QUEUE0_RB_RPTR_ADDR_HI, (rptr_va >> 32) as u32)?;
-    r.write(SDMA0_QUEUE0_RB_WPTR_POLL_ADDR_LO, wptr_va as u32)?;
-    r.write(SDMA0_QUEUE0_RB_WPTR_POLL_ADDR_HI, (wptr_va >> 32) as u32)?;
+    ring_addresses(r, ring_va, rptr_va, wptr_va)?;
     r.update_fields(
         SDMA0_QUEUE0_DOORBELL_OFFSET,
         &[("offset", DOORBELL_SDMA0 * 2)],
@@ -154,4 +126,25 @@ pub fn fini(dev: &mut AmDevice) -> PciResult<()> {
     r.update(GRBM_SOFT_RESET, 1 << 23, 1 << 23)?;
     r.update(GRBM_SOFT_RESET, 1 << 23, 0)?;
     Ok(())
+}
+
+/// Queue 0's pointers zeroed (under MINOR_PTR_UPDATE, left set for the caller to clear) and its
+/// ring, read-pointer write-back and write-pointer poll addresses: alike on SDMA 6 and 7.
+fn ring_addresses(r: &super::RegIo, ring_va: u64, rptr_va: u64, wptr_va: u64) -> PciResult<()> {
+    use regs::*;
+    r.write(SDMA0_QUEUE0_MINOR_PTR_UPDATE, 1)?;
+    for reg in [
+        SDMA0_QUEUE0_RB_RPTR,
+        SDMA0_QUEUE0_RB_RPTR_HI,
+        SDMA0_QUEUE0_RB_WPTR,
+        SDMA0_QUEUE0_RB_WPTR_HI,
+    ] {
+        r.write(reg, 0)?;
+    }
+    r.write(SDMA0_QUEUE0_RB_BASE, (ring_va >> 8) as u32)?;
+    r.write(SDMA0_QUEUE0_RB_BASE_HI, (ring_va >> 40) as u32)?;
+    r.write(SDMA0_QUEUE0_RB_RPTR_ADDR_LO, rptr_va as u32)?;
+    r.write(SDMA0_QUEUE0_RB_RPTR_ADDR_HI, (rptr_va >> 32) as u32)?;
+    r.write(SDMA0_QUEUE0_RB_WPTR_POLL_ADDR_LO, wptr_va as u32)?;
+    r.write(SDMA0_QUEUE0_RB_WPTR_POLL_ADDR_HI, (wptr_va >> 32) as u32)
 }
