@@ -349,58 +349,8 @@ impl Gmc {
         use regs::*;
         let mm = hub == Hub::Mm;
         let pick = |m, g| if mm { m } else { g };
-        let mc_end = self.mc_base + self.vram_size - 1;
-        r.write(pick(MMMC_VM_AGP_BASE, GCMC_VM_AGP_BASE), 0)?;
-        r.write(
-            pick(MMMC_VM_AGP_BOT, GCMC_VM_AGP_BOT),
-            (0xFFFF_FFFF_FFFFu64 >> 24) as u32,
-        )?;
-        r.write(pick(MMMC_VM_AGP_TOP, GCMC_VM_AGP_TOP), 0)?;
-        r.write(
-            pick(
-                MMMC_VM_SYSTEM_APERTURE_LOW_ADDR,
-                GCMC_VM_SYSTEM_APERTURE_LOW_ADDR,
-            ),
-            (self.mc_base >> 18) as u32,
-        )?;
-        r.write(
-            pick(
-                MMMC_VM_SYSTEM_APERTURE_HIGH_ADDR,
-                GCMC_VM_SYSTEM_APERTURE_HIGH_ADDR,
-            ),
-            (mc_end >> 18) as u32,
-        )?;
         // Both hubs get the same setup (pci-am-interface.md: init_hub('MM') at boot, 'GC' in GFX).
-        let sp = self.mc(self.scratch_page) >> 12;
-        r.write(
-            pick(
-                MMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB,
-                GCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB,
-            ),
-            sp as u32,
-        )?;
-        r.write(
-            pick(
-                MMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB,
-                GCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB,
-            ),
-            (sp >> 32) as u32,
-        )?;
-        let dp = self.mc(self.dummy_page) >> 12;
-        r.write(
-            pick(
-                MMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32,
-                GCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32,
-            ),
-            dp as u32,
-        )?;
-        r.write(
-            pick(
-                MMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32,
-                GCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32,
-            ),
-            (dp >> 32) as u32,
-        )?;
+        self.apertures(r, mm)?;
         // active_page_migration_pte_read_retry.
         r.update(
             pick(
@@ -490,58 +440,7 @@ impl Gmc {
         use regs::*;
         let mm = hub == Hub::Mm;
         let pick = |m, g| if mm { m } else { g };
-        let mc_end = self.mc_base + self.vram_size - 1;
-        r.write(pick(MMMC_VM_AGP_BASE, GCMC_VM_AGP_BASE), 0)?;
-        // AGP off: bottom above top.
-        r.write(
-            pick(MMMC_VM_AGP_BOT, GCMC_VM_AGP_BOT),
-            (0xFFFF_FFFF_FFFFu64 >> 24) as u32,
-        )?;
-        r.write(pick(MMMC_VM_AGP_TOP, GCMC_VM_AGP_TOP), 0)?;
-        r.write(
-            pick(
-                MMMC_VM_SYSTEM_APERTURE_LOW_ADDR,
-                GCMC_VM_SYSTEM_APERTURE_LOW_ADDR,
-            ),
-            (self.mc_base >> 18) as u32,
-        )?;
-        r.write(
-            pick(
-                MMMC_VM_SYSTEM_APERTURE_HIGH_ADDR,
-                GCMC_VM_SYSTEM_APERTURE_HIGH_ADDR,
-            ),
-            (mc_end >> 18) as u32,
-        )?;
-        let sp = self.mc(self.scratch_page) >> 12;
-        r.write(
-            pick(
-                MMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB,
-                GCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB,
-            ),
-            sp as u32,
-        )?;
-        r.write(
-            pick(
-                MMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB,
-                GCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB,
-            ),
-            (sp >> 32) as u32,
-        )?;
-        let dp = self.mc(self.dummy_page) >> 12;
-        r.write(
-            pick(
-                MMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32,
-                GCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32,
-            ),
-            dp as u32,
-        )?;
-        r.write(
-            pick(
-                MMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32,
-                GCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32,
-            ),
-            (dp >> 32) as u32,
-        )?;
+        self.apertures(r, mm)?;
         r.update_fields(
             pick(
                 MMVM_L2_PROTECTION_FAULT_CNTL2,
@@ -661,6 +560,65 @@ impl Gmc {
         cntl.extend(faults.iter().map(|f| (*f, 1)));
         r.write_fields(pick(MMVM_CONTEXT0_CNTL, GCVM_CONTEXT0_CNTL), &cntl)?;
         Self::identity_off_and_engines(r, mm)
+    }
+
+    /// The AGP aperture off (bottom above top), the system aperture over VRAM with the scratch
+    /// page as its default, and the dummy page for protection faults: alike on GC 11 and 12.
+    fn apertures(&self, r: &RegIo, mm: bool) -> PciResult<()> {
+        use regs::*;
+        let pick = |m, g| if mm { m } else { g };
+        let mc_end = self.mc_base + self.vram_size - 1;
+        r.write(pick(MMMC_VM_AGP_BASE, GCMC_VM_AGP_BASE), 0)?;
+        // AGP off: bottom above top.
+        r.write(
+            pick(MMMC_VM_AGP_BOT, GCMC_VM_AGP_BOT),
+            (0xFFFF_FFFF_FFFFu64 >> 24) as u32,
+        )?;
+        r.write(pick(MMMC_VM_AGP_TOP, GCMC_VM_AGP_TOP), 0)?;
+        r.write(
+            pick(
+                MMMC_VM_SYSTEM_APERTURE_LOW_ADDR,
+                GCMC_VM_SYSTEM_APERTURE_LOW_ADDR,
+            ),
+            (self.mc_base >> 18) as u32,
+        )?;
+        r.write(
+            pick(
+                MMMC_VM_SYSTEM_APERTURE_HIGH_ADDR,
+                GCMC_VM_SYSTEM_APERTURE_HIGH_ADDR,
+            ),
+            (mc_end >> 18) as u32,
+        )?;
+        let sp = self.mc(self.scratch_page) >> 12;
+        r.write(
+            pick(
+                MMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB,
+                GCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB,
+            ),
+            sp as u32,
+        )?;
+        r.write(
+            pick(
+                MMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB,
+                GCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB,
+            ),
+            (sp >> 32) as u32,
+        )?;
+        let dp = self.mc(self.dummy_page) >> 12;
+        r.write(
+            pick(
+                MMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32,
+                GCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32,
+            ),
+            dp as u32,
+        )?;
+        r.write(
+            pick(
+                MMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32,
+                GCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32,
+            ),
+            (dp >> 32) as u32,
+        )
     }
 
     /// Identity aperture off (low above high), no physical offset, and every invalidation
