@@ -148,10 +148,9 @@ struct Field {
 impl Field {
     fn of(r: &regs::Reg, name: &str) -> Option<Field> {
         let f = r.def.field(name)?;
-        let w = u32::from(f.hi - f.lo) + 1;
         Some(Field {
             lo: u32::from(f.lo),
-            mask: if w >= 32 { u32::MAX } else { (1 << w) - 1 },
+            mask: f.value_mask(),
         })
     }
     fn get(self, v: u32) -> u32 {

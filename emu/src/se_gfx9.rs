@@ -115,7 +115,7 @@ fn token_mask_reg(arch: EmuArch) -> Option<(u32, u32, u32)> {
     let gc = IpRegs::new(table, arch.bases("GC"));
     let r = gc.get("SQ_THREAD_TRACE_TOKEN_MASK").ok()?;
     let f = r.def.field("token_mask")?;
-    Some((r.addr, u32::from(f.lo), u32::from(f.hi - f.lo + 1)))
+    Some((r.addr, u32::from(f.lo), f.width()))
 }
 
 fn fault(f: crate::exec::Fault) -> DeviceFault {

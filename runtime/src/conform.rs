@@ -619,7 +619,7 @@ pub(crate) fn grbm_suffix(table: Option<&IpTable>, v: u32) -> String {
         table
             .and_then(|t| t.get("GRBM_GFX_INDEX"))
             .and_then(|d| d.field(n))
-            .map(|f| (v >> f.lo) & ((1u32 << (f.hi - f.lo + 1)) - 1))
+            .map(|f| f.get(v))
     };
     if field("se_broadcast_writes") == Some(0) {
         format!("[se{}]", field("se_index").unwrap_or(0))
@@ -794,14 +794,8 @@ fn field_sets(
     match table.and_then(|t| t.get(base)) {
         Some(d) if !d.fields.is_empty() => {
             for f in d.fields {
-                let w = u32::from(f.hi - f.lo) + 1;
                 for v in vals {
-                    let x = if w >= 32 {
-                        *v >> f.lo
-                    } else {
-                        (*v >> f.lo) & ((1 << w) - 1)
-                    };
-                    out.entry(f.name.to_string()).or_default().insert(x);
+                    out.entry(f.name.to_string()).or_default().insert(f.get(*v));
                 }
             }
         }

@@ -368,12 +368,7 @@ pub fn reg_at(gc: &IpRegs, addr: u32) -> Option<&'static RegDef> {
 pub fn reg_fields(d: &RegDef, v: u32) -> Map<String, Value> {
     let mut m = Map::new();
     for f in d.fields {
-        let w = u32::from(f.hi - f.lo) + 1;
-        let x = if w >= 32 {
-            v >> f.lo
-        } else {
-            (v >> f.lo) & ((1 << w) - 1)
-        };
+        let x = f.get(v);
         if x != 0 {
             m.insert(f.name.to_lowercase(), json!(x));
         }

@@ -156,11 +156,7 @@ struct Model {
 
 /// Field `name` of `v` per the register's definition (0 when the generation lacks it).
 fn fld(def: Option<&RegDef>, name: &str, v: u32) -> u32 {
-    def.and_then(|d| d.field(name)).map_or(0, |f| {
-        let w = u32::from(f.hi - f.lo) + 1;
-        let m = if w >= 32 { u32::MAX } else { (1 << w) - 1 };
-        (v >> f.lo) & m
-    })
+    def.and_then(|d| d.field(name)).map_or(0, |f| f.get(v))
 }
 
 /// `value` placed in field `name` (0 when the generation lacks it).

@@ -48,6 +48,29 @@ impl IpTable {
     }
 }
 
+impl FieldDef {
+    /// Bits in the field.
+    pub fn width(&self) -> u32 {
+        u32::from(self.hi - self.lo) + 1
+    }
+    /// The largest value the field holds (all ones for a 32-bit field).
+    pub fn value_mask(&self) -> u32 {
+        if self.width() >= 32 {
+            u32::MAX
+        } else {
+            (1 << self.width()) - 1
+        }
+    }
+    /// The field's bits in place in the register.
+    pub fn mask(&self) -> u32 {
+        self.value_mask() << self.lo
+    }
+    /// The field's value in the register value `v`.
+    pub fn get(&self, v: u32) -> u32 {
+        (v >> self.lo) & self.value_mask()
+    }
+}
+
 impl RegDef {
     pub fn field(&self, name: &str) -> Option<&'static FieldDef> {
         self.fields.iter().find(|f| f.name == name)
@@ -71,42 +94,23 @@ impl Reg {
             let f = self.def.field(name).ok_or_else(|| {
                 Error::Unsupported(format!("register {} has no field {name}", self.def.name))
             })?;
-            let width = u32::from(f.hi - f.lo) + 1;
-            let mask = if width >= 32 {
-                u32::MAX
-            } else {
-                (1u32 << width) - 1
-            };
-            if val & !mask != 0 {
+            if val & !f.value_mask() != 0 {
                 return Err(Error::Unsupported(format!(
-                    "{val:#x} does not fit {}.{name} ({width} bits)",
-                    self.def.name
+                    "{val:#x} does not fit {}.{name} ({} bits)",
+                    self.def.name,
+                    f.width()
                 )));
             }
-            v |= (val & mask) << f.lo;
+            v |= val << f.lo;
         }
         Ok(v)
     }
     /// Extracts one field of a value read from this register.
     pub fn decode(&self, value: u32, field: &str) -> Option<u32> {
-        let f = self.def.field(field)?;
-        let width = u32::from(f.hi - f.lo) + 1;
-        let mask = if width >= 32 {
-            u32::MAX
-        } else {
-            (1u32 << width) - 1
-        };
-        Some((value >> f.lo) & mask)
+        Some(self.def.field(field)?.get(value))
     }
     pub fn field_mask(&self, field: &str) -> Option<u32> {
-        let f = self.def.field(field)?;
-        let width = u32::from(f.hi - f.lo) + 1;
-        let mask = if width >= 32 {
-            u32::MAX
-        } else {
-            (1u32 << width) - 1
-        };
-        Some(mask << f.lo)
+        Some(self.def.field(field)?.mask())
     }
 }
 

@@ -132,30 +132,36 @@ impl RegIo {
             ),
         })
     }
+    /// Field `name` of `def` on this generation: a name it lacks is an error.
+    fn field(
+        &self,
+        def: &crate::regs::RegDef,
+        name: &str,
+    ) -> PciResult<&'static crate::regs::FieldDef> {
+        def.field(name).ok_or_else(|| PciError::Discovery {
+            offset: 0,
+            msg: format!(
+                "{}: register {} has no field {name}",
+                self.gen.label(),
+                def.name
+            ),
+        })
+    }
     /// Encodes named field values of `r` with this generation's field layout (no shifts in the
     /// driver): an unknown field or a value wider than its field is an error.
     pub fn encode(&self, r: AmReg, fields: &[(&str, u32)]) -> PciResult<u32> {
         let def = self.def(r)?;
         let mut v = 0u32;
         for (name, val) in fields {
-            let f = def.field(name).ok_or_else(|| PciError::Discovery {
-                offset: 0,
-                msg: format!(
-                    "{}: register {} has no field {name}",
-                    self.gen.label(),
-                    def.name
-                ),
-            })?;
-            let width = u32::from(f.hi - f.lo) + 1;
-            let mask = if width >= 32 {
-                u32::MAX
-            } else {
-                (1 << width) - 1
-            };
-            if val & !mask != 0 {
+            let f = self.field(&def, name)?;
+            if val & !f.value_mask() != 0 {
                 return Err(PciError::Discovery {
                     offset: 0,
-                    msg: format!("{val:#x} does not fit {}.{name} ({width} bits)", def.name),
+                    msg: format!(
+                        "{val:#x} does not fit {}.{name} ({} bits)",
+                        def.name,
+                        f.width()
+                    ),
                 });
             }
             v |= val << f.lo;
@@ -164,42 +170,14 @@ impl RegIo {
     }
     /// One field of a value read from `r`, with this generation's layout.
     pub fn decode(&self, r: AmReg, value: u32, field: &str) -> PciResult<u32> {
-        let def = self.def(r)?;
-        let f = def.field(field).ok_or_else(|| PciError::Discovery {
-            offset: 0,
-            msg: format!(
-                "{}: register {} has no field {field}",
-                self.gen.label(),
-                def.name
-            ),
-        })?;
-        let width = u32::from(f.hi - f.lo) + 1;
-        let mask = if width >= 32 {
-            u32::MAX
-        } else {
-            (1 << width) - 1
-        };
-        Ok((value >> f.lo) & mask)
+        Ok(self.field(&self.def(r)?, field)?.get(value))
     }
     /// The bits of the named fields of `r` on this generation.
     pub fn field_mask(&self, r: AmReg, fields: &[&str]) -> PciResult<u32> {
         let def = self.def(r)?;
         let mut m = 0u32;
         for name in fields {
-            let f = def.field(name).ok_or_else(|| PciError::Discovery {
-                offset: 0,
-                msg: format!(
-                    "{}: register {} has no field {name}",
-                    self.gen.label(),
-                    def.name
-                ),
-            })?;
-            let width = u32::from(f.hi - f.lo) + 1;
-            m |= if width >= 32 {
-                u32::MAX
-            } else {
-                ((1 << width) - 1) << f.lo
-            };
+            m |= self.field(&def, name)?.mask();
         }
         Ok(m)
     }
