@@ -8,7 +8,7 @@
 #[path = "scale/capture.rs"]
 mod capture;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const MIB: u64 = 1 << 20;
@@ -49,18 +49,46 @@ fn least_limit(file: &Path) -> u64 {
     hi
 }
 
-fn opens_within_goal(bytes: u64) {
-    let Some(src) = testdata::require_shared(capture::SOURCE) else {
-        return;
-    };
-    if testdata::require_tool("prlimit").is_none() {
-        return;
-    }
+/// A tiled capture of `bytes` of SQTT in a temp dir, its SQTT size, the address space the binary
+/// needs on a tiny capture, and the goal's limit (that + 1.5x the SQTT + 64 MiB); `None` when an
+/// oracle is missing (a failure under `CI`).
+struct Case {
+    dir: tempfile::TempDir,
+    wst: PathBuf,
+    sqtt: u64,
+    base: u64,
+    limit: u64,
+}
+
+fn case(bytes: u64) -> Option<Case> {
+    let src = testdata::require_shared(capture::SOURCE)?;
+    testdata::require_tool("prlimit")?;
     // The binary, its threads and allocator, with no data to speak of.
     let base = least_limit(&src);
     let dir = tempfile::tempdir().unwrap();
     let (wst, sqtt) = capture::build_capture(&src, dir.path(), bytes);
     let limit = base + sqtt * 3 / 2 + 64 * MIB;
+    Some(Case {
+        dir,
+        wst,
+        sqtt,
+        base,
+        limit,
+    })
+}
+
+fn opens_within_goal(bytes: u64) {
+    // `_dir` keeps the temp dir (and the capture in it) alive to the end.
+    let Some(Case {
+        dir: _dir,
+        wst,
+        sqtt,
+        base,
+        limit,
+    }) = case(bytes)
+    else {
+        return;
+    };
     if !stats_within(&wst, limit) {
         panic!(
             "stats of {:.0} MiB of SQTT fails within {:.0} MiB of address space ({:.0} MiB for \
@@ -96,15 +124,16 @@ fn stats_of_1_5_gib_within_the_memory_goal() {
 /// never decoded) within the address space of the binary + 1.5x the SQTT (the file is mapped)
 /// + 64 MiB; the index is written first, without a limit.
 fn reopens_within_goal(bytes: u64) {
-    let Some(src) = testdata::require_shared(capture::SOURCE) else {
+    let Some(Case {
+        dir,
+        wst,
+        sqtt,
+        limit,
+        base: _,
+    }) = case(bytes)
+    else {
         return;
     };
-    if testdata::require_tool("prlimit").is_none() {
-        return;
-    }
-    let base = least_limit(&src);
-    let dir = tempfile::tempdir().unwrap();
-    let (wst, sqtt) = capture::build_capture(&src, dir.path(), bytes);
     let indexed = dir.path().join("indexed.wst");
     let st = Command::new(env!("CARGO_BIN_EXE_wavescope"))
         .arg("index")
@@ -114,7 +143,6 @@ fn reopens_within_goal(bytes: u64) {
         .status()
         .expect("wavescope index");
     assert!(st.success(), "wavescope index failed: {st}");
-    let limit = base + sqtt * 3 / 2 + 64 * MIB;
     if !stats_within(&indexed, limit) {
         panic!(
             "reopening {:.0} MiB of SQTT (stats from the index) fails within {:.0} MiB of \
