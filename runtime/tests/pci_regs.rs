@@ -22,6 +22,14 @@ fn table(ip: AmIp, g: AmGen) -> &'static str {
         (AmGen::Gc12, AmIp::Mp1) => "mp_11_0_0",
         (AmGen::Gc12, AmIp::Hdp) => "hdp_7_0_0",
         (AmGen::Gc12, AmIp::Osssys) => "osssys_7_0_0",
+        (AmGen::Gc9, AmIp::Gc) => "gc_9_4_3",
+        (AmGen::Gc9, AmIp::Sdma0) => "sdma_4_4_2",
+        (AmGen::Gc9, AmIp::Mmhub) => "mmhub_1_8_0",
+        (AmGen::Gc9, AmIp::Nbio) => "nbio_7_9_0",
+        (AmGen::Gc9, AmIp::Mp0) => "mp_13_0_0",
+        (AmGen::Gc9, AmIp::Mp1) => "mp_11_0_0",
+        (AmGen::Gc9, AmIp::Hdp) => "hdp_4_4_2",
+        (AmGen::Gc9, AmIp::Osssys) => "osssys_4_4_2",
     }
 }
 
@@ -30,7 +38,7 @@ fn am_registers_match_shared_json() {
     let Some(dir) = common::amd_registers_dir() else {
         return;
     };
-    let mut checked = [0; 2];
+    let mut checked = [0; 3];
     let mut cache: std::collections::HashMap<&str, serde_json::Value> = Default::default();
     for r in regs::ALL {
         for g in AmGen::ALL {
@@ -71,7 +79,7 @@ fn am_registers_match_shared_json() {
         }
     }
     assert!(
-        checked[0] > 150 && checked[1] > 150,
+        checked[0] > 150 && checked[1] > 150 && checked[2] > 150,
         "only {checked:?} registers checked"
     );
 

@@ -62,6 +62,29 @@ SAME_HEADER = {'gc_12_0_0': [(12, 0, 1)], 'mp_14_0_2': [(14, 0, 3)]}
 # mp_14_0_2's JSON lists the names in segment 1 (0x82/0x92/0x9a). Accepted MP1 versions there.
 EXTRA_COMPAT = {('Gc12', 'Mp1'): [(14, 0, 2), (14, 0, 3)]}
 
+# GC 9.4.3 / 9.5.0 (MI300 / MI350): registers only that generation's bring-up uses (tinygrad's AM
+# driver on gfx9: NBIO 7.9 doorbell fences and per-AID doorbell entries, the gfx9 MEC control and
+# golden registers, SDMA 4.4 queues in the SDMA block's own space). Placed on every generation
+# whose JSON has them, but only Gc9's version checks count them (GC 11/12 do not write them).
+ONLY = {
+ ('Nbio', 'Gc9'): ['XCC_DOORBELL_FENCE', 'BIFC_GFX_INT_MONITOR_MASK', 'BIFC_DOORBELL_ACCESS_EN_PF',
+    'BIF_BX0_PCIE_INDEX2', 'BIF_BX0_PCIE_DATA2', 'BIF_BX0_PCIE_INDEX2_HI', 'S2A_DOORBELL_ENTRY_5_CTRL',
+    'S2A_DOORBELL_ENTRY_6_CTRL'] + [f'DOORBELL0_CTRL_ENTRY_{i}' for i in range(1, 17)],
+ ('Mmhub', 'Gc9'): ['MMMC_VM_XGMI_LFB_CNTL', 'MMMC_VM_XGMI_LFB_SIZE'],
+ ('Gc', 'Gc9'): ['CP_MEC_CNTL', 'GB_ADDR_CONFIG', 'TCP_UTCL1_CNTL2'],
+ ('Sdma0', 'Gc9'): ['SDMA_CNTL', 'SDMA_GFX_RB_CNTL', 'SDMA_GFX_RB_BASE', 'SDMA_GFX_RB_BASE_HI', 'SDMA_GFX_RB_RPTR',
+    'SDMA_GFX_RB_RPTR_HI', 'SDMA_GFX_RB_WPTR', 'SDMA_GFX_RB_WPTR_HI', 'SDMA_GFX_RB_RPTR_ADDR_LO',
+    'SDMA_GFX_RB_RPTR_ADDR_HI', 'SDMA_GFX_RB_WPTR_POLL_ADDR_LO', 'SDMA_GFX_RB_WPTR_POLL_ADDR_HI',
+    'SDMA_GFX_DOORBELL', 'SDMA_GFX_DOORBELL_OFFSET', 'SDMA_GFX_MINOR_PTR_UPDATE', 'SDMA_GFX_IB_CNTL'],
+}
+
+# Per generation and IP, versions accepted with that generation's table beyond those whose JSON
+# matches it: tinygrad's import_module takes the greatest table of the same major version not
+# above the discovered one, so GC 9.5.0 uses gc_9_4_3 and MP0 13.0.6/13.0.12/13.0.14 use
+# mp_13_0_0 (the autogen has no closer table); MP1 is always driven with mp_11_0_0.
+GEN_EXTRA = {('Gc9', 'Gc'): [(9, 5, 0)], ('Gc9', 'Mp0'): [(13, 0, 6), (13, 0, 12), (13, 0, 14)],
+             ('Gc9', 'Mp1'): [(13, 0, 6), (13, 0, 12), (13, 0, 14)]}
+
 # Generations: (Rust name, JSON per IP, register renames on that generation).
 GENS = [
     ('Gc11', {'Gc': 'gc_11_0_0', 'Sdma0': 'gc_11_0_0', 'Mmhub': 'mmhub_3_0_0', 'Nbio': 'nbio_4_3_0',
@@ -70,7 +93,12 @@ GENS = [
               'Mp0': 'mp_14_0_2', 'Mp1': 'mp_11_0_0', 'Hdp': 'hdp_7_0_0', 'Osssys': 'osssys_7_0_0'},
      dict([(f'MP0_SMN_C2PMSG_{i}', f'MPASP_SMN_C2PMSG_{i}') for i in (35, 36, 64, 67, 69, 70, 71, 81)] +
           [(f'S2A_DOORBELL_ENTRY_{i}_CTRL', f'GDC_S2A0_S2A_DOORBELL_ENTRY_{i}_CTRL') for i in range(4)])),
+    ('Gc9', {'Gc': 'gc_9_4_3', 'Sdma0': 'sdma_4_4_2', 'Mmhub': 'mmhub_1_8_0', 'Nbio': 'nbio_7_9_0',
+             'Mp0': 'mp_13_0_0', 'Mp1': 'mp_11_0_0', 'Hdp': 'hdp_4_4_2', 'Osssys': 'osssys_4_4_2'}, {}),
 ]
+for (_ip, _g), _names in ONLY.items():
+    NEED.setdefault((_ip, None), [])
+    NEED[(_ip, None)] += [n for n in _names if n not in NEED[(_ip, None)]]
 def main():
     import glob, os, re
     root = sys.argv[1]
@@ -128,9 +156,15 @@ def main():
     out.append("pub const COMPATIBLE: [&[(AmIp, Versions)]; %d] = [" % len(GENS))
     for g, tables, ren in GENS:
         compat = {}
-        for (ip, _), names in NEED.items():
+        # Every name this generation uses per block (its shared names and its own).
+        per_ip = {}
+        for (ip, key), names in NEED.items():
+            per_ip.setdefault(ip, []).extend(ONLY.get((ip, g), []) if key is None else names)
+        for ip, names in per_ip.items():
             src = load(tables[ip])
             used = [ren.get(n, n) for n in names if look(src, ren.get(n, n))]
+            if not used:
+                continue
             pre = tables[ip].rsplit("_", 3)[0]
             for path in sorted(glob.glob(f"{root}/{pre}_*.json")):
                 m = re.fullmatch(pre + r"_(\d+)_(\d+)_(\d+)\.json", os.path.basename(path))
@@ -147,6 +181,9 @@ def main():
         for (gg, ip), vs in EXTRA_COMPAT.items():
             if gg == g:
                 compat[ip] = vs
+        for (gg, ip), vs in GEN_EXTRA.items():
+            if gg == g:
+                compat[ip] = compat.get(ip, []) + [v for v in vs if v not in compat.get(ip, [])]
         out.append(f"    // {g}")
         out.append("    &[")
         for ip, vs in compat.items():

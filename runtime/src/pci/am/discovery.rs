@@ -166,17 +166,14 @@ impl Discovery {
                     bases.push(r.u32(at)?);
                     at += if base64 { 8 } else { 4 };
                 }
-                if d == 0 {
-                    ips.insert(
-                        (hw, inst),
-                        IpInfo {
-                            hw_id: hw,
-                            instance: inst,
-                            version: ver,
-                            bases,
-                        },
-                    );
-                }
+                // Every die: MI300/MI350 list their XCCs, hubs and SDMA engines on the AIDs
+                // (instance numbers are unique across dies); the first listing of one wins.
+                ips.entry((hw, inst)).or_insert(IpInfo {
+                    hw_id: hw,
+                    instance: inst,
+                    version: ver,
+                    bases,
+                });
             }
         }
         let (gco, _, _) = table(TABLE_GC)?;
@@ -195,6 +192,15 @@ impl Discovery {
             return Err(r.err(gco, "GC info reports no shader engines"));
         }
         Ok(Discovery { ips, gc })
+    }
+
+    /// Every discovered instance of `ip`, by instance number (XCCs of GC, MM hubs per AID).
+    pub fn instances(&self, ip: AmIp) -> Vec<&IpInfo> {
+        let hw = hw_id(ip);
+        self.ips
+            .range((hw, 0)..=(hw, u8::MAX))
+            .map(|(_, i)| i)
+            .collect()
     }
 
     pub fn ip(&self, ip: AmIp) -> PciResult<&IpInfo> {

@@ -50,6 +50,15 @@ pub mod pte {
         /// AMDGPU_PTE_IS_PTE: set in every 4 KiB leaf entry.
         pub const IS_PTE: u64 = 1 << 63;
     }
+    /// GC 9 (AMDGPU_PTE_MTYPE_VG10 and the `trans_further` walk of gfx9 parts).
+    pub mod gfx9 {
+        /// AMDGPU_PTE_MTYPE_VG10(AMDGPU_MTYPE_UC = 3): MTYPE in bits 57..58.
+        pub const MTYPE_UC: u64 = 3 << 57;
+        /// AMDGPU_PTE_TF: a PDB0 entry that points at a further (PTB) level.
+        pub const TF: u64 = 1 << 56;
+        /// AMDGPU_PDE_BFS(9): PDB1 entries' block fragment size.
+        pub const PDB1_BFS9: u64 = 9 << 59;
+    }
 }
 
 /// AMDGPU_MTYPE_UC, the uncached memory type (the `mtype` field of the L1 TLB control).
@@ -65,6 +74,7 @@ pub fn pte_format(g: AmGen) -> (u64, u64, u64) {
             pte::gfx12::PDE_PTE,
             pte::gfx12::IS_PTE,
         ),
+        AmGen::Gc9 => (pte::gfx9::MTYPE_UC, pte::PDE_PTE, 0),
     }
 }
 

@@ -5,6 +5,7 @@
 
 pub mod discovery;
 pub mod firmware;
+pub mod gc9;
 pub mod gfx;
 pub mod gmc;
 pub mod ih;
@@ -54,14 +55,17 @@ pub enum AmGen {
     Gc11 = 0,
     /// GC 12.0.x (RDNA4).
     Gc12 = 1,
+    /// GC 9.4.3 / 9.5.0 (CDNA3/CDNA4, MI300/MI350: several XCCs, gfx9 hub); brought up by [`gc9`].
+    Gc9 = 2,
 }
 
 impl AmGen {
-    pub const ALL: [AmGen; 2] = [AmGen::Gc11, AmGen::Gc12];
+    pub const ALL: [AmGen; 3] = [AmGen::Gc11, AmGen::Gc12, AmGen::Gc9];
     pub fn label(self) -> &'static str {
         match self {
             AmGen::Gc11 => "GC 11",
             AmGen::Gc12 => "GC 12",
+            AmGen::Gc9 => "GC 9.4",
         }
     }
 }
@@ -72,7 +76,7 @@ impl AmGen {
 pub struct AmReg {
     pub ip: AmIp,
     pub name: &'static str,
-    pub at: [Option<crate::regs::RegDef>; 2],
+    pub at: [Option<crate::regs::RegDef>; 3],
 }
 
 impl AmReg {
@@ -338,7 +342,7 @@ pub fn select_gen(disc: &Discovery) -> PciResult<AmGen> {
     let fix = "use the KFD path (kfd:N) for this GPU";
     let Some(g) = gen_of(disc)? else {
         let msg = match crate::list::gc_family(gc) {
-            Some(f) => format!("{f}: the driverless path has register tables for GC 11.0.0 and GC 12.0.0/12.0.1 only; {fix}"),
+            Some(f) => format!("{f}: the driverless path has register tables for GC 9.4.3/9.5.0, GC 11.0.0 and GC 12.0.0/12.0.1 only; {fix}"),
             None => format!("not a GPU generation wavescope knows; {fix}"),
         };
         return Err(PciError::UnsupportedIp {
@@ -347,10 +351,11 @@ pub fn select_gen(disc: &Discovery) -> PciResult<AmGen> {
             msg,
         });
     };
-    // SDMA 6 on GC 11, SDMA 7 on GC 12: the queue registers are in GC's table, the packets differ.
+    // SDMA 6 on GC 11, SDMA 7 on GC 12 (queue registers in GC's table), SDMA 4.4 on GC 9.4.
     let sdma_major = match g {
         AmGen::Gc11 => 6,
         AmGen::Gc12 => 7,
+        AmGen::Gc9 => 4,
     };
     let sdma = disc.ip(AmIp::Sdma0)?.version;
     if sdma.0 != sdma_major {
@@ -476,6 +481,10 @@ impl AmDevice {
         // Every block's version is checked against the register JSON the driver was generated
         // from: the same writes on another layout would hit the wrong registers.
         regs.gen = check_versions(&disc)?;
+        if regs.gen == AmGen::Gc9 {
+            // Several XCCs, per-AID hubs and another firmware set: its own bring-up (gc9.rs).
+            return Err(gc9::not_yet(&disc));
+        }
         for ip in ALL_IPS {
             // SDMA registers live in GC's register space on GC 11 (SDMA0 reports the same bases).
             let b = disc.ip(ip)?.bases.clone();

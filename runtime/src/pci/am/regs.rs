@@ -30,6 +30,16 @@ pub const MP0_SMN_C2PMSG_35: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        Some(RegDef {
+            name: "MP0_SMN_C2PMSG_35",
+            offset: 0x63,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "content",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
     ],
 };
 pub const MP0_SMN_C2PMSG_36: AmReg = AmReg {
@@ -48,6 +58,16 @@ pub const MP0_SMN_C2PMSG_36: AmReg = AmReg {
         }),
         Some(RegDef {
             name: "MPASP_SMN_C2PMSG_36",
+            offset: 0x64,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "content",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "MP0_SMN_C2PMSG_36",
             offset: 0x64,
             base_index: 0,
             fields: &[FieldDef {
@@ -82,6 +102,16 @@ pub const MP0_SMN_C2PMSG_64: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        Some(RegDef {
+            name: "MP0_SMN_C2PMSG_64",
+            offset: 0x80,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "content",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
     ],
 };
 pub const MP0_SMN_C2PMSG_67: AmReg = AmReg {
@@ -100,6 +130,16 @@ pub const MP0_SMN_C2PMSG_67: AmReg = AmReg {
         }),
         Some(RegDef {
             name: "MPASP_SMN_C2PMSG_67",
+            offset: 0x83,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "content",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "MP0_SMN_C2PMSG_67",
             offset: 0x83,
             base_index: 0,
             fields: &[FieldDef {
@@ -134,6 +174,16 @@ pub const MP0_SMN_C2PMSG_69: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        Some(RegDef {
+            name: "MP0_SMN_C2PMSG_69",
+            offset: 0x85,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "content",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
     ],
 };
 pub const MP0_SMN_C2PMSG_70: AmReg = AmReg {
@@ -152,6 +202,16 @@ pub const MP0_SMN_C2PMSG_70: AmReg = AmReg {
         }),
         Some(RegDef {
             name: "MPASP_SMN_C2PMSG_70",
+            offset: 0x86,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "content",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "MP0_SMN_C2PMSG_70",
             offset: 0x86,
             base_index: 0,
             fields: &[FieldDef {
@@ -186,6 +246,16 @@ pub const MP0_SMN_C2PMSG_71: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        Some(RegDef {
+            name: "MP0_SMN_C2PMSG_71",
+            offset: 0x87,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "content",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
     ],
 };
 pub const MP0_SMN_C2PMSG_81: AmReg = AmReg {
@@ -212,6 +282,16 @@ pub const MP0_SMN_C2PMSG_81: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        Some(RegDef {
+            name: "MP0_SMN_C2PMSG_81",
+            offset: 0x91,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "content",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
     ],
 };
 
@@ -219,6 +299,16 @@ pub const MP1_SMN_C2PMSG_66: AmReg = AmReg {
     ip: AmIp::Mp1,
     name: "MP1_SMN_C2PMSG_66",
     at: [
+        Some(RegDef {
+            name: "MP1_SMN_C2PMSG_66",
+            offset: 0x282,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "content",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
         Some(RegDef {
             name: "MP1_SMN_C2PMSG_66",
             offset: 0x282,
@@ -265,12 +355,32 @@ pub const MP1_SMN_C2PMSG_82: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        Some(RegDef {
+            name: "MP1_SMN_C2PMSG_82",
+            offset: 0x292,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "content",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
     ],
 };
 pub const MP1_SMN_C2PMSG_90: AmReg = AmReg {
     ip: AmIp::Mp1,
     name: "MP1_SMN_C2PMSG_90",
     at: [
+        Some(RegDef {
+            name: "MP1_SMN_C2PMSG_90",
+            offset: 0x29a,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "content",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
         Some(RegDef {
             name: "MP1_SMN_C2PMSG_90",
             offset: 0x29a,
@@ -447,6 +557,12 @@ pub const RCC_DEV0_EPF2_STRAP2: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "RCC_DEV0_EPF2_STRAP2",
+            offset: 0xd102,
+            base_index: 8,
+            fields: &[],
+        }),
     ],
 };
 pub const RCC_DEV0_EPF0_RCC_DOORBELL_APER_EN: AmReg = AmReg {
@@ -473,12 +589,32 @@ pub const RCC_DEV0_EPF0_RCC_DOORBELL_APER_EN: AmReg = AmReg {
                 hi: 0,
             }],
         }),
+        Some(RegDef {
+            name: "RCC_DEV0_EPF0_RCC_DOORBELL_APER_EN",
+            offset: 0xc0,
+            base_index: 2,
+            fields: &[FieldDef {
+                name: "bif_doorbell_aper_en",
+                lo: 0,
+                hi: 0,
+            }],
+        }),
     ],
 };
 pub const BIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL: AmReg = AmReg {
     ip: AmIp::Nbio,
     name: "BIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL",
     at: [
+        Some(RegDef {
+            name: "BIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL",
+            offset: 0x12d,
+            base_index: 2,
+            fields: &[FieldDef {
+                name: "address",
+                lo: 2,
+                hi: 18,
+            }],
+        }),
         Some(RegDef {
             name: "BIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL",
             offset: 0x12d,
@@ -604,6 +740,53 @@ pub const S2A_DOORBELL_ENTRY_0_CTRL: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "S2A_DOORBELL_ENTRY_0_CTRL",
+            offset: 0x7a80,
+            base_index: 5,
+            fields: &[
+                FieldDef {
+                    name: "s2a_doorbell_port0_enable",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port0_awid",
+                    lo: 1,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port0_fence_enable",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port0_range_offset",
+                    lo: 7,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port0_range_size",
+                    lo: 17,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port0_64bit_support_dis",
+                    lo: 25,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port0_need_deduct_range_offset",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port0_awaddr_31_28_value",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const S2A_DOORBELL_ENTRY_1_CTRL: AmReg = AmReg {
@@ -701,6 +884,53 @@ pub const S2A_DOORBELL_ENTRY_1_CTRL: AmReg = AmReg {
                     name: "s2a_doorbell_port1_drop_en",
                     lo: 27,
                     hi: 27,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port1_awaddr_31_28_value",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "S2A_DOORBELL_ENTRY_1_CTRL",
+            offset: 0x7a81,
+            base_index: 5,
+            fields: &[
+                FieldDef {
+                    name: "s2a_doorbell_port1_enable",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port1_awid",
+                    lo: 1,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port1_fence_enable",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port1_range_offset",
+                    lo: 7,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port1_range_size",
+                    lo: 17,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port1_64bit_support_dis",
+                    lo: 25,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port1_need_deduct_range_offset",
+                    lo: 26,
+                    hi: 26,
                 },
                 FieldDef {
                     name: "s2a_doorbell_port1_awaddr_31_28_value",
@@ -814,6 +1044,53 @@ pub const S2A_DOORBELL_ENTRY_2_CTRL: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "S2A_DOORBELL_ENTRY_2_CTRL",
+            offset: 0x7a82,
+            base_index: 5,
+            fields: &[
+                FieldDef {
+                    name: "s2a_doorbell_port2_enable",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port2_awid",
+                    lo: 1,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port2_fence_enable",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port2_range_offset",
+                    lo: 7,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port2_range_size",
+                    lo: 17,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port2_64bit_support_dis",
+                    lo: 25,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port2_need_deduct_range_offset",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port2_awaddr_31_28_value",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const S2A_DOORBELL_ENTRY_3_CTRL: AmReg = AmReg {
@@ -919,12 +1196,226 @@ pub const S2A_DOORBELL_ENTRY_3_CTRL: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "S2A_DOORBELL_ENTRY_3_CTRL",
+            offset: 0x7a83,
+            base_index: 5,
+            fields: &[
+                FieldDef {
+                    name: "s2a_doorbell_port3_enable",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port3_awid",
+                    lo: 1,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port3_fence_enable",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port3_range_offset",
+                    lo: 7,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port3_range_size",
+                    lo: 17,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port3_64bit_support_dis",
+                    lo: 25,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port3_need_deduct_range_offset",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port3_awaddr_31_28_value",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const BIF_BX_PF0_GPU_HDP_FLUSH_REQ: AmReg = AmReg {
     ip: AmIp::Nbio,
     name: "BIF_BX_PF0_GPU_HDP_FLUSH_REQ",
     at: [
+        Some(RegDef {
+            name: "BIF_BX_PF0_GPU_HDP_FLUSH_REQ",
+            offset: 0x106,
+            base_index: 2,
+            fields: &[
+                FieldDef {
+                    name: "cp0",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "cp1",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "cp2",
+                    lo: 2,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "cp3",
+                    lo: 3,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "cp4",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "cp5",
+                    lo: 5,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "cp6",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "cp7",
+                    lo: 7,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "cp8",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "cp9",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "sdma0",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "sdma1",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "rsvd_eng0",
+                    lo: 12,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "rsvd_eng1",
+                    lo: 13,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "rsvd_eng2",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "rsvd_eng3",
+                    lo: 15,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "rsvd_eng4",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "rsvd_eng5",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "rsvd_eng6",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "rsvd_eng7",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "rsvd_eng8",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "rsvd_eng9",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "rsvd_eng10",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "rsvd_eng11",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "rsvd_eng12",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "rsvd_eng13",
+                    lo: 25,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "rsvd_eng14",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "rsvd_eng15",
+                    lo: 27,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "rsvd_eng16",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "rsvd_eng17",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "rsvd_eng18",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "rsvd_eng19",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
         Some(RegDef {
             name: "BIF_BX_PF0_GPU_HDP_FLUSH_REQ",
             offset: 0x106,
@@ -1599,6 +2090,173 @@ pub const BIF_BX_PF0_GPU_HDP_FLUSH_DONE: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "BIF_BX_PF0_GPU_HDP_FLUSH_DONE",
+            offset: 0x107,
+            base_index: 2,
+            fields: &[
+                FieldDef {
+                    name: "cp0",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "cp1",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "cp2",
+                    lo: 2,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "cp3",
+                    lo: 3,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "cp4",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "cp5",
+                    lo: 5,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "cp6",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "cp7",
+                    lo: 7,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "cp8",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "cp9",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "sdma0",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "sdma1",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "rsvd_eng0",
+                    lo: 12,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "rsvd_eng1",
+                    lo: 13,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "rsvd_eng2",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "rsvd_eng3",
+                    lo: 15,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "rsvd_eng4",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "rsvd_eng5",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "rsvd_eng6",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "rsvd_eng7",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "rsvd_eng8",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "rsvd_eng9",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "rsvd_eng10",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "rsvd_eng11",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "rsvd_eng12",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "rsvd_eng13",
+                    lo: 25,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "rsvd_eng14",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "rsvd_eng15",
+                    lo: 27,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "rsvd_eng16",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "rsvd_eng17",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "rsvd_eng18",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "rsvd_eng19",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const BIF_BX_PF0_RSMU_INDEX: AmReg = AmReg {
@@ -1621,6 +2279,16 @@ pub const BIF_BX_PF0_RSMU_INDEX: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        Some(RegDef {
+            name: "BIF_BX_PF0_RSMU_INDEX",
+            offset: 0x0,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "rsmu_index",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
     ],
 };
 pub const BIF_BX_PF0_RSMU_DATA: AmReg = AmReg {
@@ -1632,6 +2300,16 @@ pub const BIF_BX_PF0_RSMU_DATA: AmReg = AmReg {
             offset: 0x1,
             base_index: 1,
             fields: &[],
+        }),
+        Some(RegDef {
+            name: "BIF_BX_PF0_RSMU_DATA",
+            offset: 0x1,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "rsmu_data",
+                lo: 0,
+                hi: 31,
+            }],
         }),
         Some(RegDef {
             name: "BIF_BX_PF0_RSMU_DATA",
@@ -1670,6 +2348,16 @@ pub const IH_RB_BASE: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        Some(RegDef {
+            name: "IH_RB_BASE",
+            offset: 0x81,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
     ],
 };
 pub const IH_RB_BASE_HI: AmReg = AmReg {
@@ -1689,6 +2377,16 @@ pub const IH_RB_BASE_HI: AmReg = AmReg {
         Some(RegDef {
             name: "IH_RB_BASE_HI",
             offset: 0x84,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr",
+                lo: 0,
+                hi: 7,
+            }],
+        }),
+        Some(RegDef {
+            name: "IH_RB_BASE_HI",
+            offset: 0x82,
             base_index: 0,
             fields: &[FieldDef {
                 name: "addr",
@@ -1876,6 +2574,98 @@ pub const IH_RB_CNTL: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "IH_RB_CNTL",
+            offset: 0x80,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "rb_enable",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "rb_size",
+                    lo: 1,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "rb_gpu_ts_enable",
+                    lo: 7,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "wptr_writeback_enable",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "rb_full_drain_enable",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "full_drain_clear",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "page_rb_clear",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "rb_used_int_threshold",
+                    lo: 12,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "wptr_overflow_enable",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "enable_intr",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "mc_swap",
+                    lo: 18,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "mc_snoop",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "rptr_rearm",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "mc_ro",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "mc_vmid",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "mc_space",
+                    lo: 28,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "wptr_overflow_clear",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const IH_RB_RPTR: AmReg = AmReg {
@@ -1895,6 +2685,16 @@ pub const IH_RB_RPTR: AmReg = AmReg {
         Some(RegDef {
             name: "IH_RB_RPTR",
             offset: 0x81,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "offset",
+                lo: 2,
+                hi: 17,
+            }],
+        }),
+        Some(RegDef {
+            name: "IH_RB_RPTR",
+            offset: 0x83,
             base_index: 0,
             fields: &[FieldDef {
                 name: "offset",
@@ -1962,12 +2762,49 @@ pub const IH_RB_WPTR: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "IH_RB_WPTR",
+            offset: 0x84,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "rb_overflow",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "offset",
+                    lo: 2,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "rb_left_none",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "rb_may_overflow",
+                    lo: 19,
+                    hi: 19,
+                },
+            ],
+        }),
     ],
 };
 pub const IH_RB_WPTR_ADDR_LO: AmReg = AmReg {
     ip: AmIp::Osssys,
     name: "IH_RB_WPTR_ADDR_LO",
     at: [
+        Some(RegDef {
+            name: "IH_RB_WPTR_ADDR_LO",
+            offset: 0x86,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr",
+                lo: 2,
+                hi: 31,
+            }],
+        }),
         Some(RegDef {
             name: "IH_RB_WPTR_ADDR_LO",
             offset: 0x86,
@@ -2014,12 +2851,39 @@ pub const IH_RB_WPTR_ADDR_HI: AmReg = AmReg {
                 hi: 15,
             }],
         }),
+        Some(RegDef {
+            name: "IH_RB_WPTR_ADDR_HI",
+            offset: 0x85,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr",
+                lo: 0,
+                hi: 15,
+            }],
+        }),
     ],
 };
 pub const IH_DOORBELL_RPTR: AmReg = AmReg {
     ip: AmIp::Osssys,
     name: "IH_DOORBELL_RPTR",
     at: [
+        Some(RegDef {
+            name: "IH_DOORBELL_RPTR",
+            offset: 0x87,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "offset",
+                    lo: 0,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "enable",
+                    lo: 28,
+                    hi: 28,
+                },
+            ],
+        }),
         Some(RegDef {
             name: "IH_DOORBELL_RPTR",
             offset: 0x87,
@@ -2204,6 +3068,83 @@ pub const IH_RB_CNTL_RING1: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "IH_RB_CNTL_RING1",
+            offset: 0x8c,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "rb_enable",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "rb_size",
+                    lo: 1,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "rb_gpu_ts_enable",
+                    lo: 7,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "rb_full_drain_enable",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "full_drain_clear",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "page_rb_clear",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "rb_used_int_threshold",
+                    lo: 12,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "wptr_overflow_enable",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "mc_swap",
+                    lo: 18,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "mc_snoop",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "mc_ro",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "mc_vmid",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "mc_space",
+                    lo: 28,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "wptr_overflow_clear",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const IH_RB_BASE_RING1: AmReg = AmReg {
@@ -2223,6 +3164,16 @@ pub const IH_RB_BASE_RING1: AmReg = AmReg {
         Some(RegDef {
             name: "IH_RB_BASE_RING1",
             offset: 0x8f,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "IH_RB_BASE_RING1",
+            offset: 0x8d,
             base_index: 0,
             fields: &[FieldDef {
                 name: "addr",
@@ -2256,6 +3207,16 @@ pub const IH_RB_BASE_HI_RING1: AmReg = AmReg {
                 hi: 7,
             }],
         }),
+        Some(RegDef {
+            name: "IH_RB_BASE_HI_RING1",
+            offset: 0x8e,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr",
+                lo: 0,
+                hi: 7,
+            }],
+        }),
     ],
 };
 pub const IH_RB_RPTR_RING1: AmReg = AmReg {
@@ -2275,6 +3236,16 @@ pub const IH_RB_RPTR_RING1: AmReg = AmReg {
         Some(RegDef {
             name: "IH_RB_RPTR_RING1",
             offset: 0x8d,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "offset",
+                lo: 2,
+                hi: 17,
+            }],
+        }),
+        Some(RegDef {
+            name: "IH_RB_RPTR_RING1",
+            offset: 0x8f,
             base_index: 0,
             fields: &[FieldDef {
                 name: "offset",
@@ -2342,12 +3313,56 @@ pub const IH_RB_WPTR_RING1: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "IH_RB_WPTR_RING1",
+            offset: 0x90,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "rb_overflow",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "offset",
+                    lo: 2,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "rb_left_none",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "rb_may_overflow",
+                    lo: 19,
+                    hi: 19,
+                },
+            ],
+        }),
     ],
 };
 pub const IH_DOORBELL_RPTR_RING1: AmReg = AmReg {
     ip: AmIp::Osssys,
     name: "IH_DOORBELL_RPTR_RING1",
     at: [
+        Some(RegDef {
+            name: "IH_DOORBELL_RPTR_RING1",
+            offset: 0x93,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "offset",
+                    lo: 0,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "enable",
+                    lo: 28,
+                    hi: 28,
+                },
+            ],
+        }),
         Some(RegDef {
             name: "IH_DOORBELL_RPTR_RING1",
             offset: 0x93,
@@ -2712,12 +3727,196 @@ pub const IH_STORM_CLIENT_LIST_CNTL: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "IH_STORM_CLIENT_LIST_CNTL",
+            offset: 0xda,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "client1_is_storm_client",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "client2_is_storm_client",
+                    lo: 2,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "client3_is_storm_client",
+                    lo: 3,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "client4_is_storm_client",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "client5_is_storm_client",
+                    lo: 5,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "client6_is_storm_client",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "client7_is_storm_client",
+                    lo: 7,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "client8_is_storm_client",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "client9_is_storm_client",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "client10_is_storm_client",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "client11_is_storm_client",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "client12_is_storm_client",
+                    lo: 12,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "client13_is_storm_client",
+                    lo: 13,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "client14_is_storm_client",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "client15_is_storm_client",
+                    lo: 15,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "client16_is_storm_client",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "client17_is_storm_client",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "client18_is_storm_client",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "client19_is_storm_client",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "client20_is_storm_client",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "client21_is_storm_client",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "client22_is_storm_client",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "client23_is_storm_client",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "client24_is_storm_client",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "client25_is_storm_client",
+                    lo: 25,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "client26_is_storm_client",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "client27_is_storm_client",
+                    lo: 27,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "client28_is_storm_client",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "client29_is_storm_client",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "client30_is_storm_client",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "client31_is_storm_client",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const IH_INT_FLOOD_CNTL: AmReg = AmReg {
     ip: AmIp::Osssys,
     name: "IH_INT_FLOOD_CNTL",
     at: [
+        Some(RegDef {
+            name: "IH_INT_FLOOD_CNTL",
+            offset: 0xd5,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "highwater",
+                    lo: 0,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "flood_cntl_enable",
+                    lo: 3,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "clear_int_flood_status",
+                    lo: 4,
+                    hi: 4,
+                },
+            ],
+        }),
         Some(RegDef {
             name: "IH_INT_FLOOD_CNTL",
             offset: 0xd5,
@@ -2788,6 +3987,7 @@ pub const IH_MSI_STORM_CTRL: AmReg = AmReg {
                 hi: 11,
             }],
         }),
+        None,
     ],
 };
 
@@ -2808,6 +4008,16 @@ pub const MMMC_VM_FB_LOCATION_BASE: AmReg = AmReg {
         Some(RegDef {
             name: "MMMC_VM_FB_LOCATION_BASE",
             offset: 0x554,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "fb_base",
+                lo: 0,
+                hi: 23,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMMC_VM_FB_LOCATION_BASE",
+            offset: 0xc9c,
             base_index: 0,
             fields: &[FieldDef {
                 name: "fb_base",
@@ -2841,6 +4051,16 @@ pub const MMMC_VM_FB_LOCATION_TOP: AmReg = AmReg {
                 hi: 23,
             }],
         }),
+        Some(RegDef {
+            name: "MMMC_VM_FB_LOCATION_TOP",
+            offset: 0xc9d,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "fb_top",
+                lo: 0,
+                hi: 23,
+            }],
+        }),
     ],
 };
 pub const MMMC_VM_AGP_BASE: AmReg = AmReg {
@@ -2860,6 +4080,16 @@ pub const MMMC_VM_AGP_BASE: AmReg = AmReg {
         Some(RegDef {
             name: "MMMC_VM_AGP_BASE",
             offset: 0x558,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "agp_base",
+                lo: 0,
+                hi: 23,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMMC_VM_AGP_BASE",
+            offset: 0xca0,
             base_index: 0,
             fields: &[FieldDef {
                 name: "agp_base",
@@ -2893,6 +4123,16 @@ pub const MMMC_VM_AGP_BOT: AmReg = AmReg {
                 hi: 23,
             }],
         }),
+        Some(RegDef {
+            name: "MMMC_VM_AGP_BOT",
+            offset: 0xc9f,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "agp_bot",
+                lo: 0,
+                hi: 23,
+            }],
+        }),
     ],
 };
 pub const MMMC_VM_AGP_TOP: AmReg = AmReg {
@@ -2912,6 +4152,16 @@ pub const MMMC_VM_AGP_TOP: AmReg = AmReg {
         Some(RegDef {
             name: "MMMC_VM_AGP_TOP",
             offset: 0x556,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "agp_top",
+                lo: 0,
+                hi: 23,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMMC_VM_AGP_TOP",
+            offset: 0xc9e,
             base_index: 0,
             fields: &[FieldDef {
                 name: "agp_top",
@@ -2945,6 +4195,16 @@ pub const MMMC_VM_SYSTEM_APERTURE_LOW_ADDR: AmReg = AmReg {
                 hi: 29,
             }],
         }),
+        Some(RegDef {
+            name: "MMMC_VM_SYSTEM_APERTURE_LOW_ADDR",
+            offset: 0xca1,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_addr",
+                lo: 0,
+                hi: 29,
+            }],
+        }),
     ],
 };
 pub const MMMC_VM_SYSTEM_APERTURE_HIGH_ADDR: AmReg = AmReg {
@@ -2964,6 +4224,16 @@ pub const MMMC_VM_SYSTEM_APERTURE_HIGH_ADDR: AmReg = AmReg {
         Some(RegDef {
             name: "MMMC_VM_SYSTEM_APERTURE_HIGH_ADDR",
             offset: 0x55a,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_addr",
+                lo: 0,
+                hi: 29,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMMC_VM_SYSTEM_APERTURE_HIGH_ADDR",
+            offset: 0xca2,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logical_addr",
@@ -2997,6 +4267,16 @@ pub const MMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        Some(RegDef {
+            name: "MMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB",
+            offset: 0xc88,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "physical_page_number_lsb",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
     ],
 };
 pub const MMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB: AmReg = AmReg {
@@ -3016,6 +4296,16 @@ pub const MMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB: AmReg = AmReg {
         Some(RegDef {
             name: "MMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB",
             offset: 0x4c9,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "physical_page_number_msb",
+                lo: 0,
+                hi: 3,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB",
+            offset: 0xc89,
             base_index: 0,
             fields: &[FieldDef {
                 name: "physical_page_number_msb",
@@ -3049,6 +4339,16 @@ pub const MMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        Some(RegDef {
+            name: "MMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32",
+            offset: 0xb6e,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "physical_page_addr_lo32",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
     ],
 };
 pub const MMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32: AmReg = AmReg {
@@ -3068,6 +4368,16 @@ pub const MMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "MMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32",
             offset: 0x4f5,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "physical_page_addr_hi4",
+                lo: 0,
+                hi: 3,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32",
+            offset: 0xb6f,
             base_index: 0,
             fields: &[FieldDef {
                 name: "physical_page_addr_hi4",
@@ -3116,6 +4426,38 @@ pub const MMVM_L2_PROTECTION_FAULT_CNTL2: AmReg = AmReg {
         Some(RegDef {
             name: "MMVM_L2_PROTECTION_FAULT_CNTL2",
             offset: 0x4ed,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "client_id_prt_fault_interrupt",
+                    lo: 0,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "other_client_id_prt_fault_interrupt",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "active_page_migration_pte",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "active_page_migration_pte_read_retry",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "enable_retry_fault_interrupt",
+                    lo: 19,
+                    hi: 19,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "MMVM_L2_PROTECTION_FAULT_CNTL2",
+            offset: 0xb68,
             base_index: 0,
             fields: &[
                 FieldDef {
@@ -3222,6 +4564,48 @@ pub const MMMC_VM_MX_L1_TLB_CNTL: AmReg = AmReg {
                     name: "mtype",
                     lo: 11,
                     hi: 12,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "MMMC_VM_MX_L1_TLB_CNTL",
+            offset: 0xca3,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "enable_l1_tlb",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "system_access_mode",
+                    lo: 3,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "system_aperture_unmapped_access",
+                    lo: 5,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "enable_advanced_driver_model",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "eco_bits",
+                    lo: 7,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "mtype",
+                    lo: 11,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "atc_en",
+                    lo: 13,
+                    hi: 13,
                 },
             ],
         }),
@@ -3385,6 +4769,83 @@ pub const MMVM_L2_CNTL: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "MMVM_L2_CNTL",
+            offset: 0xb60,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "enable_l2_cache",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "enable_l2_fragment_processing",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "l2_cache_pte_endian_swap_mode",
+                    lo: 2,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "l2_cache_pde_endian_swap_mode",
+                    lo: 4,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "l2_pde0_cache_tag_generation_mode",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "enable_l2_pte_cache_lru_update_by_write",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "enable_l2_pde0_cache_lru_update_by_write",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "enable_default_page_out_to_system_memory",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "l2_pde0_cache_split_mode",
+                    lo: 12,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "effective_l2_queue_size",
+                    lo: 15,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "pde_fault_classification",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "context1_identity_access_mode",
+                    lo: 19,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "identity_mode_fragment_size",
+                    lo: 21,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "l2_pte_cache_addr_mode",
+                    lo: 26,
+                    hi: 27,
+                },
+            ],
+        }),
     ],
 };
 pub const MMVM_L2_CNTL2: AmReg = AmReg {
@@ -3436,6 +4897,48 @@ pub const MMVM_L2_CNTL2: AmReg = AmReg {
         Some(RegDef {
             name: "MMVM_L2_CNTL2",
             offset: 0x4e5,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "invalidate_all_l1_tlbs",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "invalidate_l2_cache",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "disable_invalidate_per_domain",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "disable_bigk_cache_optimization",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "l2_pte_cache_vmid_mode",
+                    lo: 23,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "invalidate_cache_mode",
+                    lo: 26,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "pde_cache_effective_size",
+                    lo: 28,
+                    hi: 30,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "MMVM_L2_CNTL2",
+            offset: 0xb61,
             base_index: 0,
             fields: &[
                 FieldDef {
@@ -3605,6 +5108,68 @@ pub const MMVM_L2_CNTL3: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "MMVM_L2_CNTL3",
+            offset: 0xb62,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "bank_select",
+                    lo: 0,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "l2_cache_update_mode",
+                    lo: 6,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "l2_cache_update_wildcard_reference_value",
+                    lo: 8,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "l2_cache_bigk_fragment_size",
+                    lo: 15,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "l2_cache_bigk_associativity",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "l2_cache_4k_effective_size",
+                    lo: 21,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "l2_cache_bigk_effective_size",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "l2_cache_4k_force_miss",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "l2_cache_bigk_force_miss",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "pde_cache_force_miss",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "l2_cache_4k_associativity",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const MMVM_L2_CNTL4: AmReg = AmReg {
@@ -3715,6 +5280,53 @@ pub const MMVM_L2_CNTL4: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "MMVM_L2_CNTL4",
+            offset: 0xb77,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "l2_cache_4k_partition_count",
+                    lo: 0,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "vmc_tap_pde_request_physical",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "vmc_tap_pte_request_physical",
+                    lo: 7,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "mm_nonrt_ififo_active_transaction_limit",
+                    lo: 8,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "mm_softrt_ififo_active_transaction_limit",
+                    lo: 18,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "bpm_cgcgls_override",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "gc_ch_fgcg_off",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "vfifo_head_of_queue",
+                    lo: 30,
+                    hi: 30,
+                },
+            ],
+        }),
     ],
 };
 pub const MMVM_L2_CNTL5: AmReg = AmReg {
@@ -3792,6 +5404,23 @@ pub const MMVM_L2_CNTL5: AmReg = AmReg {
                     name: "utcl2_atc_req_fgcg_off",
                     lo: 17,
                     hi: 17,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "MMVM_L2_CNTL5",
+            offset: 0xb78,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "walker_fetch_pde_mtype_enable",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "walker_fetch_pde_noalloc_enable",
+                    lo: 1,
+                    hi: 1,
                 },
             ],
         }),
@@ -4015,6 +5644,118 @@ pub const MMVM_CONTEXT0_CNTL: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "MMVM_CONTEXT0_CNTL",
+            offset: 0xba0,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "enable_context",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "page_table_depth",
+                    lo: 1,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "page_table_block_size",
+                    lo: 3,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "retry_permission_or_invalid_page_fault",
+                    lo: 7,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "retry_other_fault",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "range_protection_fault_enable_interrupt",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "range_protection_fault_enable_default",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "dummy_page_protection_fault_enable_interrupt",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "dummy_page_protection_fault_enable_default",
+                    lo: 12,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "pde0_protection_fault_enable_interrupt",
+                    lo: 13,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "pde0_protection_fault_enable_default",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "valid_protection_fault_enable_interrupt",
+                    lo: 15,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "valid_protection_fault_enable_default",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "read_protection_fault_enable_interrupt",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "read_protection_fault_enable_default",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "write_protection_fault_enable_interrupt",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "write_protection_fault_enable_default",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "execute_protection_fault_enable_interrupt",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "execute_protection_fault_enable_default",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "secure_protection_fault_enable_interrupt",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "secure_protection_fault_enable_default",
+                    lo: 24,
+                    hi: 24,
+                },
+            ],
+        }),
     ],
 };
 pub const MMVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32: AmReg = AmReg {
@@ -4034,6 +5775,16 @@ pub const MMVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32: AmReg = AmReg {
         Some(RegDef {
             name: "MMVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32",
             offset: 0x5cf,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "page_directory_entry_lo32",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32",
+            offset: 0xc0b,
             base_index: 0,
             fields: &[FieldDef {
                 name: "page_directory_entry_lo32",
@@ -4067,6 +5818,16 @@ pub const MMVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        Some(RegDef {
+            name: "MMVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32",
+            offset: 0xc0c,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "page_directory_entry_hi32",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
     ],
 };
 pub const MMVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32: AmReg = AmReg {
@@ -4086,6 +5847,16 @@ pub const MMVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32: AmReg = AmReg {
         Some(RegDef {
             name: "MMVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32",
             offset: 0x5ef,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_page_number_lo32",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32",
+            offset: 0xc2b,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logical_page_number_lo32",
@@ -4119,6 +5890,16 @@ pub const MMVM_CONTEXT0_PAGE_TABLE_START_ADDR_HI32: AmReg = AmReg {
                 hi: 3,
             }],
         }),
+        Some(RegDef {
+            name: "MMVM_CONTEXT0_PAGE_TABLE_START_ADDR_HI32",
+            offset: 0xc2c,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_page_number_hi4",
+                lo: 0,
+                hi: 3,
+            }],
+        }),
     ],
 };
 pub const MMVM_CONTEXT0_PAGE_TABLE_END_ADDR_LO32: AmReg = AmReg {
@@ -4145,6 +5926,16 @@ pub const MMVM_CONTEXT0_PAGE_TABLE_END_ADDR_LO32: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        Some(RegDef {
+            name: "MMVM_CONTEXT0_PAGE_TABLE_END_ADDR_LO32",
+            offset: 0xc4b,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_page_number_lo32",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
     ],
 };
 pub const MMVM_CONTEXT0_PAGE_TABLE_END_ADDR_HI32: AmReg = AmReg {
@@ -4164,6 +5955,16 @@ pub const MMVM_CONTEXT0_PAGE_TABLE_END_ADDR_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "MMVM_CONTEXT0_PAGE_TABLE_END_ADDR_HI32",
             offset: 0x610,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_page_number_hi4",
+                lo: 0,
+                hi: 3,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMVM_CONTEXT0_PAGE_TABLE_END_ADDR_HI32",
+            offset: 0xc4c,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logical_page_number_hi4",
@@ -4291,6 +6092,58 @@ pub const MMVM_INVALIDATE_ENG17_REQ: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG17_REQ",
+            offset: 0xbd4,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "per_vmid_invalidate_req",
+                    lo: 0,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "flush_type",
+                    lo: 16,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "invalidate_l2_ptes",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "invalidate_l2_pde0",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "invalidate_l2_pde1",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "invalidate_l2_pde2",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "invalidate_l1_ptes",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "clear_protection_fault_status_addr",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "log_request",
+                    lo: 24,
+                    hi: 24,
+                },
+            ],
+        }),
     ],
 };
 pub const MMVM_INVALIDATE_ENG17_ACK: AmReg = AmReg {
@@ -4331,6 +6184,23 @@ pub const MMVM_INVALIDATE_ENG17_ACK: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG17_ACK",
+            offset: 0xbe6,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "per_vmid_invalidate_ack",
+                    lo: 0,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "semaphore",
+                    lo: 16,
+                    hi: 16,
+                },
+            ],
+        }),
     ],
 };
 pub const MMVM_INVALIDATE_ENG17_SEM: AmReg = AmReg {
@@ -4350,6 +6220,16 @@ pub const MMVM_INVALIDATE_ENG17_SEM: AmReg = AmReg {
         Some(RegDef {
             name: "MMVM_INVALIDATE_ENG17_SEM",
             offset: 0x586,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "semaphore",
+                lo: 0,
+                hi: 0,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG17_SEM",
+            offset: 0xbc2,
             base_index: 0,
             fields: &[FieldDef {
                 name: "semaphore",
@@ -4426,6 +6306,73 @@ pub const MMVM_L2_PROTECTION_FAULT_STATUS: AmReg = AmReg {
             ],
         }),
         None,
+        Some(RegDef {
+            name: "MMVM_L2_PROTECTION_FAULT_STATUS",
+            offset: 0xb6b,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "more_faults",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "walker_error",
+                    lo: 1,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "permission_faults",
+                    lo: 4,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "mapping_error",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "cid",
+                    lo: 9,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "rw",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "atomic",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "vmid",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "vf",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "vfid",
+                    lo: 25,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "uce",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "fed",
+                    lo: 30,
+                    hi: 30,
+                },
+            ],
+        }),
     ],
 };
 pub const MMVM_L2_PROTECTION_FAULT_ADDR_LO32: AmReg = AmReg {
@@ -4445,6 +6392,16 @@ pub const MMVM_L2_PROTECTION_FAULT_ADDR_LO32: AmReg = AmReg {
         Some(RegDef {
             name: "MMVM_L2_PROTECTION_FAULT_ADDR_LO32",
             offset: 0x4f2,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_page_addr_lo32",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMVM_L2_PROTECTION_FAULT_ADDR_LO32",
+            offset: 0xb6c,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logical_page_addr_lo32",
@@ -4478,6 +6435,16 @@ pub const MMVM_L2_PROTECTION_FAULT_ADDR_HI32: AmReg = AmReg {
                 hi: 3,
             }],
         }),
+        Some(RegDef {
+            name: "MMVM_L2_PROTECTION_FAULT_ADDR_HI32",
+            offset: 0xb6d,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_page_addr_hi4",
+                lo: 0,
+                hi: 3,
+            }],
+        }),
     ],
 };
 pub const MMVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_LO32: AmReg = AmReg {
@@ -4497,6 +6464,16 @@ pub const MMVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_LO32: AmReg = AmReg {
         Some(RegDef {
             name: "MMVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_LO32",
             offset: 0x4f7,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_page_number_lo32",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_LO32",
+            offset: 0xb71,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logical_page_number_lo32",
@@ -4530,6 +6507,16 @@ pub const MMVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_HI32: AmReg = AmReg {
                 hi: 3,
             }],
         }),
+        Some(RegDef {
+            name: "MMVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_HI32",
+            offset: 0xb72,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_page_number_hi4",
+                lo: 0,
+                hi: 3,
+            }],
+        }),
     ],
 };
 pub const MMVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_LO32: AmReg = AmReg {
@@ -4549,6 +6536,16 @@ pub const MMVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_LO32: AmReg = AmReg {
         Some(RegDef {
             name: "MMVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_LO32",
             offset: 0x4f9,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_page_number_lo32",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_LO32",
+            offset: 0xb73,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logical_page_number_lo32",
@@ -4582,6 +6579,16 @@ pub const MMVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_HI32: AmReg = AmReg {
                 hi: 3,
             }],
         }),
+        Some(RegDef {
+            name: "MMVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_HI32",
+            offset: 0xb74,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_page_number_hi4",
+                lo: 0,
+                hi: 3,
+            }],
+        }),
     ],
 };
 pub const MMVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_LO32: AmReg = AmReg {
@@ -4608,6 +6615,16 @@ pub const MMVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_LO32: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        Some(RegDef {
+            name: "MMVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_LO32",
+            offset: 0xb75,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "physical_page_offset_lo32",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
     ],
 };
 pub const MMVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_HI32: AmReg = AmReg {
@@ -4627,6 +6644,16 @@ pub const MMVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "MMVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_HI32",
             offset: 0x4fc,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "physical_page_offset_hi4",
+                lo: 0,
+                hi: 3,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_HI32",
+            offset: 0xb76,
             base_index: 0,
             fields: &[FieldDef {
                 name: "physical_page_offset_hi4",
@@ -4674,6 +6701,23 @@ pub const MMVM_INVALIDATE_ENG0_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG0_ADDR_RANGE_LO32",
+            offset: 0xbe7,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const MMVM_INVALIDATE_ENG0_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -4693,6 +6737,16 @@ pub const MMVM_INVALIDATE_ENG0_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "MMVM_INVALIDATE_ENG0_ADDR_RANGE_HI32",
             offset: 0x5ac,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG0_ADDR_RANGE_HI32",
+            offset: 0xbe8,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -4740,6 +6794,23 @@ pub const MMVM_INVALIDATE_ENG1_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG1_ADDR_RANGE_LO32",
+            offset: 0xbe9,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const MMVM_INVALIDATE_ENG1_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -4759,6 +6830,16 @@ pub const MMVM_INVALIDATE_ENG1_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "MMVM_INVALIDATE_ENG1_ADDR_RANGE_HI32",
             offset: 0x5ae,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG1_ADDR_RANGE_HI32",
+            offset: 0xbea,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -4806,6 +6887,23 @@ pub const MMVM_INVALIDATE_ENG2_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG2_ADDR_RANGE_LO32",
+            offset: 0xbeb,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const MMVM_INVALIDATE_ENG2_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -4825,6 +6923,16 @@ pub const MMVM_INVALIDATE_ENG2_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "MMVM_INVALIDATE_ENG2_ADDR_RANGE_HI32",
             offset: 0x5b0,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG2_ADDR_RANGE_HI32",
+            offset: 0xbec,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -4872,6 +6980,23 @@ pub const MMVM_INVALIDATE_ENG3_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG3_ADDR_RANGE_LO32",
+            offset: 0xbed,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const MMVM_INVALIDATE_ENG3_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -4891,6 +7016,16 @@ pub const MMVM_INVALIDATE_ENG3_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "MMVM_INVALIDATE_ENG3_ADDR_RANGE_HI32",
             offset: 0x5b2,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG3_ADDR_RANGE_HI32",
+            offset: 0xbee,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -4938,6 +7073,23 @@ pub const MMVM_INVALIDATE_ENG4_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG4_ADDR_RANGE_LO32",
+            offset: 0xbef,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const MMVM_INVALIDATE_ENG4_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -4957,6 +7109,16 @@ pub const MMVM_INVALIDATE_ENG4_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "MMVM_INVALIDATE_ENG4_ADDR_RANGE_HI32",
             offset: 0x5b4,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG4_ADDR_RANGE_HI32",
+            offset: 0xbf0,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -5004,6 +7166,23 @@ pub const MMVM_INVALIDATE_ENG5_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG5_ADDR_RANGE_LO32",
+            offset: 0xbf1,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const MMVM_INVALIDATE_ENG5_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -5023,6 +7202,16 @@ pub const MMVM_INVALIDATE_ENG5_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "MMVM_INVALIDATE_ENG5_ADDR_RANGE_HI32",
             offset: 0x5b6,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG5_ADDR_RANGE_HI32",
+            offset: 0xbf2,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -5070,6 +7259,23 @@ pub const MMVM_INVALIDATE_ENG6_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG6_ADDR_RANGE_LO32",
+            offset: 0xbf3,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const MMVM_INVALIDATE_ENG6_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -5089,6 +7295,16 @@ pub const MMVM_INVALIDATE_ENG6_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "MMVM_INVALIDATE_ENG6_ADDR_RANGE_HI32",
             offset: 0x5b8,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG6_ADDR_RANGE_HI32",
+            offset: 0xbf4,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -5136,6 +7352,23 @@ pub const MMVM_INVALIDATE_ENG7_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG7_ADDR_RANGE_LO32",
+            offset: 0xbf5,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const MMVM_INVALIDATE_ENG7_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -5155,6 +7388,16 @@ pub const MMVM_INVALIDATE_ENG7_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "MMVM_INVALIDATE_ENG7_ADDR_RANGE_HI32",
             offset: 0x5ba,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG7_ADDR_RANGE_HI32",
+            offset: 0xbf6,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -5202,6 +7445,23 @@ pub const MMVM_INVALIDATE_ENG8_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG8_ADDR_RANGE_LO32",
+            offset: 0xbf7,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const MMVM_INVALIDATE_ENG8_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -5221,6 +7481,16 @@ pub const MMVM_INVALIDATE_ENG8_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "MMVM_INVALIDATE_ENG8_ADDR_RANGE_HI32",
             offset: 0x5bc,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG8_ADDR_RANGE_HI32",
+            offset: 0xbf8,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -5268,6 +7538,23 @@ pub const MMVM_INVALIDATE_ENG9_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG9_ADDR_RANGE_LO32",
+            offset: 0xbf9,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const MMVM_INVALIDATE_ENG9_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -5287,6 +7574,16 @@ pub const MMVM_INVALIDATE_ENG9_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "MMVM_INVALIDATE_ENG9_ADDR_RANGE_HI32",
             offset: 0x5be,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG9_ADDR_RANGE_HI32",
+            offset: 0xbfa,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -5334,6 +7631,23 @@ pub const MMVM_INVALIDATE_ENG10_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG10_ADDR_RANGE_LO32",
+            offset: 0xbfb,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const MMVM_INVALIDATE_ENG10_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -5353,6 +7667,16 @@ pub const MMVM_INVALIDATE_ENG10_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "MMVM_INVALIDATE_ENG10_ADDR_RANGE_HI32",
             offset: 0x5c0,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG10_ADDR_RANGE_HI32",
+            offset: 0xbfc,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -5400,6 +7724,23 @@ pub const MMVM_INVALIDATE_ENG11_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG11_ADDR_RANGE_LO32",
+            offset: 0xbfd,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const MMVM_INVALIDATE_ENG11_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -5419,6 +7760,16 @@ pub const MMVM_INVALIDATE_ENG11_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "MMVM_INVALIDATE_ENG11_ADDR_RANGE_HI32",
             offset: 0x5c2,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG11_ADDR_RANGE_HI32",
+            offset: 0xbfe,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -5466,6 +7817,23 @@ pub const MMVM_INVALIDATE_ENG12_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG12_ADDR_RANGE_LO32",
+            offset: 0xbff,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const MMVM_INVALIDATE_ENG12_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -5485,6 +7853,16 @@ pub const MMVM_INVALIDATE_ENG12_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "MMVM_INVALIDATE_ENG12_ADDR_RANGE_HI32",
             offset: 0x5c4,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG12_ADDR_RANGE_HI32",
+            offset: 0xc00,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -5532,6 +7910,23 @@ pub const MMVM_INVALIDATE_ENG13_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG13_ADDR_RANGE_LO32",
+            offset: 0xc01,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const MMVM_INVALIDATE_ENG13_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -5551,6 +7946,16 @@ pub const MMVM_INVALIDATE_ENG13_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "MMVM_INVALIDATE_ENG13_ADDR_RANGE_HI32",
             offset: 0x5c6,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG13_ADDR_RANGE_HI32",
+            offset: 0xc02,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -5598,6 +8003,23 @@ pub const MMVM_INVALIDATE_ENG14_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG14_ADDR_RANGE_LO32",
+            offset: 0xc03,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const MMVM_INVALIDATE_ENG14_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -5617,6 +8039,16 @@ pub const MMVM_INVALIDATE_ENG14_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "MMVM_INVALIDATE_ENG14_ADDR_RANGE_HI32",
             offset: 0x5c8,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG14_ADDR_RANGE_HI32",
+            offset: 0xc04,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -5664,6 +8096,23 @@ pub const MMVM_INVALIDATE_ENG15_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG15_ADDR_RANGE_LO32",
+            offset: 0xc05,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const MMVM_INVALIDATE_ENG15_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -5683,6 +8132,16 @@ pub const MMVM_INVALIDATE_ENG15_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "MMVM_INVALIDATE_ENG15_ADDR_RANGE_HI32",
             offset: 0x5ca,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG15_ADDR_RANGE_HI32",
+            offset: 0xc06,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -5730,6 +8189,23 @@ pub const MMVM_INVALIDATE_ENG16_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG16_ADDR_RANGE_LO32",
+            offset: 0xc07,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const MMVM_INVALIDATE_ENG16_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -5749,6 +8225,16 @@ pub const MMVM_INVALIDATE_ENG16_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "MMVM_INVALIDATE_ENG16_ADDR_RANGE_HI32",
             offset: 0x5cc,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG16_ADDR_RANGE_HI32",
+            offset: 0xc08,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -5796,6 +8282,23 @@ pub const MMVM_INVALIDATE_ENG17_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG17_ADDR_RANGE_LO32",
+            offset: 0xc09,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const MMVM_INVALIDATE_ENG17_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -5815,6 +8318,16 @@ pub const MMVM_INVALIDATE_ENG17_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "MMVM_INVALIDATE_ENG17_ADDR_RANGE_HI32",
             offset: 0x5ce,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "MMVM_INVALIDATE_ENG17_ADDR_RANGE_HI32",
+            offset: 0xc0a,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -5896,6 +8409,7 @@ pub const MMVM_L2_PROTECTION_FAULT_STATUS_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        None,
     ],
 };
 pub const MMVM_L2_PROTECTION_FAULT_STATUS_HI32: AmReg = AmReg {
@@ -5913,6 +8427,7 @@ pub const MMVM_L2_PROTECTION_FAULT_STATUS_HI32: AmReg = AmReg {
                 hi: 0,
             }],
         }),
+        None,
     ],
 };
 pub const MMVM_L2_BANK_SELECT_RESERVED_CID2: AmReg = AmReg {
@@ -5990,6 +8505,38 @@ pub const MMVM_L2_BANK_SELECT_RESERVED_CID2: AmReg = AmReg {
                     name: "reserved_cache_fragment_size",
                     lo: 26,
                     hi: 30,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "MMVM_L2_BANK_SELECT_RESERVED_CID2",
+            offset: 0xb7b,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "reserved_read_client_id",
+                    lo: 0,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "reserved_write_client_id",
+                    lo: 10,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "enable",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "reserved_cache_invalidation_mode",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "reserved_cache_private_invalidation",
+                    lo: 25,
+                    hi: 25,
                 },
             ],
         }),
@@ -6154,6 +8701,83 @@ pub const HDP_MEM_POWER_CTRL: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "HDP_MEM_POWER_CTRL",
+            offset: 0xd4,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "iph_mem_power_ctrl_en",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "iph_mem_power_ls_en",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "iph_mem_power_ds_en",
+                    lo: 2,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "iph_mem_power_sd_en",
+                    lo: 3,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "iph_mem_idle_hysteresis",
+                    lo: 4,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "iph_mem_power_up_recover_delay",
+                    lo: 8,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "iph_mem_power_down_ls_enter_delay",
+                    lo: 14,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "rc_mem_power_ctrl_en",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "rc_mem_power_ls_en",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "rc_mem_power_ds_en",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "rc_mem_power_sd_en",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "rc_mem_idle_hysteresis",
+                    lo: 20,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "rc_mem_power_up_recover_delay",
+                    lo: 24,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "rc_mem_power_down_ls_enter_delay",
+                    lo: 30,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 
@@ -6181,12 +8805,32 @@ pub const SCRATCH_REG6: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        Some(RegDef {
+            name: "SCRATCH_REG6",
+            offset: 0x2046,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "scratch_reg6",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
     ],
 };
 pub const SCRATCH_REG7: AmReg = AmReg {
     ip: AmIp::Gc,
     name: "SCRATCH_REG7",
     at: [
+        Some(RegDef {
+            name: "SCRATCH_REG7",
+            offset: 0x2047,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "scratch_reg7",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
         Some(RegDef {
             name: "SCRATCH_REG7",
             offset: 0x2047,
@@ -6472,6 +9116,123 @@ pub const CP_STAT: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "CP_STAT",
+            offset: 0x1a0,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "roq_ring_busy",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "roq_indirect1_busy",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "roq_indirect2_busy",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "roq_state_busy",
+                    lo: 12,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "dc_busy",
+                    lo: 13,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "utcl2iu_busy",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "pfp_busy",
+                    lo: 15,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "meq_busy",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "me_busy",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "query_busy",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "semaphore_busy",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "interrupt_busy",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "surface_sync_busy",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "dma_busy",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "rciu_busy",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "scratch_ram_busy",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "ce_busy",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "tciu_busy",
+                    lo: 27,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "roq_ce_ring_busy",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "roq_ce_indirect1_busy",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "roq_ce_indirect2_busy",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "cp_busy",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const RLC_RLCS_BOOTLOAD_STATUS: AmReg = AmReg {
@@ -6557,6 +9318,7 @@ pub const RLC_RLCS_BOOTLOAD_STATUS: AmReg = AmReg {
                 },
             ],
         }),
+        None,
     ],
 };
 pub const GRBM_GFX_CNTL: AmReg = AmReg {
@@ -6624,6 +9386,33 @@ pub const GRBM_GFX_CNTL: AmReg = AmReg {
                     name: "ctxid",
                     lo: 11,
                     hi: 13,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "GRBM_GFX_CNTL",
+            offset: 0x22,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "pipeid",
+                    lo: 0,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "meid",
+                    lo: 2,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "vmid",
+                    lo: 4,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "queueid",
+                    lo: 8,
+                    hi: 10,
                 },
             ],
         }),
@@ -6762,6 +9551,7 @@ pub const CP_MEC_RS64_CNTL: AmReg = AmReg {
                 },
             ],
         }),
+        None,
     ],
 };
 pub const CP_MEC_RS64_PRGRM_CNTR_START: AmReg = AmReg {
@@ -6788,6 +9578,7 @@ pub const CP_MEC_RS64_PRGRM_CNTR_START: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        None,
     ],
 };
 pub const CP_MEC_RS64_PRGRM_CNTR_START_HI: AmReg = AmReg {
@@ -6814,6 +9605,7 @@ pub const CP_MEC_RS64_PRGRM_CNTR_START_HI: AmReg = AmReg {
                 hi: 29,
             }],
         }),
+        None,
     ],
 };
 pub const CP_MEC_DOORBELL_RANGE_LOWER: AmReg = AmReg {
@@ -6838,6 +9630,16 @@ pub const CP_MEC_DOORBELL_RANGE_LOWER: AmReg = AmReg {
                 name: "doorbell_range_lower",
                 lo: 2,
                 hi: 11,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_MEC_DOORBELL_RANGE_LOWER",
+            offset: 0x105c,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "doorbell_range_lower",
+                lo: 2,
+                hi: 27,
             }],
         }),
     ],
@@ -6866,6 +9668,16 @@ pub const CP_MEC_DOORBELL_RANGE_UPPER: AmReg = AmReg {
                 hi: 11,
             }],
         }),
+        Some(RegDef {
+            name: "CP_MEC_DOORBELL_RANGE_UPPER",
+            offset: 0x105d,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "doorbell_range_upper",
+                lo: 2,
+                hi: 27,
+            }],
+        }),
     ],
 };
 pub const CP_MQD_BASE_ADDR: AmReg = AmReg {
@@ -6885,6 +9697,16 @@ pub const CP_MQD_BASE_ADDR: AmReg = AmReg {
         Some(RegDef {
             name: "CP_MQD_BASE_ADDR",
             offset: 0x1fa9,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "base_addr",
+                lo: 2,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_MQD_BASE_ADDR",
+            offset: 0x1245,
             base_index: 0,
             fields: &[FieldDef {
                 name: "base_addr",
@@ -6918,6 +9740,16 @@ pub const CP_HQD_PQ_WPTR_HI: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        Some(RegDef {
+            name: "CP_HQD_PQ_WPTR_HI",
+            offset: 0x127c,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "data",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
     ],
 };
 pub const CP_HQD_ACTIVE: AmReg = AmReg {
@@ -6944,6 +9776,23 @@ pub const CP_HQD_ACTIVE: AmReg = AmReg {
         Some(RegDef {
             name: "CP_HQD_ACTIVE",
             offset: 0x1fab,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "active",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "busy_gate",
+                    lo: 1,
+                    hi: 1,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_ACTIVE",
+            offset: 0x1247,
             base_index: 0,
             fields: &[
                 FieldDef {
@@ -7028,6 +9877,38 @@ pub const CP_HQD_DEQUEUE_REQUEST: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "CP_HQD_DEQUEUE_REQUEST",
+            offset: 0x125d,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "dequeue_req",
+                    lo: 0,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "iq_req_pend",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "dequeue_int",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "iq_req_pend_en",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "dequeue_req_en",
+                    lo: 10,
+                    hi: 10,
+                },
+            ],
+        }),
     ],
 };
 pub const SPI_COMPUTE_QUEUE_RESET: AmReg = AmReg {
@@ -7047,6 +9928,16 @@ pub const SPI_COMPUTE_QUEUE_RESET: AmReg = AmReg {
         Some(RegDef {
             name: "SPI_COMPUTE_QUEUE_RESET",
             offset: 0x1f73,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "reset",
+                lo: 0,
+                hi: 0,
+            }],
+        }),
+        Some(RegDef {
+            name: "SPI_COMPUTE_QUEUE_RESET",
+            offset: 0x11db,
             base_index: 0,
             fields: &[FieldDef {
                 name: "reset",
@@ -7119,6 +10010,43 @@ pub const SH_MEM_CONFIG: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "SH_MEM_CONFIG",
+            offset: 0x30d,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "address_mode",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "alignment_mode",
+                    lo: 3,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "f8_mode",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "precision_mode",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "retry_disable",
+                    lo: 12,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "private_nv",
+                    lo: 13,
+                    hi: 13,
+                },
+            ],
+        }),
     ],
 };
 pub const SH_MEM_BASES: AmReg = AmReg {
@@ -7146,6 +10074,23 @@ pub const SH_MEM_BASES: AmReg = AmReg {
             name: "SH_MEM_BASES",
             offset: 0x9e3,
             base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "private_base",
+                    lo: 0,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "shared_base",
+                    lo: 16,
+                    hi: 31,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "SH_MEM_BASES",
+            offset: 0x30a,
+            base_index: 0,
             fields: &[
                 FieldDef {
                     name: "private_base",
@@ -7369,6 +10314,118 @@ pub const GCVM_CONTEXT0_CNTL: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "GCVM_CONTEXT0_CNTL",
+            offset: 0x860,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "enable_context",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "page_table_depth",
+                    lo: 1,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "page_table_block_size",
+                    lo: 3,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "retry_permission_or_invalid_page_fault",
+                    lo: 7,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "retry_other_fault",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "range_protection_fault_enable_interrupt",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "range_protection_fault_enable_default",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "dummy_page_protection_fault_enable_interrupt",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "dummy_page_protection_fault_enable_default",
+                    lo: 12,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "pde0_protection_fault_enable_interrupt",
+                    lo: 13,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "pde0_protection_fault_enable_default",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "valid_protection_fault_enable_interrupt",
+                    lo: 15,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "valid_protection_fault_enable_default",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "read_protection_fault_enable_interrupt",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "read_protection_fault_enable_default",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "write_protection_fault_enable_interrupt",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "write_protection_fault_enable_default",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "execute_protection_fault_enable_interrupt",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "execute_protection_fault_enable_default",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "secure_protection_fault_enable_interrupt",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "secure_protection_fault_enable_default",
+                    lo: 24,
+                    hi: 24,
+                },
+            ],
+        }),
     ],
 };
 pub const GCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32: AmReg = AmReg {
@@ -7388,6 +10445,16 @@ pub const GCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32: AmReg = AmReg {
         Some(RegDef {
             name: "GCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32",
             offset: 0x168f,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "page_directory_entry_lo32",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32",
+            offset: 0x8cb,
             base_index: 0,
             fields: &[FieldDef {
                 name: "page_directory_entry_lo32",
@@ -7421,6 +10488,16 @@ pub const GCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        Some(RegDef {
+            name: "GCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32",
+            offset: 0x8cc,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "page_directory_entry_hi32",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
     ],
 };
 pub const GCVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32: AmReg = AmReg {
@@ -7440,6 +10517,16 @@ pub const GCVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32: AmReg = AmReg {
         Some(RegDef {
             name: "GCVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32",
             offset: 0x16af,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_page_number_lo32",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32",
+            offset: 0x8eb,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logical_page_number_lo32",
@@ -7473,6 +10560,16 @@ pub const GCVM_CONTEXT0_PAGE_TABLE_START_ADDR_HI32: AmReg = AmReg {
                 hi: 3,
             }],
         }),
+        Some(RegDef {
+            name: "GCVM_CONTEXT0_PAGE_TABLE_START_ADDR_HI32",
+            offset: 0x8ec,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_page_number_hi4",
+                lo: 0,
+                hi: 3,
+            }],
+        }),
     ],
 };
 pub const GCVM_CONTEXT0_PAGE_TABLE_END_ADDR_LO32: AmReg = AmReg {
@@ -7499,6 +10596,16 @@ pub const GCVM_CONTEXT0_PAGE_TABLE_END_ADDR_LO32: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        Some(RegDef {
+            name: "GCVM_CONTEXT0_PAGE_TABLE_END_ADDR_LO32",
+            offset: 0x90b,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_page_number_lo32",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
     ],
 };
 pub const GCVM_CONTEXT0_PAGE_TABLE_END_ADDR_HI32: AmReg = AmReg {
@@ -7518,6 +10625,16 @@ pub const GCVM_CONTEXT0_PAGE_TABLE_END_ADDR_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "GCVM_CONTEXT0_PAGE_TABLE_END_ADDR_HI32",
             offset: 0x16d0,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_page_number_hi4",
+                lo: 0,
+                hi: 3,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCVM_CONTEXT0_PAGE_TABLE_END_ADDR_HI32",
+            offset: 0x90c,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logical_page_number_hi4",
@@ -7645,6 +10762,58 @@ pub const GCVM_INVALIDATE_ENG17_REQ: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG17_REQ",
+            offset: 0x894,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "per_vmid_invalidate_req",
+                    lo: 0,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "flush_type",
+                    lo: 16,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "invalidate_l2_ptes",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "invalidate_l2_pde0",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "invalidate_l2_pde1",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "invalidate_l2_pde2",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "invalidate_l1_ptes",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "clear_protection_fault_status_addr",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "log_request",
+                    lo: 24,
+                    hi: 24,
+                },
+            ],
+        }),
     ],
 };
 pub const GCVM_INVALIDATE_ENG17_ACK: AmReg = AmReg {
@@ -7671,6 +10840,23 @@ pub const GCVM_INVALIDATE_ENG17_ACK: AmReg = AmReg {
         Some(RegDef {
             name: "GCVM_INVALIDATE_ENG17_ACK",
             offset: 0x166a,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "per_vmid_invalidate_ack",
+                    lo: 0,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "semaphore",
+                    lo: 16,
+                    hi: 16,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG17_ACK",
+            offset: 0x8a6,
             base_index: 0,
             fields: &[
                 FieldDef {
@@ -7754,6 +10940,73 @@ pub const GCVM_L2_PROTECTION_FAULT_STATUS: AmReg = AmReg {
             ],
         }),
         None,
+        Some(RegDef {
+            name: "GCVM_L2_PROTECTION_FAULT_STATUS",
+            offset: 0x82b,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "more_faults",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "walker_error",
+                    lo: 1,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "permission_faults",
+                    lo: 4,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "mapping_error",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "cid",
+                    lo: 9,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "rw",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "atomic",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "vmid",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "vf",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "vfid",
+                    lo: 25,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "uce",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "fed",
+                    lo: 30,
+                    hi: 30,
+                },
+            ],
+        }),
     ],
 };
 pub const GCVM_L2_PROTECTION_FAULT_ADDR_LO32: AmReg = AmReg {
@@ -7773,6 +11026,16 @@ pub const GCVM_L2_PROTECTION_FAULT_ADDR_LO32: AmReg = AmReg {
         Some(RegDef {
             name: "GCVM_L2_PROTECTION_FAULT_ADDR_LO32",
             offset: 0x15d2,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_page_addr_lo32",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCVM_L2_PROTECTION_FAULT_ADDR_LO32",
+            offset: 0x82c,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logical_page_addr_lo32",
@@ -7806,6 +11069,16 @@ pub const GCVM_L2_PROTECTION_FAULT_ADDR_HI32: AmReg = AmReg {
                 hi: 3,
             }],
         }),
+        Some(RegDef {
+            name: "GCVM_L2_PROTECTION_FAULT_ADDR_HI32",
+            offset: 0x82d,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_page_addr_hi4",
+                lo: 0,
+                hi: 3,
+            }],
+        }),
     ],
 };
 pub const GCMC_VM_FB_LOCATION_BASE: AmReg = AmReg {
@@ -7825,6 +11098,16 @@ pub const GCMC_VM_FB_LOCATION_BASE: AmReg = AmReg {
         Some(RegDef {
             name: "GCMC_VM_FB_LOCATION_BASE",
             offset: 0x1614,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "fb_base",
+                lo: 0,
+                hi: 23,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCMC_VM_FB_LOCATION_BASE",
+            offset: 0x95c,
             base_index: 0,
             fields: &[FieldDef {
                 name: "fb_base",
@@ -7858,6 +11141,16 @@ pub const GCMC_VM_FB_LOCATION_TOP: AmReg = AmReg {
                 hi: 23,
             }],
         }),
+        Some(RegDef {
+            name: "GCMC_VM_FB_LOCATION_TOP",
+            offset: 0x95d,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "fb_top",
+                lo: 0,
+                hi: 23,
+            }],
+        }),
     ],
 };
 pub const GCMC_VM_AGP_BASE: AmReg = AmReg {
@@ -7877,6 +11170,16 @@ pub const GCMC_VM_AGP_BASE: AmReg = AmReg {
         Some(RegDef {
             name: "GCMC_VM_AGP_BASE",
             offset: 0x1618,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "agp_base",
+                lo: 0,
+                hi: 23,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCMC_VM_AGP_BASE",
+            offset: 0x960,
             base_index: 0,
             fields: &[FieldDef {
                 name: "agp_base",
@@ -7910,6 +11213,16 @@ pub const GCMC_VM_AGP_BOT: AmReg = AmReg {
                 hi: 23,
             }],
         }),
+        Some(RegDef {
+            name: "GCMC_VM_AGP_BOT",
+            offset: 0x95f,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "agp_bot",
+                lo: 0,
+                hi: 23,
+            }],
+        }),
     ],
 };
 pub const GCMC_VM_AGP_TOP: AmReg = AmReg {
@@ -7929,6 +11242,16 @@ pub const GCMC_VM_AGP_TOP: AmReg = AmReg {
         Some(RegDef {
             name: "GCMC_VM_AGP_TOP",
             offset: 0x1616,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "agp_top",
+                lo: 0,
+                hi: 23,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCMC_VM_AGP_TOP",
+            offset: 0x95e,
             base_index: 0,
             fields: &[FieldDef {
                 name: "agp_top",
@@ -7962,6 +11285,16 @@ pub const GCMC_VM_SYSTEM_APERTURE_LOW_ADDR: AmReg = AmReg {
                 hi: 29,
             }],
         }),
+        Some(RegDef {
+            name: "GCMC_VM_SYSTEM_APERTURE_LOW_ADDR",
+            offset: 0x961,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_addr",
+                lo: 0,
+                hi: 29,
+            }],
+        }),
     ],
 };
 pub const GCMC_VM_SYSTEM_APERTURE_HIGH_ADDR: AmReg = AmReg {
@@ -7981,6 +11314,16 @@ pub const GCMC_VM_SYSTEM_APERTURE_HIGH_ADDR: AmReg = AmReg {
         Some(RegDef {
             name: "GCMC_VM_SYSTEM_APERTURE_HIGH_ADDR",
             offset: 0x161a,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_addr",
+                lo: 0,
+                hi: 29,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCMC_VM_SYSTEM_APERTURE_HIGH_ADDR",
+            offset: 0x962,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logical_addr",
@@ -8148,6 +11491,83 @@ pub const GCVM_L2_CNTL: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "GCVM_L2_CNTL",
+            offset: 0x820,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "enable_l2_cache",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "enable_l2_fragment_processing",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "l2_cache_pte_endian_swap_mode",
+                    lo: 2,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "l2_cache_pde_endian_swap_mode",
+                    lo: 4,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "l2_pde0_cache_tag_generation_mode",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "enable_l2_pte_cache_lru_update_by_write",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "enable_l2_pde0_cache_lru_update_by_write",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "enable_default_page_out_to_system_memory",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "l2_pde0_cache_split_mode",
+                    lo: 12,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "effective_l2_queue_size",
+                    lo: 15,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "pde_fault_classification",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "context1_identity_access_mode",
+                    lo: 19,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "identity_mode_fragment_size",
+                    lo: 21,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "l2_pte_cache_addr_mode",
+                    lo: 26,
+                    hi: 27,
+                },
+            ],
+        }),
     ],
 };
 pub const GCVM_L2_CNTL2: AmReg = AmReg {
@@ -8199,6 +11619,48 @@ pub const GCVM_L2_CNTL2: AmReg = AmReg {
         Some(RegDef {
             name: "GCVM_L2_CNTL2",
             offset: 0x15c5,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "invalidate_all_l1_tlbs",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "invalidate_l2_cache",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "disable_invalidate_per_domain",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "disable_bigk_cache_optimization",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "l2_pte_cache_vmid_mode",
+                    lo: 23,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "invalidate_cache_mode",
+                    lo: 26,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "pde_cache_effective_size",
+                    lo: 28,
+                    hi: 30,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "GCVM_L2_CNTL2",
+            offset: 0x821,
             base_index: 0,
             fields: &[
                 FieldDef {
@@ -8368,6 +11830,68 @@ pub const GCVM_L2_CNTL3: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "GCVM_L2_CNTL3",
+            offset: 0x822,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "bank_select",
+                    lo: 0,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "l2_cache_update_mode",
+                    lo: 6,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "l2_cache_update_wildcard_reference_value",
+                    lo: 8,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "l2_cache_bigk_fragment_size",
+                    lo: 15,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "l2_cache_bigk_associativity",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "l2_cache_4k_effective_size",
+                    lo: 21,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "l2_cache_bigk_effective_size",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "l2_cache_4k_force_miss",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "l2_cache_bigk_force_miss",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "pde_cache_force_miss",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "l2_cache_4k_associativity",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const GCMC_VM_MX_L1_TLB_CNTL: AmReg = AmReg {
@@ -8445,6 +11969,48 @@ pub const GCMC_VM_MX_L1_TLB_CNTL: AmReg = AmReg {
                     name: "mtype",
                     lo: 11,
                     hi: 12,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "GCMC_VM_MX_L1_TLB_CNTL",
+            offset: 0x963,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "enable_l1_tlb",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "system_access_mode",
+                    lo: 3,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "system_aperture_unmapped_access",
+                    lo: 5,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "enable_advanced_driver_model",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "eco_bits",
+                    lo: 7,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "mtype",
+                    lo: 11,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "atc_en",
+                    lo: 13,
+                    hi: 13,
                 },
             ],
         }),
@@ -8578,6 +12144,7 @@ pub const SDMA0_QUEUE0_RB_CNTL: AmReg = AmReg {
                 },
             ],
         }),
+        None,
     ],
 };
 pub const SDMA0_QUEUE0_RB_BASE: AmReg = AmReg {
@@ -8604,6 +12171,7 @@ pub const SDMA0_QUEUE0_RB_BASE: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        None,
     ],
 };
 pub const SDMA0_QUEUE0_RB_BASE_HI: AmReg = AmReg {
@@ -8630,6 +12198,7 @@ pub const SDMA0_QUEUE0_RB_BASE_HI: AmReg = AmReg {
                 hi: 23,
             }],
         }),
+        None,
     ],
 };
 pub const SDMA0_QUEUE0_RB_RPTR: AmReg = AmReg {
@@ -8656,6 +12225,7 @@ pub const SDMA0_QUEUE0_RB_RPTR: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        None,
     ],
 };
 pub const SDMA0_QUEUE0_RB_RPTR_HI: AmReg = AmReg {
@@ -8682,6 +12252,7 @@ pub const SDMA0_QUEUE0_RB_RPTR_HI: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        None,
     ],
 };
 pub const SDMA0_QUEUE0_RB_WPTR: AmReg = AmReg {
@@ -8708,6 +12279,7 @@ pub const SDMA0_QUEUE0_RB_WPTR: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        None,
     ],
 };
 pub const SDMA0_QUEUE0_RB_WPTR_HI: AmReg = AmReg {
@@ -8734,6 +12306,7 @@ pub const SDMA0_QUEUE0_RB_WPTR_HI: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        None,
     ],
 };
 pub const SDMA0_QUEUE0_RB_RPTR_ADDR_LO: AmReg = AmReg {
@@ -8760,6 +12333,7 @@ pub const SDMA0_QUEUE0_RB_RPTR_ADDR_LO: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        None,
     ],
 };
 pub const SDMA0_QUEUE0_RB_RPTR_ADDR_HI: AmReg = AmReg {
@@ -8786,6 +12360,7 @@ pub const SDMA0_QUEUE0_RB_RPTR_ADDR_HI: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        None,
     ],
 };
 pub const SDMA0_QUEUE0_RB_WPTR_POLL_ADDR_LO: AmReg = AmReg {
@@ -8812,6 +12387,7 @@ pub const SDMA0_QUEUE0_RB_WPTR_POLL_ADDR_LO: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        None,
     ],
 };
 pub const SDMA0_QUEUE0_RB_WPTR_POLL_ADDR_HI: AmReg = AmReg {
@@ -8838,6 +12414,7 @@ pub const SDMA0_QUEUE0_RB_WPTR_POLL_ADDR_HI: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        None,
     ],
 };
 pub const SDMA0_QUEUE0_DOORBELL: AmReg = AmReg {
@@ -8878,6 +12455,7 @@ pub const SDMA0_QUEUE0_DOORBELL: AmReg = AmReg {
                 },
             ],
         }),
+        None,
     ],
 };
 pub const SDMA0_QUEUE0_DOORBELL_OFFSET: AmReg = AmReg {
@@ -8904,6 +12482,7 @@ pub const SDMA0_QUEUE0_DOORBELL_OFFSET: AmReg = AmReg {
                 hi: 27,
             }],
         }),
+        None,
     ],
 };
 pub const SDMA0_QUEUE0_MINOR_PTR_UPDATE: AmReg = AmReg {
@@ -8930,6 +12509,7 @@ pub const SDMA0_QUEUE0_MINOR_PTR_UPDATE: AmReg = AmReg {
                 hi: 0,
             }],
         }),
+        None,
     ],
 };
 pub const SDMA0_QUEUE0_IB_CNTL: AmReg = AmReg {
@@ -8990,6 +12570,7 @@ pub const SDMA0_QUEUE0_IB_CNTL: AmReg = AmReg {
                 },
             ],
         }),
+        None,
     ],
 };
 pub const SDMA0_F32_CNTL: AmReg = AmReg {
@@ -9048,6 +12629,7 @@ pub const SDMA0_F32_CNTL: AmReg = AmReg {
                 },
             ],
         }),
+        None,
         None,
     ],
 };
@@ -9249,6 +12831,7 @@ pub const SDMA0_CNTL: AmReg = AmReg {
                 },
             ],
         }),
+        None,
     ],
 };
 pub const SDMA0_WATCHDOG_CNTL: AmReg = AmReg {
@@ -9289,6 +12872,7 @@ pub const SDMA0_WATCHDOG_CNTL: AmReg = AmReg {
                 },
             ],
         }),
+        None,
     ],
 };
 pub const SDMA0_UTCL1_CNTL: AmReg = AmReg {
@@ -9399,6 +12983,7 @@ pub const SDMA0_UTCL1_CNTL: AmReg = AmReg {
                 },
             ],
         }),
+        None,
     ],
 };
 pub const SDMA0_UTCL1_PAGE: AmReg = AmReg {
@@ -9524,6 +13109,7 @@ pub const SDMA0_UTCL1_PAGE: AmReg = AmReg {
                 },
             ],
         }),
+        None,
     ],
 };
 pub const GRBM_SOFT_RESET: AmReg = AmReg {
@@ -9654,6 +13240,63 @@ pub const GRBM_SOFT_RESET: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "GRBM_SOFT_RESET",
+            offset: 0x8,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "soft_reset_cp",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "soft_reset_rlc",
+                    lo: 2,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "soft_reset_gfx",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "soft_reset_cpf",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "soft_reset_cpc",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "soft_reset_cpg",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "soft_reset_cac",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "soft_reset_cane",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "soft_reset_ea",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "soft_reset_utcl2",
+                    lo: 23,
+                    hi: 23,
+                },
+            ],
+        }),
     ],
 };
 pub const GRBM_CNTL: AmReg = AmReg {
@@ -9691,6 +13334,23 @@ pub const GRBM_CNTL: AmReg = AmReg {
                     name: "sed_read_timeout",
                     lo: 16,
                     hi: 27,
+                },
+                FieldDef {
+                    name: "report_last_rderr",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "GRBM_CNTL",
+            offset: 0x0,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "read_timeout",
+                    lo: 0,
+                    hi: 7,
                 },
                 FieldDef {
                     name: "report_last_rderr",
@@ -9783,6 +13443,53 @@ pub const TCP_CNTL: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "TCP_CNTL",
+            offset: 0xb02,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "force_hit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "force_miss",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "l1_size",
+                    lo: 2,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "flat_buf_hash_enable",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "flat_buf_cache_swizzle",
+                    lo: 5,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "force_eow_total_cnt",
+                    lo: 15,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "force_eow_tagram_cnt",
+                    lo: 22,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "disable_z_map",
+                    lo: 28,
+                    hi: 28,
+                },
+            ],
+        }),
     ],
 };
 pub const RLC_SRM_CNTL: AmReg = AmReg {
@@ -9838,6 +13545,28 @@ pub const RLC_SRM_CNTL: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "RLC_SRM_CNTL",
+            offset: 0x4c80,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "srm_enable",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "auto_incr_addr",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "reserved",
+                    lo: 2,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const CP_MQD_BASE_ADDR_HI: AmReg = AmReg {
@@ -9857,6 +13586,16 @@ pub const CP_MQD_BASE_ADDR_HI: AmReg = AmReg {
         Some(RegDef {
             name: "CP_MQD_BASE_ADDR_HI",
             offset: 0x1faa,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "base_addr_hi",
+                lo: 0,
+                hi: 15,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_MQD_BASE_ADDR_HI",
+            offset: 0x1246,
             base_index: 0,
             fields: &[FieldDef {
                 name: "base_addr_hi",
@@ -9895,6 +13634,28 @@ pub const CP_HQD_VMID: AmReg = AmReg {
         Some(RegDef {
             name: "CP_HQD_VMID",
             offset: 0x1fac,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "vmid",
+                    lo: 0,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "ib_vmid",
+                    lo: 8,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "vqid",
+                    lo: 16,
+                    hi: 25,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_VMID",
+            offset: 0x1248,
             base_index: 0,
             fields: &[
                 FieldDef {
@@ -10114,6 +13875,78 @@ pub const CP_HQD_PERSISTENT_STATE: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "CP_HQD_PERSISTENT_STATE",
+            offset: 0x1249,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "preload_req",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "preload_size",
+                    lo: 8,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "wpp_switch_qos_en",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "iq_switch_qos_en",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "ib_switch_qos_en",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "eop_switch_qos_en",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "pq_switch_qos_en",
+                    lo: 25,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "tc_offload_qos_en",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "cache_full_packet_en",
+                    lo: 27,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "restore_active",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "relaunch_waves",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "qswitch_mode",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "disp_active",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const CP_HQD_PIPE_PRIORITY: AmReg = AmReg {
@@ -10140,6 +13973,16 @@ pub const CP_HQD_PIPE_PRIORITY: AmReg = AmReg {
                 hi: 1,
             }],
         }),
+        Some(RegDef {
+            name: "CP_HQD_PIPE_PRIORITY",
+            offset: 0x124a,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "pipe_priority",
+                lo: 0,
+                hi: 1,
+            }],
+        }),
     ],
 };
 pub const CP_HQD_QUEUE_PRIORITY: AmReg = AmReg {
@@ -10159,6 +14002,16 @@ pub const CP_HQD_QUEUE_PRIORITY: AmReg = AmReg {
         Some(RegDef {
             name: "CP_HQD_QUEUE_PRIORITY",
             offset: 0x1faf,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "priority_level",
+                lo: 0,
+                hi: 3,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_QUEUE_PRIORITY",
+            offset: 0x124b,
             base_index: 0,
             fields: &[FieldDef {
                 name: "priority_level",
@@ -10226,6 +14079,33 @@ pub const CP_HQD_QUANTUM: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "CP_HQD_QUANTUM",
+            offset: 0x124c,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "quantum_en",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "quantum_scale",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "quantum_duration",
+                    lo: 8,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "quantum_active",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const CP_HQD_PQ_BASE: AmReg = AmReg {
@@ -10245,6 +14125,16 @@ pub const CP_HQD_PQ_BASE: AmReg = AmReg {
         Some(RegDef {
             name: "CP_HQD_PQ_BASE",
             offset: 0x1fb1,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_PQ_BASE",
+            offset: 0x124d,
             base_index: 0,
             fields: &[FieldDef {
                 name: "addr",
@@ -10278,6 +14168,16 @@ pub const CP_HQD_PQ_BASE_HI: AmReg = AmReg {
                 hi: 7,
             }],
         }),
+        Some(RegDef {
+            name: "CP_HQD_PQ_BASE_HI",
+            offset: 0x124e,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr_hi",
+                lo: 0,
+                hi: 7,
+            }],
+        }),
     ],
 };
 pub const CP_HQD_PQ_RPTR: AmReg = AmReg {
@@ -10297,6 +14197,16 @@ pub const CP_HQD_PQ_RPTR: AmReg = AmReg {
         Some(RegDef {
             name: "CP_HQD_PQ_RPTR",
             offset: 0x1fb3,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "consumed_offset",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_PQ_RPTR",
+            offset: 0x124f,
             base_index: 0,
             fields: &[FieldDef {
                 name: "consumed_offset",
@@ -10330,6 +14240,16 @@ pub const CP_HQD_PQ_RPTR_REPORT_ADDR: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        Some(RegDef {
+            name: "CP_HQD_PQ_RPTR_REPORT_ADDR",
+            offset: 0x1250,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "rptr_report_addr",
+                lo: 2,
+                hi: 31,
+            }],
+        }),
     ],
 };
 pub const CP_HQD_PQ_RPTR_REPORT_ADDR_HI: AmReg = AmReg {
@@ -10349,6 +14269,16 @@ pub const CP_HQD_PQ_RPTR_REPORT_ADDR_HI: AmReg = AmReg {
         Some(RegDef {
             name: "CP_HQD_PQ_RPTR_REPORT_ADDR_HI",
             offset: 0x1fb5,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "rptr_report_addr_hi",
+                lo: 0,
+                hi: 15,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_PQ_RPTR_REPORT_ADDR_HI",
+            offset: 0x1251,
             base_index: 0,
             fields: &[FieldDef {
                 name: "rptr_report_addr_hi",
@@ -10382,6 +14312,16 @@ pub const CP_HQD_PQ_WPTR_POLL_ADDR: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        Some(RegDef {
+            name: "CP_HQD_PQ_WPTR_POLL_ADDR",
+            offset: 0x1252,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "wptr_addr",
+                lo: 3,
+                hi: 31,
+            }],
+        }),
     ],
 };
 pub const CP_HQD_PQ_WPTR_POLL_ADDR_HI: AmReg = AmReg {
@@ -10401,6 +14341,16 @@ pub const CP_HQD_PQ_WPTR_POLL_ADDR_HI: AmReg = AmReg {
         Some(RegDef {
             name: "CP_HQD_PQ_WPTR_POLL_ADDR_HI",
             offset: 0x1fb7,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "wptr_addr_hi",
+                lo: 0,
+                hi: 15,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_PQ_WPTR_POLL_ADDR_HI",
+            offset: 0x1253,
             base_index: 0,
             fields: &[FieldDef {
                 name: "wptr_addr_hi",
@@ -10459,6 +14409,48 @@ pub const CP_HQD_PQ_DOORBELL_CONTROL: AmReg = AmReg {
         Some(RegDef {
             name: "CP_HQD_PQ_DOORBELL_CONTROL",
             offset: 0x1fb8,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "doorbell_mode",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "doorbell_bif_drop",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "doorbell_offset",
+                    lo: 2,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "doorbell_source",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "doorbell_schd_hit",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "doorbell_en",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "doorbell_hit",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_PQ_DOORBELL_CONTROL",
+            offset: 0x1254,
             base_index: 0,
             fields: &[
                 FieldDef {
@@ -10683,6 +14675,103 @@ pub const CP_HQD_PQ_CONTROL: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "CP_HQD_PQ_CONTROL",
+            offset: 0x1256,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "queue_size",
+                    lo: 0,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "wptr_carry",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "rptr_carry",
+                    lo: 7,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "rptr_block_size",
+                    lo: 8,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "queue_full_en",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "pq_empty",
+                    lo: 15,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "wpp_clamp_en",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "endian_swap",
+                    lo: 17,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "min_avail_size",
+                    lo: 20,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "tmz",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "exe_disable",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "cache_policy",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "slot_based_wptr",
+                    lo: 25,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "no_update_rptr",
+                    lo: 27,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "unord_dispatch",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "roq_pq_ib_flip",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "priv_state",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "kmd_queue",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const CP_HQD_IB_CONTROL: AmReg = AmReg {
@@ -10750,6 +14839,43 @@ pub const CP_HQD_IB_CONTROL: AmReg = AmReg {
                     name: "ib_cache_policy",
                     lo: 24,
                     hi: 25,
+                },
+                FieldDef {
+                    name: "ib_priv_state",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "processing_ib",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_IB_CONTROL",
+            offset: 0x125a,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "ib_size",
+                    lo: 0,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "min_ib_avail_size",
+                    lo: 20,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "ib_exe_disable",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "ib_cache_policy",
+                    lo: 24,
+                    hi: 24,
                 },
                 FieldDef {
                     name: "ib_priv_state",
@@ -10948,6 +15074,58 @@ pub const CP_HQD_HQ_STATUS0: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "CP_HQD_HQ_STATUS0",
+            offset: 0x1265,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "dequeue_status",
+                    lo: 0,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "dequeue_retry_cnt",
+                    lo: 2,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "rsv_6_4",
+                    lo: 4,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "scratch_ram_init",
+                    lo: 7,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "tcl2_dirty",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "pg_activated",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "rsvr_29_10",
+                    lo: 10,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "queue_idle",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "db_updated_msg_en",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const CP_MQD_CONTROL: AmReg = AmReg {
@@ -11033,6 +15211,43 @@ pub const CP_MQD_CONTROL: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "CP_MQD_CONTROL",
+            offset: 0x1267,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "vmid",
+                    lo: 0,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "priv_state",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "processing_mqd",
+                    lo: 12,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "processing_mqd_en",
+                    lo: 13,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "exe_disable",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "cache_policy",
+                    lo: 24,
+                    hi: 24,
+                },
+            ],
+        }),
     ],
 };
 pub const CP_HQD_EOP_BASE_ADDR: AmReg = AmReg {
@@ -11059,6 +15274,16 @@ pub const CP_HQD_EOP_BASE_ADDR: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        Some(RegDef {
+            name: "CP_HQD_EOP_BASE_ADDR",
+            offset: 0x126a,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "base_addr",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
     ],
 };
 pub const CP_HQD_EOP_BASE_ADDR_HI: AmReg = AmReg {
@@ -11078,6 +15303,16 @@ pub const CP_HQD_EOP_BASE_ADDR_HI: AmReg = AmReg {
         Some(RegDef {
             name: "CP_HQD_EOP_BASE_ADDR_HI",
             offset: 0x1fcf,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "base_addr_hi",
+                lo: 0,
+                hi: 7,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_EOP_BASE_ADDR_HI",
+            offset: 0x126b,
             base_index: 0,
             fields: &[FieldDef {
                 name: "base_addr_hi",
@@ -11210,6 +15445,68 @@ pub const CP_HQD_EOP_CONTROL: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "CP_HQD_EOP_CONTROL",
+            offset: 0x126c,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "eop_size",
+                    lo: 0,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "processing_eop",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "process_eop_en",
+                    lo: 12,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "processing_eopib",
+                    lo: 13,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "process_eopib_en",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "halt_fetcher",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "halt_fetcher_en",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "exe_disable",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "cache_policy",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "sig_sem_result",
+                    lo: 29,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "pend_sig_sem",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const CP_HQD_PQ_WPTR_LO: AmReg = AmReg {
@@ -11229,6 +15526,16 @@ pub const CP_HQD_PQ_WPTR_LO: AmReg = AmReg {
         Some(RegDef {
             name: "CP_HQD_PQ_WPTR_LO",
             offset: 0x1fdf,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "offset",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_PQ_WPTR_LO",
+            offset: 0x127b,
             base_index: 0,
             fields: &[FieldDef {
                 name: "offset",
@@ -11262,6 +15569,16 @@ pub const GCVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_LO32: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        Some(RegDef {
+            name: "GCVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_LO32",
+            offset: 0x831,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_page_number_lo32",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
     ],
 };
 pub const GCVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_HI32: AmReg = AmReg {
@@ -11281,6 +15598,16 @@ pub const GCVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "GCVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_HI32",
             offset: 0x15d8,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_page_number_hi4",
+                lo: 0,
+                hi: 3,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCVM_L2_CONTEXT1_IDENTITY_APERTURE_LOW_ADDR_HI32",
+            offset: 0x832,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logical_page_number_hi4",
@@ -11314,6 +15641,16 @@ pub const GCVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_LO32: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        Some(RegDef {
+            name: "GCVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_LO32",
+            offset: 0x833,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_page_number_lo32",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
     ],
 };
 pub const GCVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_HI32: AmReg = AmReg {
@@ -11333,6 +15670,16 @@ pub const GCVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "GCVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_HI32",
             offset: 0x15da,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_page_number_hi4",
+                lo: 0,
+                hi: 3,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCVM_L2_CONTEXT1_IDENTITY_APERTURE_HIGH_ADDR_HI32",
+            offset: 0x834,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logical_page_number_hi4",
@@ -11366,6 +15713,16 @@ pub const GCVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_LO32: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        Some(RegDef {
+            name: "GCVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_LO32",
+            offset: 0x835,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "physical_page_offset_lo32",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
     ],
 };
 pub const GCVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_HI32: AmReg = AmReg {
@@ -11385,6 +15742,16 @@ pub const GCVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "GCVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_HI32",
             offset: 0x15dc,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "physical_page_offset_hi4",
+                lo: 0,
+                hi: 3,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCVM_L2_CONTEXT_IDENTITY_PHYSICAL_OFFSET_HI32",
+            offset: 0x836,
             base_index: 0,
             fields: &[FieldDef {
                 name: "physical_page_offset_hi4",
@@ -11432,6 +15799,23 @@ pub const GCVM_INVALIDATE_ENG0_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG0_ADDR_RANGE_LO32",
+            offset: 0x8a7,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const GCVM_INVALIDATE_ENG0_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -11451,6 +15835,16 @@ pub const GCVM_INVALIDATE_ENG0_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "GCVM_INVALIDATE_ENG0_ADDR_RANGE_HI32",
             offset: 0x166c,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG0_ADDR_RANGE_HI32",
+            offset: 0x8a8,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -11498,6 +15892,23 @@ pub const GCVM_INVALIDATE_ENG1_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG1_ADDR_RANGE_LO32",
+            offset: 0x8a9,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const GCVM_INVALIDATE_ENG1_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -11517,6 +15928,16 @@ pub const GCVM_INVALIDATE_ENG1_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "GCVM_INVALIDATE_ENG1_ADDR_RANGE_HI32",
             offset: 0x166e,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG1_ADDR_RANGE_HI32",
+            offset: 0x8aa,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -11564,6 +15985,23 @@ pub const GCVM_INVALIDATE_ENG2_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG2_ADDR_RANGE_LO32",
+            offset: 0x8ab,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const GCVM_INVALIDATE_ENG2_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -11583,6 +16021,16 @@ pub const GCVM_INVALIDATE_ENG2_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "GCVM_INVALIDATE_ENG2_ADDR_RANGE_HI32",
             offset: 0x1670,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG2_ADDR_RANGE_HI32",
+            offset: 0x8ac,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -11630,6 +16078,23 @@ pub const GCVM_INVALIDATE_ENG3_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG3_ADDR_RANGE_LO32",
+            offset: 0x8ad,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const GCVM_INVALIDATE_ENG3_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -11649,6 +16114,16 @@ pub const GCVM_INVALIDATE_ENG3_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "GCVM_INVALIDATE_ENG3_ADDR_RANGE_HI32",
             offset: 0x1672,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG3_ADDR_RANGE_HI32",
+            offset: 0x8ae,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -11696,6 +16171,23 @@ pub const GCVM_INVALIDATE_ENG4_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG4_ADDR_RANGE_LO32",
+            offset: 0x8af,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const GCVM_INVALIDATE_ENG4_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -11715,6 +16207,16 @@ pub const GCVM_INVALIDATE_ENG4_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "GCVM_INVALIDATE_ENG4_ADDR_RANGE_HI32",
             offset: 0x1674,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG4_ADDR_RANGE_HI32",
+            offset: 0x8b0,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -11762,6 +16264,23 @@ pub const GCVM_INVALIDATE_ENG5_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG5_ADDR_RANGE_LO32",
+            offset: 0x8b1,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const GCVM_INVALIDATE_ENG5_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -11781,6 +16300,16 @@ pub const GCVM_INVALIDATE_ENG5_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "GCVM_INVALIDATE_ENG5_ADDR_RANGE_HI32",
             offset: 0x1676,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG5_ADDR_RANGE_HI32",
+            offset: 0x8b2,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -11828,6 +16357,23 @@ pub const GCVM_INVALIDATE_ENG6_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG6_ADDR_RANGE_LO32",
+            offset: 0x8b3,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const GCVM_INVALIDATE_ENG6_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -11847,6 +16393,16 @@ pub const GCVM_INVALIDATE_ENG6_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "GCVM_INVALIDATE_ENG6_ADDR_RANGE_HI32",
             offset: 0x1678,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG6_ADDR_RANGE_HI32",
+            offset: 0x8b4,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -11894,6 +16450,23 @@ pub const GCVM_INVALIDATE_ENG7_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG7_ADDR_RANGE_LO32",
+            offset: 0x8b5,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const GCVM_INVALIDATE_ENG7_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -11913,6 +16486,16 @@ pub const GCVM_INVALIDATE_ENG7_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "GCVM_INVALIDATE_ENG7_ADDR_RANGE_HI32",
             offset: 0x167a,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG7_ADDR_RANGE_HI32",
+            offset: 0x8b6,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -11960,6 +16543,23 @@ pub const GCVM_INVALIDATE_ENG8_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG8_ADDR_RANGE_LO32",
+            offset: 0x8b7,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const GCVM_INVALIDATE_ENG8_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -11979,6 +16579,16 @@ pub const GCVM_INVALIDATE_ENG8_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "GCVM_INVALIDATE_ENG8_ADDR_RANGE_HI32",
             offset: 0x167c,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG8_ADDR_RANGE_HI32",
+            offset: 0x8b8,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -12026,6 +16636,23 @@ pub const GCVM_INVALIDATE_ENG9_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG9_ADDR_RANGE_LO32",
+            offset: 0x8b9,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const GCVM_INVALIDATE_ENG9_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -12045,6 +16672,16 @@ pub const GCVM_INVALIDATE_ENG9_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "GCVM_INVALIDATE_ENG9_ADDR_RANGE_HI32",
             offset: 0x167e,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG9_ADDR_RANGE_HI32",
+            offset: 0x8ba,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -12092,6 +16729,23 @@ pub const GCVM_INVALIDATE_ENG10_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG10_ADDR_RANGE_LO32",
+            offset: 0x8bb,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const GCVM_INVALIDATE_ENG10_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -12111,6 +16765,16 @@ pub const GCVM_INVALIDATE_ENG10_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "GCVM_INVALIDATE_ENG10_ADDR_RANGE_HI32",
             offset: 0x1680,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG10_ADDR_RANGE_HI32",
+            offset: 0x8bc,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -12158,6 +16822,23 @@ pub const GCVM_INVALIDATE_ENG11_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG11_ADDR_RANGE_LO32",
+            offset: 0x8bd,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const GCVM_INVALIDATE_ENG11_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -12177,6 +16858,16 @@ pub const GCVM_INVALIDATE_ENG11_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "GCVM_INVALIDATE_ENG11_ADDR_RANGE_HI32",
             offset: 0x1682,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG11_ADDR_RANGE_HI32",
+            offset: 0x8be,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -12224,6 +16915,23 @@ pub const GCVM_INVALIDATE_ENG12_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG12_ADDR_RANGE_LO32",
+            offset: 0x8bf,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const GCVM_INVALIDATE_ENG12_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -12243,6 +16951,16 @@ pub const GCVM_INVALIDATE_ENG12_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "GCVM_INVALIDATE_ENG12_ADDR_RANGE_HI32",
             offset: 0x1684,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG12_ADDR_RANGE_HI32",
+            offset: 0x8c0,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -12290,6 +17008,23 @@ pub const GCVM_INVALIDATE_ENG13_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG13_ADDR_RANGE_LO32",
+            offset: 0x8c1,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const GCVM_INVALIDATE_ENG13_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -12309,6 +17044,16 @@ pub const GCVM_INVALIDATE_ENG13_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "GCVM_INVALIDATE_ENG13_ADDR_RANGE_HI32",
             offset: 0x1686,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG13_ADDR_RANGE_HI32",
+            offset: 0x8c2,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -12356,6 +17101,23 @@ pub const GCVM_INVALIDATE_ENG14_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG14_ADDR_RANGE_LO32",
+            offset: 0x8c3,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const GCVM_INVALIDATE_ENG14_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -12375,6 +17137,16 @@ pub const GCVM_INVALIDATE_ENG14_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "GCVM_INVALIDATE_ENG14_ADDR_RANGE_HI32",
             offset: 0x1688,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG14_ADDR_RANGE_HI32",
+            offset: 0x8c4,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -12422,6 +17194,23 @@ pub const GCVM_INVALIDATE_ENG15_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG15_ADDR_RANGE_LO32",
+            offset: 0x8c5,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const GCVM_INVALIDATE_ENG15_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -12441,6 +17230,16 @@ pub const GCVM_INVALIDATE_ENG15_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "GCVM_INVALIDATE_ENG15_ADDR_RANGE_HI32",
             offset: 0x168a,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG15_ADDR_RANGE_HI32",
+            offset: 0x8c6,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -12488,6 +17287,23 @@ pub const GCVM_INVALIDATE_ENG16_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG16_ADDR_RANGE_LO32",
+            offset: 0x8c7,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const GCVM_INVALIDATE_ENG16_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -12507,6 +17323,16 @@ pub const GCVM_INVALIDATE_ENG16_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "GCVM_INVALIDATE_ENG16_ADDR_RANGE_HI32",
             offset: 0x168c,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG16_ADDR_RANGE_HI32",
+            offset: 0x8c8,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -12554,6 +17380,23 @@ pub const GCVM_INVALIDATE_ENG17_ADDR_RANGE_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG17_ADDR_RANGE_LO32",
+            offset: 0x8c9,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "s_bit",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "logi_page_addr_range_lo31",
+                    lo: 1,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const GCVM_INVALIDATE_ENG17_ADDR_RANGE_HI32: AmReg = AmReg {
@@ -12573,6 +17416,16 @@ pub const GCVM_INVALIDATE_ENG17_ADDR_RANGE_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "GCVM_INVALIDATE_ENG17_ADDR_RANGE_HI32",
             offset: 0x168e,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logi_page_addr_range_hi5",
+                lo: 0,
+                hi: 4,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCVM_INVALIDATE_ENG17_ADDR_RANGE_HI32",
+            offset: 0x8ca,
             base_index: 0,
             fields: &[FieldDef {
                 name: "logi_page_addr_range_hi5",
@@ -12606,6 +17459,16 @@ pub const GCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        Some(RegDef {
+            name: "GCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB",
+            offset: 0x948,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "physical_page_number_lsb",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
     ],
 };
 pub const GCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB: AmReg = AmReg {
@@ -12625,6 +17488,16 @@ pub const GCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB: AmReg = AmReg {
         Some(RegDef {
             name: "GCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB",
             offset: 0x15a9,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "physical_page_number_msb",
+                lo: 0,
+                hi: 3,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB",
+            offset: 0x949,
             base_index: 0,
             fields: &[FieldDef {
                 name: "physical_page_number_msb",
@@ -12658,6 +17531,16 @@ pub const GCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        Some(RegDef {
+            name: "GCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32",
+            offset: 0x82e,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "physical_page_addr_lo32",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
     ],
 };
 pub const GCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32: AmReg = AmReg {
@@ -12677,6 +17560,16 @@ pub const GCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32: AmReg = AmReg {
         Some(RegDef {
             name: "GCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32",
             offset: 0x15d5,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "physical_page_addr_hi4",
+                lo: 0,
+                hi: 3,
+            }],
+        }),
+        Some(RegDef {
+            name: "GCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32",
+            offset: 0x82f,
             base_index: 0,
             fields: &[FieldDef {
                 name: "physical_page_addr_hi4",
@@ -12725,6 +17618,38 @@ pub const GCVM_L2_PROTECTION_FAULT_CNTL2: AmReg = AmReg {
         Some(RegDef {
             name: "GCVM_L2_PROTECTION_FAULT_CNTL2",
             offset: 0x15cd,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "client_id_prt_fault_interrupt",
+                    lo: 0,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "other_client_id_prt_fault_interrupt",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "active_page_migration_pte",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "active_page_migration_pte_read_retry",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "enable_retry_fault_interrupt",
+                    lo: 19,
+                    hi: 19,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "GCVM_L2_PROTECTION_FAULT_CNTL2",
+            offset: 0x828,
             base_index: 0,
             fields: &[
                 FieldDef {
@@ -12864,6 +17789,53 @@ pub const GCVM_L2_CNTL4: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "GCVM_L2_CNTL4",
+            offset: 0x837,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "l2_cache_4k_partition_count",
+                    lo: 0,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "vmc_tap_pde_request_physical",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "vmc_tap_pte_request_physical",
+                    lo: 7,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "mm_nonrt_ififo_active_transaction_limit",
+                    lo: 8,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "mm_softrt_ififo_active_transaction_limit",
+                    lo: 18,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "bpm_cgcgls_override",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "gc_ch_fgcg_off",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "vfifo_head_of_queue",
+                    lo: 30,
+                    hi: 30,
+                },
+            ],
+        }),
     ],
 };
 pub const GCVM_L2_CNTL5: AmReg = AmReg {
@@ -12944,6 +17916,23 @@ pub const GCVM_L2_CNTL5: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "GCVM_L2_CNTL5",
+            offset: 0x838,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "walker_fetch_pde_mtype_enable",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "walker_fetch_pde_noalloc_enable",
+                    lo: 1,
+                    hi: 1,
+                },
+            ],
+        }),
     ],
 };
 pub const CP_PFP_PRGRM_CNTR_START: AmReg = AmReg {
@@ -12968,6 +17957,16 @@ pub const CP_PFP_PRGRM_CNTR_START: AmReg = AmReg {
                 name: "ip_start",
                 lo: 0,
                 hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_PFP_PRGRM_CNTR_START",
+            offset: 0x10a4,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "ip_start",
+                lo: 0,
+                hi: 12,
             }],
         }),
     ],
@@ -12996,6 +17995,7 @@ pub const CP_PFP_PRGRM_CNTR_START_HI: AmReg = AmReg {
                 hi: 29,
             }],
         }),
+        None,
     ],
 };
 pub const CP_ME_PRGRM_CNTR_START: AmReg = AmReg {
@@ -13020,6 +18020,16 @@ pub const CP_ME_PRGRM_CNTR_START: AmReg = AmReg {
                 name: "ip_start",
                 lo: 0,
                 hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_ME_PRGRM_CNTR_START",
+            offset: 0x10a5,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "ip_start",
+                lo: 0,
+                hi: 11,
             }],
         }),
     ],
@@ -13048,6 +18058,7 @@ pub const CP_ME_PRGRM_CNTR_START_HI: AmReg = AmReg {
                 hi: 29,
             }],
         }),
+        None,
     ],
 };
 pub const CP_ME_CNTL: AmReg = AmReg {
@@ -13258,12 +18269,126 @@ pub const CP_ME_CNTL: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "CP_ME_CNTL",
+            offset: 0x1b6,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "ce_invalidate_icache",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "pfp_invalidate_icache",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "me_invalidate_icache",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "ce_pipe0_reset",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "ce_pipe1_reset",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "pfp_pipe0_reset",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "pfp_pipe1_reset",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "me_pipe0_reset",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "me_pipe1_reset",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "ce_halt",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "ce_step",
+                    lo: 25,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "pfp_halt",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "pfp_step",
+                    lo: 27,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "me_halt",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "me_step",
+                    lo: 29,
+                    hi: 29,
+                },
+            ],
+        }),
     ],
 };
 pub const RLC_CNTL: AmReg = AmReg {
     ip: AmIp::Gc,
     name: "RLC_CNTL",
     at: [
+        Some(RegDef {
+            name: "RLC_CNTL",
+            offset: 0x4c00,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "rlc_enable_f32",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "force_retry",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "read_cache_disable",
+                    lo: 2,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "rlc_step_f32",
+                    lo: 3,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "reserved",
+                    lo: 4,
+                    hi: 31,
+                },
+            ],
+        }),
         Some(RegDef {
             name: "RLC_CNTL",
             offset: 0x4c00,
@@ -13468,6 +18593,48 @@ pub const RLC_SPM_MC_CNTL: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "RLC_SPM_MC_CNTL",
+            offset: 0x4c71,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "rlc_spm_vmid",
+                    lo: 0,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "rlc_spm_policy",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "rlc_spm_perf_cntr",
+                    lo: 5,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "rlc_spm_fed",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "rlc_spm_mtype_over",
+                    lo: 7,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "rlc_spm_mtype",
+                    lo: 8,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "reserved",
+                    lo: 10,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const SDMA0_MCU_CNTL: AmReg = AmReg {
@@ -13497,6 +18664,7 @@ pub const SDMA0_MCU_CNTL: AmReg = AmReg {
                 },
             ],
         }),
+        None,
     ],
 };
 pub const GCVM_L2_PROTECTION_FAULT_STATUS_LO32: AmReg = AmReg {
@@ -13571,6 +18739,7 @@ pub const GCVM_L2_PROTECTION_FAULT_STATUS_LO32: AmReg = AmReg {
                 },
             ],
         }),
+        None,
     ],
 };
 pub const GCVM_L2_PROTECTION_FAULT_STATUS_HI32: AmReg = AmReg {
@@ -13588,6 +18757,7 @@ pub const GCVM_L2_PROTECTION_FAULT_STATUS_HI32: AmReg = AmReg {
                 hi: 0,
             }],
         }),
+        None,
     ],
 };
 pub const RLC_SAFE_MODE: AmReg = AmReg {
@@ -13658,12 +18828,91 @@ pub const RLC_SAFE_MODE: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "RLC_SAFE_MODE",
+            offset: 0x4c05,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "cmd",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "message",
+                    lo: 1,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "reserved1",
+                    lo: 5,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "response",
+                    lo: 8,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "reserved",
+                    lo: 12,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const RLC_CGCG_CGLS_CTRL: AmReg = AmReg {
     ip: AmIp::Gc,
     name: "RLC_CGCG_CGLS_CTRL",
     at: [
+        Some(RegDef {
+            name: "RLC_CGCG_CGLS_CTRL",
+            offset: 0x4c49,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "cgcg_en",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "cgls_en",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "cgls_rep_compansat_delay",
+                    lo: 2,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "cgcg_gfx_idle_threshold",
+                    lo: 8,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "cgcg_controller",
+                    lo: 27,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "cgcg_reg_ctrl",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "sleep_mode",
+                    lo: 29,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "sim_silicon_en",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
         Some(RegDef {
             name: "RLC_CGCG_CGLS_CTRL",
             offset: 0x4c49,
@@ -13913,6 +19162,83 @@ pub const RLC_CGTT_MGCG_OVERRIDE: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "RLC_CGTT_MGCG_OVERRIDE",
+            offset: 0x4c48,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "reserved_0",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "rlc_cgtt_sclk_override",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "gfxip_mgcg_override",
+                    lo: 2,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "gfxip_cgcg_override",
+                    lo: 3,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "gfxip_cgls_override",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "grbm_cgtt_sclk_override",
+                    lo: 5,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "gfxip_mgls_override",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "gfxip_gfx3d_cg_override",
+                    lo: 7,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "gfxip_fgcg_override",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "gfxip_rep_fgcg_override",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "gfxip_perf_clk_en",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "reserved_15_11",
+                    lo: 11,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "enable_cgts_legacy",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "reserved_31_17",
+                    lo: 17,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const CP_RB_WPTR_POLL_CNTL: AmReg = AmReg {
@@ -13939,6 +19265,23 @@ pub const CP_RB_WPTR_POLL_CNTL: AmReg = AmReg {
         Some(RegDef {
             name: "CP_RB_WPTR_POLL_CNTL",
             offset: 0xf62,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "poll_frequency",
+                    lo: 0,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "idle_poll_count",
+                    lo: 16,
+                    hi: 31,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "CP_RB_WPTR_POLL_CNTL",
+            offset: 0x1c2,
             base_index: 0,
             fields: &[
                 FieldDef {
@@ -14163,6 +19506,93 @@ pub const CP_INT_CNTL: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "CP_INT_CNTL",
+            offset: 0x1049,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "cp_vm_doorbell_wr_int_enable",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "cp_ecc_error_int_enable",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "gpf_int_enable",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "wrm_poll_timeout_int_enable",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "cmp_busy_int_enable",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "cntx_busy_int_enable",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "cntx_empty_int_enable",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "gfx_idle_int_enable",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "priv_instr_int_enable",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "priv_reg_int_enable",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "opcode_error_int_enable",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "time_stamp_int_enable",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "reserved_bit_error_int_enable",
+                    lo: 27,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "generic2_int_enable",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "generic1_int_enable",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "generic0_int_enable",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const SDMA0_RLC_CGCG_CTRL: AmReg = AmReg {
@@ -14208,6 +19638,7 @@ pub const SDMA0_RLC_CGCG_CTRL: AmReg = AmReg {
                 },
             ],
         }),
+        None,
     ],
 };
 pub const SDMA1_RLC_CGCG_CTRL: AmReg = AmReg {
@@ -14253,6 +19684,7 @@ pub const SDMA1_RLC_CGCG_CTRL: AmReg = AmReg {
                 },
             ],
         }),
+        None,
     ],
 };
 pub const CP_HQD_HQ_SCHEDULER0: AmReg = AmReg {
@@ -14438,6 +19870,16 @@ pub const CP_HQD_HQ_SCHEDULER0: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "CP_HQD_HQ_SCHEDULER0",
+            offset: 0x1265,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "scheduler",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
     ],
 };
 pub const CP_HQD_IB_BASE_ADDR: AmReg = AmReg {
@@ -14457,6 +19899,16 @@ pub const CP_HQD_IB_BASE_ADDR: AmReg = AmReg {
         Some(RegDef {
             name: "CP_HQD_IB_BASE_ADDR",
             offset: 0x1fbb,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "ib_base_addr",
+                lo: 2,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_IB_BASE_ADDR",
+            offset: 0x1257,
             base_index: 0,
             fields: &[FieldDef {
                 name: "ib_base_addr",
@@ -14490,6 +19942,16 @@ pub const CP_HQD_IB_BASE_ADDR_HI: AmReg = AmReg {
                 hi: 15,
             }],
         }),
+        Some(RegDef {
+            name: "CP_HQD_IB_BASE_ADDR_HI",
+            offset: 0x1258,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "ib_base_addr_hi",
+                lo: 0,
+                hi: 15,
+            }],
+        }),
     ],
 };
 pub const CP_HQD_IB_RPTR: AmReg = AmReg {
@@ -14509,6 +19971,16 @@ pub const CP_HQD_IB_RPTR: AmReg = AmReg {
         Some(RegDef {
             name: "CP_HQD_IB_RPTR",
             offset: 0x1fbd,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "consumed_offset",
+                lo: 0,
+                hi: 19,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_IB_RPTR",
+            offset: 0x1259,
             base_index: 0,
             fields: &[FieldDef {
                 name: "consumed_offset",
@@ -14681,6 +20153,83 @@ pub const CP_HQD_IQ_TIMER: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "CP_HQD_IQ_TIMER",
+            offset: 0x125b,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "wait_time",
+                    lo: 0,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "retry_type",
+                    lo: 8,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "immediate_expire",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "interrupt_type",
+                    lo: 12,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "clock_count",
+                    lo: 14,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "interrupt_size",
+                    lo: 16,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "quantum_timer",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "exe_disable",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "cache_policy",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "queue_type",
+                    lo: 25,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "rearm_timer",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "process_iq_en",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "processing_iq",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "active",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
     ],
 };
 pub const CP_HQD_IQ_RPTR: AmReg = AmReg {
@@ -14700,6 +20249,16 @@ pub const CP_HQD_IQ_RPTR: AmReg = AmReg {
         Some(RegDef {
             name: "CP_HQD_IQ_RPTR",
             offset: 0x1fc0,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "offset",
+                lo: 0,
+                hi: 5,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_IQ_RPTR",
+            offset: 0x125c,
             base_index: 0,
             fields: &[FieldDef {
                 name: "offset",
@@ -14787,6 +20346,16 @@ pub const CP_HQD_DMA_OFFLOAD: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "CP_HQD_DMA_OFFLOAD",
+            offset: 0x125e,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "dma_offload",
+                lo: 0,
+                hi: 0,
+            }],
+        }),
     ],
 };
 pub const CP_HQD_SEMA_CMD: AmReg = AmReg {
@@ -14821,6 +20390,23 @@ pub const CP_HQD_SEMA_CMD: AmReg = AmReg {
             ],
         }),
         None,
+        Some(RegDef {
+            name: "CP_HQD_SEMA_CMD",
+            offset: 0x125f,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "retry",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "result",
+                    lo: 1,
+                    hi: 2,
+                },
+            ],
+        }),
     ],
 };
 pub const CP_HQD_MSG_TYPE: AmReg = AmReg {
@@ -14861,6 +20447,23 @@ pub const CP_HQD_MSG_TYPE: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "CP_HQD_MSG_TYPE",
+            offset: 0x1260,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "action",
+                    lo: 0,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "save_state",
+                    lo: 4,
+                    hi: 6,
+                },
+            ],
+        }),
     ],
 };
 pub const CP_HQD_ATOMIC0_PREOP_LO: AmReg = AmReg {
@@ -14880,6 +20483,16 @@ pub const CP_HQD_ATOMIC0_PREOP_LO: AmReg = AmReg {
         Some(RegDef {
             name: "CP_HQD_ATOMIC0_PREOP_LO",
             offset: 0x1fc5,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "atomic0_preop_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_ATOMIC0_PREOP_LO",
+            offset: 0x1261,
             base_index: 0,
             fields: &[FieldDef {
                 name: "atomic0_preop_lo",
@@ -14913,6 +20526,16 @@ pub const CP_HQD_ATOMIC0_PREOP_HI: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        Some(RegDef {
+            name: "CP_HQD_ATOMIC0_PREOP_HI",
+            offset: 0x1262,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "atomic0_preop_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
     ],
 };
 pub const CP_HQD_ATOMIC1_PREOP_LO: AmReg = AmReg {
@@ -14932,6 +20555,16 @@ pub const CP_HQD_ATOMIC1_PREOP_LO: AmReg = AmReg {
         Some(RegDef {
             name: "CP_HQD_ATOMIC1_PREOP_LO",
             offset: 0x1fc7,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "atomic1_preop_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_ATOMIC1_PREOP_LO",
+            offset: 0x1263,
             base_index: 0,
             fields: &[FieldDef {
                 name: "atomic1_preop_lo",
@@ -14965,6 +20598,16 @@ pub const CP_HQD_ATOMIC1_PREOP_HI: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        Some(RegDef {
+            name: "CP_HQD_ATOMIC1_PREOP_HI",
+            offset: 0x1264,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "atomic1_preop_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
     ],
 };
 pub const CP_HQD_HQ_CONTROL0: AmReg = AmReg {
@@ -14984,6 +20627,16 @@ pub const CP_HQD_HQ_CONTROL0: AmReg = AmReg {
         Some(RegDef {
             name: "CP_HQD_HQ_CONTROL0",
             offset: 0x1fca,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "control",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_HQ_CONTROL0",
+            offset: 0x1266,
             base_index: 0,
             fields: &[FieldDef {
                 name: "control",
@@ -15017,6 +20670,16 @@ pub const CP_HQD_HQ_STATUS1: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        Some(RegDef {
+            name: "CP_HQD_HQ_STATUS1",
+            offset: 0x1268,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "status",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
     ],
 };
 pub const CP_HQD_HQ_CONTROL1: AmReg = AmReg {
@@ -15036,6 +20699,16 @@ pub const CP_HQD_HQ_CONTROL1: AmReg = AmReg {
         Some(RegDef {
             name: "CP_HQD_HQ_CONTROL1",
             offset: 0x1fcd,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "control",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_HQ_CONTROL1",
+            offset: 0x1269,
             base_index: 0,
             fields: &[FieldDef {
                 name: "control",
@@ -15084,6 +20757,38 @@ pub const CP_HQD_EOP_RPTR: AmReg = AmReg {
         Some(RegDef {
             name: "CP_HQD_EOP_RPTR",
             offset: 0x1fd1,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "rptr",
+                    lo: 0,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "reset_fetcher",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "dequeue_pend",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "rptr_eq_csmd_wptr",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "init_fetcher",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_EOP_RPTR",
+            offset: 0x126d,
             base_index: 0,
             fields: &[
                 FieldDef {
@@ -15163,6 +20868,28 @@ pub const CP_HQD_EOP_WPTR: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "CP_HQD_EOP_WPTR",
+            offset: 0x126e,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "wptr",
+                    lo: 0,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "eop_empty",
+                    lo: 15,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "eop_avail",
+                    lo: 16,
+                    hi: 28,
+                },
+            ],
+        }),
     ],
 };
 pub const CP_HQD_EOP_EVENTS: AmReg = AmReg {
@@ -15203,6 +20930,23 @@ pub const CP_HQD_EOP_EVENTS: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "CP_HQD_EOP_EVENTS",
+            offset: 0x126f,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "event_count",
+                    lo: 0,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "cs_partial_flush_pend",
+                    lo: 16,
+                    hi: 16,
+                },
+            ],
+        }),
     ],
 };
 pub const CP_HQD_CTX_SAVE_BASE_ADDR_LO: AmReg = AmReg {
@@ -15229,6 +20973,16 @@ pub const CP_HQD_CTX_SAVE_BASE_ADDR_LO: AmReg = AmReg {
                 hi: 31,
             }],
         }),
+        Some(RegDef {
+            name: "CP_HQD_CTX_SAVE_BASE_ADDR_LO",
+            offset: 0x1270,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr",
+                lo: 12,
+                hi: 31,
+            }],
+        }),
     ],
 };
 pub const CP_HQD_CTX_SAVE_BASE_ADDR_HI: AmReg = AmReg {
@@ -15248,6 +21002,16 @@ pub const CP_HQD_CTX_SAVE_BASE_ADDR_HI: AmReg = AmReg {
         Some(RegDef {
             name: "CP_HQD_CTX_SAVE_BASE_ADDR_HI",
             offset: 0x1fd5,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr_hi",
+                lo: 0,
+                hi: 15,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_CTX_SAVE_BASE_ADDR_HI",
+            offset: 0x1271,
             base_index: 0,
             fields: &[FieldDef {
                 name: "addr_hi",
@@ -15295,6 +21059,23 @@ pub const CP_HQD_CTX_SAVE_CONTROL: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "CP_HQD_CTX_SAVE_CONTROL",
+            offset: 0x1272,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "policy",
+                    lo: 3,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "exe_disable",
+                    lo: 23,
+                    hi: 23,
+                },
+            ],
+        }),
     ],
 };
 pub const CP_HQD_CNTL_STACK_OFFSET: AmReg = AmReg {
@@ -15314,6 +21095,16 @@ pub const CP_HQD_CNTL_STACK_OFFSET: AmReg = AmReg {
         Some(RegDef {
             name: "CP_HQD_CNTL_STACK_OFFSET",
             offset: 0x1fd7,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "offset",
+                lo: 2,
+                hi: 15,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_CNTL_STACK_OFFSET",
+            offset: 0x1273,
             base_index: 0,
             fields: &[FieldDef {
                 name: "offset",
@@ -15347,6 +21138,16 @@ pub const CP_HQD_CNTL_STACK_SIZE: AmReg = AmReg {
                 hi: 15,
             }],
         }),
+        Some(RegDef {
+            name: "CP_HQD_CNTL_STACK_SIZE",
+            offset: 0x1274,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "size",
+                lo: 12,
+                hi: 15,
+            }],
+        }),
     ],
 };
 pub const CP_HQD_WG_STATE_OFFSET: AmReg = AmReg {
@@ -15373,6 +21174,16 @@ pub const CP_HQD_WG_STATE_OFFSET: AmReg = AmReg {
                 hi: 25,
             }],
         }),
+        Some(RegDef {
+            name: "CP_HQD_WG_STATE_OFFSET",
+            offset: 0x1275,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "offset",
+                lo: 2,
+                hi: 26,
+            }],
+        }),
     ],
 };
 pub const CP_HQD_CTX_SAVE_SIZE: AmReg = AmReg {
@@ -15397,6 +21208,16 @@ pub const CP_HQD_CTX_SAVE_SIZE: AmReg = AmReg {
                 name: "size",
                 lo: 12,
                 hi: 25,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_CTX_SAVE_SIZE",
+            offset: 0x1276,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "size",
+                lo: 12,
+                hi: 26,
             }],
         }),
     ],
@@ -15435,6 +21256,33 @@ pub const CP_HQD_GDS_RESOURCE_STATE: AmReg = AmReg {
         Some(RegDef {
             name: "CP_HQD_GDS_RESOURCE_STATE",
             offset: 0x1fdb,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "oa_required",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "oa_acquired",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "gws_size",
+                    lo: 4,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "gws_pntr",
+                    lo: 12,
+                    hi: 17,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_GDS_RESOURCE_STATE",
+            offset: 0x1277,
             base_index: 0,
             fields: &[
                 FieldDef {
@@ -15624,6 +21472,88 @@ pub const CP_HQD_ERROR: AmReg = AmReg {
                 },
             ],
         }),
+        Some(RegDef {
+            name: "CP_HQD_ERROR",
+            offset: 0x1278,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "edc_error_id",
+                    lo: 0,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "sua_error",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "aql_error",
+                    lo: 5,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "pq_utcl1_error",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "ib_utcl1_error",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "eop_utcl1_error",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "iq_utcl1_error",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "rrpt_utcl1_error",
+                    lo: 12,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "wpp_utcl1_error",
+                    lo: 13,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "sem_utcl1_error",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "dma_src_utcl1_error",
+                    lo: 15,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "dma_dst_utcl1_error",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "sr_utcl1_error",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "qu_utcl1_error",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "tc_utcl1_error",
+                    lo: 19,
+                    hi: 19,
+                },
+            ],
+        }),
     ],
 };
 pub const CP_HQD_EOP_WPTR_MEM: AmReg = AmReg {
@@ -15643,6 +21573,16 @@ pub const CP_HQD_EOP_WPTR_MEM: AmReg = AmReg {
         Some(RegDef {
             name: "CP_HQD_EOP_WPTR_MEM",
             offset: 0x1fdd,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "wptr",
+                lo: 0,
+                hi: 12,
+            }],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_EOP_WPTR_MEM",
+            offset: 0x1279,
             base_index: 0,
             fields: &[FieldDef {
                 name: "wptr",
@@ -15705,6 +21645,1869 @@ pub const CP_HQD_AQL_CONTROL: AmReg = AmReg {
                 },
                 FieldDef {
                     name: "control1_en",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "CP_HQD_AQL_CONTROL",
+            offset: 0x127a,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "control0",
+                    lo: 0,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "control0_en",
+                    lo: 15,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "control1",
+                    lo: 16,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "control1_en",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
+    ],
+};
+
+pub const XCC_DOORBELL_FENCE: AmReg = AmReg {
+    ip: AmIp::Nbio,
+    name: "XCC_DOORBELL_FENCE",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "XCC_DOORBELL_FENCE",
+            offset: 0x740c,
+            base_index: 5,
+            fields: &[
+                FieldDef {
+                    name: "xcc_0_doorbell_fence",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "xcc_1_doorbell_fence",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "xcc_2_doorbell_fence",
+                    lo: 2,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "xcc_3_doorbell_fence",
+                    lo: 3,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "xcc_4_doorbell_fence",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "xcc_5_doorbell_fence",
+                    lo: 5,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "xcc_6_doorbell_fence",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "xcc_7_doorbell_fence",
+                    lo: 7,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "shub_slv_mode",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "rmote_cp_sent",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "cp_0_sent",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "cp_1_sent",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "cp_2_sent",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "cp_3_sent",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "cp_4_sent",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "cp_5_sent",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "cp_6_sent",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "cp_7_sent",
+                    lo: 25,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "remote_client_sent",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "remote_client_clr_pending",
+                    lo: 27,
+                    hi: 27,
+                },
+            ],
+        }),
+    ],
+};
+pub const BIFC_GFX_INT_MONITOR_MASK: AmReg = AmReg {
+    ip: AmIp::Nbio,
+    name: "BIFC_GFX_INT_MONITOR_MASK",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "BIFC_GFX_INT_MONITOR_MASK",
+            offset: 0xe8ad,
+            base_index: 8,
+            fields: &[],
+        }),
+    ],
+};
+pub const BIFC_DOORBELL_ACCESS_EN_PF: AmReg = AmReg {
+    ip: AmIp::Nbio,
+    name: "BIFC_DOORBELL_ACCESS_EN_PF",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "BIFC_DOORBELL_ACCESS_EN_PF",
+            offset: 0xcf6e,
+            base_index: 8,
+            fields: &[FieldDef {
+                name: "bifc_doorbell_access_en_pf",
+                lo: 0,
+                hi: 19,
+            }],
+        }),
+    ],
+};
+pub const BIF_BX0_PCIE_INDEX2: AmReg = AmReg {
+    ip: AmIp::Nbio,
+    name: "BIF_BX0_PCIE_INDEX2",
+    at: [
+        Some(RegDef {
+            name: "BIF_BX0_PCIE_INDEX2",
+            offset: 0xe,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "pcie_index2",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "BIF_BX0_PCIE_INDEX2",
+            offset: 0xe,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "pcie_index2",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "BIF_BX0_PCIE_INDEX2",
+            offset: 0xe,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "pcie_index2",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+    ],
+};
+pub const BIF_BX0_PCIE_DATA2: AmReg = AmReg {
+    ip: AmIp::Nbio,
+    name: "BIF_BX0_PCIE_DATA2",
+    at: [
+        Some(RegDef {
+            name: "BIF_BX0_PCIE_DATA2",
+            offset: 0xf,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "pcie_data2",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "BIF_BX0_PCIE_DATA2",
+            offset: 0xf,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "pcie_data2",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+        Some(RegDef {
+            name: "BIF_BX0_PCIE_DATA2",
+            offset: 0xf,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "pcie_data2",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+    ],
+};
+pub const BIF_BX0_PCIE_INDEX2_HI: AmReg = AmReg {
+    ip: AmIp::Nbio,
+    name: "BIF_BX0_PCIE_INDEX2_HI",
+    at: [
+        Some(RegDef {
+            name: "BIF_BX0_PCIE_INDEX2_HI",
+            offset: 0x11,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "pcie_index2_hi",
+                lo: 0,
+                hi: 7,
+            }],
+        }),
+        Some(RegDef {
+            name: "BIF_BX0_PCIE_INDEX2_HI",
+            offset: 0x11,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "pcie_index2_hi",
+                lo: 0,
+                hi: 7,
+            }],
+        }),
+        Some(RegDef {
+            name: "BIF_BX0_PCIE_INDEX2_HI",
+            offset: 0x11,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "pcie_index2_hi",
+                lo: 0,
+                hi: 7,
+            }],
+        }),
+    ],
+};
+pub const S2A_DOORBELL_ENTRY_5_CTRL: AmReg = AmReg {
+    ip: AmIp::Nbio,
+    name: "S2A_DOORBELL_ENTRY_5_CTRL",
+    at: [
+        Some(RegDef {
+            name: "S2A_DOORBELL_ENTRY_5_CTRL",
+            offset: 0x4f7645,
+            base_index: 3,
+            fields: &[
+                FieldDef {
+                    name: "s2a_doorbell_port5_enable",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port5_awid",
+                    lo: 1,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port5_fence_enable",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port5_range_offset",
+                    lo: 7,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port5_range_size",
+                    lo: 17,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port5_64bit_support_dis",
+                    lo: 25,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port5_need_deduct_range_offset",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port5_awaddr_31_28_value",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        }),
+        None,
+        Some(RegDef {
+            name: "S2A_DOORBELL_ENTRY_5_CTRL",
+            offset: 0x7a85,
+            base_index: 5,
+            fields: &[
+                FieldDef {
+                    name: "s2a_doorbell_port5_enable",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port5_awid",
+                    lo: 1,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port5_fence_enable",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port5_range_offset",
+                    lo: 7,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port5_range_size",
+                    lo: 17,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port5_64bit_support_dis",
+                    lo: 25,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port5_need_deduct_range_offset",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port5_awaddr_31_28_value",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        }),
+    ],
+};
+pub const S2A_DOORBELL_ENTRY_6_CTRL: AmReg = AmReg {
+    ip: AmIp::Nbio,
+    name: "S2A_DOORBELL_ENTRY_6_CTRL",
+    at: [
+        Some(RegDef {
+            name: "S2A_DOORBELL_ENTRY_6_CTRL",
+            offset: 0x4f7646,
+            base_index: 3,
+            fields: &[
+                FieldDef {
+                    name: "s2a_doorbell_port6_enable",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port6_awid",
+                    lo: 1,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port6_fence_enable",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port6_range_offset",
+                    lo: 7,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port6_range_size",
+                    lo: 17,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port6_64bit_support_dis",
+                    lo: 25,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port6_need_deduct_range_offset",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port6_awaddr_31_28_value",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        }),
+        None,
+        Some(RegDef {
+            name: "S2A_DOORBELL_ENTRY_6_CTRL",
+            offset: 0x7a86,
+            base_index: 5,
+            fields: &[
+                FieldDef {
+                    name: "s2a_doorbell_port6_enable",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port6_awid",
+                    lo: 1,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port6_fence_enable",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port6_range_offset",
+                    lo: 7,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port6_range_size",
+                    lo: 17,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port6_64bit_support_dis",
+                    lo: 25,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port6_need_deduct_range_offset",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "s2a_doorbell_port6_awaddr_31_28_value",
+                    lo: 28,
+                    hi: 31,
+                },
+            ],
+        }),
+    ],
+};
+pub const DOORBELL0_CTRL_ENTRY_1: AmReg = AmReg {
+    ip: AmIp::Nbio,
+    name: "DOORBELL0_CTRL_ENTRY_1",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "DOORBELL0_CTRL_ENTRY_1",
+            offset: 0xcd01,
+            base_index: 8,
+            fields: &[
+                FieldDef {
+                    name: "bif_doorbell1_range_offset_entry",
+                    lo: 0,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "bif_doorbell1_range_size_entry",
+                    lo: 10,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "doorbell1_fence_enable_entry",
+                    lo: 16,
+                    hi: 20,
+                },
+            ],
+        }),
+    ],
+};
+pub const DOORBELL0_CTRL_ENTRY_2: AmReg = AmReg {
+    ip: AmIp::Nbio,
+    name: "DOORBELL0_CTRL_ENTRY_2",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "DOORBELL0_CTRL_ENTRY_2",
+            offset: 0xcd02,
+            base_index: 8,
+            fields: &[
+                FieldDef {
+                    name: "bif_doorbell2_range_offset_entry",
+                    lo: 0,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "bif_doorbell2_range_size_entry",
+                    lo: 10,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "doorbell2_fence_enable_entry",
+                    lo: 16,
+                    hi: 20,
+                },
+            ],
+        }),
+    ],
+};
+pub const DOORBELL0_CTRL_ENTRY_3: AmReg = AmReg {
+    ip: AmIp::Nbio,
+    name: "DOORBELL0_CTRL_ENTRY_3",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "DOORBELL0_CTRL_ENTRY_3",
+            offset: 0xcd03,
+            base_index: 8,
+            fields: &[
+                FieldDef {
+                    name: "bif_doorbell3_range_offset_entry",
+                    lo: 0,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "bif_doorbell3_range_size_entry",
+                    lo: 10,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "doorbell3_fence_enable_entry",
+                    lo: 16,
+                    hi: 20,
+                },
+            ],
+        }),
+    ],
+};
+pub const DOORBELL0_CTRL_ENTRY_4: AmReg = AmReg {
+    ip: AmIp::Nbio,
+    name: "DOORBELL0_CTRL_ENTRY_4",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "DOORBELL0_CTRL_ENTRY_4",
+            offset: 0xcd04,
+            base_index: 8,
+            fields: &[
+                FieldDef {
+                    name: "bif_doorbell4_range_offset_entry",
+                    lo: 0,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "bif_doorbell4_range_size_entry",
+                    lo: 10,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "doorbell4_fence_enable_entry",
+                    lo: 16,
+                    hi: 20,
+                },
+            ],
+        }),
+    ],
+};
+pub const DOORBELL0_CTRL_ENTRY_5: AmReg = AmReg {
+    ip: AmIp::Nbio,
+    name: "DOORBELL0_CTRL_ENTRY_5",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "DOORBELL0_CTRL_ENTRY_5",
+            offset: 0xcd05,
+            base_index: 8,
+            fields: &[
+                FieldDef {
+                    name: "bif_doorbell5_range_offset_entry",
+                    lo: 0,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "bif_doorbell5_range_size_entry",
+                    lo: 10,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "doorbell5_fence_enable_entry",
+                    lo: 16,
+                    hi: 20,
+                },
+            ],
+        }),
+    ],
+};
+pub const DOORBELL0_CTRL_ENTRY_6: AmReg = AmReg {
+    ip: AmIp::Nbio,
+    name: "DOORBELL0_CTRL_ENTRY_6",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "DOORBELL0_CTRL_ENTRY_6",
+            offset: 0xcd06,
+            base_index: 8,
+            fields: &[
+                FieldDef {
+                    name: "bif_doorbell6_range_offset_entry",
+                    lo: 0,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "bif_doorbell6_range_size_entry",
+                    lo: 10,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "doorbell6_fence_enable_entry",
+                    lo: 16,
+                    hi: 20,
+                },
+            ],
+        }),
+    ],
+};
+pub const DOORBELL0_CTRL_ENTRY_7: AmReg = AmReg {
+    ip: AmIp::Nbio,
+    name: "DOORBELL0_CTRL_ENTRY_7",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "DOORBELL0_CTRL_ENTRY_7",
+            offset: 0xcd07,
+            base_index: 8,
+            fields: &[
+                FieldDef {
+                    name: "bif_doorbell7_range_offset_entry",
+                    lo: 0,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "bif_doorbell7_range_size_entry",
+                    lo: 10,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "doorbell7_fence_enable_entry",
+                    lo: 16,
+                    hi: 20,
+                },
+            ],
+        }),
+    ],
+};
+pub const DOORBELL0_CTRL_ENTRY_8: AmReg = AmReg {
+    ip: AmIp::Nbio,
+    name: "DOORBELL0_CTRL_ENTRY_8",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "DOORBELL0_CTRL_ENTRY_8",
+            offset: 0xcd08,
+            base_index: 8,
+            fields: &[
+                FieldDef {
+                    name: "bif_doorbell8_range_offset_entry",
+                    lo: 0,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "bif_doorbell8_range_size_entry",
+                    lo: 10,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "doorbell8_fence_enable_entry",
+                    lo: 16,
+                    hi: 20,
+                },
+            ],
+        }),
+    ],
+};
+pub const DOORBELL0_CTRL_ENTRY_9: AmReg = AmReg {
+    ip: AmIp::Nbio,
+    name: "DOORBELL0_CTRL_ENTRY_9",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "DOORBELL0_CTRL_ENTRY_9",
+            offset: 0xcd09,
+            base_index: 8,
+            fields: &[
+                FieldDef {
+                    name: "bif_doorbell9_range_offset_entry",
+                    lo: 0,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "bif_doorbell9_range_size_entry",
+                    lo: 10,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "doorbell9_fence_enable_entry",
+                    lo: 16,
+                    hi: 20,
+                },
+            ],
+        }),
+    ],
+};
+pub const DOORBELL0_CTRL_ENTRY_10: AmReg = AmReg {
+    ip: AmIp::Nbio,
+    name: "DOORBELL0_CTRL_ENTRY_10",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "DOORBELL0_CTRL_ENTRY_10",
+            offset: 0xcd0a,
+            base_index: 8,
+            fields: &[
+                FieldDef {
+                    name: "bif_doorbell10_range_offset_entry",
+                    lo: 0,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "bif_doorbell10_range_size_entry",
+                    lo: 10,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "doorbell10_fence_enable_entry",
+                    lo: 16,
+                    hi: 20,
+                },
+            ],
+        }),
+    ],
+};
+pub const DOORBELL0_CTRL_ENTRY_11: AmReg = AmReg {
+    ip: AmIp::Nbio,
+    name: "DOORBELL0_CTRL_ENTRY_11",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "DOORBELL0_CTRL_ENTRY_11",
+            offset: 0xcd0b,
+            base_index: 8,
+            fields: &[
+                FieldDef {
+                    name: "bif_doorbell11_range_offset_entry",
+                    lo: 0,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "bif_doorbell11_range_size_entry",
+                    lo: 10,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "doorbell11_fence_enable_entry",
+                    lo: 16,
+                    hi: 20,
+                },
+            ],
+        }),
+    ],
+};
+pub const DOORBELL0_CTRL_ENTRY_12: AmReg = AmReg {
+    ip: AmIp::Nbio,
+    name: "DOORBELL0_CTRL_ENTRY_12",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "DOORBELL0_CTRL_ENTRY_12",
+            offset: 0xcd0c,
+            base_index: 8,
+            fields: &[
+                FieldDef {
+                    name: "bif_doorbell12_range_offset_entry",
+                    lo: 0,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "bif_doorbell12_range_size_entry",
+                    lo: 10,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "doorbell12_fence_enable_entry",
+                    lo: 16,
+                    hi: 20,
+                },
+            ],
+        }),
+    ],
+};
+pub const DOORBELL0_CTRL_ENTRY_13: AmReg = AmReg {
+    ip: AmIp::Nbio,
+    name: "DOORBELL0_CTRL_ENTRY_13",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "DOORBELL0_CTRL_ENTRY_13",
+            offset: 0xcd0d,
+            base_index: 8,
+            fields: &[
+                FieldDef {
+                    name: "bif_doorbell13_range_offset_entry",
+                    lo: 0,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "bif_doorbell13_range_size_entry",
+                    lo: 10,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "doorbell13_fence_enable_entry",
+                    lo: 16,
+                    hi: 20,
+                },
+            ],
+        }),
+    ],
+};
+pub const DOORBELL0_CTRL_ENTRY_14: AmReg = AmReg {
+    ip: AmIp::Nbio,
+    name: "DOORBELL0_CTRL_ENTRY_14",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "DOORBELL0_CTRL_ENTRY_14",
+            offset: 0xcd0e,
+            base_index: 8,
+            fields: &[
+                FieldDef {
+                    name: "bif_doorbell14_range_offset_entry",
+                    lo: 0,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "bif_doorbell14_range_size_entry",
+                    lo: 10,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "doorbell14_fence_enable_entry",
+                    lo: 16,
+                    hi: 20,
+                },
+            ],
+        }),
+    ],
+};
+pub const DOORBELL0_CTRL_ENTRY_15: AmReg = AmReg {
+    ip: AmIp::Nbio,
+    name: "DOORBELL0_CTRL_ENTRY_15",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "DOORBELL0_CTRL_ENTRY_15",
+            offset: 0xcd0f,
+            base_index: 8,
+            fields: &[
+                FieldDef {
+                    name: "bif_doorbell15_range_offset_entry",
+                    lo: 0,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "bif_doorbell15_range_size_entry",
+                    lo: 10,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "doorbell15_fence_enable_entry",
+                    lo: 16,
+                    hi: 20,
+                },
+            ],
+        }),
+    ],
+};
+pub const DOORBELL0_CTRL_ENTRY_16: AmReg = AmReg {
+    ip: AmIp::Nbio,
+    name: "DOORBELL0_CTRL_ENTRY_16",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "DOORBELL0_CTRL_ENTRY_16",
+            offset: 0xcd10,
+            base_index: 8,
+            fields: &[
+                FieldDef {
+                    name: "bif_doorbell16_range_offset_entry",
+                    lo: 0,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "bif_doorbell16_range_size_entry",
+                    lo: 10,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "doorbell16_fence_enable_entry",
+                    lo: 16,
+                    hi: 20,
+                },
+            ],
+        }),
+    ],
+};
+
+pub const MMMC_VM_XGMI_LFB_CNTL: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    name: "MMMC_VM_XGMI_LFB_CNTL",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "MMMC_VM_XGMI_LFB_CNTL",
+            offset: 0xc97,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "pf_lfb_region",
+                    lo: 0,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "pf_max_region",
+                    lo: 4,
+                    hi: 7,
+                },
+            ],
+        }),
+    ],
+};
+pub const MMMC_VM_XGMI_LFB_SIZE: AmReg = AmReg {
+    ip: AmIp::Mmhub,
+    name: "MMMC_VM_XGMI_LFB_SIZE",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "MMMC_VM_XGMI_LFB_SIZE",
+            offset: 0xc98,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "pf_lfb_size",
+                lo: 0,
+                hi: 16,
+            }],
+        }),
+    ],
+};
+
+pub const CP_MEC_CNTL: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "CP_MEC_CNTL",
+    at: [
+        Some(RegDef {
+            name: "CP_MEC_CNTL",
+            offset: 0x802,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "mec_me1_pipe0_reset",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "mec_me1_pipe1_reset",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "mec_me1_pipe2_reset",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "mec_me1_pipe3_reset",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "mec_me2_pipe0_reset",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "mec_me2_pipe1_reset",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "mec_me2_pipe2_reset",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "mec_me2_pipe3_reset",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "mec_invalidate_icache",
+                    lo: 27,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "mec_me2_halt",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "mec_me2_step",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "mec_me1_halt",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "mec_me1_step",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "CP_MEC_CNTL",
+            offset: 0x802,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "mec_me1_pipe0_reset",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "mec_me1_pipe1_reset",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "mec_invalidate_icache",
+                    lo: 27,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "mec_me1_halt",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "mec_me1_step",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "CP_MEC_CNTL",
+            offset: 0x8d,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "mec_invalidate_icache",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "mec_me1_pipe0_reset",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "mec_me1_pipe1_reset",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "mec_me1_pipe2_reset",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "mec_me1_pipe3_reset",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "mec_me2_pipe0_reset",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "mec_me2_pipe1_reset",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "mec_me2_halt",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "mec_me2_step",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "mec_me1_halt",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "mec_me1_step",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
+    ],
+};
+pub const GB_ADDR_CONFIG: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "GB_ADDR_CONFIG",
+    at: [
+        Some(RegDef {
+            name: "GB_ADDR_CONFIG",
+            offset: 0x13de,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "num_pipes",
+                    lo: 0,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "pipe_interleave_size",
+                    lo: 3,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "max_compressed_frags",
+                    lo: 6,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "num_pkrs",
+                    lo: 8,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "num_shader_engines",
+                    lo: 19,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "num_rb_per_se",
+                    lo: 26,
+                    hi: 27,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "GB_ADDR_CONFIG",
+            offset: 0x13de,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "num_pipes",
+                    lo: 0,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "pipe_interleave_size",
+                    lo: 3,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "max_compressed_frags",
+                    lo: 6,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "num_pkrs",
+                    lo: 8,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "num_shader_engines",
+                    lo: 19,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "num_rb_per_se",
+                    lo: 26,
+                    hi: 27,
+                },
+            ],
+        }),
+        Some(RegDef {
+            name: "GB_ADDR_CONFIG",
+            offset: 0x63e,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "num_pipes",
+                    lo: 0,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "pipe_interleave_size",
+                    lo: 3,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "max_compressed_frags",
+                    lo: 6,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "bank_interleave_size",
+                    lo: 8,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "num_banks",
+                    lo: 12,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "shader_engine_tile_size",
+                    lo: 16,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "num_shader_engines",
+                    lo: 19,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "num_gpus",
+                    lo: 21,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "multi_gpu_tile_size",
+                    lo: 24,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "num_rb_per_se",
+                    lo: 26,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "row_size",
+                    lo: 28,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "num_lower_pipes",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "se_enable",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
+    ],
+};
+pub const TCP_UTCL1_CNTL2: AmReg = AmReg {
+    ip: AmIp::Gc,
+    name: "TCP_UTCL1_CNTL2",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "TCP_UTCL1_CNTL2",
+            offset: 0x12b6,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "spare",
+                    lo: 0,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "mtype_ovrd_dis",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "any_line_valid",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "gpuvm_inv_mode",
+                    lo: 12,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "force_snoop",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "force_gpuvm_inv_ack",
+                    lo: 15,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "force_frag_2m_to_64k",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "thrashing_timeout_protect_enable",
+                    lo: 27,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "thrashing_enable",
+                    lo: 28,
+                    hi: 28,
+                },
+            ],
+        }),
+    ],
+};
+
+pub const SDMA_CNTL: AmReg = AmReg {
+    ip: AmIp::Sdma0,
+    name: "SDMA_CNTL",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "SDMA_CNTL",
+            offset: 0x6d,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "trap_enable",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "utc_l1_enable",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "sem_wait_int_enable",
+                    lo: 2,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "data_swap_enable",
+                    lo: 3,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "fence_swap_enable",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "midcmd_preempt_enable",
+                    lo: 5,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "midcmd_expire_enable",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "reg_write_protect_int_enable",
+                    lo: 7,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "invalid_doorbell_int_enable",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "vm_hole_int_enable",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "dram_ecc_int_enable",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "page_retry_timeout_int_enable",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "page_null_int_enable",
+                    lo: 12,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "page_fault_int_enable",
+                    lo: 13,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "nack_gen_err_int_enable",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "midcmd_worldswitch_enable",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "auto_ctxsw_enable",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "drm_restore_enable",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "ctxempty_int_enable",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "frozen_int_enable",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "ib_preempt_int_enable",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "rb_preempt_int_enable",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        }),
+    ],
+};
+pub const SDMA_GFX_RB_CNTL: AmReg = AmReg {
+    ip: AmIp::Sdma0,
+    name: "SDMA_GFX_RB_CNTL",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "SDMA_GFX_RB_CNTL",
+            offset: 0x80,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "rb_enable",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "rb_size",
+                    lo: 1,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "rb_swap_enable",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "rptr_writeback_enable",
+                    lo: 12,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "rptr_writeback_swap_enable",
+                    lo: 13,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "rptr_writeback_timer",
+                    lo: 16,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "rb_priv",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "rb_vmid",
+                    lo: 24,
+                    hi: 27,
+                },
+            ],
+        }),
+    ],
+};
+pub const SDMA_GFX_RB_BASE: AmReg = AmReg {
+    ip: AmIp::Sdma0,
+    name: "SDMA_GFX_RB_BASE",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "SDMA_GFX_RB_BASE",
+            offset: 0x81,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+    ],
+};
+pub const SDMA_GFX_RB_BASE_HI: AmReg = AmReg {
+    ip: AmIp::Sdma0,
+    name: "SDMA_GFX_RB_BASE_HI",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "SDMA_GFX_RB_BASE_HI",
+            offset: 0x82,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr",
+                lo: 0,
+                hi: 23,
+            }],
+        }),
+    ],
+};
+pub const SDMA_GFX_RB_RPTR: AmReg = AmReg {
+    ip: AmIp::Sdma0,
+    name: "SDMA_GFX_RB_RPTR",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "SDMA_GFX_RB_RPTR",
+            offset: 0x83,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "offset",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+    ],
+};
+pub const SDMA_GFX_RB_RPTR_HI: AmReg = AmReg {
+    ip: AmIp::Sdma0,
+    name: "SDMA_GFX_RB_RPTR_HI",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "SDMA_GFX_RB_RPTR_HI",
+            offset: 0x84,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "offset",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+    ],
+};
+pub const SDMA_GFX_RB_WPTR: AmReg = AmReg {
+    ip: AmIp::Sdma0,
+    name: "SDMA_GFX_RB_WPTR",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "SDMA_GFX_RB_WPTR",
+            offset: 0x85,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "offset",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+    ],
+};
+pub const SDMA_GFX_RB_WPTR_HI: AmReg = AmReg {
+    ip: AmIp::Sdma0,
+    name: "SDMA_GFX_RB_WPTR_HI",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "SDMA_GFX_RB_WPTR_HI",
+            offset: 0x86,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "offset",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+    ],
+};
+pub const SDMA_GFX_RB_RPTR_ADDR_LO: AmReg = AmReg {
+    ip: AmIp::Sdma0,
+    name: "SDMA_GFX_RB_RPTR_ADDR_LO",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "SDMA_GFX_RB_RPTR_ADDR_LO",
+            offset: 0x89,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "rptr_wb_idle",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "addr",
+                    lo: 2,
+                    hi: 31,
+                },
+            ],
+        }),
+    ],
+};
+pub const SDMA_GFX_RB_RPTR_ADDR_HI: AmReg = AmReg {
+    ip: AmIp::Sdma0,
+    name: "SDMA_GFX_RB_RPTR_ADDR_HI",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "SDMA_GFX_RB_RPTR_ADDR_HI",
+            offset: 0x88,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+    ],
+};
+pub const SDMA_GFX_RB_WPTR_POLL_ADDR_LO: AmReg = AmReg {
+    ip: AmIp::Sdma0,
+    name: "SDMA_GFX_RB_WPTR_POLL_ADDR_LO",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "SDMA_GFX_RB_WPTR_POLL_ADDR_LO",
+            offset: 0xb3,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr",
+                lo: 2,
+                hi: 31,
+            }],
+        }),
+    ],
+};
+pub const SDMA_GFX_RB_WPTR_POLL_ADDR_HI: AmReg = AmReg {
+    ip: AmIp::Sdma0,
+    name: "SDMA_GFX_RB_WPTR_POLL_ADDR_HI",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "SDMA_GFX_RB_WPTR_POLL_ADDR_HI",
+            offset: 0xb2,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr",
+                lo: 0,
+                hi: 31,
+            }],
+        }),
+    ],
+};
+pub const SDMA_GFX_DOORBELL: AmReg = AmReg {
+    ip: AmIp::Sdma0,
+    name: "SDMA_GFX_DOORBELL",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "SDMA_GFX_DOORBELL",
+            offset: 0x92,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "enable",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "captured",
+                    lo: 30,
+                    hi: 30,
+                },
+            ],
+        }),
+    ],
+};
+pub const SDMA_GFX_DOORBELL_OFFSET: AmReg = AmReg {
+    ip: AmIp::Sdma0,
+    name: "SDMA_GFX_DOORBELL_OFFSET",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "SDMA_GFX_DOORBELL_OFFSET",
+            offset: 0xab,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "offset",
+                lo: 2,
+                hi: 27,
+            }],
+        }),
+    ],
+};
+pub const SDMA_GFX_MINOR_PTR_UPDATE: AmReg = AmReg {
+    ip: AmIp::Sdma0,
+    name: "SDMA_GFX_MINOR_PTR_UPDATE",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "SDMA_GFX_MINOR_PTR_UPDATE",
+            offset: 0xb5,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "enable",
+                lo: 0,
+                hi: 0,
+            }],
+        }),
+    ],
+};
+pub const SDMA_GFX_IB_CNTL: AmReg = AmReg {
+    ip: AmIp::Sdma0,
+    name: "SDMA_GFX_IB_CNTL",
+    at: [
+        None,
+        None,
+        Some(RegDef {
+            name: "SDMA_GFX_IB_CNTL",
+            offset: 0x8a,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "ib_enable",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "ib_swap_enable",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "switch_inside_ib",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "cmd_vmid",
+                    lo: 16,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "ib_priv",
                     lo: 31,
                     hi: 31,
                 },
@@ -16165,6 +23968,51 @@ pub const ALL: &[AmReg] = &[
     CP_HQD_ERROR,
     CP_HQD_EOP_WPTR_MEM,
     CP_HQD_AQL_CONTROL,
+    XCC_DOORBELL_FENCE,
+    BIFC_GFX_INT_MONITOR_MASK,
+    BIFC_DOORBELL_ACCESS_EN_PF,
+    BIF_BX0_PCIE_INDEX2,
+    BIF_BX0_PCIE_DATA2,
+    BIF_BX0_PCIE_INDEX2_HI,
+    S2A_DOORBELL_ENTRY_5_CTRL,
+    S2A_DOORBELL_ENTRY_6_CTRL,
+    DOORBELL0_CTRL_ENTRY_1,
+    DOORBELL0_CTRL_ENTRY_2,
+    DOORBELL0_CTRL_ENTRY_3,
+    DOORBELL0_CTRL_ENTRY_4,
+    DOORBELL0_CTRL_ENTRY_5,
+    DOORBELL0_CTRL_ENTRY_6,
+    DOORBELL0_CTRL_ENTRY_7,
+    DOORBELL0_CTRL_ENTRY_8,
+    DOORBELL0_CTRL_ENTRY_9,
+    DOORBELL0_CTRL_ENTRY_10,
+    DOORBELL0_CTRL_ENTRY_11,
+    DOORBELL0_CTRL_ENTRY_12,
+    DOORBELL0_CTRL_ENTRY_13,
+    DOORBELL0_CTRL_ENTRY_14,
+    DOORBELL0_CTRL_ENTRY_15,
+    DOORBELL0_CTRL_ENTRY_16,
+    MMMC_VM_XGMI_LFB_CNTL,
+    MMMC_VM_XGMI_LFB_SIZE,
+    CP_MEC_CNTL,
+    GB_ADDR_CONFIG,
+    TCP_UTCL1_CNTL2,
+    SDMA_CNTL,
+    SDMA_GFX_RB_CNTL,
+    SDMA_GFX_RB_BASE,
+    SDMA_GFX_RB_BASE_HI,
+    SDMA_GFX_RB_RPTR,
+    SDMA_GFX_RB_RPTR_HI,
+    SDMA_GFX_RB_WPTR,
+    SDMA_GFX_RB_WPTR_HI,
+    SDMA_GFX_RB_RPTR_ADDR_LO,
+    SDMA_GFX_RB_RPTR_ADDR_HI,
+    SDMA_GFX_RB_WPTR_POLL_ADDR_LO,
+    SDMA_GFX_RB_WPTR_POLL_ADDR_HI,
+    SDMA_GFX_DOORBELL,
+    SDMA_GFX_DOORBELL_OFFSET,
+    SDMA_GFX_MINOR_PTR_UPDATE,
+    SDMA_GFX_IB_CNTL,
 ];
 
 /// IP versions (major, minor, revision).
@@ -16172,7 +24020,7 @@ pub type Versions = &'static [(u32, u32, u32)];
 
 /// Per generation ([`super::AmGen`] order) and IP block, the versions whose register JSON
 /// places every register of that generation exactly where its source table does.
-pub const COMPATIBLE: [&[(AmIp, Versions)]; 2] = [
+pub const COMPATIBLE: [&[(AmIp, Versions)]; 3] = [
     // Gc11
     &[
         (AmIp::Mp0, &[(11, 0, 0), (13, 0, 0)]),
@@ -16192,5 +24040,22 @@ pub const COMPATIBLE: [&[(AmIp, Versions)]; 2] = [
         (AmIp::Mmhub, &[(4, 1, 0)]),
         (AmIp::Hdp, &[(4, 4, 2), (6, 0, 0), (7, 0, 0)]),
         (AmIp::Gc, &[(12, 0, 0), (12, 0, 1)]),
+    ],
+    // Gc9
+    &[
+        (
+            AmIp::Mp0,
+            &[(11, 0, 0), (13, 0, 0), (13, 0, 6), (13, 0, 12), (13, 0, 14)],
+        ),
+        (
+            AmIp::Mp1,
+            &[(11, 0, 0), (13, 0, 0), (13, 0, 6), (13, 0, 12), (13, 0, 14)],
+        ),
+        (AmIp::Nbio, &[(7, 9, 0)]),
+        (AmIp::Osssys, &[(4, 4, 2), (6, 0, 0)]),
+        (AmIp::Mmhub, &[(1, 8, 0)]),
+        (AmIp::Hdp, &[(4, 4, 2), (6, 0, 0), (7, 0, 0)]),
+        (AmIp::Gc, &[(9, 4, 3), (9, 5, 0)]),
+        (AmIp::Sdma0, &[(4, 4, 2)]),
     ],
 ];
