@@ -52,6 +52,9 @@ impl PciCandidate {
             Some((12, 0, 0 | 1)) => {
                 "not yet (GC 12: register tables and version checks only, no bring-up; use kfd:N)"
             }
+            Some((9, 4, 3) | (9, 5, 0)) => {
+                "not yet (GC 9.4.3/9.5.0: register bring-up only, no PSP firmware load or queues; use kfd:N)"
+            }
             Some(_) => "not yet (GC 11 only; use kfd:N)",
             None => "GC version unknown until the discovery table is read",
         }
@@ -388,6 +391,6 @@ mod tests {
             "{r}"
         );
         assert_eq!(l.pci[0].driverless(), "supported");
-        assert!(l.pci[2].driverless().starts_with("not yet"));
+        assert!(l.pci[2].driverless().starts_with("not yet (GC 9.4.3/9.5.0"));
     }
 }

@@ -81,9 +81,13 @@ ONLY = {
 # Per generation and IP, versions accepted with that generation's table beyond those whose JSON
 # matches it: tinygrad's import_module takes the greatest table of the same major version not
 # above the discovered one, so GC 9.5.0 uses gc_9_4_3 and MP0 13.0.6/13.0.12/13.0.14 use
-# mp_13_0_0 (the autogen has no closer table); MP1 is always driven with mp_11_0_0.
+# mp_13_0_0 (the autogen has no closer table); MP1 is always driven with mp_11_0_0. Likewise the
+# MI350 blocks of tinygrad's firmware list (sdma_4_4_5.bin) and Linux's MI3xx families: SDMA
+# 4.4.4/4.4.5 with sdma_4_4_2, MMHUB 1.8.1 with mmhub_1_8_0, HDP and OSSSYS 4.4.5 with 4_4_2.
 GEN_EXTRA = {('Gc9', 'Gc'): [(9, 5, 0)], ('Gc9', 'Mp0'): [(13, 0, 6), (13, 0, 12), (13, 0, 14)],
-             ('Gc9', 'Mp1'): [(13, 0, 6), (13, 0, 12), (13, 0, 14)]}
+             ('Gc9', 'Mp1'): [(13, 0, 6), (13, 0, 12), (13, 0, 14)],
+             ('Gc9', 'Sdma0'): [(4, 4, 4), (4, 4, 5)], ('Gc9', 'Mmhub'): [(1, 8, 1)],
+             ('Gc9', 'Hdp'): [(4, 4, 5)], ('Gc9', 'Osssys'): [(4, 4, 5)]}
 
 # Generations: (Rust name, JSON per IP, register renames on that generation).
 GENS = [

@@ -234,7 +234,7 @@ impl Addrs {
         let a = |r| resolve(b, r, gen);
         // GC 12 splits the fault status into LO32/HI32 (the low half keeps GC 11's fields).
         let fault_status = match gen {
-            AmGen::Gc11 => GCVM_L2_PROTECTION_FAULT_STATUS,
+            AmGen::Gc11 | AmGen::Gc9 => GCVM_L2_PROTECTION_FAULT_STATUS,
             AmGen::Gc12 => GCVM_L2_PROTECTION_FAULT_STATUS_LO32,
         };
         Addrs {
@@ -316,6 +316,7 @@ impl Addrs {
         match self.gen {
             AmGen::Gc11 => regs_def(r, 0),
             AmGen::Gc12 => regs_def(r, 1),
+            AmGen::Gc9 => regs_def(r, 2),
         }
     }
 }
@@ -386,7 +387,7 @@ impl EmuPciGpu {
             .map(|r| (resolve(&b, *r, gen), r.name))
             .collect();
         let alias = match gen {
-            AmGen::Gc11 => HashMap::new(),
+            AmGen::Gc11 | AmGen::Gc9 => HashMap::new(),
             AmGen::Gc12 => [
                 regs::MP1_SMN_C2PMSG_66,
                 regs::MP1_SMN_C2PMSG_82,
@@ -814,7 +815,8 @@ impl EmuPciGpu {
                 let end = (u64_of(&st, a.gc_pt_end) << 12) | 0xFFF;
                 let vm = Gpuvm::new(root, start, end);
                 Some(Box::new(match a.gen {
-                    AmGen::Gc11 => vm,
+                    // This model is built for GC 11/12 devices only (never with GC 9 tables).
+                    AmGen::Gc11 | AmGen::Gc9 => vm,
                     AmGen::Gc12 => vm.gfx12(),
                 }))
             } else {
@@ -975,7 +977,7 @@ impl EmuPciGpu {
         let a = &m.a;
         // mapping_error; client id 0x1B (UTCL2), vmid 0 (GC 12: in STATUS_LO32, same fields).
         let sdef = match a.gen {
-            AmGen::Gc11 => a.def(regs::GCVM_L2_PROTECTION_FAULT_STATUS),
+            AmGen::Gc11 | AmGen::Gc9 => a.def(regs::GCVM_L2_PROTECTION_FAULT_STATUS),
             AmGen::Gc12 => a.def(regs::GCVM_L2_PROTECTION_FAULT_STATUS_LO32),
         };
         st.core.regs.write(

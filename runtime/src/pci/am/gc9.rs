@@ -663,23 +663,23 @@ impl Gc9 {
     /// a soft-min timeout is ignored, as tinygrad's `contextlib.suppress(TimeoutError)`).
     pub fn set_clocks(&self) -> PciResult<()> {
         let t = self.timeout_ms;
+        // tinygrad's read_clocks queries every clock's levels first, then sets the soft minimums.
+        let mut top = Vec::new();
         for clk in CLOCKS {
             let n = smu::send(&self.regs, msg::GET_DPM_FREQ_BY_INDEX, clk << 16 | 0xff, t)?
                 & 0x7fff_ffff;
-            if n == 0 {
-                continue;
-            }
-            let mut top = 0;
+            let mut last = None;
             for i in 0..n.min(0xff) {
-                top = smu::send(&self.regs, msg::GET_DPM_FREQ_BY_INDEX, clk << 16 | i, t)?
-                    & 0x7fff_ffff;
+                let f = smu::send(&self.regs, msg::GET_DPM_FREQ_BY_INDEX, clk << 16 | i, t)?;
+                last = Some(f & 0x7fff_ffff);
             }
-            match smu::send(
-                &self.regs,
-                msg::SET_SOFT_MIN_BY_FREQ,
-                clk << 16 | (top & 0xffff),
-                t.min(20),
-            ) {
+            if let Some(f) = last {
+                top.push((clk, f));
+            }
+        }
+        for (clk, f) in top {
+            let arg = clk << 16 | (f & 0xffff);
+            match smu::send(&self.regs, msg::SET_SOFT_MIN_BY_FREQ, arg, t.min(20)) {
                 Ok(_) | Err(PciError::Timeout { .. }) => {}
                 Err(e) => return Err(e),
             }
