@@ -32,7 +32,10 @@ const FB_BASE: u32 = 0x8000;
 const FB_TOP: u32 = 0x803f;
 
 /// Blocks, their JSON, hardware id index and instance count on the test GPU.
-fn blocks(gc: (u32, u32, u32)) -> Vec<(AmIp, &'static str, (u32, u32, u32), usize)> {
+/// (block, register JSON, version, instances).
+type Block = (AmIp, &'static str, (u32, u32, u32), usize);
+
+fn blocks(gc: (u32, u32, u32)) -> Vec<Block> {
     vec![
         (AmIp::Gc, "gc_9_4_3", gc, XCCS),
         (AmIp::Sdma0, "sdma_4_4_2", (4, 4, 2), SDMAS),
@@ -50,27 +53,44 @@ fn base(ip_idx: usize, inst: usize, seg: usize) -> u32 {
     (((ip_idx * 20 + inst) * 10 + seg) * 0x10000) as u32
 }
 
-/// A discovery binary listing every instance (XCCs, MM hubs, SDMA engines) on one die.
+/// A discovery binary listing every instance (XCCs, MM hubs, SDMA engines), spread over `dies`
+/// dies (MI300/MI350 list each AID's blocks on its own die) in turn.
 fn discovery_table(gc: (u32, u32, u32), sdma: (u32, u32, u32)) -> Vec<u8> {
+    discovery_table_dies(gc, sdma, 1)
+}
+
+fn discovery_table_dies(gc: (u32, u32, u32), sdma: (u32, u32, u32), dies: usize) -> Vec<u8> {
     let mut b = vec![0u8; runtime::pci::am::discovery::TABLE_SIZE];
     let p16 = |b: &mut Vec<u8>, at: usize, v: u16| b[at..at + 2].copy_from_slice(&v.to_le_bytes());
     let p32 = |b: &mut Vec<u8>, at: usize, v: u32| b[at..at + 4].copy_from_slice(&v.to_le_bytes());
-    let (ipo, die, gco, size) = (0x40usize, 0x100usize, 0x1c00usize, 0x1d00usize);
+    let (ipo, gco, size) = (0x40usize, 0x1c00usize, 0x1d00usize);
     p32(&mut b, 0, BINARY_SIGNATURE);
     p16(&mut b, 10, size as u16);
     p16(&mut b, 12, ipo as u16);
     p16(&mut b, 20, gco as u16);
     p32(&mut b, ipo, IPDS_SIGNATURE);
-    p16(&mut b, ipo + 12, 1);
-    p16(&mut b, ipo + 16, die as u16);
-    let list = blocks(gc);
-    let n: usize = list.iter().map(|x| x.3).sum();
-    p16(&mut b, die + 2, n as u16);
-    let mut at = die + 4;
-    for (k, (ip, _, v, count)) in list.iter().enumerate() {
-        let v = if *ip == AmIp::Sdma0 { sdma } else { *v };
-        for i in 0..*count {
-            p16(&mut b, at, hw_id(*ip));
+    p16(&mut b, ipo + 12, dies as u16);
+    let mut all = Vec::new();
+    for (k, (ip, _, v, count)) in blocks(gc).into_iter().enumerate() {
+        let v = if ip == AmIp::Sdma0 { sdma } else { v };
+        for i in 0..count {
+            all.push((k, ip, v, i));
+        }
+    }
+    let mut end = 0;
+    for d in 0..dies {
+        let die = 0x100 + d * 0x700;
+        p16(&mut b, ipo + 14 + d * 4 + 2, die as u16);
+        let mine: Vec<_> = all
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| j % dies == d)
+            .map(|x| *x.1)
+            .collect();
+        p16(&mut b, die + 2, mine.len() as u16);
+        let mut at = die + 4;
+        for (k, ip, v, i) in mine {
+            p16(&mut b, at, hw_id(ip));
             b[at + 2] = i as u8;
             b[at + 3] = 10;
             b[at + 4] = v.0 as u8;
@@ -82,8 +102,9 @@ fn discovery_table(gc: (u32, u32, u32), sdma: (u32, u32, u32)) -> Vec<u8> {
                 at += 4;
             }
         }
+        end = at;
     }
-    p16(&mut b, ipo + 6, (at - ipo) as u16);
+    p16(&mut b, ipo + 6, (end - ipo) as u16);
     for (i, v) in [
         (0, 4u32),
         (1, 5),
@@ -95,7 +116,7 @@ fn discovery_table(gc: (u32, u32, u32), sdma: (u32, u32, u32)) -> Vec<u8> {
     ] {
         p32(&mut b, gco + 12 + 4 * i, v);
     }
-    let s = checksum(&b[ipo..at]);
+    let s = checksum(&b[ipo..end]);
     p16(&mut b, 14, s);
     let s = checksum(&b[10..size]);
     p16(&mut b, 8, s);
@@ -997,6 +1018,9 @@ fn gc9_versions_select_the_gc9_tables_and_others_are_refused() {
     assert_eq!(d.instances(AmIp::Gc).len(), XCCS);
     assert_eq!(d.instances(AmIp::Mmhub).len(), AIDS);
     assert_eq!(d.instances(AmIp::Sdma0).len(), SDMAS);
+    // The same blocks spread over 4 dies (one per AID): every instance is found, with its bases.
+    let d4 = Discovery::parse(&discovery_table_dies((9, 4, 3), (4, 4, 2), 4), 0).unwrap();
+    assert_eq!(d4.ips, d.ips);
     // An MI350's set (as the emulated gfx950 reports it): versions tinygrad drives with the
     // nearest lower table of the same major version.
     let mut d = disc((9, 5, 0), (4, 4, 5));
