@@ -19,7 +19,9 @@ use replay::Mem;
 use runtime::pci::am::discovery::{checksum, hw_id, Discovery, BINARY_SIGNATURE, IPDS_SIGNATURE};
 use runtime::pci::am::gc9::{self, Gc9};
 use runtime::pci::am::{select_gen, AmGen, AmIp, PriorBoot, RegIo};
-use runtime::pci::PciError;
+use runtime::pci::{
+    PciDevice, PciError, PciOptions, PciResult, SysMem, BAR_DOORBELL, BAR_MMIO, BAR_VRAM,
+};
 use runtime::platform::{Mmio, MmioError};
 use serde_json::Value;
 
@@ -1137,4 +1139,101 @@ fn prior_boot_and_hive_are_read_for_this_family() {
         .to_string();
     assert!(e.contains("XGMI hive"), "{e}");
     assert!(g.regs.writes.lock().unwrap().is_empty());
+}
+
+/// The test GPU as a PCI device for `AmDevice::boot` (BAR5 registers, BAR0 VRAM with the table).
+struct Pci {
+    regs: Arc<Regs>,
+    vram: Arc<Mem>,
+    doorbells: Arc<Mem>,
+}
+
+impl PciDevice for Pci {
+    fn bus_id(&self) -> String {
+        "test:gc9".into()
+    }
+    fn config_read(&self, _offset: u16, _len: u8) -> PciResult<u32> {
+        Ok(0)
+    }
+    fn config_write(&self, _offset: u16, _len: u8, _value: u32) -> PciResult<()> {
+        Ok(())
+    }
+    fn bar_len(&self, bar: u8) -> u64 {
+        match bar {
+            BAR_VRAM => VRAM,
+            BAR_DOORBELL => 1 << 20,
+            BAR_MMIO => 1 << 30,
+            _ => 0,
+        }
+    }
+    fn bar(&self, bar: u8) -> PciResult<Arc<dyn Mmio>> {
+        match bar {
+            BAR_VRAM => Ok(self.vram.clone()),
+            BAR_DOORBELL => Ok(self.doorbells.clone()),
+            BAR_MMIO => Ok(self.regs.clone()),
+            _ => Err(PciError::NoDevice {
+                detail: format!("no BAR {bar}"),
+            }),
+        }
+    }
+    fn alloc_sysmem(&self, size: u64) -> PciResult<SysMem> {
+        Err(PciError::NoDevice {
+            detail: format!("no system memory ({size} bytes) in this test"),
+        })
+    }
+    fn free_sysmem(&self, _mem: &SysMem) {}
+    fn wait_interrupt(&self, _timeout_ms: u32) -> PciResult<bool> {
+        Ok(false)
+    }
+}
+
+#[test]
+fn the_generic_boot_names_missing_firmware_then_what_gc9_lacks_without_writing() {
+    let Some((g, _)) = gpu((9, 4, 3)) else { return };
+    // RCC_CONFIG_MEMSIZE (dword 0xDE3, before discovery): VRAM in MiB; the table at VRAM - 64 KiB.
+    g.regs
+        .store
+        .lock()
+        .unwrap()
+        .insert(0xDE3, (VRAM >> 20) as u32);
+    let vram = Arc::new(Mem::new(VRAM, 0));
+    vram.write_bytes(VRAM - (64 << 10), &discovery_table((9, 4, 3), (4, 4, 2)))
+        .unwrap();
+    g.regs.writes.lock().unwrap().clear();
+    let pci: Arc<dyn PciDevice> = Arc::new(Pci {
+        regs: g.regs.clone(),
+        vram,
+        doorbells: Arc::new(Mem::new(1 << 20, 0)),
+    });
+    let dir = std::env::temp_dir().join(format!("wavescope-gc9boot-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let opts = PciOptions {
+        firmware_dir: dir.clone(),
+        ..Default::default()
+    };
+    let e = runtime::pci::am::AmDevice::boot(pci.clone(), &opts)
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&e, PciError::Firmware { file, .. } if file.ends_with("psp_13_0_6_sos.bin")),
+        "{e}"
+    );
+    let d = disc((9, 4, 3), (4, 4, 2));
+    for f in gc9::firmware_files(&d).unwrap() {
+        std::fs::write(dir.join(f), b"x").unwrap();
+    }
+    let e = runtime::pci::am::AmDevice::boot(pci, &opts)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("GC 9.4.3") && e.contains("PSP") && e.contains("kfd:N"),
+        "{e}"
+    );
+    assert!(
+        g.regs.writes.lock().unwrap().is_empty(),
+        "the refusal wrote registers"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -483,6 +483,7 @@ impl AmDevice {
         regs.gen = check_versions(&disc)?;
         if regs.gen == AmGen::Gc9 {
             // Several XCCs, per-AID hubs and another firmware set: its own bring-up (gc9.rs).
+            gc9::check_firmware(&opts.firmware_dir, &disc)?;
             return Err(gc9::not_yet(&disc));
         }
         for ip in ALL_IPS {
