@@ -234,3 +234,36 @@ fn a_gpu_stamped_by_tinygrad_is_not_taken_for_ours() {
     assert_eq!(Session::since(&gpu, w, &log).bootloader, 8);
     check_vadd(&mut d, arch, 100, 6);
 }
+
+#[test]
+fn a_pending_gc_fault_means_a_reset_and_the_reset_clears_it() {
+    use runtime::pci::am::{regs, AmGen, AmIp};
+    let arch = EmuArch::Gfx1100;
+    let cfg = EmuPciConfig::new(arch);
+    let gc = &cfg.ips.iter().find(|r| r.0 == AmIp::Gc).expect("GC").2;
+    let def = regs::GCVM_L2_PROTECTION_FAULT_STATUS
+        .on(AmGen::Gc11)
+        .expect("GC 11 fault status");
+    let status = gc[usize::from(def.base_index)] + def.offset;
+    let gpu = EmuPciGpu::new(cfg).unwrap();
+    drop(open(&gpu, Path::Pci).expect("first session boots"));
+    // A fault latched after the last workload (the teardown itself was orderly).
+    gpu.bar_write(5, u64::from(status) * 4, &1u32.to_le_bytes())
+        .unwrap();
+    let (w, log) = mark(&gpu);
+    let mut d = open(&gpu, Path::Pci).expect("recovered");
+    let s = Session::since(&gpu, w, &log);
+    assert!(
+        s.smu_msgs.contains(&smu::MSG_MODE1_RESET),
+        "{:?}",
+        s.smu_msgs
+    );
+    assert_eq!(s.bootloader, 8);
+    check_vadd(&mut d, arch, 500, 7);
+    drop(d);
+    // The reset cleared the fault: the next clean reopen is partial again.
+    let (w, log) = mark(&gpu);
+    let mut d = open(&gpu, Path::Pci).expect("third session boots");
+    assert_eq!(Session::since(&gpu, w, &log).bootloader, 0);
+    check_vadd(&mut d, arch, 500, 8);
+}
