@@ -208,3 +208,32 @@ fn an_unrecoverable_crashed_session_is_refused_with_the_fix() {
         assert_eq!(gpu.firmware_log().bootloader.len(), boots, "{arch:?}");
     }
 }
+
+/// The same behind the USB bridge, where the host has no PCI function to reset: the fix is to
+/// power-cycle the eGPU.
+#[test]
+fn an_unrecoverable_crashed_session_behind_usb_names_a_power_cycle() {
+    use emu::pci::{EmuPciConfig, EmuPciGpu};
+    use emu::EmuArch;
+    let gpu = EmuPciGpu::new(EmuPciConfig::new(EmuArch::Gfx1201)).unwrap();
+    let opts = runtime::DeviceOptions {
+        compute_ring_size: 1 << 16,
+        sdma_ring_size: 1 << 16,
+        ..Default::default()
+    };
+    let open = |o| {
+        emu::open_usb_on(gpu.clone(), runtime::usb::Firmware::Custom, o, |t| {
+            Box::new(t)
+        })
+    };
+    let (d, _) = open(opts.clone()).expect("first session boots");
+    std::mem::forget(d);
+    gpu.hang_smu();
+    let e = match open(opts) {
+        Ok(_) => panic!("a GPU that cannot be reset was opened"),
+        Err(e) => e.to_string(),
+    };
+    assert!(e.contains("did not end cleanly"), "{e}");
+    assert!(e.contains("power-cycle the eGPU"), "{e}");
+    assert!(!e.contains("/sys/bus/pci"), "{e}");
+}

@@ -625,13 +625,20 @@ impl AmDevice {
     /// A previous session that did not end cleanly, and no way to reset the GPU from here.
     fn unrecoverable(&self, why: &str) -> PciError {
         let bus = self.pci.bus_id();
+        // Behind a USB bridge the host has no PCI function to reset: only power helps.
+        let fix = if bus.starts_with("usb:") {
+            "power-cycle the eGPU before opening it again (unplug its power, then replug it)"
+                .to_string()
+        } else {
+            format!(
+                "reset the GPU before opening it again: `echo 1 | sudo tee /sys/bus/pci/devices/{bus}/reset`, or bind amdgpu once (it resets the GPU), or power-cycle the machine"
+            )
+        };
         PciError::Unrecoverable {
             state: format!(
                 "the previous wavescope session on this GPU did not end cleanly (SCRATCH_REG6 still 1 or a GC page fault pending) and {why}"
             ),
-            fix: format!(
-                "reset the GPU before opening it again: `echo 1 | sudo tee /sys/bus/pci/devices/{bus}/reset`, or bind amdgpu once (it resets the GPU), or power-cycle it (a USB eGPU: unplug its power)"
-            ),
+            fix,
             bus,
         }
     }
@@ -639,7 +646,8 @@ impl AmDevice {
     fn full_boot(&mut self) -> PciResult<()> {
         let gc12 = self.gen() == AmGen::Gc12;
         // §1.3: a GPU left running by amdgpu or a crashed run answers on both mailboxes: reset
-        // it. A crashed session of ours may still run queues: without a reset it is refused.
+        // it. A crashed session of ours may still run queues and DMA into the memory this boot
+        // reuses: without a working reset it is refused (tinygrad boots on without one).
         let dirty = self.prior_boot == PriorBoot::Dirty;
         if psp::sos_alive(&self.regs)? {
             if smu::alive(&self.regs, 100)? {
