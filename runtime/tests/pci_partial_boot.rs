@@ -86,15 +86,26 @@ fn mark(gpu: &EmuPciGpu) -> (usize, FirmwareLog) {
 fn clean_reopen_boots_partially(arch: EmuArch, path: Path) {
     let gpu = EmuPciGpu::new(EmuPciConfig::new(arch)).unwrap();
     let mut d = open(&gpu, path).expect("first session boots");
+    // The bring-up's traffic only (as `second` below).
+    let first = Session::since(&gpu, 0, &FirmwareLog::default());
     check_vadd(&mut d, arch, 1000, 1);
     drop(d);
-    let first = Session::since(&gpu, 0, &FirmwareLog::default());
     let (w, log) = mark(&gpu);
     let mut d = open(&gpu, path).expect("second session boots");
     let second = Session::since(&gpu, w, &log);
     // The dispatch still computes the right result on what the partial boot set up.
     check_vadd(&mut d, arch, 1000, 2);
     drop(d);
+    println!(
+        "{arch:?} {path:?} bring-up: full {} register writes, {} PSP commands, {} SMU messages; \
+         partial {} register writes, {} PSP commands, {} SMU messages",
+        first.writes.len(),
+        first.psp_cmds,
+        first.smu_msgs.len(),
+        second.writes.len(),
+        second.psp_cmds,
+        second.smu_msgs.len()
+    );
     for name in SKIPPED {
         assert!(first.count(name) > 0, "the full boot writes {name}");
         assert_eq!(second.count(name), 0, "the partial boot wrote {name}");
