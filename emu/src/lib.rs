@@ -38,7 +38,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use arch::EmuArch;
 pub use mem::{MemFault, Memory};
-pub use open::{open_kfd, open_pci, open_usb, open_usb_arch, EmuUsb};
+pub use open::{
+    open_kfd, open_pci, open_pci_on, open_pci_with, open_usb, open_usb_arch, open_usb_on,
+    open_usb_with, EmuUsb,
+};
 pub use regfile::RegFile;
 pub use se::EmuShaderEngines;
 pub use se_gfx9::Gfx9ShaderEngines;
@@ -75,6 +78,9 @@ pub struct EmuConfig {
     /// the host's own ranges; durations stay the cycle model's. `false`: a purely modelled,
     /// deterministic clock that advances only per packet and per dispatch.
     pub wall_clock: bool,
+    /// Shader engines of this part when it has fewer than the arch's full die (a Navi44 has 2
+    /// of the Navi48's 4); `None`: the arch's count.
+    pub num_se: Option<u32>,
 }
 
 impl EmuConfig {
@@ -87,6 +93,7 @@ impl EmuConfig {
             bar_size: 64 << 30,
             memory_limit: 64 << 30,
             wall_clock: true,
+            num_se: None,
         }
     }
 }
@@ -182,7 +189,10 @@ impl EmuPlatform {
             let se = Gfx9ShaderEngines::new(cfg.arch);
             return Self::with_shader_engines(cfg, Box::new(se));
         }
-        let se = EmuShaderEngines::new(cfg.arch);
+        let mut se = EmuShaderEngines::new(cfg.arch);
+        if let Some(n) = cfg.num_se {
+            se.num_se = n.max(1);
+        }
         if se.can_execute() {
             Self::with_shader_engines(cfg, Box::new(se))
         } else {
@@ -192,7 +202,7 @@ impl EmuPlatform {
 
     pub fn with_shader_engines(cfg: EmuConfig, shader: Box<dyn ShaderEngines>) -> Self {
         let arch = cfg.arch;
-        let num_se = arch.num_se();
+        let num_se = cfg.num_se.unwrap_or(arch.num_se()).max(1);
         let gc = cp::GcRegs::for_arch(arch);
         let core = GpuCore {
             regs: RegFile::with_xccs(gc.grbm_gfx_index, num_se, arch.num_xcc()),
@@ -202,7 +212,7 @@ impl EmuPlatform {
             stats: EmuStats::default(),
             num_xcc: arch.num_xcc(),
             sqtt_active: false,
-            pmc: pmc::PerfCounters::new(arch),
+            pmc: pmc::PerfCounters::new(arch, num_se),
             interrupts: Vec::new(),
             fault: None,
             wall_epoch: cfg

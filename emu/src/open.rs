@@ -32,9 +32,15 @@ pub fn open_pci(arch: EmuArch, opts: DeviceOptions) -> Result<(Device, EmuPciGpu
 
 /// [`open_pci`] with the device `cfg` (e.g. [`EmuPciConfig::navi44`], tinygrad's recorded GPU).
 pub fn open_pci_with(cfg: EmuPciConfig, opts: DeviceOptions) -> Result<(Device, EmuPciGpu)> {
-    let fw =
-        crate::pci::firmware::temp_firmware_dir_for(&crate::pci::firmware::names_for(&cfg.ips))?;
-    let gpu = EmuPciGpu::new(cfg)?;
+    open_pci_on(EmuPciGpu::new(cfg)?, opts)
+}
+
+/// [`open_pci_with`] on an existing emulated GPU (which keeps its state across sessions: a
+/// second open after a teardown finds what the first left).
+pub fn open_pci_on(gpu: EmuPciGpu, opts: DeviceOptions) -> Result<(Device, EmuPciGpu)> {
+    let fw = crate::pci::firmware::temp_firmware_dir_for(&crate::pci::firmware::names_for(
+        &gpu.config().ips,
+    ))?;
     let popts = runtime::pci::PciOptions {
         firmware_dir: fw.path().to_path_buf(),
         ..Default::default()
@@ -80,8 +86,18 @@ pub fn open_usb_with(
     opts: DeviceOptions,
     wrap: impl FnOnce(::usb::device::CoreTransport<EmuGpuEndpoint>) -> Box<dyn ::usb::UsbTransport>,
 ) -> Result<(Device, EmuUsb)> {
-    let names = crate::pci::firmware::names_for(&cfg.ips);
-    let gpu = EmuPciGpu::new(cfg)?;
+    open_usb_on(EmuPciGpu::new(cfg)?, fw, opts, wrap)
+}
+
+/// [`open_usb_with`] on an existing emulated GPU (which keeps its state across sessions: a
+/// second open after a teardown finds what the first left).
+pub fn open_usb_on(
+    gpu: EmuPciGpu,
+    fw: ::usb::Firmware,
+    opts: DeviceOptions,
+    wrap: impl FnOnce(::usb::device::CoreTransport<EmuGpuEndpoint>) -> Box<dyn ::usb::UsbTransport>,
+) -> Result<(Device, EmuUsb)> {
+    let names = crate::pci::firmware::names_for(&gpu.config().ips);
     let transport = crate::asm24::fake_transport(gpu.clone(), fw);
     let dev = open_bridge(wrap(transport.clone()))?;
     let link = dev.link.clone();

@@ -189,7 +189,7 @@ pub struct PerfCounters {
 }
 
 impl PerfCounters {
-    pub fn new(arch: EmuArch) -> PerfCounters {
+    pub fn new(arch: EmuArch, num_se: u32) -> PerfCounters {
         let ver = arch.gc_version();
         let g = ver.0;
         let gc = IpRegs::new(
@@ -233,7 +233,7 @@ impl PerfCounters {
         let num_xcc = arch.num_xcc().max(1);
         PerfCounters {
             gfx_major: g,
-            se_per_xcc: (arch.num_se() / num_xcc).max(1),
+            se_per_xcc: (num_se / num_xcc).max(1),
             perfmon_cntl: cntl.map(|r| r.addr).unwrap_or(u32::MAX),
             perfmon_state: cntl.and_then(|r| Field::of(&r, "perfmon_state")),
             grbm_gfx_index: idx.map(|r| r.addr).unwrap_or(u32::MAX),

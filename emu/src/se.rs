@@ -98,6 +98,8 @@ struct SeTrace {
 /// The emulated shader engines: the default for emulated gfx11 and gfx12 devices.
 pub struct EmuShaderEngines {
     arch: EmuArch,
+    /// Shader engines work-groups are spread over (the arch's, or fewer on a smaller part).
+    pub num_se: u32,
     target: GfxTarget,
     cache: ProgramCache,
     /// A dispatch running more wave-instructions than this is reported as a device hang.
@@ -127,6 +129,7 @@ impl EmuShaderEngines {
         let tv = if arch == EmuArch::Gfx1201 { 120001 } else { tv };
         EmuShaderEngines {
             arch,
+            num_se: arch.num_se(),
             target: GfxTarget::from_target_version(tv),
             cache: ProgramCache::default(),
             max_wave_instructions: DEFAULT_MAX_WAVE_INSTRUCTIONS,
@@ -232,7 +235,7 @@ impl ShaderEngines for EmuShaderEngines {
         let nwaves = threads.div_ceil(lanes) as usize;
         let grid = d.grid;
         let total_wg = u64::from(grid[0]) * u64::from(grid[1]) * u64::from(grid[2]);
-        let num_se = self.arch.num_se().max(1) as usize;
+        let num_se = self.num_se.max(1) as usize;
         let props = self.arch.properties(0);
         let prop = |k: &str| {
             props

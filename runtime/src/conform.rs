@@ -126,14 +126,6 @@ pub type Acceptance = (
 /// The differences accepted with evidence (docs/conformance.md, "tinygrad's command streams").
 /// `what` matches as a substring of the difference's register/packet/ioctl name.
 pub const ACCEPTED: &[Acceptance] = &[
-    // Before A6 (the mock's 6 SEs), which would otherwise claim the driverless recordings' SEs.
-    (
-        "am:gfx12",
-        "",
-        "GRBM_GFX_INDEX",
-        "se_index",
-        "A54: the emulated Navi44 has 4 SEs (Navi48's shape); tinygrad's RX 9060 has 2",
-    ),
     (
         "",
         "exec",
@@ -458,20 +450,6 @@ pub const ACCEPTED: &[Acceptance] = &[
         "registers",
         "",
         "A53: after bring-up, our teardown order (GRBM reset, SMU) vs tinygrad's (IH drain, TLB flush)",
-    ),
-    (
-        "am:gfx12",
-        "",
-        "[se2]",
-        "",
-        "A54: the emulated Navi44 has 4 SEs (Navi48's shape); tinygrad's RX 9060 has 2",
-    ),
-    (
-        "am:gfx12",
-        "",
-        "[se3]",
-        "",
-        "A54: the emulated Navi44 has 4 SEs (Navi48's shape); tinygrad's RX 9060 has 2",
     ),
     (
         "am:gfx12",

@@ -1,6 +1,8 @@
 //! The driverless path refuses, with a message that names the block, its version and the fix,
 //! a GPU whose discovery table lists an IP version the driver was not generated for (the
-//! versions come from the register JSON, `regs::COMPATIBLE`), before it writes a register.
+//! versions come from the register JSON, `regs::COMPATIBLE`), before it writes a register; a
+//! missing firmware file by name with the package that has it; and a GPU a crashed session
+//! left that it cannot reset, with the ways to reset it.
 
 use runtime::pci::am::discovery::{hw_id, Discovery};
 use runtime::pci::am::{check_versions, AmIp};
@@ -152,4 +154,86 @@ fn rdna4_versions_select_the_gc12_tables_and_mixed_tables_are_refused() {
     }
     // The GC 12 bring-up exists: the recorded navi44 table is accepted.
     assert_eq!(check_versions(&d).unwrap(), AmGen::Gc12);
+}
+
+/// A session that crashed (no teardown: SCRATCH_REG6 still says running) on a GPU whose SMU
+/// then hangs: no mode-1 reset can stop what the crashed session left running, so the next
+/// open is refused before any block is set up, naming how to reset the GPU.
+#[test]
+fn an_unrecoverable_crashed_session_is_refused_with_the_fix() {
+    use emu::pci::{EmuPciConfig, EmuPciGpu};
+    use emu::EmuArch;
+    for arch in [EmuArch::Gfx1100, EmuArch::Gfx1201] {
+        let gpu = EmuPciGpu::new(EmuPciConfig::new(arch)).unwrap();
+        let opts = runtime::DeviceOptions {
+            compute_ring_size: 1 << 16,
+            sdma_ring_size: 1 << 16,
+            ..Default::default()
+        };
+        let (d, _) = emu::open_pci_on(gpu.clone(), opts.clone()).expect("first session boots");
+        std::mem::forget(d);
+        gpu.hang_smu();
+        let before = gpu.reg_writes().len();
+        let boots = gpu.firmware_log().bootloader.len();
+        let e = match emu::open_pci_on(gpu.clone(), opts) {
+            Ok(_) => panic!("{arch:?}: a GPU that cannot be reset was opened"),
+            Err(e) => e.to_string(),
+        };
+        for part in [
+            "emu-pci:",
+            "did not end cleanly",
+            "SMU does not answer",
+            "sudo tee /sys/bus/pci/devices/",
+            "/reset",
+            "bind amdgpu",
+            "power-cycle",
+        ] {
+            assert!(e.contains(part), "{arch:?}: {part:?} not in: {e}");
+        }
+        let names: Vec<&str> = gpu.reg_writes()[before..]
+            .iter()
+            .filter_map(|w| gpu.reg_name(w.addr))
+            .collect();
+        for untouched in [
+            "MMVM_CONTEXT0_CNTL",
+            "IH_RB_CNTL",
+            "SCRATCH_REG7",
+            "SCRATCH_REG6",
+        ] {
+            assert!(
+                !names.contains(&untouched),
+                "{arch:?}: {untouched} written: {names:?}"
+            );
+        }
+        assert_eq!(gpu.firmware_log().bootloader.len(), boots, "{arch:?}");
+    }
+}
+
+/// The same behind the USB bridge, where the host has no PCI function to reset: the fix is to
+/// power-cycle the eGPU.
+#[test]
+fn an_unrecoverable_crashed_session_behind_usb_names_a_power_cycle() {
+    use emu::pci::{EmuPciConfig, EmuPciGpu};
+    use emu::EmuArch;
+    let gpu = EmuPciGpu::new(EmuPciConfig::new(EmuArch::Gfx1201)).unwrap();
+    let opts = runtime::DeviceOptions {
+        compute_ring_size: 1 << 16,
+        sdma_ring_size: 1 << 16,
+        ..Default::default()
+    };
+    let open = |o| {
+        emu::open_usb_on(gpu.clone(), runtime::usb::Firmware::Custom, o, |t| {
+            Box::new(t)
+        })
+    };
+    let (d, _) = open(opts.clone()).expect("first session boots");
+    std::mem::forget(d);
+    gpu.hang_smu();
+    let e = match open(opts) {
+        Ok(_) => panic!("a GPU that cannot be reset was opened"),
+        Err(e) => e.to_string(),
+    };
+    assert!(e.contains("did not end cleanly"), "{e}");
+    assert!(e.contains("power-cycle the eGPU"), "{e}");
+    assert!(!e.contains("/sys/bus/pci"), "{e}");
 }

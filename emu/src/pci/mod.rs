@@ -68,6 +68,8 @@ pub struct EmuPciConfig {
     pub ips: Vec<discovery::IpRecord>,
     /// MC address of VRAM offset 0 the hubs report (FB_LOCATION_BASE).
     pub mc_base: u64,
+    /// Shader engines (IP discovery's gc_num_se and the emulated engines).
+    pub num_se: u32,
 }
 
 impl EmuPciConfig {
@@ -87,14 +89,18 @@ impl EmuPciConfig {
             device_id,
             ips,
             mc_base: MC_BASE,
+            num_se: arch.num_se(),
         }
     }
 
-    /// A Navi44 (gfx1200, GC 12.0.0, RX 9060): the GPU of tinygrad's recorded AM bring-up.
+    /// A Navi44 (gfx1200, GC 12.0.0, RX 9060): the GPU of tinygrad's recorded AM bring-up,
+    /// half a Navi48: 2 shader engines of 2 arrays of 8 CUs (the recording's gc_info: gc_num_se
+    /// 2, gc_num_sh_per_se 2, gc_num_cu_per_sh 8; se_cnt 2, cu_cnt 32).
     pub fn navi44() -> Self {
         EmuPciConfig {
             ips: discovery::navi44_ips(),
             device_id: 0x7590,
+            num_se: 2,
             ..Self::new(EmuArch::Gfx1201)
         }
     }
@@ -205,6 +211,10 @@ struct Addrs {
     ih_base: [u32; 2],
     ih_cntl: u32,
     ih_wptr_addr: [u32; 2],
+    /// IH_RB_WPTR of ring 0: the driver zeroes it when it (re)programs the ring.
+    ih_wptr_reg: u32,
+    /// SCRATCH_REG6 and SCRATCH_REG7: the driver's session marks, cleared by a mode-1 reset.
+    scratch: [u32; 2],
     rsmu_index: u32,
     rsmu_data: u32,
     fb_base_mm: u32,
@@ -298,6 +308,8 @@ impl Addrs {
             ih_base: [a(IH_RB_BASE), a(IH_RB_BASE_HI)],
             ih_cntl: a(IH_RB_CNTL),
             ih_wptr_addr: [a(IH_RB_WPTR_ADDR_LO), a(IH_RB_WPTR_ADDR_HI)],
+            ih_wptr_reg: a(IH_RB_WPTR),
+            scratch: [a(SCRATCH_REG6), a(SCRATCH_REG7)],
             rsmu_index: a(BIF_BX_PF0_RSMU_INDEX),
             rsmu_data: a(BIF_BX_PF0_RSMU_DATA),
             fb_base_mm: a(MMMC_VM_FB_LOCATION_BASE),
@@ -379,6 +391,7 @@ impl EmuPciGpu {
         let mut ecfg = EmuConfig::new(cfg.arch);
         ecfg.kfd_present = false;
         ecfg.gpu_node = false;
+        ecfg.num_se = Some(cfg.num_se);
         let emu = EmuPlatform::new(ecfg);
         let b = bases(&cfg.ips);
         let a = Addrs::new(&b, gen);
@@ -409,7 +422,7 @@ impl EmuPciGpu {
             // The discovery table at VRAM end − 64 KiB.
             // (num_se, wgp0/sa, wgp1/sa, sa/se, waves, slots, lds KiB): the SEs the shader
             // engines model for this arch.
-            let gc = (cfg.arch.num_se(), 4, 0, 2, 16, 32, 64);
+            let gc = (cfg.num_se, 4, 0, 2, 16, 32, 64);
             let tbl = discovery::build_with(&cfg.ips, gc);
             let at = PHYS_VRAM + cfg.vram_size - runtime::pci::am::discovery::TABLE_FROM_END;
             st.mem
@@ -480,6 +493,17 @@ impl EmuPciGpu {
     pub fn reg_writes(&self) -> Vec<RegWrite> {
         self.model().writes.clone()
     }
+    /// The configuration the device was built with.
+    pub fn config(&self) -> EmuPciConfig {
+        self.model().cfg.clone()
+    }
+
+    /// Makes the SMU stop answering its mailbox (a hung SMU after a crash): no mode-1 reset is
+    /// possible until the device is rebuilt.
+    pub fn hang_smu(&self) {
+        self.model().smu_loaded = false;
+    }
+
     /// The register name of an absolute dword address (registers the driver uses).
     pub fn reg_name(&self, addr: u32) -> Option<&'static str> {
         self.model().names.get(&addr).copied()
@@ -795,8 +819,18 @@ impl EmuPciGpu {
                     st.core.regs.write(a.psp71, 0);
                     st.queues.clear();
                     st.mem.vm = None;
+                    // The whole ASIC is reset: the GC hub's latched fault, the RLC autoload,
+                    // the IH rings and the session marks are back at their power-on values.
+                    let cleared = a.gc_fault.iter().chain(&a.scratch).copied();
+                    for r in cleared.chain([a.rlc_bootload, a.ih_cntl, a.hqd_active]) {
+                        st.core.regs.write(r, 0);
+                    }
+                    m.ih_wptr = 0;
                 }
             }
+        } else if addr == a.ih_wptr_reg {
+            // The driver resets the ring's write pointer when it (re)programs the ring.
+            m.ih_wptr = u64::from(v) & !(ih::ENTRY_SIZE - 1);
         } else if addr == a.gc_inv_req || addr == a.mm_inv_req {
             m.log.tlb_invalidations += 1;
             if let Some(vm) = &st.mem.vm {

@@ -81,6 +81,13 @@ pub enum PciError {
     OutOfMemory { what: &'static str, size: u64 },
     #[error("address {va:#x} is not mapped in the GPU page tables")]
     NotMapped { va: u64 },
+    /// A GPU a previous session left in a state this driver cannot reset.
+    #[error("{bus}: {state}; {fix}")]
+    Unrecoverable {
+        bus: String,
+        state: String,
+        fix: String,
+    },
     #[error(transparent)]
     Mmio(#[from] MmioError),
 }

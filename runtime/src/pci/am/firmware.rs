@@ -181,7 +181,7 @@ fn read(dir: &Path, name: &str) -> PciResult<Vec<u8>> {
     std::fs::read(&p).map_err(|e| PciError::Firmware {
         file: p.display().to_string(),
         msg: format!(
-            "{e} (install linux-firmware's amdgpu/ files, e.g. Debian's firmware-amd-graphics, or point WAVESCOPE_AMDGPU_FIRMWARE at a directory holding them)"
+            "{e} (install linux-firmware's amdgpu/ files, e.g. Debian's firmware-amd-graphics from the non-free-firmware component, or point WAVESCOPE_AMDGPU_FIRMWARE at a directory holding them)"
         ),
     })
 }

@@ -157,32 +157,7 @@ fn config_rs64(dev: &AmDevice) -> PciResult<()> {
 /// apertures, the MEC doorbell range, MEC pipe 0 running.
 pub fn init_gc12(dev: &mut AmDevice) -> PciResult<()> {
     use regs::*;
-    let t = dev.timeout_ms;
-    {
-        let r = &dev.regs;
-        // Autoload is over when the CP is idle or the RLC reports bootload_complete.
-        let t0 = std::time::Instant::now();
-        loop {
-            if r.read(CP_STAT)? == 0 {
-                break;
-            }
-            let st = r.read(RLC_RLCS_BOOTLOAD_STATUS)?;
-            if r.decode(RLC_RLCS_BOOTLOAD_STATUS, st, "bootload_complete")? == 1 {
-                break;
-            }
-            if t0.elapsed().as_millis() as u64 > t {
-                return Err(crate::pci::PciError::Timeout {
-                    block: "RLC",
-                    what: "autoload of the CP/SDMA microcode (CP_STAT idle or bootload_complete)"
-                        .into(),
-                    reg: RLC_RLCS_BOOTLOAD_STATUS.name,
-                    value: st,
-                    ms: t,
-                });
-            }
-            std::thread::sleep(std::time::Duration::from_micros(100));
-        }
-    }
+    wait_autoload_gc12(dev)?;
     dev.gmc.init_hub(&dev.regs, Hub::Gc)?;
     config_rs64(dev)?;
     let r = &dev.regs;
@@ -219,6 +194,98 @@ pub fn init_gc12(dev: &mut AmDevice) -> PciResult<()> {
             ("mec_halt", 0),
         ],
     )?;
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    Ok(())
+}
+
+/// GC 12: autoload is over when the CP is idle or the RLC reports bootload_complete.
+fn wait_autoload_gc12(dev: &AmDevice) -> PciResult<()> {
+    use regs::*;
+    let (r, t) = (&dev.regs, dev.timeout_ms);
+    let t0 = std::time::Instant::now();
+    loop {
+        if r.read(CP_STAT)? == 0 {
+            return Ok(());
+        }
+        let st = r.read(RLC_RLCS_BOOTLOAD_STATUS)?;
+        if r.decode(RLC_RLCS_BOOTLOAD_STATUS, st, "bootload_complete")? == 1 {
+            return Ok(());
+        }
+        if t0.elapsed().as_millis() as u64 > t {
+            return Err(crate::pci::PciError::Timeout {
+                block: "RLC",
+                what: "autoload of the CP/SDMA microcode (CP_STAT idle or bootload_complete)"
+                    .into(),
+                reg: RLC_RLCS_BOOTLOAD_STATUS.name,
+                value: st,
+                ms: t,
+            });
+        }
+        std::thread::sleep(std::time::Duration::from_micros(100));
+    }
+}
+
+/// GFX in a partial boot (tinygrad's AM_GFX.init_hw with `partial_boot`, i.e. `reset_mec`):
+/// the microcode the RLC autoloaded, the per-VMID shader memory setup, the doorbell routing and
+/// the MEC doorbell range survive an orderly teardown, so only the GC hub is programmed again
+/// (our teardown turns its context off on GC 11, tinygrad's does not) and the MEC is dequeued,
+/// reset and restarted at its firmware program counter.
+pub fn reinit(dev: &mut AmDevice) -> PciResult<()> {
+    use regs::*;
+    let gc12 = dev.regs.gen == AmGen::Gc12;
+    if gc12 {
+        wait_autoload_gc12(dev)?;
+    } else {
+        dev.regs.poll(
+            RLC_RLCS_BOOTLOAD_STATUS,
+            1 << 31,
+            1 << 31,
+            dev.timeout_ms,
+            "RLC",
+            "autoload of the CP/SDMA microcode (bootload_complete)",
+        )?;
+    }
+    dev.gmc.init_hub(&dev.regs, Hub::Gc)?;
+    let r = &dev.regs;
+    // tinygrad's _dequeue_hqds: both MQD slots of ME1 pipe 0, waves reset.
+    for q in 0..2 {
+        select(r, 1, 0, q, 0)?;
+        if r.read(CP_HQD_ACTIVE)? & 1 != 0 {
+            r.write(CP_HQD_DEQUEUE_REQUEST, 2)?;
+            r.write(SPI_COMPUTE_QUEUE_RESET, 1)?;
+            r.poll(CP_HQD_ACTIVE, 1, 0, dev.timeout_ms, "CP", "HQD dequeue")?;
+        }
+    }
+    select(r, 0, 0, 0, 0)?;
+    if gc12 {
+        // GC 12 resets the MEC through mec_pipe0_reset in config_rs64.
+        config_rs64(dev)?;
+        dev.regs.update_fields(
+            CP_MEC_RS64_CNTL,
+            &[
+                ("mec_pipe0_reset", 0),
+                ("mec_pipe0_active", 1),
+                ("mec_halt", 0),
+            ],
+        )?;
+    } else {
+        r.write_fields(
+            GRBM_SOFT_RESET,
+            &[("soft_reset_cp", 1), ("soft_reset_cpc", 1)],
+        )?;
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        r.write(GRBM_SOFT_RESET, 0)?;
+        // As in [`init`]: program counter from the firmware header, pipe reset pulsed, then
+        // pipe 0 active and not halted.
+        r.write(GRBM_GFX_CNTL, grbm_select(1, 0, 0, 0))?;
+        let start = dev.fw.mec_start;
+        r.write(CP_MEC_RS64_PRGRM_CNTR_START, (start >> 2) as u32)?;
+        r.write(CP_MEC_RS64_PRGRM_CNTR_START_HI, (start >> 34) as u32)?;
+        r.write(CP_MEC_RS64_CNTL, 1 << 16 | 1 << 30)?;
+        r.write(CP_MEC_RS64_CNTL, 1 << 30)?;
+        r.write(GRBM_GFX_CNTL, 0)?;
+        r.write(CP_MEC_RS64_CNTL, 1 << 26)?;
+    }
     std::thread::sleep(std::time::Duration::from_millis(50));
     Ok(())
 }

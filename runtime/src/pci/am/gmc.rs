@@ -10,6 +10,9 @@ use crate::pci::{PciError, PciResult};
 use crate::platform::Mmio;
 
 pub const BOOT_SIZE: u64 = 32 << 20;
+/// VRAM offset of the boot record ([`super::boot::BootRecord`]): the last page of boot memory,
+/// which the boot allocator never hands out.
+pub const BOOT_RECORD: u64 = BOOT_SIZE - PAGE;
 pub const RESERVED_TOP: u64 = 64 << 20;
 pub const VA_BASE: u64 = 0x2000_0000_0000;
 pub const VA_SIZE: u64 = 512 << 30;
@@ -151,6 +154,9 @@ pub struct Gmc {
     pub main: RangeAlloc,
     pub va: RangeAlloc,
     booting: bool,
+    /// Every boot-memory allocation (offset, size) in order: the layout a partial boot must
+    /// re-derive exactly ([`super::boot`]).
+    pub boot_log: Vec<(u64, u64)>,
     /// VRAM offset of the root directory (PDB2).
     pub root: u64,
     /// Page-table pages allocated (VRAM offsets), for the teardown and tests.
@@ -173,10 +179,11 @@ impl Gmc {
             vram,
             vram_size,
             mc_base,
-            boot: RangeAlloc::new(0, BOOT_SIZE),
+            boot: RangeAlloc::new(0, BOOT_RECORD),
             main: RangeAlloc::new(BOOT_SIZE, main_end.saturating_sub(BOOT_SIZE)),
             va: RangeAlloc::new(VA_BASE, VA_SIZE),
             booting: true,
+            boot_log: Vec::new(),
             root: 0,
             tables: Vec::new(),
             hdp_flush_addr: hdp & 0x7_FFFC,
@@ -207,10 +214,16 @@ impl Gmc {
         } else {
             &mut self.main
         };
-        a.alloc(size, align.max(PAGE)).ok_or(PciError::OutOfMemory {
-            what: if self.booting { "boot VRAM" } else { "VRAM" },
-            size,
-        })
+        let at = a
+            .alloc(size, align.max(PAGE))
+            .ok_or(PciError::OutOfMemory {
+                what: if self.booting { "boot VRAM" } else { "VRAM" },
+                size,
+            })?;
+        if self.booting {
+            self.boot_log.push((at, size));
+        }
+        Ok(at)
     }
 
     pub fn pfree(&mut self, at: u64, size: u64) {

@@ -34,14 +34,40 @@ pub struct Ih {
 }
 
 impl Ih {
+    /// The two rings and their write-pointer pages in boot VRAM (ring 0, its page, ring 1, its
+    /// page): the software half of the bring-up, which a partial boot repeats.
+    pub fn alloc(&mut self, gmc: &mut Gmc) -> PciResult<()> {
+        self.rings.clear();
+        for _ in 0..2 {
+            let base = gmc.palloc(RING_SIZE, 0x1000)?;
+            let wptr = gmc.palloc(0x1000, 0x1000)?;
+            self.rings.push((base, wptr));
+        }
+        Ok(())
+    }
+
+    /// Allocates the rings and programs them.
     pub fn init(&mut self, r: &RegIo, gmc: &mut Gmc) -> PciResult<()> {
+        self.alloc(gmc)?;
+        self.program(r, gmc)
+    }
+
+    /// Programs the allocated rings (both pointers back to 0) and enables them.
+    pub fn program(&mut self, r: &RegIo, gmc: &Gmc) -> PciResult<()> {
+        if self.rings.len() != 2 {
+            return Err(crate::pci::PciError::Rejected {
+                block: "IH",
+                what: "programming rings that were never allocated".into(),
+                status: 0,
+            });
+        }
+        self.rptr = 0;
         if r.gen == AmGen::Gc12 {
             return self.init_fields(r, gmc);
         }
         use regs::*;
         for ring in 0..2u32 {
-            let base = gmc.palloc(RING_SIZE, 0x1000)?;
-            let wptr = gmc.palloc(0x1000, 0x1000)?;
+            let (base, wptr) = self.rings[ring as usize];
             let mc = gmc.mc(base);
             let [rb_base, rb_base_hi, cntl, rptr_r, wptr_r, dbr] = ring_regs(ring);
             r.write(rb_base, (mc >> 8) as u32)?;
@@ -62,19 +88,17 @@ impl Ih {
             r.write(dbr, ((DOORBELL_IH + ring) * 2) | 1 << 28)?;
             // rb_enable (+ enable_intr on ring 0).
             r.write(cntl, c | 1 | if ring == 0 { 1 << 17 } else { 0 })?;
-            self.rings.push((base, wptr));
         }
         Ok(())
     }
 
     /// OSSSYS 7 (GC 12): the same rings, every value encoded by field, no IH doorbell (the
     /// driver reads the write-pointer page), the storm/flood controls on, then both rings on.
-    fn init_fields(&mut self, r: &RegIo, gmc: &mut Gmc) -> PciResult<()> {
+    fn init_fields(&mut self, r: &RegIo, gmc: &Gmc) -> PciResult<()> {
         use regs::*;
         let rb_size = 64 - (RING_SIZE / 4 - 1).leading_zeros();
         for ring in 0..2u32 {
-            let base = gmc.palloc(RING_SIZE, 0x1000)?;
-            let wptr = gmc.palloc(0x1000, 0x1000)?;
+            let (base, wptr) = self.rings[ring as usize];
             let mc = gmc.mc(base);
             let [rb_base, rb_base_hi, cntl, rptr_r, wptr_r, dbr] = ring_regs(ring);
             r.write(rb_base, (mc >> 8) as u32)?;
@@ -101,7 +125,6 @@ impl Ih {
             r.write(wptr_r, 0)?;
             r.write(rptr_r, 0)?;
             r.write_fields(dbr, &[("enable", 0)])?;
-            self.rings.push((base, wptr));
         }
         // Client 18 (the VMC, GMC page faults) may storm: let the IH rate-limit it.
         r.update_fields(

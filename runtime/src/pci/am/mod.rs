@@ -3,6 +3,7 @@
 //! orderly teardown. Everything goes through a [`PciDevice`]: registers through BAR5, VRAM
 //! through BAR0, doorbells through BAR2, system memory through its DMA pages.
 
+pub mod boot;
 pub mod discovery;
 pub mod firmware;
 pub mod gc9;
@@ -92,8 +93,11 @@ impl AmReg {
 
 /// `RCC_CONFIG_MEMSIZE`: VRAM size in MiB at a fixed dword address, readable before discovery.
 pub const RCC_CONFIG_MEMSIZE: u32 = 0xDE3;
-/// Written to SCRATCH_REG7 once the GPU is up (tinygrad v0.11.0's AMDev.Version).
-pub const AM_VERSION: u32 = 0xA000_0006;
+/// Written to SCRATCH_REG7 once the GPU is up: wavescope's own stamp ("WS", boot layout 1).
+/// tinygrad stamps its AMDev.Version (0xA000_0008 at the recorded commit); its boot memory is
+/// laid out differently (256 KiB IH rings, a maximum-size TMR), so a GPU it brought up must not
+/// pass for ours. Change the low half when the boot memory layout changes.
+pub const AM_VERSION: u32 = 0x5753_0001;
 
 /// Register access through BAR5 (indirect through RSMU_INDEX/DATA beyond the BAR).
 pub struct RegIo {
@@ -402,8 +406,8 @@ pub enum PriorBoot {
     /// Not brought up by this driver (power-on, amdgpu, tinygrad).
     #[default]
     Foreign,
-    /// Brought up by this driver and torn down cleanly: tinygrad would re-initialise only GFX
-    /// and SDMA here; we still do the full bring-up (the boot memory layout is not kept).
+    /// Brought up by this driver and torn down cleanly: a partial boot ([`boot`]) when the
+    /// boot record matches, as tinygrad re-initialises only GFX and SDMA here.
     Clean,
     /// Brought up by this driver but not torn down, or with a GC fault pending.
     Dirty,
@@ -443,6 +447,8 @@ pub struct AmDevice {
     pub sdma_queue: Option<sdma::SdmaQueue>,
     /// What the previous session left ([`prior_boot`], read before the bring-up).
     pub prior_boot: PriorBoot,
+    /// How this session brought the GPU up.
+    pub boot_kind: boot::BootKind,
     finished: bool,
 }
 
@@ -536,9 +542,10 @@ impl AmDevice {
             gfx_queue: None,
             sdma_queue: None,
             prior_boot: PriorBoot::Foreign,
+            boot_kind: boot::BootKind::Full,
             finished: false,
         };
-        if let Err(e) = dev.full_boot() {
+        if let Err(e) = dev.bring_up() {
             // A failed bring-up has no queues or clocks to undo (and the handshakes that failed
             // would only time out again): just stop interrupts.
             dev.finished = true;
@@ -553,14 +560,119 @@ impl AmDevice {
         self.regs.gen
     }
 
-    fn full_boot(&mut self) -> PciResult<()> {
-        let gc12 = self.gen() == AmGen::Gc12;
-        // §1.3: a GPU left running by amdgpu or a crashed run answers on both mailboxes: reset it.
+    /// Reads the previous session's marks, then boots partially ([`boot::plan`]) or fully.
+    fn bring_up(&mut self) -> PciResult<()> {
         self.regs.phase("reset");
         self.prior_boot = prior_boot(&self.regs)?;
-        if psp::sos_alive(&self.regs)? && smu::alive(&self.regs, 100)? {
-            smu::send(&self.regs, smu::MSG_MODE1_RESET, 0, self.timeout_ms)?;
-            std::thread::sleep(Duration::from_millis(500));
+        // The record is read only for a clean session of ours: nothing else wrote it.
+        let record = if self.prior_boot == PriorBoot::Clean {
+            Some(boot::BootRecord::read(&*self.vram))
+        } else {
+            None
+        };
+        let plan = boot::plan(
+            self.gen(),
+            self.prior_boot,
+            record,
+            self.vram_size,
+            self.gmc.mc_base,
+        );
+        if let Some(rec) = plan {
+            if self.rederive_boot_memory(&rec)? {
+                return self.partial_boot();
+            }
+            // Another layout than the record's: start over on fresh boot memory.
+            self.gmc = gmc::Gmc::new(&self.regs, self.vram.clone(), self.vram_size)?;
+            self.ih = ih::Ih::default();
+            self.psp = psp::Psp::default();
+            self.smu = smu::Smu::default();
+        }
+        self.full_boot()
+    }
+
+    /// Repeats the full boot's boot-memory allocations (IH, PSP, TMR at the recorded size, SMU;
+    /// the GMC's were made by [`gmc::Gmc::new`]) without touching the hardware; whether they
+    /// landed exactly where the record says.
+    fn rederive_boot_memory(&mut self, rec: &boot::BootRecord) -> PciResult<bool> {
+        self.ih.alloc(&mut self.gmc)?;
+        self.psp.boot_time_tmr = psp::boot_time_tmr(self.disc.ip(AmIp::Mp0)?.version);
+        self.psp.alloc(&mut self.gmc)?;
+        if self.psp.needs_tmr(rec.tmr_size) {
+            self.psp.alloc_tmr(&mut self.gmc, rec.tmr_size)?;
+        }
+        self.psp.tmr_size = rec.tmr_size;
+        self.smu.alloc(&mut self.gmc)?;
+        Ok(self.gmc.boot_log == rec.allocs)
+    }
+
+    /// The partial boot of this generation (a family plugs its own in here).
+    fn partial_boot(&mut self) -> PciResult<()> {
+        match self.gen() {
+            AmGen::Gc11 | AmGen::Gc12 => self.partial_boot_gc11_12(),
+        }
+    }
+
+    /// GC 11 and GC 12, in tinygrad's order: SOC, MM hub, PSP and SMU stay as the full boot
+    /// left them (the firmware is read from disk for the MEC's program counter but not loaded);
+    /// then GFX ([`gfx::reinit`]), SDMA, clocks and clock gating as in every boot. Where we
+    /// differ: the root page directory, zeroed again by [`gmc::Gmc::new`], gets an MM hub TLB
+    /// invalidation (tinygrad's next mapping flushes it), and the IH rings are programmed
+    /// again because our teardown stops them (A23).
+    fn partial_boot_gc11_12(&mut self) -> PciResult<()> {
+        let gc12 = self.gen() == AmGen::Gc12;
+        self.boot_kind = boot::BootKind::Partial;
+        self.regs.phase("AM_GMC.partial");
+        self.gmc.invalidate(&self.regs, gmc::Hub::Mm)?;
+        self.regs.phase("AM_IH.init_hw");
+        self.ih.program(&self.regs, &self.gmc)?;
+        self.regs.phase("AM_GFX.init_hw");
+        gfx::reinit(self)?;
+        self.regs.phase("AM_SDMA.init_hw");
+        sdma::init(self)?;
+        self.finish_boot(gc12)
+    }
+
+    /// A previous session that did not end cleanly, and no way to reset the GPU from here.
+    fn unrecoverable(&self, why: &str) -> PciError {
+        let bus = self.pci.bus_id();
+        // Behind a USB bridge the host has no PCI function to reset: only power helps.
+        let fix = if bus.starts_with("usb:") {
+            "power-cycle the eGPU before opening it again (unplug its power, then replug it)"
+                .to_string()
+        } else {
+            format!(
+                "reset the GPU before opening it again: `echo 1 | sudo tee /sys/bus/pci/devices/{bus}/reset`, or bind amdgpu once (it resets the GPU), or power-cycle the machine"
+            )
+        };
+        PciError::Unrecoverable {
+            state: format!(
+                "the previous wavescope session on this GPU did not end cleanly (SCRATCH_REG6 still 1 or a GC page fault pending) and {why}"
+            ),
+            fix,
+            bus,
+        }
+    }
+
+    fn full_boot(&mut self) -> PciResult<()> {
+        let gc12 = self.gen() == AmGen::Gc12;
+        // §1.3: a GPU left running by amdgpu or a crashed run answers on both mailboxes: reset
+        // it. A crashed session of ours may still run queues and DMA into the memory this boot
+        // reuses: without a working reset it is refused (tinygrad boots on without one).
+        let dirty = self.prior_boot == PriorBoot::Dirty;
+        if psp::sos_alive(&self.regs)? {
+            if smu::alive(&self.regs, 100)? {
+                smu::send(&self.regs, smu::MSG_MODE1_RESET, 0, self.timeout_ms)?;
+                std::thread::sleep(Duration::from_millis(500));
+                self.boot_kind = boot::BootKind::FullAfterReset;
+                if dirty && !self.sos_stopped()? {
+                    return Err(self.unrecoverable(
+                        "the mode-1 reset did not take (the PSP's SOS still runs)",
+                    ));
+                }
+            } else if dirty {
+                return Err(self
+                    .unrecoverable("the SMU does not answer, so no mode-1 reset can recover it"));
+            }
         }
         // The phase names are tinygrad's bring-up methods, so recordings compare by step.
         self.regs.phase("AM_SOC.init_hw");
@@ -586,6 +698,32 @@ impl AmDevice {
         }
         self.regs.phase("AM_SDMA.init_hw");
         sdma::init(self)?;
+        // What the next session's partial boot re-derives.
+        boot::BootRecord {
+            gen: self.gen(),
+            vram_size: self.vram_size,
+            mc_base: self.gmc.mc_base,
+            tmr_size: self.psp.tmr_size,
+            allocs: self.gmc.boot_log.clone(),
+        }
+        .write(&*self.vram)?;
+        self.finish_boot(gc12)
+    }
+
+    /// Waits up to the handshake timeout for SOS to stop after a mode-1 reset.
+    fn sos_stopped(&self) -> PciResult<bool> {
+        let t0 = Instant::now();
+        while psp::sos_alive(&self.regs)? {
+            if t0.elapsed() > Duration::from_millis(self.timeout_ms) {
+                return Ok(false);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        Ok(true)
+    }
+
+    /// Clocks, clock gating and the boot marks: the end of every boot.
+    fn finish_boot(&mut self, gc12: bool) -> PciResult<()> {
         self.regs.phase("AM_SMU.set_clocks");
         self.smu.set_clocks(&self.regs, true, self.timeout_ms)?;
         if gc12 {

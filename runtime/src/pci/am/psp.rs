@@ -64,12 +64,29 @@ fn name_of(cmd: u32) -> &'static str {
 }
 
 impl Psp {
-    pub fn init(&mut self, r: &RegIo, gmc: &mut Gmc, fw: &Firmware, t: u64) -> PciResult<()> {
-        use regs::*;
+    /// The msg1 buffer, ring, command buffer and fence in boot VRAM (the software half of the
+    /// bring-up, which a partial boot repeats so later boot allocations land where they did).
+    pub fn alloc(&mut self, gmc: &mut Gmc) -> PciResult<()> {
         self.msg1 = gmc.palloc(MSG1_SIZE, MSG1_SIZE)?;
         self.ring = gmc.palloc(RING_SIZE, 0x1000)?;
         self.cmd = gmc.palloc(0x1000, 0x1000)?;
         self.fence = gmc.palloc(0x1000, 0x1000)?;
+        Ok(())
+    }
+
+    /// Whether the bring-up gives the PSP a TMR of `tmr_size` bytes from boot VRAM.
+    pub fn needs_tmr(&self, tmr_size: u64) -> bool {
+        tmr_size > 0 && !self.boot_time_tmr
+    }
+
+    /// The TMR's boot VRAM (1 MiB aligned).
+    pub fn alloc_tmr(&mut self, gmc: &mut Gmc, tmr_size: u64) -> PciResult<u64> {
+        gmc.palloc(tmr_size, 1 << 20)
+    }
+
+    pub fn init(&mut self, r: &RegIo, gmc: &mut Gmc, fw: &Firmware, t: u64) -> PciResult<()> {
+        use regs::*;
+        self.alloc(gmc)?;
         let vram = gmc.vram();
 
         // 1. SOS components through the bootloader.
@@ -161,8 +178,8 @@ impl Psp {
         // 5. SMU firmware first.
         self.load_fw(r, gmc, fw_type::SMU, &fw.smu.data, t)?;
         // 6. TMR (1 MiB aligned, in boot VRAM; virt_phy_addr set), unless PSP made it at boot.
-        if self.tmr_size > 0 && !self.boot_time_tmr {
-            let tmr = gmc.palloc(self.tmr_size, 1 << 20)?;
+        if self.needs_tmr(self.tmr_size) {
+            let tmr = self.alloc_tmr(gmc, self.tmr_size)?;
             let tmc = gmc.mc(tmr);
             self.submit(
                 r,

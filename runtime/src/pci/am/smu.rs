@@ -91,8 +91,14 @@ pub struct Smu {
 }
 
 impl Smu {
-    pub fn init(&mut self, r: &RegIo, gmc: &mut Gmc, t: u64) -> PciResult<()> {
+    /// The driver table in boot VRAM (repeated by a partial boot).
+    pub fn alloc(&mut self, gmc: &mut Gmc) -> PciResult<()> {
         self.table = gmc.palloc(DRIVER_TABLE_SIZE, 0x1000)?;
+        Ok(())
+    }
+
+    pub fn init(&mut self, r: &RegIo, gmc: &mut Gmc, t: u64) -> PciResult<()> {
+        self.alloc(gmc)?;
         let mc = gmc.mc(self.table);
         send(r, MSG_SET_DRIVER_DRAM_ADDR_HIGH, (mc >> 32) as u32, t)?;
         send(r, MSG_SET_DRIVER_DRAM_ADDR_LOW, mc as u32, t)?;
