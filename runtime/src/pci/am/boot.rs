@@ -82,6 +82,7 @@ impl BootRecord {
         let gen = match at(2, "generation")? {
             0 => AmGen::Gc11,
             1 => AmGen::Gc12,
+            2 => AmGen::Gc9,
             g => return Err(bad(2, "unknown generation", g)),
         };
         let n = at(6, "allocation count")?;
@@ -133,6 +134,8 @@ pub enum BootKind {
 pub fn partial_supported(g: AmGen) -> bool {
     match g {
         AmGen::Gc11 | AmGen::Gc12 => true,
+        // The GC 9 bring-up has no PSP load or queues yet (pci::am::gc9), so nothing to skip.
+        AmGen::Gc9 => false,
     }
 }
 

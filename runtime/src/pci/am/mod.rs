@@ -609,6 +609,8 @@ impl AmDevice {
     fn partial_boot(&mut self) -> PciResult<()> {
         match self.gen() {
             AmGen::Gc11 | AmGen::Gc12 => self.partial_boot_gc11_12(),
+            // `boot::partial_supported` says no for GC 9: a full boot is planned instead.
+            AmGen::Gc9 => Err(gc9::not_yet(&self.disc)),
         }
     }
 
