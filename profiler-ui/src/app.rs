@@ -673,6 +673,13 @@ fn load(path: &Path, progress: &Progress) -> Result<Box<Loaded>, String> {
 }
 
 impl Loaded {
+    /// The background kernel job's stage and fraction (what its progress bar shows), while
+    /// one runs.
+    pub fn kernel_progress(&self) -> Option<(String, f32)> {
+        let (_, _, p) = self.kernel_job.as_ref()?;
+        p.lock().ok().map(|g| g.clone())
+    }
+
     pub fn open_kernel(&mut self, k: usize) {
         if self.kernel == Some(k) && (self.kernel_view.is_some() || self.kernel_job.is_some()) {
             return;

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use traces::sqtt::{InstToken, OpName, TokenKind};
 
-use super::lod::{layout_row, Item};
+use super::lod::{layout_row, Item, RowSummary};
 use super::view::TimeView;
 use crate::data::KernelSqtt;
 
@@ -32,6 +32,8 @@ pub struct Row {
     /// Wave indices (into the SE's waves) sorted by start; empty for headers.
     pub waves: Vec<u32>,
     pub max_len: f64,
+    /// The waves' level-of-detail summary (empty for headers).
+    pub summary: RowSummary,
     /// Waves below this header (headers) or in this row.
     pub wave_count: usize,
     pub itraced: bool,
@@ -70,6 +72,7 @@ impl SqttRows {
                 kind: RowKind::Se { se: si },
                 waves: Vec::new(),
                 max_len: 0.0,
+                summary: RowSummary::default(),
                 wave_count: se.analysis.waves.len(),
                 itraced: se.itrace,
             });
@@ -82,6 +85,7 @@ impl SqttRows {
                         kind: RowKind::Cu { se: si, cu },
                         waves: Vec::new(),
                         max_len: 0.0,
+                        summary: RowSummary::default(),
                         wave_count: n,
                         itraced: se.itrace,
                     });
@@ -89,6 +93,8 @@ impl SqttRows {
                 let x = |w: &u32| se.wave_x.get(*w as usize).copied().unwrap_or((0.0, 0.0));
                 waves.sort_by(|a, b| x(a).0.total_cmp(&x(b).0));
                 let max_len = waves.iter().map(|w| x(w).1 - x(w).0).fold(0.0, f64::max);
+                let summary =
+                    RowSummary::build(waves.len(), |i| x(&waves[i]).0, |i| x(&waves[i]).1);
                 let itraced = waves
                     .iter()
                     .any(|&w| se.token_start.get(w as usize + 1) > se.token_start.get(w as usize));
@@ -102,6 +108,7 @@ impl SqttRows {
                     wave_count: waves.len(),
                     waves,
                     max_len,
+                    summary,
                     itraced,
                 });
             }
@@ -259,6 +266,7 @@ pub fn layout_frame(
                 |i| wx(i).0,
                 |i| wx(i).1,
                 row.max_len,
+                Some(&row.summary),
                 view,
                 left,
                 width,
@@ -331,6 +339,7 @@ fn layout_tokens(
         tx,
         end,
         max_len.min(wave_end - tx(0)),
+        None,
         view,
         left,
         width,
