@@ -236,8 +236,7 @@ impl Phase {
 
 /// The app opening `wst` on the SQTT view, drawn at ~60 Hz until its background work is done;
 /// returns the analysed kernel's view and whether every check held.
-fn app_opens(wst: &std::path::Path, sqtt: u64) -> (KernelView, bool) {
-    let ctx = egui::Context::default();
+fn app_opens(ctx: &egui::Context, wst: &std::path::Path, sqtt: u64) -> (KernelView, bool) {
     let anon0 = status_bytes("RssAnon:");
     let mut app = App::with_config_dir(Some(wst.to_path_buf()), None).with_view(Tab::Sqtt);
     let t0 = Instant::now();
@@ -333,6 +332,42 @@ fn app_opens(wst: &std::path::Path, sqtt: u64) -> (KernelView, bool) {
         anon as f64 / waves.max(1) as f64,
         anon as f64 / sqtt.max(1) as f64
     );
+    // Where it goes: the model's columns (capacity times element size; heap behind elements,
+    // like disassembly strings, not counted).
+    let col = |f: &dyn Fn(&SeTrace) -> usize| kv.data.ses.iter().map(f).sum::<usize>();
+    fn b<T>(v: &Vec<T>) -> usize {
+        v.capacity() * std::mem::size_of::<T>()
+    }
+    let parts = [
+        ("waves", col(&|s| b(&s.analysis.waves))),
+        ("wave_x", col(&|s| b(&s.wave_x))),
+        ("tokens", col(&|s| b(&s.analysis.tokens))),
+        ("token_x", col(&|s| b(&s.token_x))),
+        (
+            "token_order+start",
+            col(&|s| b(&s.token_order) + b(&s.token_start)),
+        ),
+        ("token_pc", col(&|s| b(&s.token_pc))),
+        ("mapped", col(&|s| b(&s.mapped))),
+        (
+            "rows",
+            kv.rows
+                .rows
+                .iter()
+                .map(|r| b(&r.waves) + b(&r.x))
+                .sum::<usize>(),
+        ),
+    ];
+    let counted: usize = parts.iter().map(|p| p.1).sum();
+    println!(
+        "app model columns: {} = {:.0} B per wave counted",
+        parts
+            .iter()
+            .map(|(n, v)| format!("{n} {} MiB", v >> 20))
+            .collect::<Vec<_>>()
+            .join(", "),
+        counted as f64 / waves.max(1) as f64
+    );
     drop(app);
     (kv, ok)
 }
@@ -346,12 +381,14 @@ fn main() {
     let synthetic = std::env::var("WAVESCOPE_FRAME").is_ok_and(|v| v == "synthetic");
     let tmp = tempfile::tempdir().unwrap();
     let mut failed = false;
+    // One context, as the app has: the zoom frames follow the app's start on the real path.
+    let ctx = egui::Context::default();
     let (mut kv, trace_bytes) = if synthetic {
         let (k, trace_bytes) = synth();
         (KernelView::new(k), Some(trace_bytes))
     } else {
         let (wst, sqtt) = real_capture(tmp.path());
-        let (kv, ok) = app_opens(&wst, sqtt);
+        let (kv, ok) = app_opens(&ctx, &wst, sqtt);
         failed |= !ok;
         (kv, None)
     };
@@ -371,7 +408,6 @@ fn main() {
         "the trace is smaller than {WAVES} waves (and, synthetic, {TOKENS} tokens): {} waves, {tokens} tokens; raise WAVESCOPE_FRAME_SQTT",
         kv.data.wave_count()
     );
-    let ctx = egui::Context::default();
     let (a, b) = kv.data.x_range();
     // Zoomed in: a window of about four waves, where each wave and its tokens are drawn.
     let mut lens: Vec<f64> = kv
@@ -382,11 +418,63 @@ fn main() {
         .collect();
     lens.sort_by(f64::total_cmp);
     let wave_len = lens.get(lens.len() / 2).copied().unwrap_or(1.0).max(1e-6);
+    println!(
+        "x range {a:.1}..{b:.1} {:?}, median wave {wave_len:.2}; per SE: {}",
+        kv.data.unit,
+        kv.data
+            .ses
+            .iter()
+            .map(|s| {
+                let lo = s.wave_x.iter().map(|w| w.0).fold(f64::INFINITY, f64::min);
+                let hi = s
+                    .wave_x
+                    .iter()
+                    .map(|w| w.1)
+                    .fold(f64::NEG_INFINITY, f64::max);
+                format!("{lo:.1}..{hi:.1}")
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    // The first wave row on screen: its waves' starts, in time order.
+    let starts: Vec<f64> = kv
+        .state
+        .visible
+        .iter()
+        .map(|&r| &kv.rows.rows[r])
+        .find(|r| !r.waves.is_empty())
+        .map(|r| {
+            let se = match r.kind {
+                profiler_ui::layout::sqtt::RowKind::Wave { se, .. } => se,
+                _ => 0,
+            };
+            r.waves
+                .iter()
+                .map(|&w| kv.data.ses[se].wave_x[w as usize].0)
+                .collect()
+        })
+        .unwrap_or_default();
+    let mid = (a + b) / 2.0;
+    // Zoomed in: about four waves' time around the wave of that row nearest the middle.
+    let near = starts
+        .get(starts.partition_point(|&s| s < mid))
+        .copied()
+        .unwrap_or(mid);
+    // Between: where that row's waves are ~2.2 px apart, the most separate blocks a row can
+    // have (waves are merged below a pixel, gaps under a pixel joined).
+    let mut gaps: Vec<f64> = starts.windows(2).map(|w| w[1] - w[0]).collect();
+    gaps.sort_by(f64::total_cmp);
+    let spacing = gaps.get(gaps.len() / 2).copied().unwrap_or(wave_len);
+    let half = spacing * 1450.0 / 2.2 / 2.0;
     for (name, view) in [
         ("zoomed out", TimeView::new(a, b)),
         (
+            "zoomed to 2 px per wave",
+            TimeView::new(mid - half, mid + half),
+        ),
+        (
             "zoomed in",
-            TimeView::new((a + b) / 2.0, (a + b) / 2.0 + 4.0 * wave_len),
+            TimeView::new(near - 1.5 * wave_len, near + 2.5 * wave_len),
         ),
     ] {
         kv.state.view = view;
@@ -428,6 +516,14 @@ fn main() {
             f.tokens.len()
         );
     }
+    // What freeing the model costs a thread (why the app frees a replaced one off the UI
+    // thread).
+    let c = thread_cpu_s();
+    drop(kv);
+    println!(
+        "freeing the model: {:.1} ms CPU",
+        (thread_cpu_s() - c) * 1e3
+    );
     // The memory ratio is the synthetic model's (the real pipeline's memory is the scale
     // bench's business: RSS against the SQTT bytes).
     let Some(trace_bytes) = trace_bytes else {

@@ -120,7 +120,7 @@ pub fn layout_row(
                 }
             }
             let t = view.from_px(block_end + MIN_PX, left, width);
-            let k = partition(j, n, |m| start(m) < t);
+            let k = gallop(j, n, |m| start(m) < t);
             if k == j {
                 break;
             }
@@ -146,6 +146,24 @@ pub fn layout_row(
             x1: block_end.min(right + 1.0),
         });
         i = j.max(i + 1);
+    }
+}
+
+/// [`partition`] for an answer usually near `lo` (the next spans of a block): steps of 1, 2,
+/// 4, ... from `lo`, then a binary search in the last step, so a block of a few spans costs a
+/// few reads near each other instead of a search over the whole row.
+fn gallop(lo: usize, hi: usize, pred: impl Fn(usize) -> bool) -> usize {
+    let (mut from, mut step) = (lo, 1);
+    loop {
+        let probe = lo + step - 1;
+        if probe >= hi {
+            return partition(from, hi, pred);
+        }
+        if !pred(probe) {
+            return partition(from, probe, pred);
+        }
+        from = probe + 1;
+        step *= 2;
     }
 }
 
@@ -285,6 +303,20 @@ mod tests {
         let items = run(&s, TimeView::new(500_000.0, 500_010.0), 1000.0);
         assert_eq!(items.len(), 11);
         assert!(matches!(items[0], Item::Span { index: 500_000, .. }));
+    }
+
+    #[test]
+    fn gallop_finds_what_partition_finds() {
+        let v: Vec<usize> = (0..1000).map(|i| i / 3).collect();
+        for lo in [0, 1, 5, 500, 999, 1000] {
+            for t in [0, 1, 2, 7, 170, 333, 334, 400] {
+                assert_eq!(
+                    gallop(lo, v.len(), |m| v[m] < t),
+                    partition(lo, v.len(), |m| v[m] < t),
+                    "lo {lo} t {t}"
+                );
+            }
+        }
     }
 
     #[test]

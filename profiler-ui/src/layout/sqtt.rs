@@ -31,6 +31,9 @@ pub struct Row {
     pub kind: RowKind,
     /// Wave indices (into the SE's waves) sorted by start; empty for headers.
     pub waves: Vec<u32>,
+    /// Their x (start, end), in the same order: a frame reads a row's times in sequence, not
+    /// scattered over the SE's columns (16 bytes per wave).
+    pub x: Vec<(f64, f64)>,
     pub max_len: f64,
     /// The waves' level-of-detail summary (empty for headers).
     pub summary: RowSummary,
@@ -71,6 +74,7 @@ impl SqttRows {
             rows.push(Row {
                 kind: RowKind::Se { se: si },
                 waves: Vec::new(),
+                x: Vec::new(),
                 max_len: 0.0,
                 summary: RowSummary::default(),
                 wave_count: se.analysis.waves.len(),
@@ -84,6 +88,7 @@ impl SqttRows {
                     rows.push(Row {
                         kind: RowKind::Cu { se: si, cu },
                         waves: Vec::new(),
+                        x: Vec::new(),
                         max_len: 0.0,
                         summary: RowSummary::default(),
                         wave_count: n,
@@ -92,9 +97,9 @@ impl SqttRows {
                 }
                 let x = |w: &u32| se.wave_x.get(*w as usize).copied().unwrap_or((0.0, 0.0));
                 waves.sort_by(|a, b| x(a).0.total_cmp(&x(b).0));
-                let max_len = waves.iter().map(|w| x(w).1 - x(w).0).fold(0.0, f64::max);
-                let summary =
-                    RowSummary::build(waves.len(), |i| x(&waves[i]).0, |i| x(&waves[i]).1);
+                let xs: Vec<(f64, f64)> = waves.iter().map(x).collect();
+                let max_len = xs.iter().map(|w| w.1 - w.0).fold(0.0, f64::max);
+                let summary = RowSummary::build(xs.len(), |i| xs[i].0, |i| xs[i].1);
                 let itraced = waves
                     .iter()
                     .any(|&w| se.token_start.get(w as usize + 1) > se.token_start.get(w as usize));
@@ -107,6 +112,7 @@ impl SqttRows {
                     },
                     wave_count: waves.len(),
                     waves,
+                    x: xs,
                     max_len,
                     summary,
                     itraced,
@@ -253,13 +259,7 @@ pub fn layout_frame(
                 y += h;
                 continue;
             };
-            let wx = |i: usize| {
-                row.waves
-                    .get(i)
-                    .and_then(|&w| st.wave_x.get(w as usize))
-                    .copied()
-                    .unwrap_or((0.0, 0.0))
-            };
+            let wx = |i: usize| row.x.get(i).copied().unwrap_or((0.0, 0.0));
             items.clear();
             layout_row(
                 row.waves.len(),
