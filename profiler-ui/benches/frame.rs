@@ -212,6 +212,20 @@ fn real_capture(dir: &std::path::Path) -> (std::path::PathBuf, u64) {
 #[derive(Default)]
 struct Phase {
     cpu: Vec<f64>,
+    /// The costliest frame: (number, CPU ms, of which in the kernel ms, page faults).
+    worst: (usize, f64, f64, i64),
+}
+
+/// This thread's (kernel CPU s, minor + major page faults) so far.
+fn thread_sys() -> (f64, i64) {
+    use nix::sys::resource::{getrusage, UsageWho};
+    getrusage(UsageWho::RUSAGE_THREAD).map_or((f64::NAN, 0), |u| {
+        let t = u.system_time();
+        (
+            t.tv_sec() as f64 + t.tv_usec() as f64 * 1e-6,
+            u.minor_page_faults() + u.major_page_faults(),
+        )
+    })
 }
 
 impl Phase {
@@ -224,9 +238,10 @@ impl Phase {
         } else {
             (self.cpu[n / 2], self.cpu[n - 1])
         };
+        let (no, _, sys, faults) = self.worst;
         (
             format!(
-                "app {name}: {n} frames, CPU median {med:.2} ms, max {max:.2} ms, {over} over the {BUDGET_MS} ms budget {}",
+                "app {name}: {n} frames, CPU median {med:.2} ms, max {max:.2} ms (frame #{no}: {sys:.2} ms of it in the kernel, {faults} page faults), {over} over the {BUDGET_MS} ms budget {}",
                 if over == 0 { "ok" } else { "OVER" }
             ),
             over == 0,
@@ -246,28 +261,40 @@ fn app_opens(ctx: &egui::Context, wst: &std::path::Path, sqtt: u64) -> (KernelVi
     let mut first_detail: Option<(f64, f64)> = None;
     let mut detail_frames = 0;
     let mut first_loaded = None;
+    let mut frame_no = 0usize;
     loop {
         let t = Instant::now();
+        let (sys0, pf0) = thread_sys();
         let c = thread_cpu_s();
         let out = ctx.run_ui(screen(), |ui| app.show(ui));
         let text = drawn_text(&out.shapes);
         std::hint::black_box(ctx.tessellate(out.shapes, out.pixels_per_point));
         let cpu = (thread_cpu_s() - c) * 1e3;
+        let (sys1, pf1) = thread_sys();
+        frame_no += 1;
+        let this = (frame_no, cpu, (sys1 - sys0) * 1e3, pf1 - pf0);
         let wall = t.elapsed().as_secs_f64() * 1e3;
         // The state after the frame is the one it drew (`App::show` polls first).
         let has_detail = app.loaded().is_some_and(|l| l.kernel_view.is_some());
-        if app.loaded().is_none() {
-            loading.cpu.push(cpu);
-        } else if !has_detail && app.loaded().and_then(|l| l.kernel_progress()).is_some() {
-            analysing.cpu.push(cpu);
+        let in_analysis = !has_detail && app.loaded().and_then(|l| l.kernel_progress()).is_some();
+        let ph = if app.loaded().is_none() {
+            &mut loading
+        } else if in_analysis {
+            &mut analysing
+        } else {
+            &mut done
+        };
+        ph.cpu.push(cpu);
+        if cpu > ph.worst.1 {
+            ph.worst = this;
+        }
+        if in_analysis {
             if text.contains("decoding SE") || text.contains("decoding SQTT") {
                 progress_seen += 1;
             }
             if text.contains("saved analysis; decoding the detail") {
                 overview_seen += 1;
             }
-        } else {
-            done.cpu.push(cpu);
         }
         if first_loaded.is_none() && app.loaded().is_some() {
             first_loaded = Some(t0.elapsed().as_secs_f64());
