@@ -226,12 +226,16 @@ impl App {
             let _ = tx.send(r);
         });
         self.remember(&path);
-        self.state = State::Loading {
-            path,
-            rx,
-            progress,
-            started: Instant::now(),
-        };
+        let old = std::mem::replace(
+            &mut self.state,
+            State::Loading {
+                path,
+                rx,
+                progress,
+                started: Instant::now(),
+            },
+        );
+        drop_in_background(old);
     }
 
     fn remember(&mut self, path: &Path) {
@@ -621,6 +625,15 @@ impl eframe::App for App {
     }
 }
 
+/// Frees `v` on a thread of its own: giving back a big capture's model (GiBs at 10 M waves)
+/// takes longer than a frame.
+fn drop_in_background<T: Send + 'static>(v: T) {
+    // If no thread can be started, the closure and `v` are freed here instead.
+    let _ = std::thread::Builder::new()
+        .name("free".into())
+        .spawn(move || drop(v));
+}
+
 /// The loader thread's work.
 fn load(path: &Path, progress: &Progress) -> Result<Box<Loaded>, String> {
     let set = |s: &str, f: f32| {
@@ -673,13 +686,22 @@ fn load(path: &Path, progress: &Progress) -> Result<Box<Loaded>, String> {
 }
 
 impl Loaded {
+    /// The background kernel job's stage and fraction (what its progress bar shows), while
+    /// one runs.
+    pub fn kernel_progress(&self) -> Option<(String, f32)> {
+        let (_, _, p) = self.kernel_job.as_ref()?;
+        p.lock().ok().map(|g| g.clone())
+    }
+
     pub fn open_kernel(&mut self, k: usize) {
         if self.kernel == Some(k) && (self.kernel_view.is_some() || self.kernel_job.is_some()) {
             return;
         }
         self.kernel = Some(k);
         self.source.clear_selection();
-        self.kernel_view = None;
+        if let Some(old) = self.kernel_view.take() {
+            drop_in_background(old);
+        }
         self.kernel_error = None;
         self.tl.selected = Some(Target::Kernel(k as u32));
         let progress: Progress = Arc::new(Mutex::new(("decoding SQTT".into(), 0.0)));

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use traces::sqtt::{InstToken, OpName, TokenKind};
 
-use super::lod::{layout_row, Item};
+use super::lod::{layout_row, Item, RowSummary};
 use super::view::TimeView;
 use crate::data::KernelSqtt;
 
@@ -31,7 +31,12 @@ pub struct Row {
     pub kind: RowKind,
     /// Wave indices (into the SE's waves) sorted by start; empty for headers.
     pub waves: Vec<u32>,
+    /// Their x (start, end), in the same order: a frame reads a row's times in sequence, not
+    /// scattered over the SE's columns (16 bytes per wave).
+    pub x: Vec<(f64, f64)>,
     pub max_len: f64,
+    /// The waves' level-of-detail summary (empty for headers).
+    pub summary: RowSummary,
     /// Waves below this header (headers) or in this row.
     pub wave_count: usize,
     pub itraced: bool,
@@ -69,7 +74,9 @@ impl SqttRows {
             rows.push(Row {
                 kind: RowKind::Se { se: si },
                 waves: Vec::new(),
+                x: Vec::new(),
                 max_len: 0.0,
+                summary: RowSummary::default(),
                 wave_count: se.analysis.waves.len(),
                 itraced: se.itrace,
             });
@@ -81,14 +88,18 @@ impl SqttRows {
                     rows.push(Row {
                         kind: RowKind::Cu { se: si, cu },
                         waves: Vec::new(),
+                        x: Vec::new(),
                         max_len: 0.0,
+                        summary: RowSummary::default(),
                         wave_count: n,
                         itraced: se.itrace,
                     });
                 }
                 let x = |w: &u32| se.wave_x.get(*w as usize).copied().unwrap_or((0.0, 0.0));
                 waves.sort_by(|a, b| x(a).0.total_cmp(&x(b).0));
-                let max_len = waves.iter().map(|w| x(w).1 - x(w).0).fold(0.0, f64::max);
+                let xs: Vec<(f64, f64)> = waves.iter().map(x).collect();
+                let max_len = xs.iter().map(|w| w.1 - w.0).fold(0.0, f64::max);
+                let summary = RowSummary::build(xs.len(), |i| xs[i].0, |i| xs[i].1);
                 let itraced = waves
                     .iter()
                     .any(|&w| se.token_start.get(w as usize + 1) > se.token_start.get(w as usize));
@@ -101,7 +112,9 @@ impl SqttRows {
                     },
                     wave_count: waves.len(),
                     waves,
+                    x: xs,
                     max_len,
+                    summary,
                     itraced,
                 });
             }
@@ -246,19 +259,14 @@ pub fn layout_frame(
                 y += h;
                 continue;
             };
-            let wx = |i: usize| {
-                row.waves
-                    .get(i)
-                    .and_then(|&w| st.wave_x.get(w as usize))
-                    .copied()
-                    .unwrap_or((0.0, 0.0))
-            };
+            let wx = |i: usize| row.x.get(i).copied().unwrap_or((0.0, 0.0));
             items.clear();
             layout_row(
                 row.waves.len(),
                 |i| wx(i).0,
                 |i| wx(i).1,
                 row.max_len,
+                Some(&row.summary),
                 view,
                 left,
                 width,
@@ -331,6 +339,7 @@ fn layout_tokens(
         tx,
         end,
         max_len.min(wave_end - tx(0)),
+        None,
         view,
         left,
         width,

@@ -332,10 +332,17 @@ pub fn show(ui: &mut Ui, kv: &mut KernelView) -> bool {
         }
     }
     let mut mesh = egui::Mesh::default();
-    let row_y: std::collections::HashMap<usize, f32> = frame.rows.iter().copied().collect();
+    let rects = frame.waves.len() + frame.tokens.len();
+    mesh.reserve_vertices(rects * 4);
+    mesh.reserve_triangles(rects * 2);
     let mut a11y = 400usize;
+    // The bars come row by row in `frame.rows`' order: a cursor finds each one's y.
+    let mut row_at = 0usize;
     for &(ri, se, w, x0, x1, count) in &frame.waves {
-        let y = row_y.get(&ri).copied().unwrap_or(0.0);
+        while frame.rows.get(row_at).is_some_and(|r| r.0 != ri) {
+            row_at += 1;
+        }
+        let y = frame.rows.get(row_at).map_or(0.0, |r| r.1);
         let r = Rect::from_x_y_ranges(
             x0.max(canvas.left() - 1.0)..=x1.min(canvas.right() + 1.0),
             (y + 1.0)..=(y + super::super::layout::sqtt::WAVE_H - 1.0),

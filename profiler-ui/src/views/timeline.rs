@@ -117,6 +117,7 @@ pub fn show(ui: &mut Ui, m: &TimelineModel, st: &mut TimelineState) -> Option<Ac
                 |i| spans[i].start,
                 |i| spans[i].end,
                 level.max_len,
+                None,
                 &st.view,
                 left,
                 width,
