@@ -333,7 +333,7 @@ pub fn kernel_splits(k: &KernelSqtt) -> KernelSplits {
         .collect();
     let n_rows = rows.rows.len();
     // Per SE: the split of each row (summed) and of each wave.
-    let per_se: Vec<(Vec<LatencySplit>, Vec<(u32, LatencySplit)>)> = k
+    let per_se: Vec<(Vec<LatencySplit>, WaveSplits)> = k
         .ses
         .par_iter()
         .zip(&token_rows)
@@ -378,6 +378,9 @@ pub fn kernel_splits(k: &KernelSqtt) -> KernelSplits {
     out
 }
 
+/// (wave index, split) of the waves of an SE that have tokens, in wave order.
+type WaveSplits = Vec<(u32, LatencySplit)>;
+
 /// One SE of [`kernel_splits`]: per row sums, and per wave with tokens (in wave order) its
 /// sum. Only the waves with tokens get one: a split for each of the millions of waves of a big
 /// capture was most of the analysis' memory.
@@ -386,11 +389,11 @@ fn se_splits(
     token_rows: &[u32],
     classes: &[InstClass],
     n_rows: usize,
-) -> (Vec<LatencySplit>, Vec<(u32, LatencySplit)>) {
+) -> (Vec<LatencySplit>, WaveSplits) {
     let tokens = &se.analysis.tokens;
     let waves = &se.analysis.waves;
     let mut by_row = vec![LatencySplit::default(); n_rows];
-    let mut by_wave: Vec<(u32, LatencySplit)> = Vec::new();
+    let mut by_wave: WaveSplits = Vec::new();
     // Waves by SIMD (CU and SIMD), each SIMD's issues as one time-sorted event list.
     let mut order: Vec<u32> = (0..waves.len() as u32)
         .filter(|&w| !se.wave_tokens(w as usize).is_empty())

@@ -183,12 +183,15 @@ pub(crate) fn walks_cdna(blob: &[u8], code: &CodeObject, opts: DecodeOptions) ->
             .any(|p| p.layout == Layout::Cdna)
 }
 
+/// Per wave slot of the traced unit: the wave's current PC and its index, while it is live.
+type LiveSlots = [Option<(u64, Option<u32>)>; 256];
+
 /// The RDNA program walk of [`map_insts_each`], one packet at a time, so a pass that decodes
 /// the blob for something else (the per-blob analysis) can map it in the same pass.
 pub(crate) struct RdnaWalk {
     program: Program,
     /// Per slot: current PC and the wave index.
-    live: Box<[Option<(u64, Option<u32>)>; 256]>,
+    live: Box<LiveSlots>,
     amd: AmdRdna,
 }
 
@@ -385,7 +388,7 @@ impl AmdRdna {
 /// Take the instruction at `slot`'s PC for a token, and advance the PC.
 fn step(
     program: &Program,
-    live: &mut [Option<(u64, Option<u32>)>; 256],
+    live: &mut LiveSlots,
     emit: &mut impl FnMut(MappedInst),
     p: &Packet,
     slot: u8,
