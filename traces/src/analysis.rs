@@ -247,16 +247,35 @@ pub fn analyze_kernel_with(
     let k = p.kernels.get(ki)?;
     let target = p.props_device(k.device).and_then(|d| d.target());
     let streams: Vec<_> = p.sqtt.iter().filter(|s| sqtt_matches(p, k, s)).collect();
+    // The program, to map itraced SEs' tokens to PCs when its code object is in the profile.
+    let code = k
+        .kern
+        .and_then(|kern| p.program_for(k.device, kern))
+        .and_then(|prog| prog.elf)
+        .and_then(|elf| crate::isa::CodeObject::parse_with_target(p.blob(elf), target).ok());
     let done = std::sync::atomic::AtomicUsize::new(0);
-    let analyses: Vec<Result<BlobAnalysis, String>> = streams
+    // One decode per SE: an itraced RDNA SE is mapped in the same pass that analyses it.
+    let results: Vec<(Result<BlobAnalysis, String>, Option<crate::pipeline::SeMap>)> = streams
         .par_iter()
         .map(|s| {
-            let r = sqtt::analyze_with(p.blob(s.blob), target, AnalyzeOptions::default());
+            let blob = p.blob(s.blob);
+            let ao = AnalyzeOptions::default();
+            let r = match &code {
+                Some(c) if s.itrace && !sqtt::map::walks_cdna(blob, c, ao.decode) => {
+                    crate::pipeline::analyze_mapped(blob, target, ao, c, opts.detail)
+                        .map(|(a, m)| (a, Some(m)))
+                }
+                _ => sqtt::analyze_with(blob, target, ao).map(|a| (a, None)),
+            };
             let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
             progress(n, streams.len());
-            r.map_err(|e| e.to_string())
+            match r {
+                Ok((a, m)) => (Ok(a), m),
+                Err(e) => (Err(e.to_string()), None),
+            }
         })
         .collect();
+    let (analyses, se_maps): (Vec<_>, Vec<_>) = results.into_iter().unzip();
     let empty = BlobAnalysis::default();
     let refs: Vec<&BlobAnalysis> = analyses
         .iter()
@@ -301,15 +320,16 @@ pub fn analyze_kernel_with(
             Ok(a) => {
                 let st = match (m, unit) {
                     (Some(m), XUnit::Micros) => {
-                        // Tokens come in time order: remember the marker interval.
-                        let hint = std::cell::Cell::new(0usize);
+                        // Tokens come in time order, wave starts and ends each nearly so:
+                        // remember the last two marker intervals.
+                        let hint = std::cell::Cell::new([0usize; 2]);
                         SeTrace::with_detail(
                             s.se,
                             s.itrace,
                             a,
                             &|c| {
                                 let mut h = hint.get();
-                                let x = m.us_hinted(c, &mut h).map_or(0.0, |us| us - origin_us);
+                                let x = m.us_hinted2(c, &mut h).map_or(0.0, |us| us - origin_us);
                                 hint.set(h);
                                 x
                             },
@@ -329,22 +349,27 @@ pub fn analyze_kernel_with(
     }
     // Map itraced SEs' tokens to PCs when the program's code object is in the profile.
     let mut disasm = HashMap::new();
-    let code = k
-        .kern
-        .and_then(|kern| p.program_for(k.device, kern))
-        .and_then(|prog| prog.elf)
-        .and_then(|elf| crate::isa::CodeObject::parse_with_target(p.blob(elf), target).ok());
     if let Some(code) = &code {
         let parts: Vec<HashMap<u64, String>> = ses
             .par_iter_mut()
             .zip(&streams)
             .zip(&maps)
-            .map(|((st, s), m)| {
+            .zip(se_maps)
+            .map(|(((st, s), m), se_map)| {
                 let mut d = HashMap::new();
                 if st.itrace && st.error.is_none() && !st.analysis.tokens.is_empty() {
                     // The CDNA walk's issue list becomes the SE's token stream, so CDNA keeps it.
                     let cdna = code.target.major == 9;
-                    crate::pipeline::map_se(st, p.blob(s.blob), code, &mut d, opts.detail || cdna);
+                    match se_map {
+                        Some(sm) => sm.apply(st, &mut d),
+                        None => crate::pipeline::map_se(
+                            st,
+                            p.blob(s.blob),
+                            code,
+                            &mut d,
+                            opts.detail || cdna,
+                        ),
+                    }
                     if cdna::mapped_by_issue(st) {
                         let to_x = |c: i64| match (m, unit) {
                             (Some(m), XUnit::Micros) => m.us(c).map_or(0.0, |us| us - origin_us),

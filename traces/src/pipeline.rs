@@ -216,6 +216,156 @@ pub(crate) fn map_se(
     se.mapped = mapped;
 }
 
+/// One SE's PC mapping, folded in the same pass that analyses its blob ([`analyze_mapped`]):
+/// what [`map_se`] would have computed from the finished analysis and a second decode.
+pub(crate) struct SeMap {
+    pub token_pc: Vec<u64>,
+    pub amd_pc: Vec<(u64, i64, i64)>,
+    pub error: Option<String>,
+    pub mapped: Vec<MappedInst>,
+    pub disasm: HashMap<u64, String>,
+}
+
+impl SeMap {
+    /// Moves the mapping into `se` (its analysis must be the one this was folded with) and
+    /// its disassembly into `disasm`.
+    pub(crate) fn apply(self, se: &mut SeTrace, disasm: &mut HashMap<u64, String>) {
+        se.token_pc = self.token_pc;
+        se.amd_pc = self.amd_pc;
+        se.map_error = self.error;
+        se.mapped = self.mapped;
+        for (pc, text) in self.disasm {
+            disasm.entry(pc).or_insert(text);
+        }
+    }
+}
+
+/// An RDNA SE blob analysed ([`crate::sqtt::analyze_with`]) and its tokens mapped to the PCs
+/// of `code` in one decode: each packet goes to the analyzer, then to the program walk
+/// ([`crate::sqtt::map::RdnaWalk`]), whose instructions give their PC to the tokens the
+/// analyzer just attributed for the same packet (the last one wins, as in [`map_se`]) and
+/// AMD's stall and duration to their PC's sums. State beyond the results: the walk's live
+/// slots. Tokens (and mapped instructions) of waves that never ended are dropped with them.
+/// gfx9/CDNA blobs are walked by their issue packets instead ([`map_se`]).
+pub(crate) fn analyze_mapped(
+    blob: &[u8],
+    target: Option<crate::target::GfxTarget>,
+    opts: crate::sqtt::AnalyzeOptions,
+    code: &crate::isa::CodeObject,
+    keep_mapped: bool,
+) -> Result<(crate::sqtt::BlobAnalysis, SeMap), crate::sqtt::DecodeError> {
+    use crate::sqtt::map::RdnaWalk;
+    let mut walk = RdnaWalk::new_for(code);
+    let slots = PcSlots {
+        base: code.text_addr,
+        len: code.text.len() / 4 + 1,
+    };
+    let mut token_pc: Vec<u64> = Vec::new();
+    let mut sums: Vec<Option<(i64, i64)>> = vec![None; slots.len];
+    let mut spread: HashMap<u64, (i64, i64)> = HashMap::new();
+    let mut mapped: Vec<MappedInst> = Vec::new();
+    let mut error = None;
+    // Set when some wave never ended: which raw tokens stay, and each raw wave's final index.
+    let mut kept: Option<(Vec<bool>, Vec<Option<u32>>)> = None;
+    let analysis = crate::sqtt::waves::analyze_hooked(
+        blob,
+        target,
+        opts,
+        |an, p, _, before| {
+            let now = an.raw_tokens().len();
+            if now > token_pc.len() {
+                token_pc.resize(now, u64::MAX);
+            }
+            if error.is_some() || !RdnaWalk::wants(p.ty.kind) {
+                return;
+            }
+            let r = walk.packet(
+                p,
+                || an.raw_waves().checked_sub(1).map(|w| w as u32),
+                &mut |m| {
+                    for pc in &mut token_pc[before..now] {
+                        *pc = m.pc;
+                    }
+                    let e = match slots.get(m.pc) {
+                        Some(s) => sums[s].get_or_insert((0, 0)),
+                        None => spread.entry(m.pc).or_default(),
+                    };
+                    e.0 += m.stall;
+                    e.1 += m.duration;
+                    if keep_mapped {
+                        mapped.push(m);
+                    }
+                },
+            );
+            if let Err(e) = r {
+                error = Some(e);
+            }
+        },
+        |an| {
+            let ended = an.ended();
+            if ended.iter().all(|&e| e) {
+                return;
+            }
+            let keep = an
+                .raw_tokens()
+                .iter()
+                .map(|t| ended.get(t.wave as usize).copied().unwrap_or(false))
+                .collect();
+            let mut n = 0u32;
+            let index = ended
+                .iter()
+                .map(|&e| {
+                    n += e as u32;
+                    e.then(|| n - 1)
+                })
+                .collect();
+            kept = Some((keep, index));
+        },
+    )?;
+    if let Some((keep, index)) = kept {
+        let mut it = keep.iter();
+        token_pc.retain(|_| it.next().copied().unwrap_or(false));
+        for m in &mut mapped {
+            m.wave = m
+                .wave
+                .and_then(|w| index.get(w as usize).copied().flatten());
+        }
+    }
+    token_pc.resize(analysis.tokens.len(), u64::MAX);
+    // Disassembly once per PC a kept token maps to.
+    let mut disasm = HashMap::new();
+    let mut seen = vec![false; slots.len];
+    let mut any = false;
+    for &pc in &token_pc {
+        if pc == u64::MAX {
+            continue;
+        }
+        any = true;
+        let fresh = match slots.get(pc) {
+            Some(s) => !std::mem::replace(&mut seen[s], true),
+            None => true,
+        };
+        if fresh {
+            disasm
+                .entry(pc)
+                .or_insert_with(|| walk.inst_at(pc).map(|i| i.text()).unwrap_or_default());
+        }
+    }
+    if !any {
+        token_pc = Vec::new();
+    }
+    Ok((
+        analysis,
+        SeMap {
+            token_pc,
+            amd_pc: amd_sums(&slots, &sums, spread),
+            error: error.map(|e| format!("nibble {}: {}", e.offset, e.message)),
+            mapped,
+            disasm,
+        },
+    ))
+}
+
 /// Per-PC sums as a list sorted by PC.
 fn amd_sums(
     slots: &PcSlots,

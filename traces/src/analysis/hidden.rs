@@ -333,7 +333,7 @@ pub fn kernel_splits(k: &KernelSqtt) -> KernelSplits {
         .collect();
     let n_rows = rows.rows.len();
     // Per SE: the split of each row (summed) and of each wave.
-    let per_se: Vec<(Vec<LatencySplit>, Vec<LatencySplit>)> = k
+    let per_se: Vec<(Vec<LatencySplit>, WaveSplits)> = k
         .ses
         .par_iter()
         .zip(&token_rows)
@@ -345,7 +345,12 @@ pub fn kernel_splits(k: &KernelSqtt) -> KernelSplits {
         for (a, b) in by_row.iter_mut().zip(&rs) {
             a.add(b);
         }
-        for (w, wave) in se.analysis.waves.iter().enumerate() {
+        // Only waves with tokens have a split (in wave order).
+        for &(w, split) in &ws {
+            let w = w as usize;
+            let Some(wave) = se.analysis.waves.get(w) else {
+                continue;
+            };
             let n = se
                 .wave_tokens(w)
                 .iter()
@@ -354,7 +359,7 @@ pub fn kernel_splits(k: &KernelSqtt) -> KernelSplits {
             if n == 0 {
                 continue;
             }
-            out.total.add(&ws[w]);
+            out.total.add(&split);
             out.waves.push(WaveSplit {
                 se: se.se,
                 wave: w,
@@ -362,7 +367,7 @@ pub fn kernel_splits(k: &KernelSqtt) -> KernelSplits {
                 simd: wave.simd,
                 slot: wave.wave,
                 instructions: n,
-                split: ws[w],
+                split,
             });
         }
     }
@@ -373,17 +378,22 @@ pub fn kernel_splits(k: &KernelSqtt) -> KernelSplits {
     out
 }
 
-/// One SE of [`kernel_splits`]: (per row, per wave) sums.
+/// (wave index, split) of the waves of an SE that have tokens, in wave order.
+type WaveSplits = Vec<(u32, LatencySplit)>;
+
+/// One SE of [`kernel_splits`]: per row sums, and per wave with tokens (in wave order) its
+/// sum. Only the waves with tokens get one: a split for each of the millions of waves of a big
+/// capture was most of the analysis' memory.
 fn se_splits(
     se: &crate::analysis::SeTrace,
     token_rows: &[u32],
     classes: &[InstClass],
     n_rows: usize,
-) -> (Vec<LatencySplit>, Vec<LatencySplit>) {
+) -> (Vec<LatencySplit>, WaveSplits) {
     let tokens = &se.analysis.tokens;
     let waves = &se.analysis.waves;
     let mut by_row = vec![LatencySplit::default(); n_rows];
-    let mut by_wave = vec![LatencySplit::default(); waves.len()];
+    let mut by_wave: WaveSplits = Vec::new();
     // Waves by SIMD (CU and SIMD), each SIMD's issues as one time-sorted event list.
     let mut order: Vec<u32> = (0..waves.len() as u32)
         .filter(|&w| !se.wave_tokens(w as usize).is_empty())
@@ -436,9 +446,10 @@ fn se_splits(
                 by_row[token_rows[ti as usize] as usize].add(&s);
                 ws.add(&s);
             }
-            by_wave[w as usize] = ws;
+            by_wave.push((w, ws));
         }
     }
+    by_wave.sort_unstable_by_key(|e| e.0);
     (by_row, by_wave)
 }
 

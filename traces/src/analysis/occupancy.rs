@@ -493,12 +493,22 @@ pub fn achieved(k: &KernelSqtt) -> Achieved {
         let count = simds.len();
         for ((cu, simd), lives) in simds {
             let busy: i64 = lives.iter().map(|(a, b)| b - a).sum();
-            let mut ev: Vec<(i64, i32)> =
-                lives.iter().flat_map(|&(a, b)| [(a, 1), (b, -1)]).collect();
-            ev.sort_unstable();
+            // Peak concurrency: starts and ends merged in time order, ends first at equal
+            // times. Waves come in WAVESTART order, so only the ends need sorting.
+            let mut starts: Vec<i64> = lives.iter().map(|l| l.0).collect();
+            if !starts.is_sorted() {
+                starts.sort_unstable();
+            }
+            let mut ends: Vec<i64> = lives.iter().map(|l| l.1).collect();
+            ends.sort_unstable();
             let (mut cur, mut peak) = (0i32, 0i32);
-            for (_, d) in ev {
-                cur += d;
+            let mut j = 0;
+            for &a in &starts {
+                while j < ends.len() && ends[j] <= a {
+                    cur -= 1;
+                    j += 1;
+                }
+                cur += 1;
                 peak = peak.max(cur);
             }
             let mean = busy as f64 / span as f64;

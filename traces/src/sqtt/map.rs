@@ -157,57 +157,124 @@ pub fn map_insts_each(
     opts: DecodeOptions,
     emit: &mut dyn FnMut(MappedInst),
 ) -> Option<MapError> {
-    let program = Program::new(code);
-    if code.target.major == 9
-        || Decoder::new(blob, opts)
-            .take(2)
-            .any(|p| p.layout == Layout::Cdna)
-    {
+    if walks_cdna(blob, code, opts) {
+        let program = Program::new(code);
         let m = map_cdna(blob, &program, analysis, opts);
         m.insts.into_iter().for_each(&mut *emit);
         return m.error;
     }
-    // Per slot: current PC and the wave index.
-    let mut live: [Option<(u64, Option<u32>)>; 256] = [None; 256];
-    let mut amd = AmdRdna::default();
-    let mut emit = |mut m: MappedInst| {
-        amd.apply(&mut m);
-        emit(m);
-    };
-    let fail = |p: &Packet, message: String| {
-        Some(MapError {
-            offset: p.offset,
-            message,
-        })
-    };
+    let program = Program::new(code);
+    let mut walk = RdnaWalk::new(program);
     for p in Decoder::new(blob, opts) {
+        let r = walk.packet(&p, || wave_at(analysis, p.offset), emit);
+        if r.is_err() {
+            return r.err();
+        }
+    }
+    None
+}
+
+/// Whether [`map_insts_each`] walks `blob` as gfx9/CDNA (by its issue packets) rather than
+/// packet by packet ([`RdnaWalk`]).
+pub(crate) fn walks_cdna(blob: &[u8], code: &CodeObject, opts: DecodeOptions) -> bool {
+    code.target.major == 9
+        || Decoder::new(blob, opts)
+            .take(2)
+            .any(|p| p.layout == Layout::Cdna)
+}
+
+/// Per wave slot of the traced unit: the wave's current PC and its index, while it is live.
+type LiveSlots = [Option<(u64, Option<u32>)>; 256];
+
+/// The RDNA program walk of [`map_insts_each`], one packet at a time, so a pass that decodes
+/// the blob for something else (the per-blob analysis) can map it in the same pass.
+pub(crate) struct RdnaWalk {
+    program: Program,
+    /// Per slot: current PC and the wave index.
+    live: Box<LiveSlots>,
+    amd: AmdRdna,
+}
+
+impl RdnaWalk {
+    pub(crate) fn new_for(code: &CodeObject) -> Self {
+        RdnaWalk::new(Program::new(code))
+    }
+
+    fn new(program: Program) -> Self {
+        RdnaWalk {
+            program,
+            live: Box::new([None; 256]),
+            amd: AmdRdna::default(),
+        }
+    }
+
+    /// The instruction at `pc` of the program, if one was disassembled there.
+    pub(crate) fn inst_at(&self, pc: u64) -> Option<Instruction> {
+        self.program.get(pc)
+    }
+
+    /// Whether the walk looks at packets of this kind at all (the others pass unchanged).
+    #[inline]
+    pub(crate) fn wants(kind: Kind) -> bool {
+        matches!(
+            kind,
+            Kind::WaveStart
+                | Kind::WaveEnd
+                | Kind::ImmediateMask
+                | Kind::Inst
+                | Kind::ValuInst
+                | Kind::Immediate
+        )
+    }
+
+    /// One packet of the stream, in order: `wave` gives the index of the wave a WAVESTART
+    /// opens; every instruction the packet maps goes to `emit` (AMD's times filled in). An
+    /// error ends the walk (mapping stops at the first inconsistency).
+    pub(crate) fn packet(
+        &mut self,
+        p: &Packet,
+        wave: impl FnOnce() -> Option<u32>,
+        emit: &mut dyn FnMut(MappedInst),
+    ) -> Result<(), MapError> {
+        if !Self::wants(p.ty.kind) {
+            return Ok(());
+        }
         let layout = p.layout;
         // Only the traced unit: CU 0, SIMD 0 (packets without those fields pass).
         let simd = p.get(Role::Simd).unwrap_or(0);
         let cu = p.cu();
         if cu != 0 || simd != 0 {
-            continue;
+            return Ok(());
         }
+        let fail = |message: String| MapError {
+            offset: p.offset,
+            message,
+        };
+        let amd = &mut self.amd;
+        let mut emit = |mut m: MappedInst| {
+            amd.apply(&mut m);
+            emit(m);
+        };
+        let program = &self.program;
+        let live = &mut *self.live;
         let slot = p.get(Role::Wave).unwrap_or(0) as u8;
         match p.ty.kind {
             Kind::WaveStart => {
                 if live[slot as usize].is_some() {
-                    return fail(
-                        &p,
-                        format!("WAVESTART for slot {slot}, which is already live"),
-                    );
+                    return Err(fail(format!(
+                        "WAVESTART for slot {slot}, which is already live"
+                    )));
                 }
-                live[slot as usize] = Some((program.entry, wave_at(analysis, p.offset)));
+                live[slot as usize] = Some((program.entry, wave()));
             }
             Kind::WaveEnd if layout != Layout::Cdna => {
                 let Some((pc, wave)) = live[slot as usize].take() else {
-                    return fail(&p, format!("WAVEEND for slot {slot}, which is not live"));
+                    return Err(fail(format!("WAVEEND for slot {slot}, which is not live")));
                 };
                 let Some(inst) = program.get(pc) else {
-                    return fail(
-                        &p,
-                        format!("slot {slot} ends at {pc:#x}, outside the program"),
-                    );
+                    return Err(fail(format!(
+                        "slot {slot} ends at {pc:#x}, outside the program"
+                    )));
                 };
                 emit(MappedInst {
                     time: p.time,
@@ -229,24 +296,20 @@ pub fn map_insts_each(
                     if mask & (1 << s) == 0 {
                         continue;
                     }
-                    if let Err(m) = step(&program, &mut live, &mut emit, &p, s, None) {
-                        return fail(&p, m);
-                    }
+                    step(program, live, &mut emit, p, s, None).map_err(fail)?;
                 }
             }
             Kind::Inst | Kind::ValuInst | Kind::Immediate if layout != Layout::Cdna => {
                 let op = p.get(Role::Op).map(|v| op_name(layout, v as u32));
                 if op.is_some_and(|o| o.is_other_simd()) {
-                    continue;
+                    return Ok(());
                 }
-                if let Err(m) = step(&program, &mut live, &mut emit, &p, slot, op) {
-                    return fail(&p, m);
-                }
+                step(program, live, &mut emit, p, slot, op).map_err(fail)?;
             }
             _ => {}
         }
+        Ok(())
     }
-    None
 }
 
 /// Cycles an RDNA instruction token's op keeps the wave busy in AMD's reading: the cycle count
@@ -325,7 +388,7 @@ impl AmdRdna {
 /// Take the instruction at `slot`'s PC for a token, and advance the PC.
 fn step(
     program: &Program,
-    live: &mut [Option<(u64, Option<u32>)>; 256],
+    live: &mut LiveSlots,
     emit: &mut impl FnMut(MappedInst),
     p: &Packet,
     slot: u8,

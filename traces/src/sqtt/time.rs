@@ -133,6 +133,32 @@ impl TimeMap {
         }
         self.us(cycles)
     }
+
+    /// [`TimeMap::us_hinted`] for two interleaved sequences that each mostly move forward (wave
+    /// starts and ends): the last two intervals used are checked before searching, so the
+    /// ends do not throw the starts' interval away. Same result (the map is strictly
+    /// increasing, so each time has one interval).
+    #[inline]
+    pub fn us_hinted2(&self, cycles: i64, hints: &mut [usize; 2]) -> Option<f64> {
+        let pts = &self.points;
+        let n = pts.len();
+        if n >= 2 {
+            for k in 0..2 {
+                for i in [hints[k], hints[k] + 1] {
+                    if i + 1 < n && pts[i].0 <= cycles && cycles < pts[i + 1].0 {
+                        hints[k] = i;
+                        if k == 1 {
+                            hints.swap(0, 1);
+                        }
+                        let mut h = i;
+                        return self.us_hinted(cycles, &mut h);
+                    }
+                }
+            }
+            hints[1] = hints[0];
+        }
+        self.us_hinted(cycles, &mut hints[0])
+    }
 }
 
 /// Time maps for the SE blobs of one dispatch.

@@ -6,6 +6,7 @@ use super::inst_op::{op_name, OpName};
 use super::packets::{Kind, Layout, Role};
 use crate::target::{Family, GfxTarget};
 use std::collections::{BTreeMap, HashMap};
+use std::hash::BuildHasherDefault;
 
 /// `SQ_THREAD_TRACE_USERDATA_2` / `_3`: where the runtime writes RGP marker dwords.
 pub const USERDATA_2: u32 = 0xC342;
@@ -229,17 +230,43 @@ pub fn analyze_with_progress(
     opts: AnalyzeOptions,
     progress: &mut dyn FnMut(usize),
 ) -> Result<BlobAnalysis, DecodeError> {
+    let mut countdown = 0u32;
+    analyze_hooked(
+        blob,
+        target,
+        opts,
+        |_, p, _, _| {
+            countdown = countdown.wrapping_sub(1);
+            if countdown & 0xffff == 0 {
+                progress((p.offset / 2) as usize);
+            }
+        },
+        |_| {},
+    )
+}
+
+/// [`analyze_with_progress`] with a look at every packet as it is analysed: `hook(analyzer,
+/// packet, repeat, tokens before)` runs after the analyzer took the packet (so the tokens it
+/// attributed are `analyzer.raw_tokens()[tokens before..]`), and `before_finish` sees the
+/// analyzer once the stream is done, before waves that never ended are dropped. One decode
+/// for whatever else a caller folds from the same packets (the PC mapping of
+/// [`crate::pipeline`]).
+pub(crate) fn analyze_hooked(
+    blob: &[u8],
+    target: Option<GfxTarget>,
+    opts: AnalyzeOptions,
+    mut hook: impl FnMut(&Analyzer, &Packet, u32, usize),
+    before_finish: impl FnOnce(&Analyzer),
+) -> Result<BlobAnalysis, DecodeError> {
     check_header(blob)?;
     let mut a = Analyzer::new(opts);
     let mut dec = Decoder::new(blob, opts.decode);
-    let mut countdown = 0u32;
     dec.for_each_run(|p, n| {
+        let before = a.out.tokens.len();
         a.packet_run(p, n);
-        countdown = countdown.wrapping_sub(1);
-        if countdown & 0xffff == 0 {
-            progress((p.offset / 2) as usize);
-        }
+        hook(&a, p, n, before);
     });
+    before_finish(&a);
     let mut out = a.finish();
     out.decoded_nibbles = dec.consumed_nibbles();
     out.blob_nibbles = dec.blob_nibbles();
@@ -327,7 +354,7 @@ pub struct Analyzer {
     opts: AnalyzeOptions,
     out: BlobAnalysis,
     /// Live waves: key -> index in `out.waves` (waves are pushed at WAVESTART).
-    live: HashMap<u32, usize>,
+    live: HashMap<u32, usize, BuildHasherDefault<KeyHasher>>,
     /// Whether each wave in `out.waves` has seen its WAVEEND.
     ended: Vec<bool>,
     layout: Layout,
@@ -340,6 +367,29 @@ pub struct Analyzer {
     last_time: i64,
 }
 
+/// The live-wave table's hash: keys are small packed integers, looked up per WAVESTART,
+/// WAVEEND and token, so a multiply-and-fold (no SipHash) is enough. Only lookups use it.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u32(b as u32 ^ (self.0 as u32).rotate_left(8));
+        }
+    }
+
+    #[inline]
+    fn write_u32(&mut self, v: u32) {
+        let m = (v as u64 ^ self.0).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = m ^ (m >> 29);
+    }
+}
+
 fn key(sa: u8, cu: u16, simd: u8, wave: u8) -> u32 {
     (sa as u32) << 28 | (cu as u32) << 12 | (simd as u32) << 8 | wave as u32
 }
@@ -349,7 +399,7 @@ impl Analyzer {
         Analyzer {
             opts,
             out: BlobAnalysis::default(),
-            live: HashMap::new(),
+            live: HashMap::default(),
             ended: Vec::new(),
             layout: Layout::Rdna3,
             first_packet: true,
@@ -404,6 +454,22 @@ impl Analyzer {
                     .or_default() += 1;
             }
         }
+    }
+
+    /// Tokens attributed so far, before [`Analyzer::finish`] drops those of waves that never
+    /// ended.
+    pub(crate) fn raw_tokens(&self) -> &[InstToken] {
+        &self.out.tokens
+    }
+
+    /// Waves started so far (indices of tokens and WAVESTARTs before [`Analyzer::finish`]).
+    pub(crate) fn raw_waves(&self) -> usize {
+        self.out.waves.len()
+    }
+
+    /// Whether each started wave has ended.
+    pub(crate) fn ended(&self) -> &[bool] {
+        &self.ended
     }
 
     /// Account for one packet.

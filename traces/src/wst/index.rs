@@ -147,7 +147,9 @@ pub fn build(p: &crate::model::Profile, progress: &dyn Fn(usize, usize)) -> Vec<
     let ks = crate::analysis::kernels_with_sqtt(p);
     let mut out = Vec::with_capacity(ks.len());
     for (i, &k) in ks.iter().enumerate() {
-        if let Some(a) = crate::analysis::analyze_kernel_par(p, k, &|_, _| {}) {
+        // The index keeps waves, their x and the table: none of the per-token detail.
+        let opts = crate::analysis::KernelOptions { detail: false };
+        if let Some(a) = crate::analysis::analyze_kernel_with(p, k, &|_, _| {}, opts) {
             let splits = crate::analysis::hidden::kernel_splits(&a);
             let rows = crate::analysis::inst_stats_with(&a, &splits);
             out.push(KernelRecord::from_analysis(&a, &rows, &splits.total));
