@@ -112,6 +112,7 @@ pub fn xcc_bases(i: u32) -> Vec<u32> {
 /// - MMHUB 1.8.1, HDP 4.4.5, OSSSYS 4.4.5: the MI3xx families of Linux (mmhub_v1_8,
 ///   hdp_v4_0, vega20_ih/ih_v4_4_2), registers from `mmhub_1_8_0.json`, `hdp_4_4_2.json`,
 ///   `osssys_4_4_2.json`; these three minor versions are not confirmed by a source here.
+///
 /// Segment bases: the vega table of `ip_base_offsets.json` for instance 0 of each IP; the
 /// further XCC and MMHUB instances in windows the emulator chooses ([`xcc_bases`]).
 pub fn mi350_ips() -> Vec<IpRecord> {
