@@ -664,3 +664,77 @@ fn sdma_4_4_copy_runs_on_queue_0() {
     assert_eq!(am.vram_read(am.va(dst), data.len()), data);
     assert_eq!(am.vram_read(am.va(sig), 4), 0x5EEDu32.to_le_bytes());
 }
+
+/// The real driver (`runtime::pci::am`) on the emulated MI350 with a synthetic GC 9 firmware
+/// set: past SOC, hubs, IH, the PSP (sOS, ring, TOC/TMR, every image in tinygrad's AMFirmware
+/// order for GC 9, the RL register list), the SMU, GFX, SDMA, clocks, up to the refusal that
+/// names the missing v9 queues.
+#[test]
+fn the_driver_boots_the_mi350_past_psp_and_smu() {
+    use runtime::pci::am::firmware::fw_type as t;
+    let cfg = EmuPciConfig::new(EmuArch::Gfx950);
+    let names = emu::pci::firmware::names_for(&cfg.ips);
+    let fw = emu::pci::firmware::temp_firmware_dir_for(&names).unwrap();
+    let gpu = EmuPciGpu::new(cfg).unwrap();
+    let opts = runtime::pci::PciOptions {
+        firmware_dir: fw.path().to_path_buf(),
+        ..Default::default()
+    };
+    let e = runtime::pci::am::AmDevice::boot(Arc::new(gpu.clone()), &opts)
+        .err()
+        .expect("GC 9 still has no queues")
+        .to_string();
+    assert!(e.contains("v9 compute and SDMA queues"), "{e}");
+    let log = gpu.firmware_log();
+    // ip.py AM_PSP.init_hw: bootloader components with sOS last (KDB sent for both the key
+    // database and, on MP0 < 14, the SPL table is tinygrad's; the driver sends each part once).
+    assert_eq!(log.bootloader.last().map(|b| b.0), Some(BL_SOS));
+    assert_eq!(log.bootloader.first().map(|b| b.0), Some(BL_KDB));
+    // LOAD_TOC, SETUP_TMR (MP0 13.0.12 has no boot-time TMR), the images, no AUTOLOAD_RLC.
+    assert_eq!(log.psp_cmds[0], psp::CMD_LOAD_TOC);
+    assert_eq!(log.psp_cmds[1], psp::CMD_SETUP_TMR);
+    assert!(!log.psp_cmds.contains(&psp::CMD_AUTOLOAD_RLC));
+    // amdev.py AMFirmware for GC 9 with MP1 13.0.12 (no SMU/P2S): SDMA0..3 from one image,
+    // CP_MEC then its jump table (CP_MEC_ME1), RLC v2.1 lists SRM_CNTL, GPM_MEM, SRM_MEM,
+    // RLC_G; then REG_LIST from the sOS's RL part (GFX_FW_TYPE numbers of psp_gfx_if.h).
+    let types: Vec<u32> = log.loaded.iter().map(|l| l.0).collect();
+    assert_eq!(
+        types,
+        vec![9, 10, 52, 53, 4, 5, 22, 20, 21, 8, 67],
+        "LOAD_IP_FW order"
+    );
+    assert_eq!(types, {
+        vec![
+            t::SDMA0,
+            t::SDMA1,
+            t::SDMA2,
+            t::SDMA3,
+            t::CP_MEC,
+            t::CP_MEC_ME1,
+            t::RLC_RESTORE_LIST_SRM_CNTL,
+            t::RLC_RESTORE_LIST_GPM_MEM,
+            t::RLC_RESTORE_LIST_SRM_MEM,
+            t::RLC_G,
+            t::REG_LIST,
+        ]
+    });
+    // The MEC jump table is the last jt_size dwords of the ucode: 0x80 bytes.
+    assert_eq!(log.loaded[5].1, 0x80);
+    assert_eq!(log.loaded[4].1, 0x600);
+    // AM_SMU.init_hw after the PSP: driver table address and all features, then the clocks.
+    let msgs: Vec<u32> = log.smu_msgs.iter().map(|m| m.0).collect();
+    assert_eq!(
+        &msgs[..3],
+        &[
+            gc9::smu_msg::SET_DRIVER_DRAM_ADDR_HIGH,
+            gc9::smu_msg::SET_DRIVER_DRAM_ADDR_LOW,
+            gc9::smu_msg::ENABLE_ALL_SMU_FEATURES
+        ]
+    );
+    assert!(
+        msgs.contains(&gc9::smu_msg::SET_SOFT_MIN_BY_FREQ),
+        "{msgs:?}"
+    );
+    // The MECs were released after their image was loaded: nothing refused.
+    assert!(gpu.refused().is_empty(), "{:?}", gpu.refused());
+}
