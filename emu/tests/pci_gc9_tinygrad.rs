@@ -694,6 +694,10 @@ fn the_driver_boots_the_mi350_past_psp_and_smu() {
     assert_eq!(log.psp_cmds[0], psp::CMD_LOAD_TOC);
     assert_eq!(log.psp_cmds[1], psp::CMD_SETUP_TMR);
     assert!(!log.psp_cmds.contains(&psp::CMD_AUTOLOAD_RLC));
+    // 8 XCCs: one spatial partition (GFX_CMD_ID_SRIOV_SPATIAL_PART = 39, psp_gfx_if.h) after
+    // the images, as the last ring command.
+    assert_eq!(log.psp_cmds.last(), Some(&39), "{:?}", log.psp_cmds);
+    assert_eq!(log.psp_cmds.len(), 2 + 11 + 1, "{:?}", log.psp_cmds);
     // amdev.py AMFirmware for GC 9 with MP1 13.0.12 (no SMU/P2S): SDMA0..3 from one image,
     // CP_MEC then its jump table (CP_MEC_ME1), RLC v2.1 lists SRM_CNTL, GPM_MEM, SRM_MEM,
     // RLC_G; then REG_LIST from the sOS's RL part (GFX_FW_TYPE numbers of psp_gfx_if.h).

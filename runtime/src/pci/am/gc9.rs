@@ -461,6 +461,22 @@ impl Gc9 {
         Ok(())
     }
 
+    /// Runs `f` on the PSP with this device as its memory: the PSP allocates from the device
+    /// while it writes registers, so the RegIo is lent out for the call.
+    fn with_psp<T>(
+        &mut self,
+        f: impl FnOnce(&mut psp::Psp, &RegIo, &mut Gc9) -> PciResult<T>,
+    ) -> PciResult<T> {
+        let mut p = std::mem::take(&mut self.psp);
+        let mut placeholder = RegIo::new(self.regs.mmio.clone());
+        placeholder.tap = None;
+        let regs = std::mem::replace(&mut self.regs, placeholder);
+        let res = f(&mut p, &regs, self);
+        self.regs = regs;
+        self.psp = p;
+        res
+    }
+
     /// The register bring-up without the PSP step (for register-level tests whose device has
     /// no PSP): see [`Gc9::boot`].
     pub fn init_blocks(&mut self) -> PciResult<()> {
@@ -493,23 +509,20 @@ impl Gc9 {
         if let Some(fw) = fw {
             self.regs.phase("AM_PSP.init_hw");
             let mp0 = self.disc.ip(AmIp::Mp0)?.version;
-            let mut p = std::mem::take(&mut self.psp);
-            p.boot_time_tmr = psp::boot_time_tmr(mp0);
-            p.empty_setup_tmr = !psp::autoload_tmr(mp0);
-            // The PSP allocates from this device while it writes registers: lend it the RegIo.
-            let mut placeholder = RegIo::new(self.regs.mmio.clone());
-            placeholder.tap = None;
-            let regs = std::mem::replace(&mut self.regs, placeholder);
+            self.psp.boot_time_tmr = psp::boot_time_tmr(mp0);
+            self.psp.empty_setup_tmr = !psp::autoload_tmr(mp0);
             let t = self.timeout_ms;
-            let res = p.init(&regs, self, fw, t);
-            self.regs = regs;
-            self.psp = p;
-            res?;
+            self.with_psp(|p, r, g| p.init(r, g, fw, t))?;
         }
         self.regs.phase("AM_SMU.init_hw");
         self.smu_init()?;
         self.regs.phase("AM_GFX.init_hw");
         self.gfx_init()?;
+        if fw.is_some() && self.xccs > 1 {
+            // One spatial partition over all XCCs (tinygrad, end of AM_GFX.init_hw).
+            let t = self.timeout_ms;
+            self.with_psp(|p, r, g| p.spatial_partition(r, g, 1, t))?;
+        }
         self.regs.phase("AM_SDMA.init_hw");
         self.sdma_init()?;
         self.regs.phase("AM_SMU.set_clocks");

@@ -20,6 +20,7 @@ pub const CMD_SETUP_TMR: u32 = 5;
 pub const CMD_LOAD_IP_FW: u32 = 6;
 pub const CMD_LOAD_TOC: u32 = 32;
 pub const CMD_AUTOLOAD_RLC: u32 = 33;
+pub const CMD_SRIOV_SPATIAL_PART: u32 = 39;
 pub const RING_TYPE_KM: u32 = 2;
 pub const CMD_DESTROY_RINGS: u32 = 0x30000;
 /// Offsets in `psp_gfx_cmd_resp`.
@@ -95,6 +96,7 @@ fn name_of(cmd: u32) -> &'static str {
         CMD_LOAD_IP_FW => "LOAD_IP_FW",
         CMD_LOAD_TOC => "LOAD_TOC",
         CMD_AUTOLOAD_RLC => "AUTOLOAD_RLC",
+        CMD_SRIOV_SPATIAL_PART => "SRIOV_SPATIAL_PART",
         _ => "command",
     }
 }
@@ -244,6 +246,19 @@ impl Psp {
                 self.submit(r, gmc, CMD_AUTOLOAD_RLC, &[], t)?;
             }
         }
+        Ok(())
+    }
+
+    /// GFX_CMD_ID_SRIOV_SPATIAL_PART: the XCCs as `mode` partitions (GC 9 with several XCCs
+    /// asks for 1 after the MECs start, as tinygrad's AM_GFX.init_hw).
+    pub fn spatial_partition<M: PspMem>(
+        &mut self,
+        r: &RegIo,
+        mem: &mut M,
+        mode: u32,
+        t: u64,
+    ) -> PciResult<()> {
+        self.submit(r, mem, CMD_SRIOV_SPATIAL_PART, &[mode], t)?;
         Ok(())
     }
 
