@@ -742,3 +742,63 @@ fn the_driver_boots_the_mi350_past_psp_and_smu() {
     // The MECs were released after their image was loaded: nothing refused.
     assert!(gpu.refused().is_empty(), "{:?}", gpu.refused());
 }
+
+/// The GC 9 firmware parser against the synthetic set's header layouts, and bad files: a jump
+/// table larger than the MEC ucode, an sOS without the RL part, an SDMA v2 header, each an
+/// error naming the file.
+#[test]
+fn gc9_firmware_set_parses_and_bad_files_name_themselves() {
+    use runtime::pci::am::firmware::{fw_type as t, Firmware};
+    use runtime::pci::PciError;
+    let cfg = EmuPciConfig::new(EmuArch::Gfx950);
+    let names = emu::pci::firmware::names_for(&cfg.ips);
+    let files = emu::pci::firmware::synthetic_files_for(&names);
+    let parse = |files: &[(String, Vec<u8>)]| {
+        Firmware::parse_gc9_with(&names, false, &mut |n| {
+            files
+                .iter()
+                .find(|f| f.0 == n)
+                .map(|f| f.1.clone())
+                .ok_or_else(|| PciError::Firmware {
+                    file: n.into(),
+                    msg: "absent".into(),
+                })
+        })
+    };
+    let fw = parse(&files).unwrap();
+    assert!(fw.smu.is_none());
+    assert_eq!(fw.sos.last().map(|c| c.bl_cmd), Some(BL_SOS));
+    assert_eq!(fw.reg_list.as_ref().map(Vec::len), Some(0x300));
+    assert_eq!(fw.ip[4].fw_type, t::CP_MEC);
+    // The jump table is the MEC ucode's tail (payload tag 5 in the synthetic file).
+    assert_eq!(fw.ip[5].data, emu::pci::firmware::payload(5, 0x80));
+
+    let with = |name: &str, f: &dyn Fn(&mut Vec<u8>)| {
+        let mut v = files.clone();
+        let e = v.iter_mut().find(|x| x.0 == name).unwrap();
+        f(&mut e.1);
+        parse(&v).err().unwrap()
+    };
+    let e = with(&names.mec, &|b| {
+        b[40..44].copy_from_slice(&0x1000u32.to_le_bytes())
+    });
+    assert!(
+        matches!(&e, PciError::Firmware { file, msg } if *file == names.mec && msg.contains("jump table")),
+        "{e}"
+    );
+    // The RL descriptor (the 9th, at 40 + 16 * 8) retyped as an unknown part.
+    let e = with(&names.sos, &|b| {
+        b[168..172].copy_from_slice(&99u32.to_le_bytes())
+    });
+    assert!(
+        matches!(&e, PciError::Firmware { file, msg } if *file == names.sos && msg.contains("RL")),
+        "{e}"
+    );
+    let e = with(&names.sdma, &|b| {
+        b[8..10].copy_from_slice(&2u16.to_le_bytes())
+    });
+    assert!(
+        matches!(&e, PciError::Firmware { file, msg } if *file == names.sdma && msg.contains("version 2")),
+        "{e}"
+    );
+}
