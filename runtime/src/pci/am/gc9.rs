@@ -6,10 +6,10 @@
 //!
 //! Register placement and fields come from the register JSON (gc_9_4_3, mmhub_1_8_0, nbio_7_9_0,
 //! osssys_4_4_2, sdma_4_4_2, mp_13_0_0/mp_11_0_0) through `regs.rs`; an instance's address is its
-//! discovered base + the JSON offset. Not yet done: the PSP firmware load (sOS components, TOC/TMR,
-//! the SMU P2S table, MEC/RLC/SDMA v1 images) and compute/SDMA queues (v9 MQD), so
-//! [`super::AmDevice::boot`] still refuses this family ([`not_yet`]) and on real hardware the MEC
-//! runs no firmware after [`Gc9::init_blocks`].
+//! discovered base + the JSON offset. [`Gc9::boot`] adds the PSP step (shared `psp.rs`: sOS, TOC/TMR,
+//! the GC 9 images of [`load_firmware`], REG_LIST, one spatial partition). Not yet done: the
+//! compute/SDMA queues (v9 MQD), so [`super::AmDevice::boot`] runs the whole bring-up and then
+//! refuses this family ([`not_yet`]).
 
 use std::path::Path;
 use std::sync::Arc;
