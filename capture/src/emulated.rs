@@ -83,6 +83,15 @@ impl Arch {
 
     /// Whether the emulated PCI GPU (`emu-pci`, `emu-usb`) models this architecture.
     pub fn has_pci_model(&self) -> bool {
+        matches!(
+            self.0,
+            EmuArch::Gfx1100 | EmuArch::Gfx1201 | EmuArch::Gfx950
+        )
+    }
+
+    /// Whether the emulated USB eGPU (`emu-usb`: the PCI GPU behind the ASM2464) models this
+    /// architecture (the consumer parts only; no MI350 sits behind a USB bridge).
+    pub fn has_usb_model(&self) -> bool {
         matches!(self.0, EmuArch::Gfx1100 | EmuArch::Gfx1201)
     }
 

@@ -24,7 +24,8 @@ pub enum DeviceSpec {
     Emu,
     /// Another emulated architecture behind the emulated KFD (`emu:gfx1201`, `emu:gfx950`).
     EmuArch(Arch),
-    /// The emulated PCI GPU (gfx1100 or gfx1201) behind the PCI (AM) path (`emu-pci[:ARCH]`).
+    /// The emulated PCI GPU (gfx1100, gfx1201 or gfx950) behind the PCI (AM) path
+    /// (`emu-pci[:ARCH]`).
     EmuPci(Arch),
     /// The emulated PCI GPU (gfx1100 or gfx1201) behind the emulated ASM2464 USB bridge
     /// (`emu-usb[:ARCH]`).
@@ -39,7 +40,7 @@ pub enum DeviceSpec {
 
 impl DeviceSpec {
     pub const VALID: &'static str =
-        "emu, emu:gfx1100, emu:gfx1201, emu:gfx950, emu-pci[:gfx1201], emu-usb[:gfx1201], kfd[:N], pci:N, usb:N";
+        "emu, emu:gfx1100, emu:gfx1201, emu:gfx950, emu-pci[:gfx1201|:gfx950], emu-usb[:gfx1201], kfd[:N], pci:N, usb:N";
 
     pub fn is_emulated(&self) -> bool {
         self.emulated_arch().is_some()
@@ -98,7 +99,14 @@ impl FromStr for DeviceSpec {
                         .map_err(|e: ParseError| ParseError(format!("device {part:?}: {e}")))?;
                     if !arch.has_pci_model() {
                         return err(format!(
-                            "device {part:?}: the emulated PCI GPU models gfx1100 and gfx1201 \
+                            "device {part:?}: the emulated PCI GPU models gfx1100, gfx1201 and \
+                             gfx950 only (valid: {})",
+                            Self::VALID
+                        ));
+                    }
+                    if kind == "emu-usb" && !arch.has_usb_model() {
+                        return err(format!(
+                            "device {part:?}: the emulated USB eGPU models gfx1100 and gfx1201 \
                              only (valid: {})",
                             Self::VALID
                         ));
@@ -284,6 +292,7 @@ mod tests {
             "emu-pci",
             "emu-usb",
             "emu-pci:gfx1201",
+            "emu-pci:gfx950",
             "emu-usb:gfx1201",
             "kfd:2",
             "pci:0",

@@ -59,6 +59,10 @@ pub struct Gpuvm {
     /// The bit that makes a PDB1/PDB0 entry a huge-page PTE: `pte::PDE_PTE` (bit 54) up to
     /// GC 11, `pte::gfx12::PDE_PTE` (bit 63) on GC 12, where bit 54 is MTYPE.
     pub pde_pte: u64,
+    /// GC 9 "translate further" (page_table_block_size 9): a PDB0 entry is a 2 MiB PTE unless
+    /// it carries this bit (AMDGPU_PTE_TF, bit 56 in amdgpu_vm.h), then it points at a 4 KiB
+    /// PTB. 0 on GC 10+ (PDB0 leaves are marked with `pde_pte` there).
+    pub tf: u64,
     tlb: RefCell<HashMap<u64, (u64, u64)>>,
 }
 
@@ -69,12 +73,18 @@ impl Gpuvm {
             start,
             end,
             pde_pte: pte::PDE_PTE,
+            tf: 0,
             tlb: RefCell::new(HashMap::new()),
         }
     }
     /// The context with the GC 12 (gfx12) page-table format.
     pub fn gfx12(mut self) -> Self {
         self.pde_pte = pte::gfx12::PDE_PTE;
+        self
+    }
+    /// The context with the GC 9 page-table format (translate further at PDB0).
+    pub fn gfx9(mut self) -> Self {
+        self.tf = 1 << 56;
         self
     }
     pub fn invalidate(&self) {
@@ -116,7 +126,14 @@ impl Memory {
             } else {
                 PHYS_VRAM + addr
             };
-            let leaf = shift == 12 || ((shift == 30 || shift == 21) && e & vm.pde_pte != 0);
+            let leaf = shift == 12
+                || (shift == 30 && e & vm.pde_pte != 0)
+                || (shift == 21
+                    && if vm.tf != 0 {
+                        e & vm.tf == 0
+                    } else {
+                        e & vm.pde_pte != 0
+                    });
             if leaf {
                 let size = 1u64 << shift;
                 return Some(Translation {

@@ -73,6 +73,76 @@ pub fn navi44_ips() -> Vec<IpRecord> {
         .collect()
 }
 
+/// XCCs of the emulated MI350 (one GC instance each).
+pub const MI350_XCCS: u32 = 8;
+/// GC instance 0 sits at the vega GC bases (where the shader engines' register file and the
+/// PM4 engine place the compute registers); instance `i >= 1` gets a window of its own in the
+/// upper half of BAR5 (`XCC_WINDOW_BASE + (i - 1) * XCC_WINDOW`, segment 1 at +0x2000). Real
+/// parts report per-XCC bases of their own; the driver must take them from discovery.
+pub const XCC_WINDOW_BASE: u32 = 0x4_0000;
+pub const XCC_WINDOW: u32 = 0x8000;
+/// MMHUB instances (one per AID/IOD), each in its own window past the XCC windows' reach.
+pub const MI350_VMHUBS: u32 = 2;
+const MMHUB_WINDOW: u32 = 0x2000;
+/// NBIO 7.9 segments 4..8 (XCC_DOORBELL_FENCE is in segment 5) lie past BAR5 and are
+/// reached through RSMU_INDEX/DATA, as on the navi parts' sixth segment.
+const NBIO_HIGH: u32 = 0x404_0000;
+
+/// The GC segment bases of XCC `i`.
+pub fn xcc_bases(i: u32) -> Vec<u32> {
+    let vega = regs::static_bases(9, "GC")
+        .map(<[u32]>::to_vec)
+        .unwrap_or_default();
+    if i == 0 {
+        return vega;
+    }
+    let w = XCC_WINDOW_BASE + (i - 1) * XCC_WINDOW;
+    vec![w, w + 0x2000]
+}
+
+/// The records of an emulated MI350 (gfx950). Versions and where they come from:
+/// - GC 9.5.0: tinygrad's firmware list (`gc_9_5_0_mec.bin`, `gc_9_5_0_rlc.bin`) and its
+///   MI300/MI350 golden-register branch (`ip.py`: GC in {(9,4,3), (9,5,0)}); registers from
+///   `gc_9_4_3.json` (Linux's gfx_v9_4_3 serves 9.5.0). 8 instances = 8 XCCs.
+/// - SDMA 4.4.5: tinygrad's firmware list (`sdma_4_4_5.bin`); registers `sdma_4_4_2.json`.
+/// - MP0/MP1 13.0.12: tinygrad's AM skips the SMU image for MP1 13.0.12 (the PSP brings the
+///   SMU up) and sends GfxDriverReset for MP0 13.0.12 (`amdev.py`, `ip.py`), with the message
+///   ids of its `smu_13_0_12` module; mailbox registers as MP 13 (`mp_13_0_0.json`).
+/// - NBIO 7.9.0: tinygrad's MI3xx branch (NBIO in {(7,9,0), (7,9,1)}) and `nbio_7_9_0.json`.
+/// - MMHUB 1.8.1, HDP 4.4.5, OSSSYS 4.4.5: the MI3xx families of Linux (mmhub_v1_8,
+///   hdp_v4_0, vega20_ih/ih_v4_4_2), registers from `mmhub_1_8_0.json`, `hdp_4_4_2.json`,
+///   `osssys_4_4_2.json`; these three minor versions are not confirmed by a source here.
+///
+/// Segment bases: the vega table of `ip_base_offsets.json` for instance 0 of each IP; the
+/// further XCC and MMHUB instances in windows the emulator chooses ([`xcc_bases`]).
+pub fn mi350_ips() -> Vec<IpRecord> {
+    let b = |n: &str| {
+        regs::static_bases(9, n)
+            .map(<[u32]>::to_vec)
+            .unwrap_or_default()
+    };
+    let mut v: Vec<IpRecord> = (0..MI350_XCCS)
+        .map(|i| (AmIp::Gc, (9, 5, 0), xcc_bases(i)))
+        .collect();
+    v.push((AmIp::Sdma0, (4, 4, 5), b("SDMA0")));
+    let mm = b("MMHUB");
+    for i in 0..MI350_VMHUBS {
+        v.push((
+            AmIp::Mmhub,
+            (1, 8, 1),
+            mm.iter().map(|x| x + i * MMHUB_WINDOW).collect(),
+        ));
+    }
+    let mut nbio = b("NBIO");
+    nbio.extend((0..5).map(|k| NBIO_HIGH + k * 0x1_0000));
+    v.push((AmIp::Nbio, (7, 9, 0), nbio));
+    v.push((AmIp::Mp0, (13, 0, 12), b("MP0")));
+    v.push((AmIp::Mp1, (13, 0, 12), b("MP1")));
+    v.push((AmIp::Hdp, (4, 4, 5), b("HDP")));
+    v.push((AmIp::Osssys, (4, 4, 5), b("OSSSYS")));
+    v
+}
+
 fn put16(b: &mut [u8], at: usize, v: u16) {
     b[at..at + 2].copy_from_slice(&v.to_le_bytes());
 }
@@ -94,9 +164,11 @@ pub fn build_with(ips: &[IpRecord], gc: (u32, u32, u32, u32, u32, u32, u32)) -> 
     put16(&mut b, die_off, 0);
     put16(&mut b, die_off + 2, ips.len() as u16);
     let mut at = die_off + 4;
-    for (ip, (maj, min, rev), bases) in ips {
+    for (n, (ip, (maj, min, rev), bases)) in ips.iter().enumerate() {
         put16(&mut b, at, hw_id(*ip));
-        b[at + 2] = 0;
+        // Repeated records of one IP are its instances 0, 1, ... (the MI350's XCCs and hubs).
+        let inst = ips[..n].iter().filter(|r| r.0 == *ip).count();
+        b[at + 2] = inst as u8;
         b[at + 3] = bases.len() as u8;
         b[at + 4] = *maj;
         b[at + 5] = *min;

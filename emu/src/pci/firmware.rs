@@ -109,6 +109,9 @@ pub fn synthetic_files() -> Vec<(&'static str, Vec<u8>)> {
 /// The synthetic set under `names`: the six files of `FILES` in that order, then PFP and ME
 /// (RS64, GC 12) when `names` has them.
 pub fn synthetic_files_for(names: &FirmwareNames) -> Vec<(String, Vec<u8>)> {
+    if names.mec.starts_with("gc_9_") {
+        return synthetic_files_gc9(names);
+    }
     let mut out: Vec<(String, Vec<u8>)> = Vec::with_capacity(FILES.len() + 2);
     // PSP SOS v2: descriptors at 36, payloads after the header.
     let parts = [
@@ -257,4 +260,84 @@ pub fn temp_firmware_dir_for(names: &FirmwareNames) -> Result<TempFirmwareDir, P
         msg: format!("writing the synthetic firmware: {e}"),
     })?;
     Ok(dir)
+}
+
+/// The GC 9.4.3/9.5.0 set (amdgpu_ucode.h layouts, as tinygrad's AMFirmware reads them): the sOS
+/// with a v2.1 header (descriptors at 40) carrying the bootloader parts, TOC and the RL register
+/// list; SDMA v1.0; MEC gfx v1.0 with a jump table at the end of the ucode (dword offset/size);
+/// RLC v2.1 with its three save/restore lists. No SMU file: MP1 13.0.12 has none (on 13.0.6 the
+/// driver would ask for one this set does not provide).
+pub fn synthetic_files_gc9(names: &FirmwareNames) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let parts = [
+        psp_fw::KDB,
+        psp_fw::SYS_DRV,
+        psp_fw::SOC_DRV,
+        psp_fw::INTF_DRV,
+        psp_fw::DBG_DRV,
+        psp_fw::RAS_DRV,
+        psp_fw::SOS,
+        psp_fw::TOC,
+        psp_fw::RL,
+    ];
+    let hsize = 40 + 16 * parts.len();
+    let (uoff, plen) = (0x200usize, 0x300usize);
+    let mut b = vec![0u8; uoff + plen * parts.len()];
+    common(
+        &mut b,
+        hsize as u32,
+        2,
+        1,
+        (plen * parts.len()) as u32,
+        uoff as u32,
+    );
+    put32(&mut b, 32, parts.len() as u32);
+    for (i, t) in parts.iter().enumerate() {
+        let at = 40 + 16 * i;
+        put32(&mut b, at, *t);
+        put32(&mut b, at + 4, 1);
+        put32(&mut b, at + 8, (i * plen) as u32);
+        put32(&mut b, at + 12, plen as u32);
+        b[uoff + i * plen..uoff + (i + 1) * plen].copy_from_slice(&payload(0x100 + t, plen));
+    }
+    out.push((names.sos.clone(), b));
+
+    // SDMA v1.0 (48-byte header).
+    let n = 0x400usize;
+    let mut b = vec![0u8; 0x100 + n];
+    common(&mut b, 48, 1, 0, n as u32, 0x100);
+    b[0x100..].copy_from_slice(&payload(9, n));
+    out.push((names.sdma.clone(), b));
+
+    // MEC gfx v1.0: ucode_size covers code + jump table; jt_offset/jt_size in dwords at 36/40.
+    let (code, jt) = (0x600usize, 0x80usize);
+    let mut b = vec![0u8; 0x100 + code + jt];
+    common(&mut b, 44, 1, 0, (code + jt) as u32, 0x100);
+    put32(&mut b, 36, (code / 4) as u32);
+    put32(&mut b, 40, (jt / 4) as u32);
+    b[0x100..0x100 + code].copy_from_slice(&payload(4, code));
+    b[0x100 + code..].copy_from_slice(&payload(5, jt));
+    out.push((names.mec.clone(), b));
+
+    // RLC v2.1: G at the array offset; SRM cntl, GPM, SRM lists at the sizes/offsets of
+    // rlc_firmware_header_v2_1 (116/120, 132/136, 148/152).
+    let g = 0x500usize;
+    let lists = [
+        (22u32, 0x40usize, 116usize),
+        (20, 0x100, 132),
+        (21, 0x80, 148),
+    ];
+    let total = g + lists.iter().map(|l| l.1).sum::<usize>();
+    let mut b = vec![0u8; 0x100 + total];
+    common(&mut b, 156, 2, 1, g as u32, 0x100);
+    b[0x100..0x100 + g].copy_from_slice(&payload(8, g));
+    let mut at = 0x100 + g;
+    for (t, n, size_at) in lists {
+        put32(&mut b, size_at, n as u32);
+        put32(&mut b, size_at + 4, at as u32);
+        b[at..at + n].copy_from_slice(&payload(t, n));
+        at += n;
+    }
+    out.push((names.rlc.clone(), b));
+    out
 }

@@ -27,6 +27,7 @@
 
 pub mod discovery;
 pub mod firmware;
+pub mod gc9;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -73,12 +74,13 @@ pub struct EmuPciConfig {
 }
 
 impl EmuPciConfig {
-    /// gfx1100: a Navi31 (GC 11.0.0); gfx1201: a Navi48 (GC 12.0.1, RX 9070). Other arches
-    /// have no PCI model ([`EmuPciGpu::new`] refuses them).
+    /// gfx1100: a Navi31 (GC 11.0.0); gfx1201: a Navi48 (GC 12.0.1, RX 9070); gfx950: an
+    /// MI350-class part (GC 9.5.0, 8 XCCs, [`discovery::mi350_ips`]).
     pub fn new(arch: EmuArch) -> Self {
         let (ips, device_id) = match arch {
             EmuArch::Gfx1201 => (discovery::navi48_ips(), 0x7550),
-            _ => (discovery::navi31_ips(), 0x744c),
+            EmuArch::Gfx950 => (discovery::mi350_ips(), 0x75a0),
+            EmuArch::Gfx1100 => (discovery::navi31_ips(), 0x744c),
         };
         EmuPciConfig {
             arch,
@@ -154,6 +156,8 @@ struct Model {
     irq: u32,
     ih_wptr: u64,
     rsmu_index: u32,
+    /// The MI350 (GC 9) register model; `None` on the GC 11/12 parts.
+    gc9: Option<gc9::Gc9>,
     /// Second addresses of registers (-> the generation's address): on MP 14 the SMU mailbox
     /// also answers at its MP 13 placement (segment 0 + 0x282...), where tinygrad's AM driver
     /// talks to the SMU of an RDNA4 (its recording: mmMP1_SMN_C2PMSG_66 at 0x16282).
@@ -373,18 +377,30 @@ impl EmuPciGpu {
     }
 
     fn build(cfg: EmuPciConfig) -> PciResult<Self> {
-        let gen = cfg.gen();
+        let gc_ver = cfg.ips.iter().find(|r| r.0 == AmIp::Gc).map(|r| r.1);
+        let gc9 = match (cfg.arch, gc_ver) {
+            (EmuArch::Gfx950, Some((9, 5, _))) => Some(gc9::Gc9::new(&cfg.ips)?),
+            _ => None,
+        };
+        // The GC 9 model keeps its own map; the shared PSP/SMU mailbox sits at the MP 13
+        // placement, which the GC 11 tables carry.
+        let gen = if gc9.is_some() {
+            Some(AmGen::Gc11)
+        } else {
+            cfg.gen()
+        };
         let ok = matches!(
             (cfg.arch, gen),
-            (EmuArch::Gfx1100, Some(AmGen::Gc11)) | (EmuArch::Gfx1201, Some(AmGen::Gc12))
-        );
+            (EmuArch::Gfx1100, Some(AmGen::Gc11))
+                | (EmuArch::Gfx1201, Some(AmGen::Gc12))
+                | (EmuArch::Gfx950, Some(AmGen::Gc11))
+        ) && (cfg.arch != EmuArch::Gfx950 || gc9.is_some());
         let Some(gen) = gen.filter(|_| ok) else {
             return Err(PciError::NoDevice {
                 detail: format!(
-                    "the emulated PCI GPU models gfx1100 (GC 11) and gfx1200/gfx1201 (GC 12) \
-                     only (asked for {:?} with GC {:?})",
+                    "the emulated PCI GPU models gfx1100 (GC 11), gfx1200/gfx1201 (GC 12) and \
+                     gfx950 (GC 9.5) only (asked for {:?} with GC {gc_ver:?})",
                     cfg.arch,
-                    cfg.ips.iter().find(|r| r.0 == AmIp::Gc).map(|r| r.1)
                 ),
             });
         };
@@ -393,13 +409,24 @@ impl EmuPciGpu {
         ecfg.gpu_node = false;
         ecfg.num_se = Some(cfg.num_se);
         let emu = EmuPlatform::new(ecfg);
-        let b = bases(&cfg.ips);
-        let a = Addrs::new(&b, gen);
-        let names = regs::ALL
+        let mut b = bases(&cfg.ips);
+        if gc9.is_some() {
+            b.retain(|ip, _| matches!(ip, AmIp::Mp0 | AmIp::Mp1));
+        }
+        let mut a = Addrs::new(&b, gen);
+        let mut names: HashMap<u32, &'static str> = regs::ALL
             .iter()
             .map(|r| (resolve(&b, *r, gen), r.name))
+            .filter(|(addr, _)| *addr != u32::MAX)
             .collect();
+        if let Some(g) = &gc9 {
+            a.rsmu_index = g.rsmu[0].addr;
+            a.rsmu_data = g.rsmu[1].addr;
+            a.hdp_remap = g.hdp_remap.addr;
+            names.extend(g.names.iter().map(|(k, v)| (*k, v.0)));
+        }
         let alias = match gen {
+            _ if gc9.is_some() => HashMap::new(),
             AmGen::Gc11 | AmGen::Gc9 => HashMap::new(),
             AmGen::Gc12 => [
                 regs::MP1_SMN_C2PMSG_66,
@@ -422,7 +449,8 @@ impl EmuPciGpu {
             // The discovery table at VRAM end − 64 KiB.
             // (num_se, wgp0/sa, wgp1/sa, sa/se, waves, slots, lds KiB): the SEs the shader
             // engines model for this arch.
-            let gc = (cfg.num_se, 4, 0, 2, 16, 32, 64);
+            // Per XCC on multi-XCC parts (the table describes one XCC, as on MI300).
+            let gc = (cfg.num_se / cfg.arch.num_xcc(), 4, 0, 2, 16, 32, 64);
             let tbl = discovery::build_with(&cfg.ips, gc);
             let at = PHYS_VRAM + cfg.vram_size - runtime::pci::am::discovery::TABLE_FROM_END;
             st.mem
@@ -441,6 +469,13 @@ impl EmuPciGpu {
                 (a.hdp_remap, HDP_FLUSH_BYTE),
             ] {
                 st.core.regs.write(r, v);
+            }
+            if let Some(g) = &gc9 {
+                let hub_fb = g.hubs.iter().map(|h| h.fb);
+                for [base, end] in hub_fb.chain(g.xcc.iter().map(|x| x.fb)) {
+                    st.core.regs.write(base.addr, fb);
+                    st.core.regs.write(end.addr, top);
+                }
             }
         }
         let left = cfg.left_running;
@@ -471,6 +506,7 @@ impl EmuPciGpu {
                     irq: 0,
                     ih_wptr: 0,
                     rsmu_index: 0,
+                    gc9,
                     alias,
                 }),
             }),
@@ -510,6 +546,13 @@ impl EmuPciGpu {
     }
     pub fn firmware_log(&self) -> FirmwareLog {
         self.model().log.clone()
+    }
+    /// What the MI350 model refused or does not model, in order (empty on GC 11/12).
+    pub fn refused(&self) -> Vec<String> {
+        self.model()
+            .gc9
+            .as_ref()
+            .map_or_else(Vec::new, |g| g.refused.clone())
     }
 
     /// Walks the GC hub's page tables for `va` (no TLB): what the engines would reach.
@@ -729,6 +772,9 @@ impl EmuPciGpu {
         if addr == a.mm_inv_sem {
             return 1;
         }
+        if let Some(v) = Self::gc9_read(m, addr) {
+            return v;
+        }
         if (addr == a.psp64 || addr == a.psp81) && !m.cfg.psp_responds {
             return 0;
         }
@@ -752,6 +798,9 @@ impl EmuPciGpu {
             return;
         }
         st.core.regs.write(addr, v);
+        if Self::gc9_write(m, &mut st, addr, v) {
+            return;
+        }
         let a = &m.a;
         if addr == HDP_FLUSH_BYTE / 4 {
             m.log.hdp_flushes += 1;
@@ -1008,6 +1057,9 @@ impl EmuPciGpu {
         let Some(f) = st.core.fault.take() else {
             return;
         };
+        if m.gc9.is_some() {
+            return Self::gc9_fault(m, st, f.va);
+        }
         let a = &m.a;
         // mapping_error; client id 0x1B (UTCL2), vmid 0 (GC 12: in STATUS_LO32, same fields).
         let sdef = match a.gen {

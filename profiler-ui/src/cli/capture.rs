@@ -33,7 +33,7 @@ pub struct CaptureArgs {
     /// The kernel to launch by name (a code object may hold many; default: its first).
     #[arg(long, value_name = "NAME")]
     pub kernel: Option<String>,
-    /// Where to run: emu (the emulated gfx1100), emu:gfx1100, emu:gfx1201, emu:gfx950, emu-pci[:gfx1201],
+    /// Where to run: emu (the emulated gfx1100), emu:gfx1100, emu:gfx1201, emu:gfx950, emu-pci[:gfx1201|:gfx950],
     /// emu-usb[:gfx1201], kfd[:N], pci:N or usb:N; comma-separated or repeated for several devices
     /// (default: a real GPU when the KFD lists one, else the emulated gfx1100). The code
     /// object's target must be the device's.

@@ -45,6 +45,18 @@ fn emulated() -> Vec<serde_json::Value> {
             "path": path,
         }));
     }
+    // The emulated MI350 (PCI only; it needs the AM driver's
+    // GC 9 bring-up to open).
+    for arch in Arch::ALL {
+        if arch.has_pci_model() && !arch.has_usb_model() {
+            v.push(json!({
+                "device": DeviceSpec::EmuPci(arch).to_string(),
+                "target": arch.target().to_string(),
+                "ses": arch.num_se(),
+                "path": "emulated PCI (AM) driver",
+            }));
+        }
+    }
     v
 }
 

@@ -6329,6 +6329,1322 @@ pub static GC_9_4_3: IpTable = IpTable {
             }],
         },
         RegDef {
+            name: "CP_HQD_ACTIVE",
+            offset: 0x1247,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "active",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "busy_gate",
+                    lo: 1,
+                    hi: 1,
+                },
+            ],
+        },
+        RegDef {
+            name: "CP_HQD_AQL_CONTROL",
+            offset: 0x127a,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "control0",
+                    lo: 0,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "control0_en",
+                    lo: 15,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "control1",
+                    lo: 16,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "control1_en",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "CP_HQD_AQL_CONTROL_1",
+            offset: 0x127d,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "reserved",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_AQL_DISPATCH_ID",
+            offset: 0x127e,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "consumed_offset",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_AQL_DISPATCH_ID_HI",
+            offset: 0x127f,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "consumed_offset",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_ATOMIC0_PREOP_HI",
+            offset: 0x1262,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "atomic0_preop_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_ATOMIC0_PREOP_LO",
+            offset: 0x1261,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "atomic0_preop_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_ATOMIC1_PREOP_HI",
+            offset: 0x1264,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "atomic1_preop_hi",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_ATOMIC1_PREOP_LO",
+            offset: 0x1263,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "atomic1_preop_lo",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_CNTL_STACK_OFFSET",
+            offset: 0x1273,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "offset",
+                lo: 2,
+                hi: 15,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_CNTL_STACK_SIZE",
+            offset: 0x1274,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "size",
+                lo: 12,
+                hi: 15,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_CTX_SAVE_BASE_ADDR_HI",
+            offset: 0x1271,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr_hi",
+                lo: 0,
+                hi: 15,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_CTX_SAVE_BASE_ADDR_LO",
+            offset: 0x1270,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr",
+                lo: 12,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_CTX_SAVE_CONTROL",
+            offset: 0x1272,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "policy",
+                    lo: 3,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "exe_disable",
+                    lo: 23,
+                    hi: 23,
+                },
+            ],
+        },
+        RegDef {
+            name: "CP_HQD_CTX_SAVE_SIZE",
+            offset: 0x1276,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "size",
+                lo: 12,
+                hi: 26,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_DEQUEUE_REQUEST",
+            offset: 0x125d,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "dequeue_req",
+                    lo: 0,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "iq_req_pend",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "dequeue_int",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "iq_req_pend_en",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "dequeue_req_en",
+                    lo: 10,
+                    hi: 10,
+                },
+            ],
+        },
+        RegDef {
+            name: "CP_HQD_DMA_OFFLOAD",
+            offset: 0x125e,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "dma_offload",
+                lo: 0,
+                hi: 0,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_EOP_BASE_ADDR",
+            offset: 0x126a,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "base_addr",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_EOP_BASE_ADDR_HI",
+            offset: 0x126b,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "base_addr_hi",
+                lo: 0,
+                hi: 7,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_EOP_CONTROL",
+            offset: 0x126c,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "eop_size",
+                    lo: 0,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "processing_eop",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "process_eop_en",
+                    lo: 12,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "processing_eopib",
+                    lo: 13,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "process_eopib_en",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "halt_fetcher",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "halt_fetcher_en",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "exe_disable",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "cache_policy",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "sig_sem_result",
+                    lo: 29,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "pend_sig_sem",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "CP_HQD_EOP_EVENTS",
+            offset: 0x126f,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "event_count",
+                    lo: 0,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "cs_partial_flush_pend",
+                    lo: 16,
+                    hi: 16,
+                },
+            ],
+        },
+        RegDef {
+            name: "CP_HQD_EOP_RPTR",
+            offset: 0x126d,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "rptr",
+                    lo: 0,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "reset_fetcher",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "dequeue_pend",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "rptr_eq_csmd_wptr",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "init_fetcher",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "CP_HQD_EOP_WPTR",
+            offset: 0x126e,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "wptr",
+                    lo: 0,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "eop_empty",
+                    lo: 15,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "eop_avail",
+                    lo: 16,
+                    hi: 28,
+                },
+            ],
+        },
+        RegDef {
+            name: "CP_HQD_EOP_WPTR_MEM",
+            offset: 0x1279,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "wptr",
+                lo: 0,
+                hi: 12,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_ERROR",
+            offset: 0x1278,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "edc_error_id",
+                    lo: 0,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "sua_error",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "aql_error",
+                    lo: 5,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "pq_utcl1_error",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "ib_utcl1_error",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "eop_utcl1_error",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "iq_utcl1_error",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "rrpt_utcl1_error",
+                    lo: 12,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "wpp_utcl1_error",
+                    lo: 13,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "sem_utcl1_error",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "dma_src_utcl1_error",
+                    lo: 15,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "dma_dst_utcl1_error",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "sr_utcl1_error",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "qu_utcl1_error",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "tc_utcl1_error",
+                    lo: 19,
+                    hi: 19,
+                },
+            ],
+        },
+        RegDef {
+            name: "CP_HQD_GDS_RESOURCE_STATE",
+            offset: 0x1277,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "oa_required",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "oa_acquired",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "gws_size",
+                    lo: 4,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "gws_pntr",
+                    lo: 12,
+                    hi: 17,
+                },
+            ],
+        },
+        RegDef {
+            name: "CP_HQD_GFX_CONTROL",
+            offset: 0x123e,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "message",
+                    lo: 0,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "misc",
+                    lo: 4,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "db_updated_msg_en",
+                    lo: 15,
+                    hi: 15,
+                },
+            ],
+        },
+        RegDef {
+            name: "CP_HQD_GFX_STATUS",
+            offset: 0x123f,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "status",
+                lo: 0,
+                hi: 15,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_HQ_CONTROL0",
+            offset: 0x1266,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "control",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_HQ_CONTROL1",
+            offset: 0x1269,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "control",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_HQ_SCHEDULER0",
+            offset: 0x1265,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "scheduler",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_HQ_SCHEDULER1",
+            offset: 0x1266,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "scheduler",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_HQ_STATUS0",
+            offset: 0x1265,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "dequeue_status",
+                    lo: 0,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "dequeue_retry_cnt",
+                    lo: 2,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "rsv_6_4",
+                    lo: 4,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "scratch_ram_init",
+                    lo: 7,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "tcl2_dirty",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "pg_activated",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "rsvr_29_10",
+                    lo: 10,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "queue_idle",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "db_updated_msg_en",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "CP_HQD_HQ_STATUS1",
+            offset: 0x1268,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "status",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_IB_BASE_ADDR",
+            offset: 0x1257,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "ib_base_addr",
+                lo: 2,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_IB_BASE_ADDR_HI",
+            offset: 0x1258,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "ib_base_addr_hi",
+                lo: 0,
+                hi: 15,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_IB_CONTROL",
+            offset: 0x125a,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "ib_size",
+                    lo: 0,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "min_ib_avail_size",
+                    lo: 20,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "ib_exe_disable",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "ib_cache_policy",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "ib_priv_state",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "processing_ib",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "CP_HQD_IB_RPTR",
+            offset: 0x1259,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "consumed_offset",
+                lo: 0,
+                hi: 19,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_IQ_RPTR",
+            offset: 0x125c,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "offset",
+                lo: 0,
+                hi: 5,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_IQ_TIMER",
+            offset: 0x125b,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "wait_time",
+                    lo: 0,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "retry_type",
+                    lo: 8,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "immediate_expire",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "interrupt_type",
+                    lo: 12,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "clock_count",
+                    lo: 14,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "interrupt_size",
+                    lo: 16,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "quantum_timer",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "exe_disable",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "cache_policy",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "queue_type",
+                    lo: 25,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "rearm_timer",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "process_iq_en",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "processing_iq",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "active",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "CP_HQD_MSG_TYPE",
+            offset: 0x1260,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "action",
+                    lo: 0,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "save_state",
+                    lo: 4,
+                    hi: 6,
+                },
+            ],
+        },
+        RegDef {
+            name: "CP_HQD_OFFLOAD",
+            offset: 0x125e,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "dma_offload",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "dma_offload_en",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "aql_offload",
+                    lo: 2,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "aql_offload_en",
+                    lo: 3,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "eop_offload",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "eop_offload_en",
+                    lo: 5,
+                    hi: 5,
+                },
+            ],
+        },
+        RegDef {
+            name: "CP_HQD_PERSISTENT_STATE",
+            offset: 0x1249,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "preload_req",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "preload_size",
+                    lo: 8,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "wpp_switch_qos_en",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "iq_switch_qos_en",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "ib_switch_qos_en",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "eop_switch_qos_en",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "pq_switch_qos_en",
+                    lo: 25,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "tc_offload_qos_en",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "cache_full_packet_en",
+                    lo: 27,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "restore_active",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "relaunch_waves",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "qswitch_mode",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "disp_active",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "CP_HQD_PIPE_PRIORITY",
+            offset: 0x124a,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "pipe_priority",
+                lo: 0,
+                hi: 1,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_PQ_BASE",
+            offset: 0x124d,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_PQ_BASE_HI",
+            offset: 0x124e,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr_hi",
+                lo: 0,
+                hi: 7,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_PQ_CONTROL",
+            offset: 0x1256,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "queue_size",
+                    lo: 0,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "wptr_carry",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "rptr_carry",
+                    lo: 7,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "rptr_block_size",
+                    lo: 8,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "queue_full_en",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "pq_empty",
+                    lo: 15,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "wpp_clamp_en",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "endian_swap",
+                    lo: 17,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "min_avail_size",
+                    lo: 20,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "tmz",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "exe_disable",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "cache_policy",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "slot_based_wptr",
+                    lo: 25,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "no_update_rptr",
+                    lo: 27,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "unord_dispatch",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "roq_pq_ib_flip",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "priv_state",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "kmd_queue",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "CP_HQD_PQ_DOORBELL_CONTROL",
+            offset: 0x1254,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "doorbell_mode",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "doorbell_bif_drop",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "doorbell_offset",
+                    lo: 2,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "doorbell_source",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "doorbell_schd_hit",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "doorbell_en",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "doorbell_hit",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "CP_HQD_PQ_RPTR",
+            offset: 0x124f,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "consumed_offset",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_PQ_RPTR_REPORT_ADDR",
+            offset: 0x1250,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "rptr_report_addr",
+                lo: 2,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_PQ_RPTR_REPORT_ADDR_HI",
+            offset: 0x1251,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "rptr_report_addr_hi",
+                lo: 0,
+                hi: 15,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_PQ_WPTR_HI",
+            offset: 0x127c,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "data",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_PQ_WPTR_LO",
+            offset: 0x127b,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "offset",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_PQ_WPTR_POLL_ADDR",
+            offset: 0x1252,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "wptr_addr",
+                lo: 3,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_PQ_WPTR_POLL_ADDR_HI",
+            offset: 0x1253,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "wptr_addr_hi",
+                lo: 0,
+                hi: 15,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_QUANTUM",
+            offset: 0x124c,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "quantum_en",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "quantum_scale",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "quantum_duration",
+                    lo: 8,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "quantum_active",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "CP_HQD_QUEUE_PRIORITY",
+            offset: 0x124b,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "priority_level",
+                lo: 0,
+                hi: 3,
+            }],
+        },
+        RegDef {
+            name: "CP_HQD_SEMA_CMD",
+            offset: 0x125f,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "retry",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "result",
+                    lo: 1,
+                    hi: 2,
+                },
+            ],
+        },
+        RegDef {
+            name: "CP_HQD_VMID",
+            offset: 0x1248,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "vmid",
+                    lo: 0,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "ib_vmid",
+                    lo: 8,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "vqid",
+                    lo: 16,
+                    hi: 25,
+                },
+            ],
+        },
+        RegDef {
+            name: "CP_HQD_WG_STATE_OFFSET",
+            offset: 0x1275,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "offset",
+                lo: 2,
+                hi: 26,
+            }],
+        },
+        RegDef {
+            name: "CP_MEC_CNTL",
+            offset: 0x8d,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "mec_invalidate_icache",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "mec_me1_pipe0_reset",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "mec_me1_pipe1_reset",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "mec_me1_pipe2_reset",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "mec_me1_pipe3_reset",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "mec_me2_pipe0_reset",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "mec_me2_pipe1_reset",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "mec_me2_halt",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "mec_me2_step",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "mec_me1_halt",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "mec_me1_step",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "CP_MQD_BASE_ADDR",
+            offset: 0x1245,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "base_addr",
+                lo: 2,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "CP_MQD_BASE_ADDR_HI",
+            offset: 0x1246,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "base_addr_hi",
+                lo: 0,
+                hi: 15,
+            }],
+        },
+        RegDef {
             name: "CP_PERFMON_CNTL",
             offset: 0x3808,
             base_index: 1,
@@ -6351,6 +7667,498 @@ pub static GC_9_4_3: IpTable = IpTable {
                 FieldDef {
                     name: "perfmon_sample_enable",
                     lo: 10,
+                    hi: 10,
+                },
+            ],
+        },
+        RegDef {
+            name: "CP_STAT",
+            offset: 0x1a0,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "roq_ring_busy",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "roq_indirect1_busy",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "roq_indirect2_busy",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "roq_state_busy",
+                    lo: 12,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "dc_busy",
+                    lo: 13,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "utcl2iu_busy",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "pfp_busy",
+                    lo: 15,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "meq_busy",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "me_busy",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "query_busy",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "semaphore_busy",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "interrupt_busy",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "surface_sync_busy",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "dma_busy",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "rciu_busy",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "scratch_ram_busy",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "ce_busy",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "tciu_busy",
+                    lo: 27,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "roq_ce_ring_busy",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "roq_ce_indirect1_busy",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "roq_ce_indirect2_busy",
+                    lo: 30,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "cp_busy",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "GCMC_VM_FB_LOCATION_BASE",
+            offset: 0x95c,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "fb_base",
+                lo: 0,
+                hi: 23,
+            }],
+        },
+        RegDef {
+            name: "GCMC_VM_FB_LOCATION_TOP",
+            offset: 0x95d,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "fb_top",
+                lo: 0,
+                hi: 23,
+            }],
+        },
+        RegDef {
+            name: "GCVM_CONTEXT0_CNTL",
+            offset: 0x860,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "enable_context",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "page_table_depth",
+                    lo: 1,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "page_table_block_size",
+                    lo: 3,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "retry_permission_or_invalid_page_fault",
+                    lo: 7,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "retry_other_fault",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "range_protection_fault_enable_interrupt",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "range_protection_fault_enable_default",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "dummy_page_protection_fault_enable_interrupt",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "dummy_page_protection_fault_enable_default",
+                    lo: 12,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "pde0_protection_fault_enable_interrupt",
+                    lo: 13,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "pde0_protection_fault_enable_default",
+                    lo: 14,
+                    hi: 14,
+                },
+                FieldDef {
+                    name: "valid_protection_fault_enable_interrupt",
+                    lo: 15,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "valid_protection_fault_enable_default",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "read_protection_fault_enable_interrupt",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "read_protection_fault_enable_default",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "write_protection_fault_enable_interrupt",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "write_protection_fault_enable_default",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "execute_protection_fault_enable_interrupt",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "execute_protection_fault_enable_default",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "secure_protection_fault_enable_interrupt",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "secure_protection_fault_enable_default",
+                    lo: 24,
+                    hi: 24,
+                },
+            ],
+        },
+        RegDef {
+            name: "GCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32",
+            offset: 0x8cc,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "page_directory_entry_hi32",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32",
+            offset: 0x8cb,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "page_directory_entry_lo32",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GCVM_CONTEXT0_PAGE_TABLE_END_ADDR_HI32",
+            offset: 0x90c,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_page_number_hi4",
+                lo: 0,
+                hi: 3,
+            }],
+        },
+        RegDef {
+            name: "GCVM_CONTEXT0_PAGE_TABLE_END_ADDR_LO32",
+            offset: 0x90b,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_page_number_lo32",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GCVM_CONTEXT0_PAGE_TABLE_START_ADDR_HI32",
+            offset: 0x8ec,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_page_number_hi4",
+                lo: 0,
+                hi: 3,
+            }],
+        },
+        RegDef {
+            name: "GCVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32",
+            offset: 0x8eb,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_page_number_lo32",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GCVM_INVALIDATE_ENG17_ACK",
+            offset: 0x8a6,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "per_vmid_invalidate_ack",
+                    lo: 0,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "semaphore",
+                    lo: 16,
+                    hi: 16,
+                },
+            ],
+        },
+        RegDef {
+            name: "GCVM_INVALIDATE_ENG17_REQ",
+            offset: 0x894,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "per_vmid_invalidate_req",
+                    lo: 0,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "flush_type",
+                    lo: 16,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "invalidate_l2_ptes",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "invalidate_l2_pde0",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "invalidate_l2_pde1",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "invalidate_l2_pde2",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "invalidate_l1_ptes",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "clear_protection_fault_status_addr",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "log_request",
+                    lo: 24,
+                    hi: 24,
+                },
+            ],
+        },
+        RegDef {
+            name: "GCVM_L2_PROTECTION_FAULT_ADDR_HI32",
+            offset: 0x82d,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_page_addr_hi4",
+                lo: 0,
+                hi: 3,
+            }],
+        },
+        RegDef {
+            name: "GCVM_L2_PROTECTION_FAULT_ADDR_LO32",
+            offset: 0x82c,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "logical_page_addr_lo32",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "GCVM_L2_PROTECTION_FAULT_STATUS",
+            offset: 0x82b,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "more_faults",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "walker_error",
+                    lo: 1,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "permission_faults",
+                    lo: 4,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "mapping_error",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "cid",
+                    lo: 9,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "rw",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "atomic",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "vmid",
+                    lo: 20,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "vf",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "vfid",
+                    lo: 25,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "uce",
+                    lo: 29,
+                    hi: 29,
+                },
+                FieldDef {
+                    name: "fed",
+                    lo: 30,
+                    hi: 30,
+                },
+            ],
+        },
+        RegDef {
+            name: "GRBM_GFX_CNTL",
+            offset: 0x22,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "pipeid",
+                    lo: 0,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "meid",
+                    lo: 2,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "vmid",
+                    lo: 4,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "queueid",
+                    lo: 8,
                     hi: 10,
                 },
             ],
@@ -6662,6 +8470,70 @@ pub static GC_9_4_3: IpTable = IpTable {
                 FieldDef {
                     name: "rmi_busy_user_defined_mask",
                     lo: 31,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "RLC_CNTL",
+            offset: 0x4c00,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "rlc_enable_f32",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "force_retry",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "read_cache_disable",
+                    lo: 2,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "rlc_step_f32",
+                    lo: 3,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "reserved",
+                    lo: 4,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "RLC_SAFE_MODE",
+            offset: 0x4c05,
+            base_index: 1,
+            fields: &[
+                FieldDef {
+                    name: "cmd",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "message",
+                    lo: 1,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "reserved1",
+                    lo: 5,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "response",
+                    lo: 8,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "reserved",
+                    lo: 12,
                     hi: 31,
                 },
             ],
@@ -9584,6 +11456,16 @@ pub static NBIO_7_9_0: IpTable = IpTable {
     ip: "nbio_7_9_0",
     regs: &[
         RegDef {
+            name: "BIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL",
+            offset: 0x12d,
+            base_index: 2,
+            fields: &[FieldDef {
+                name: "address",
+                lo: 2,
+                hi: 18,
+            }],
+        },
+        RegDef {
             name: "BIF_BX_PF0_GPU_HDP_FLUSH_DONE",
             offset: 0x107,
             base_index: 2,
@@ -9918,6 +11800,26 @@ pub static NBIO_7_9_0: IpTable = IpTable {
             ],
         },
         RegDef {
+            name: "BIF_BX_PF0_RSMU_DATA",
+            offset: 0x1,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "rsmu_data",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "BIF_BX_PF0_RSMU_INDEX",
+            offset: 0x0,
+            base_index: 1,
+            fields: &[FieldDef {
+                name: "rsmu_index",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
             name: "BIF_BX_PF1_GPU_HDP_FLUSH_DONE",
             offset: 0x8e27,
             base_index: 8,
@@ -10248,6 +12150,113 @@ pub static NBIO_7_9_0: IpTable = IpTable {
                     name: "rsvd_eng19",
                     lo: 31,
                     hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "XCC_DOORBELL_FENCE",
+            offset: 0x740c,
+            base_index: 5,
+            fields: &[
+                FieldDef {
+                    name: "xcc_0_doorbell_fence",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "xcc_1_doorbell_fence",
+                    lo: 1,
+                    hi: 1,
+                },
+                FieldDef {
+                    name: "xcc_2_doorbell_fence",
+                    lo: 2,
+                    hi: 2,
+                },
+                FieldDef {
+                    name: "xcc_3_doorbell_fence",
+                    lo: 3,
+                    hi: 3,
+                },
+                FieldDef {
+                    name: "xcc_4_doorbell_fence",
+                    lo: 4,
+                    hi: 4,
+                },
+                FieldDef {
+                    name: "xcc_5_doorbell_fence",
+                    lo: 5,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "xcc_6_doorbell_fence",
+                    lo: 6,
+                    hi: 6,
+                },
+                FieldDef {
+                    name: "xcc_7_doorbell_fence",
+                    lo: 7,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "shub_slv_mode",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "rmote_cp_sent",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "cp_0_sent",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "cp_1_sent",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "cp_2_sent",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "cp_3_sent",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "cp_4_sent",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "cp_5_sent",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "cp_6_sent",
+                    lo: 24,
+                    hi: 24,
+                },
+                FieldDef {
+                    name: "cp_7_sent",
+                    lo: 25,
+                    hi: 25,
+                },
+                FieldDef {
+                    name: "remote_client_sent",
+                    lo: 26,
+                    hi: 26,
+                },
+                FieldDef {
+                    name: "remote_client_clr_pending",
+                    lo: 27,
+                    hi: 27,
                 },
             ],
         },
@@ -10928,6 +12937,396 @@ pub static NBIO_7_11_0: IpTable = IpTable {
     ],
 };
 
+pub static MMHUB_1_8_0: IpTable = IpTable {
+    ip: "mmhub_1_8_0",
+    regs: &[
+        RegDef {
+            name: "MMMC_VM_FB_LOCATION_BASE",
+            offset: 0xc9c,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "fb_base",
+                lo: 0,
+                hi: 23,
+            }],
+        },
+        RegDef {
+            name: "MMMC_VM_FB_LOCATION_TOP",
+            offset: 0xc9d,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "fb_top",
+                lo: 0,
+                hi: 23,
+            }],
+        },
+        RegDef {
+            name: "MMVM_INVALIDATE_ENG17_ACK",
+            offset: 0xbe6,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "per_vmid_invalidate_ack",
+                    lo: 0,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "semaphore",
+                    lo: 16,
+                    hi: 16,
+                },
+            ],
+        },
+        RegDef {
+            name: "MMVM_INVALIDATE_ENG17_REQ",
+            offset: 0xbd4,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "per_vmid_invalidate_req",
+                    lo: 0,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "flush_type",
+                    lo: 16,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "invalidate_l2_ptes",
+                    lo: 18,
+                    hi: 18,
+                },
+                FieldDef {
+                    name: "invalidate_l2_pde0",
+                    lo: 19,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "invalidate_l2_pde1",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "invalidate_l2_pde2",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "invalidate_l1_ptes",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "clear_protection_fault_status_addr",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "log_request",
+                    lo: 24,
+                    hi: 24,
+                },
+            ],
+        },
+        RegDef {
+            name: "MMVM_INVALIDATE_ENG17_SEM",
+            offset: 0xbc2,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "semaphore",
+                lo: 0,
+                hi: 0,
+            }],
+        },
+    ],
+};
+
+pub static SDMA_4_4_2: IpTable = IpTable {
+    ip: "sdma_4_4_2",
+    regs: &[
+        RegDef {
+            name: "SDMA_GFX_DOORBELL",
+            offset: 0x92,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "enable",
+                    lo: 28,
+                    hi: 28,
+                },
+                FieldDef {
+                    name: "captured",
+                    lo: 30,
+                    hi: 30,
+                },
+            ],
+        },
+        RegDef {
+            name: "SDMA_GFX_DOORBELL_OFFSET",
+            offset: 0xab,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "offset",
+                lo: 2,
+                hi: 27,
+            }],
+        },
+        RegDef {
+            name: "SDMA_GFX_RB_BASE",
+            offset: 0x81,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SDMA_GFX_RB_BASE_HI",
+            offset: 0x82,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr",
+                lo: 0,
+                hi: 23,
+            }],
+        },
+        RegDef {
+            name: "SDMA_GFX_RB_CNTL",
+            offset: 0x80,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "rb_enable",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "rb_size",
+                    lo: 1,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "rb_swap_enable",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "rptr_writeback_enable",
+                    lo: 12,
+                    hi: 12,
+                },
+                FieldDef {
+                    name: "rptr_writeback_swap_enable",
+                    lo: 13,
+                    hi: 13,
+                },
+                FieldDef {
+                    name: "rptr_writeback_timer",
+                    lo: 16,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "rb_priv",
+                    lo: 23,
+                    hi: 23,
+                },
+                FieldDef {
+                    name: "rb_vmid",
+                    lo: 24,
+                    hi: 27,
+                },
+            ],
+        },
+        RegDef {
+            name: "SDMA_GFX_RB_RPTR_ADDR_HI",
+            offset: 0x88,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SDMA_GFX_RB_RPTR_ADDR_LO",
+            offset: 0x89,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "rptr_wb_idle",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "addr",
+                    lo: 2,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "SDMA_GFX_RB_WPTR_POLL_ADDR_HI",
+            offset: 0xb2,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "SDMA_GFX_RB_WPTR_POLL_ADDR_LO",
+            offset: 0xb3,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr",
+                lo: 2,
+                hi: 31,
+            }],
+        },
+    ],
+};
+
+pub static OSSSYS_4_4_2: IpTable = IpTable {
+    ip: "osssys_4_4_2",
+    regs: &[
+        RegDef {
+            name: "IH_RB_BASE",
+            offset: 0x81,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr",
+                lo: 0,
+                hi: 31,
+            }],
+        },
+        RegDef {
+            name: "IH_RB_BASE_HI",
+            offset: 0x82,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr",
+                lo: 0,
+                hi: 7,
+            }],
+        },
+        RegDef {
+            name: "IH_RB_CNTL",
+            offset: 0x80,
+            base_index: 0,
+            fields: &[
+                FieldDef {
+                    name: "rb_enable",
+                    lo: 0,
+                    hi: 0,
+                },
+                FieldDef {
+                    name: "rb_size",
+                    lo: 1,
+                    hi: 5,
+                },
+                FieldDef {
+                    name: "rb_gpu_ts_enable",
+                    lo: 7,
+                    hi: 7,
+                },
+                FieldDef {
+                    name: "wptr_writeback_enable",
+                    lo: 8,
+                    hi: 8,
+                },
+                FieldDef {
+                    name: "rb_full_drain_enable",
+                    lo: 9,
+                    hi: 9,
+                },
+                FieldDef {
+                    name: "full_drain_clear",
+                    lo: 10,
+                    hi: 10,
+                },
+                FieldDef {
+                    name: "page_rb_clear",
+                    lo: 11,
+                    hi: 11,
+                },
+                FieldDef {
+                    name: "rb_used_int_threshold",
+                    lo: 12,
+                    hi: 15,
+                },
+                FieldDef {
+                    name: "wptr_overflow_enable",
+                    lo: 16,
+                    hi: 16,
+                },
+                FieldDef {
+                    name: "enable_intr",
+                    lo: 17,
+                    hi: 17,
+                },
+                FieldDef {
+                    name: "mc_swap",
+                    lo: 18,
+                    hi: 19,
+                },
+                FieldDef {
+                    name: "mc_snoop",
+                    lo: 20,
+                    hi: 20,
+                },
+                FieldDef {
+                    name: "rptr_rearm",
+                    lo: 21,
+                    hi: 21,
+                },
+                FieldDef {
+                    name: "mc_ro",
+                    lo: 22,
+                    hi: 22,
+                },
+                FieldDef {
+                    name: "mc_vmid",
+                    lo: 24,
+                    hi: 27,
+                },
+                FieldDef {
+                    name: "mc_space",
+                    lo: 28,
+                    hi: 30,
+                },
+                FieldDef {
+                    name: "wptr_overflow_clear",
+                    lo: 31,
+                    hi: 31,
+                },
+            ],
+        },
+        RegDef {
+            name: "IH_RB_WPTR_ADDR_HI",
+            offset: 0x85,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr",
+                lo: 0,
+                hi: 15,
+            }],
+        },
+        RegDef {
+            name: "IH_RB_WPTR_ADDR_LO",
+            offset: 0x86,
+            base_index: 0,
+            fields: &[FieldDef {
+                name: "addr",
+                lo: 2,
+                hi: 31,
+            }],
+        },
+    ],
+};
+
 pub static BASES_NAVI: &[IpBase] = &[
     IpBase {
         ip: "GC",
@@ -10958,6 +13357,16 @@ pub static BASES_NAVI: &[IpBase] = &[
         ip: "OSSSYS",
         instance: 0,
         segments: &[0x10a0, 0x240a000],
+    },
+    IpBase {
+        ip: "MP0",
+        instance: 0,
+        segments: &[0x16000, 0xdc0000, 0xe00000, 0xe40000, 0x243fc00],
+    },
+    IpBase {
+        ip: "MP1",
+        instance: 0,
+        segments: &[0x16000, 0xdc0000, 0xe00000, 0xe40000, 0x243fc00],
     },
 ];
 
@@ -10991,5 +13400,15 @@ pub static BASES_VEGA: &[IpBase] = &[
         ip: "OSSSYS",
         instance: 0,
         segments: &[0x10a0],
+    },
+    IpBase {
+        ip: "MP0",
+        instance: 0,
+        segments: &[0x16000],
+    },
+    IpBase {
+        ip: "MP1",
+        instance: 0,
+        segments: &[0x16000],
     },
 ];

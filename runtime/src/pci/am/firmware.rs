@@ -27,10 +27,24 @@ pub mod psp_fw {
     pub const INTF_DRV: u32 = 8;
     pub const DBG_DRV: u32 = 9;
     pub const RAS_DRV: u32 = 10;
+    /// The RLC register list GC 9 loads as GFX_FW_TYPE_REG_LIST (no RLC autoload there).
+    pub const RL: u32 = 6;
 }
 
 /// `GFX_FW_TYPE_*` ids of LOAD_IP_FW.
 pub mod fw_type {
+    /// GC 9 (CP_MEC v1 image and its jump table, SDMA0..3 from one image, RLC lists).
+    pub const CP_MEC: u32 = 4;
+    pub const CP_MEC_ME1: u32 = 5;
+    pub const SDMA0: u32 = 9;
+    pub const SDMA1: u32 = 10;
+    pub const RLC_RESTORE_LIST_GPM_MEM: u32 = 20;
+    pub const RLC_RESTORE_LIST_SRM_MEM: u32 = 21;
+    pub const RLC_RESTORE_LIST_SRM_CNTL: u32 = 22;
+    pub const SDMA2: u32 = 52;
+    pub const SDMA3: u32 = 53;
+    pub const REG_LIST: u32 = 67;
+    pub const P2S_TABLE: u32 = 129;
     pub const RLC_V: u32 = 7;
     pub const RLC_G: u32 = 8;
     pub const SMU: u32 = 18;
@@ -71,7 +85,11 @@ pub struct IpFw {
 pub struct Firmware {
     pub sos: Vec<SosComponent>,
     pub toc: Vec<u8>,
-    pub smu: IpFw,
+    /// Loaded before the TMR; `None` where the PSP starts the SMU itself (MP1 13.0.12) or the
+    /// SMU image goes in as a P2S table among `ip` (GC 9).
+    pub smu: Option<IpFw>,
+    /// GC 9: the sOS's RL part, loaded as REG_LIST last instead of RLC autoload.
+    pub reg_list: Option<Vec<u8>>,
     /// Everything after SMU, in load order (RLC_G last: it starts the autoload).
     pub ip: Vec<IpFw>,
     /// MEC RS64 program start (byte address) from the gfx v2 header.
@@ -198,57 +216,7 @@ impl Firmware {
         read: &mut dyn FnMut(&str) -> PciResult<Vec<u8>>,
     ) -> PciResult<Firmware> {
         let mut ip = Vec::new();
-        // PSP SOS: v2 header with descriptors {fw_type, fw_version, offset, size} at 36.
-        let sosb = read(&names.sos)?;
-        let f = FwFile {
-            name: &names.sos,
-            b: &sosb,
-        };
-        let (maj, _, _, uoff) = f.common()?;
-        if maj != 2 {
-            return Err(f.err(format!(
-                "PSP header version {maj} (only v2 descriptors are supported)"
-            )));
-        }
-        let count = f.u32(32)?;
-        if count > 32 {
-            return Err(f.err(format!("{count} descriptors at offset 0x20")));
-        }
-        let mut parts = std::collections::HashMap::new();
-        for i in 0..count as usize {
-            let at = 36 + 16 * i;
-            let t = f.u32(at)?;
-            let off = f.u32(at + 8)?;
-            let sz = f.u32(at + 12)?;
-            let data = f.slice(uoff.saturating_add(off), sz, &format!("descriptor {i}"))?;
-            parts.insert(t, data);
-        }
-        let order: [(&'static str, u32, u32); 8] = [
-            ("KDB", psp_fw::KDB, BL_KDB),
-            ("SPL", psp_fw::SPL, BL_SPL),
-            ("SYS_DRV", psp_fw::SYS_DRV, BL_SYS_DRV),
-            ("SOC_DRV", psp_fw::SOC_DRV, BL_SOC_DRV),
-            ("INTF_DRV", psp_fw::INTF_DRV, BL_INTF_DRV),
-            ("DBG_DRV", psp_fw::DBG_DRV, BL_DBG_DRV),
-            ("RAS_DRV", psp_fw::RAS_DRV, BL_RAS_DRV),
-            ("SOS", psp_fw::SOS, BL_SOS),
-        ];
-        let mut sos = Vec::new();
-        for (name, t, cmd) in order {
-            if let Some(d) = parts.remove(&t) {
-                sos.push(SosComponent {
-                    name,
-                    bl_cmd: cmd,
-                    data: d,
-                });
-            }
-        }
-        if !sos.iter().any(|c| c.bl_cmd == BL_SOS) {
-            return Err(f.err("no SOS component among the descriptors"));
-        }
-        let toc = parts
-            .remove(&psp_fw::TOC)
-            .ok_or_else(|| f.err("no TOC component among the descriptors"))?;
+        let (sos, toc, _) = parse_sos(&names.sos, read)?;
 
         // SMU: smc v1 header, ucode at the array offset.
         let smub = read(&names.smu)?;
@@ -257,11 +225,11 @@ impl Firmware {
             b: &smub,
         };
         let (_, _, usz, uoff) = f.common()?;
-        let smu = IpFw {
+        let smu = Some(IpFw {
             name: names.smu.clone(),
             fw_type: fw_type::SMU,
             data: f.slice(uoff, usz, "SMU ucode")?,
-        };
+        });
 
         // IMU: iram then dram after the array offset.
         let imub = read(&names.imu)?;
@@ -430,10 +398,222 @@ impl Firmware {
             sos,
             toc,
             smu,
+            reg_list: None,
             ip,
             mec_start,
             pfp_start,
             me_start,
         })
     }
+
+    /// The GC 9.4.3/9.5.0 set in tinygrad's AMFirmware order: the SMU's P2S table (unless `smu`
+    /// is false: MP1 13.0.12 has none to load), SDMA v1 as SDMA0..3, MEC v1 code and jump table,
+    /// the RLC v2.1 restore lists and RLC_G; the sOS's RL part as the REG_LIST.
+    pub fn parse_gc9_with(
+        names: &FirmwareNames,
+        smu: bool,
+        read: &mut dyn FnMut(&str) -> PciResult<Vec<u8>>,
+    ) -> PciResult<Firmware> {
+        let (sos, toc, mut parts) = parse_sos(&names.sos, read)?;
+        let reg_list = parts
+            .remove(&psp_fw::RL)
+            .ok_or_else(|| PciError::Firmware {
+                file: names.sos.clone(),
+                msg: "no RL (register list) component among the descriptors (needed on GC 9)"
+                    .into(),
+            })?;
+        let mut ip = Vec::new();
+        if smu {
+            let b = read(&names.smu)?;
+            let f = FwFile {
+                name: &names.smu,
+                b: &b,
+            };
+            let (maj, min, _, _) = f.common()?;
+            if (maj, min) != (2, 1) {
+                return Err(f.err(format!(
+                    "SMC header version {maj}.{min} (GC 9 reads the v2.1 P2S table list)"
+                )));
+            }
+            let (count, off) = (f.u32(36)?, f.u32(40)?);
+            for i in 0..count.min(64) as usize {
+                let at = off as usize + 12 * i;
+                // __P2S_TABLE_ID_X ("XS2P").
+                if f.u32(at)? == 0x5032_5358 {
+                    ip.push(IpFw {
+                        name: format!("{} P2S", names.smu),
+                        fw_type: fw_type::P2S_TABLE,
+                        data: f.slice(f.u32(at + 4)?, f.u32(at + 8)?, "P2S table")?,
+                    });
+                }
+            }
+        }
+        // SDMA v1: one image for every engine.
+        let b = read(&names.sdma)?;
+        let f = FwFile {
+            name: &names.sdma,
+            b: &b,
+        };
+        let (maj, _, usz, uoff) = f.common()?;
+        if maj != 1 {
+            return Err(f.err(format!(
+                "SDMA header version {maj} at offset 8 (GC 9 needs 1)"
+            )));
+        }
+        let img = f.slice(uoff, usz, "SDMA ucode")?;
+        for t in [
+            fw_type::SDMA0,
+            fw_type::SDMA1,
+            fw_type::SDMA2,
+            fw_type::SDMA3,
+        ] {
+            ip.push(IpFw {
+                name: format!("{} (type {t})", names.sdma),
+                fw_type: t,
+                data: img.clone(),
+            });
+        }
+        // MEC gfx v1: code without the jump table, then the table (offset/size in dwords).
+        let b = read(&names.mec)?;
+        let f = FwFile {
+            name: &names.mec,
+            b: &b,
+        };
+        let (maj, _, usz, uoff) = f.common()?;
+        if maj != 1 {
+            return Err(f.err(format!(
+                "gfx header version {maj} at offset 8 (GC 9 MEC needs 1)"
+            )));
+        }
+        let (jt_off, jt_size) = (f.u32(36)?.saturating_mul(4), f.u32(40)?.saturating_mul(4));
+        let code = usz.checked_sub(jt_size).ok_or_else(|| {
+            f.err(format!(
+                "jump table ({jt_size:#x} bytes, at offset 40) larger than the ucode ({usz:#x})"
+            ))
+        })?;
+        ip.push(IpFw {
+            name: format!("{} code", names.mec),
+            fw_type: fw_type::CP_MEC,
+            data: f.slice(uoff, code, "MEC code")?,
+        });
+        ip.push(IpFw {
+            name: format!("{} jump table", names.mec),
+            fw_type: fw_type::CP_MEC_ME1,
+            data: f.slice(uoff.saturating_add(jt_off), jt_size, "MEC jump table")?,
+        });
+        // RLC v2.x: the three restore lists on v2.1, IRAM/DRAM on v2.2+, G last.
+        let b = read(&names.rlc)?;
+        let f = FwFile {
+            name: &names.rlc,
+            b: &b,
+        };
+        let (maj, min, usz, uoff) = f.common()?;
+        if maj != 2 {
+            return Err(f.err(format!("RLC header version {maj} (expected 2)")));
+        }
+        if min == 1 {
+            for (t, size_at, what) in [
+                (fw_type::RLC_RESTORE_LIST_SRM_CNTL, 116, "SRM list control"),
+                (fw_type::RLC_RESTORE_LIST_GPM_MEM, 132, "GPM list"),
+                (fw_type::RLC_RESTORE_LIST_SRM_MEM, 148, "SRM list"),
+            ] {
+                ip.push(IpFw {
+                    name: format!("{} {what}", names.rlc),
+                    fw_type: t,
+                    data: f.slice(f.u32(size_at + 4)?, f.u32(size_at)?, what)?,
+                });
+            }
+        }
+        if min >= 2 {
+            ip.push(IpFw {
+                name: format!("{} IRAM", names.rlc),
+                fw_type: fw_type::RLC_IRAM,
+                data: f.slice(f.u32(160)?, f.u32(156)?, "RLC IRAM")?,
+            });
+            ip.push(IpFw {
+                name: format!("{} DRAM", names.rlc),
+                fw_type: fw_type::RLC_DRAM_BOOT,
+                data: f.slice(f.u32(168)?, f.u32(164)?, "RLC DRAM")?,
+            });
+        }
+        ip.push(IpFw {
+            name: format!("{} G", names.rlc),
+            fw_type: fw_type::RLC_G,
+            data: f.slice(uoff, usz, "RLC G ucode")?,
+        });
+        Ok(Firmware {
+            sos,
+            toc,
+            smu: None,
+            reg_list: Some(reg_list),
+            ip,
+            mec_start: 0,
+            pfp_start: None,
+            me_start: None,
+        })
+    }
+}
+
+/// The sOS file: its bootloader components in load order, the TOC, and the other parts by PSP
+/// firmware type. Header v2.0 has the descriptors at 36, v2.1 at 40 (psp_aux_fw_bin_index first).
+#[allow(clippy::type_complexity)]
+fn parse_sos(
+    name: &str,
+    read: &mut dyn FnMut(&str) -> PciResult<Vec<u8>>,
+) -> PciResult<(
+    Vec<SosComponent>,
+    Vec<u8>,
+    std::collections::HashMap<u32, Vec<u8>>,
+)> {
+    // Descriptors {fw_type, fw_version, offset, size}.
+    let sosb = read(name)?;
+    let f = FwFile { name, b: &sosb };
+    let (maj, min, _, uoff) = f.common()?;
+    let first = if min >= 1 { 40 } else { 36 };
+    if maj != 2 {
+        return Err(f.err(format!(
+            "PSP header version {maj} (only v2 descriptors are supported)"
+        )));
+    }
+    let count = f.u32(32)?;
+    if count > 32 {
+        return Err(f.err(format!("{count} descriptors at offset 0x20")));
+    }
+    let mut parts = std::collections::HashMap::new();
+    for i in 0..count as usize {
+        let at = first + 16 * i;
+        let t = f.u32(at)?;
+        let off = f.u32(at + 8)?;
+        let sz = f.u32(at + 12)?;
+        let data = f.slice(uoff.saturating_add(off), sz, &format!("descriptor {i}"))?;
+        parts.insert(t, data);
+    }
+    let order: [(&'static str, u32, u32); 8] = [
+        ("KDB", psp_fw::KDB, BL_KDB),
+        ("SPL", psp_fw::SPL, BL_SPL),
+        ("SYS_DRV", psp_fw::SYS_DRV, BL_SYS_DRV),
+        ("SOC_DRV", psp_fw::SOC_DRV, BL_SOC_DRV),
+        ("INTF_DRV", psp_fw::INTF_DRV, BL_INTF_DRV),
+        ("DBG_DRV", psp_fw::DBG_DRV, BL_DBG_DRV),
+        ("RAS_DRV", psp_fw::RAS_DRV, BL_RAS_DRV),
+        ("SOS", psp_fw::SOS, BL_SOS),
+    ];
+    let mut sos = Vec::new();
+    for (name, t, cmd) in order {
+        if let Some(d) = parts.remove(&t) {
+            sos.push(SosComponent {
+                name,
+                bl_cmd: cmd,
+                data: d,
+            });
+        }
+    }
+    if !sos.iter().any(|c| c.bl_cmd == BL_SOS) {
+        return Err(f.err("no SOS component among the descriptors"));
+    }
+    let toc = parts
+        .remove(&psp_fw::TOC)
+        .ok_or_else(|| f.err("no TOC component among the descriptors"))?;
+
+    Ok((sos, toc, parts))
 }

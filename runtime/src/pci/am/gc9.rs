@@ -6,10 +6,10 @@
 //!
 //! Register placement and fields come from the register JSON (gc_9_4_3, mmhub_1_8_0, nbio_7_9_0,
 //! osssys_4_4_2, sdma_4_4_2, mp_13_0_0/mp_11_0_0) through `regs.rs`; an instance's address is its
-//! discovered base + the JSON offset. Not yet done: the PSP firmware load (sOS components, TOC/TMR,
-//! the SMU P2S table, MEC/RLC/SDMA v1 images) and compute/SDMA queues (v9 MQD), so
-//! [`super::AmDevice::boot`] still refuses this family ([`not_yet`]) and on real hardware the MEC
-//! runs no firmware after [`Gc9::init_blocks`].
+//! discovered base + the JSON offset. [`Gc9::boot`] adds the PSP step (shared `psp.rs`: sOS, TOC/TMR,
+//! the GC 9 images of [`load_firmware`], REG_LIST, one spatial partition). Not yet done: the
+//! compute/SDMA queues (v9 MQD), so [`super::AmDevice::boot`] runs the whole bring-up and then
+//! refuses this family ([`not_yet`]).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -68,7 +68,7 @@ pub fn not_yet(disc: &Discovery) -> PciError {
         ip: "GC",
         version: gc,
         msg: format!(
-            "{} XCC(s): the register bring-up exists (pci::am::gc9), but the PSP 13.0.x firmware load and the v9 compute/SDMA queues do not yet; use the KFD path (kfd:N)",
+            "{} XCC(s): the bring-up (PSP firmware load, SMU, GFX, SDMA registers) runs, but the v9 compute and SDMA queues do not exist yet; use the KFD path (kfd:N)",
             disc.instances(AmIp::Gc).len()
         ),
     }
@@ -89,6 +89,25 @@ pub fn firmware_files(disc: &Discovery) -> PciResult<Vec<String>> {
     f.push(format!("gc_{}_mec.bin", v(AmIp::Gc)?));
     f.push(format!("gc_{}_rlc.bin", v(AmIp::Gc)?));
     Ok(f)
+}
+
+/// The firmware set of this family (tinygrad AMFirmware for GC 9), parsed from `dir`.
+pub fn load_firmware(dir: &Path, disc: &Discovery) -> PciResult<super::firmware::Firmware> {
+    let ver = |ip| disc.ip(ip).map(|i| i.version);
+    let names = super::firmware::FirmwareNames::new(
+        ver(AmIp::Gc)?,
+        ver(AmIp::Mp0)?,
+        ver(AmIp::Mp1)?,
+        ver(AmIp::Sdma0)?,
+    );
+    let smu = ver(AmIp::Mp1)? != (13, 0, 12);
+    super::firmware::Firmware::parse_gc9_with(&names, smu, &mut |n| {
+        let p = dir.join(n);
+        std::fs::read(&p).map_err(|e| PciError::Firmware {
+            file: p.display().to_string(),
+            msg: e.to_string(),
+        })
+    })
 }
 
 /// A missing firmware file is named with the package that ships it.
@@ -233,6 +252,33 @@ pub struct Gc9 {
     pub ih_rings: [(u64, u64); 2],
     pub timeout_ms: u64,
     pub prior_boot: PriorBoot,
+    /// The PSP ring and what it loaded ([`Gc9::boot`]).
+    pub psp: psp::Psp,
+}
+
+impl psp::PspMem for Gc9 {
+    fn palloc(&mut self, size: u64, align: u64) -> PciResult<u64> {
+        self.alloc
+            .alloc(size, align.max(0x1000))
+            .ok_or_else(|| PciError::Discovery {
+                offset: 0,
+                msg: format!("no {size:#x} bytes of boot VRAM left (PSP)"),
+            })
+    }
+    fn vram(&self) -> Arc<dyn Mmio> {
+        self.vram.clone()
+    }
+    fn mc(&self, paddr: u64) -> u64 {
+        Gc9::mc(self, paddr)
+    }
+    fn phys(&self, paddr: u64) -> u64 {
+        self.xgmi(paddr)
+    }
+    /// tinygrad's flush_hdp: a write of 0 to the register REMAP_HDP_MEM_FLUSH_CNTL points at.
+    fn flush_hdp(&self, r: &RegIo) -> PciResult<()> {
+        let a = r.read(regs::BIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL)?;
+        r.wreg((a & 0x7_FFFC) / 4, 0)
+    }
 }
 
 impl Gc9 {
@@ -315,6 +361,7 @@ impl Gc9 {
             ih_rings: [(0, 0); 2],
             timeout_ms,
             prior_boot: PriorBoot::Foreign,
+            psp: psp::Psp::default(),
         };
         g.root_pt = g.palloc(0x1000, true)?;
         g.memscratch = g.palloc(0x1000, false)?;
@@ -414,9 +461,36 @@ impl Gc9 {
         Ok(())
     }
 
-    /// The register bring-up in tinygrad's order (AMDev.__init__): reset of a running GPU, SOC,
-    /// MM hubs, IH, (PSP: not done), SMU, GFX on every XCC, SDMA, clocks, clock gating, stamps.
+    /// Runs `f` on the PSP with this device as its memory: the PSP allocates from the device
+    /// while it writes registers, so the RegIo is lent out for the call.
+    fn with_psp<T>(
+        &mut self,
+        f: impl FnOnce(&mut psp::Psp, &RegIo, &mut Gc9) -> PciResult<T>,
+    ) -> PciResult<T> {
+        let mut p = std::mem::take(&mut self.psp);
+        let mut placeholder = RegIo::new(self.regs.mmio.clone());
+        placeholder.tap = None;
+        let regs = std::mem::replace(&mut self.regs, placeholder);
+        let res = f(&mut p, &regs, self);
+        self.regs = regs;
+        self.psp = p;
+        res
+    }
+
+    /// The register bring-up without the PSP step (for register-level tests whose device has
+    /// no PSP): see [`Gc9::boot`].
     pub fn init_blocks(&mut self) -> PciResult<()> {
+        self.bring_up(None)
+    }
+
+    /// The bring-up in tinygrad's order (AMDev.__init__): reset of a running GPU, SOC, MM hubs,
+    /// IH, PSP (sOS, ring, TOC/TMR, firmware of `fw`, REG_LIST), SMU, GFX on every XCC, SDMA,
+    /// clocks, clock gating, stamps.
+    pub fn boot(&mut self, fw: &super::firmware::Firmware) -> PciResult<()> {
+        self.bring_up(Some(fw))
+    }
+
+    fn bring_up(&mut self, fw: Option<&super::firmware::Firmware>) -> PciResult<()> {
         self.regs.phase("reset");
         self.prior_boot = prior_boot(&self.regs)?;
         if psp::sos_alive(&self.regs)? && smu::alive(&self.regs, 100)? {
@@ -432,10 +506,23 @@ impl Gc9 {
         }
         self.regs.phase("AM_IH.init_hw");
         self.ih_init()?;
+        if let Some(fw) = fw {
+            self.regs.phase("AM_PSP.init_hw");
+            let mp0 = self.disc.ip(AmIp::Mp0)?.version;
+            self.psp.boot_time_tmr = psp::boot_time_tmr(mp0);
+            self.psp.empty_setup_tmr = !psp::autoload_tmr(mp0);
+            let t = self.timeout_ms;
+            self.with_psp(|p, r, g| p.init(r, g, fw, t))?;
+        }
         self.regs.phase("AM_SMU.init_hw");
         self.smu_init()?;
         self.regs.phase("AM_GFX.init_hw");
         self.gfx_init()?;
+        if fw.is_some() && self.xccs > 1 {
+            // One spatial partition over all XCCs (tinygrad, end of AM_GFX.init_hw).
+            let t = self.timeout_ms;
+            self.with_psp(|p, r, g| p.spatial_partition(r, g, 1, t))?;
+        }
         self.regs.phase("AM_SDMA.init_hw");
         self.sdma_init()?;
         self.regs.phase("AM_SMU.set_clocks");
@@ -773,7 +860,7 @@ impl Gc9 {
             self.write(CP_MEC_CNTL, x, 0)?;
         }
         std::thread::sleep(Duration::from_millis(50));
-        // More than one XCC: tinygrad asks the PSP for one spatial partition here; no PSP ring yet.
+        // More than one XCC: tinygrad asks the PSP for one spatial partition here (not sent yet).
         Ok(())
     }
 

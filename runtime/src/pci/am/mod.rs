@@ -490,6 +490,16 @@ impl AmDevice {
         if regs.gen == AmGen::Gc9 {
             // Several XCCs, per-AID hubs and another firmware set: its own bring-up (gc9.rs).
             gc9::check_firmware(&opts.firmware_dir, &disc)?;
+            let fw = gc9::load_firmware(&opts.firmware_dir, &disc)?;
+            let mut g = gc9::Gc9::new(
+                regs,
+                vram,
+                disc.clone(),
+                vram_size,
+                opts.handshake_timeout_ms,
+            )?;
+            g.boot(&fw)?;
+            // Registers, PSP and SMU are up; the v9 queues are not written yet.
             return Err(gc9::not_yet(&disc));
         }
         for ip in ALL_IPS {

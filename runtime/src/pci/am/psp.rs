@@ -20,16 +20,51 @@ pub const CMD_SETUP_TMR: u32 = 5;
 pub const CMD_LOAD_IP_FW: u32 = 6;
 pub const CMD_LOAD_TOC: u32 = 32;
 pub const CMD_AUTOLOAD_RLC: u32 = 33;
+pub const CMD_SRIOV_SPATIAL_PART: u32 = 39;
 pub const RING_TYPE_KM: u32 = 2;
 pub const CMD_DESTROY_RINGS: u32 = 0x30000;
 /// Offsets in `psp_gfx_cmd_resp`.
 pub const RESP_STATUS: u64 = 864;
 pub const RESP_TMR_SIZE: u64 = 880;
 
-/// Whether the PSP of MP0 `v` sets up the TMR itself at boot, so the driver sends no
-/// SETUP_TMR (tinygrad's boot_time_tmr with autoload: PSP 14.0.2/14.0.3, the RDNA4 parts).
+/// Whether the PSP of MP0 `v` sets up the TMR itself at boot (tinygrad's boot_time_tmr:
+/// PSP 14.0.2/14.0.3, the RDNA4 parts, and 13.0.6/13.0.14, MI300).
 pub fn boot_time_tmr(v: (u32, u32, u32)) -> bool {
-    matches!(v, (14, 0, 2) | (14, 0, 3))
+    matches!(v, (13, 0, 6) | (13, 0, 14) | (14, 0, 2) | (14, 0, 3))
+}
+
+/// Whether a boot-time TMR needs no SETUP_TMR at all (tinygrad's autoload_tmr: every part but
+/// MP0 13.0.6/13.0.14, which get an empty SETUP_TMR).
+pub fn autoload_tmr(v: (u32, u32, u32)) -> bool {
+    !matches!(v, (13, 0, 6) | (13, 0, 14))
+}
+
+/// The memory the PSP's buffers live in: boot VRAM of the GC 11/12 [`Gmc`] or of a GC 9 device.
+pub trait PspMem {
+    fn palloc(&mut self, size: u64, align: u64) -> PciResult<u64>;
+    fn vram(&self) -> std::sync::Arc<dyn crate::platform::Mmio>;
+    /// MC address of VRAM offset `paddr`.
+    fn mc(&self, paddr: u64) -> u64;
+    /// The physical address SETUP_TMR is given (XGMI address on GC 9; the offset elsewhere).
+    fn phys(&self, paddr: u64) -> u64 {
+        paddr
+    }
+    fn flush_hdp(&self, r: &RegIo) -> PciResult<()>;
+}
+
+impl PspMem for Gmc {
+    fn palloc(&mut self, size: u64, align: u64) -> PciResult<u64> {
+        Gmc::palloc(self, size, align)
+    }
+    fn vram(&self) -> std::sync::Arc<dyn crate::platform::Mmio> {
+        Gmc::vram(self)
+    }
+    fn mc(&self, paddr: u64) -> u64 {
+        Gmc::mc(self, paddr)
+    }
+    fn flush_hdp(&self, r: &RegIo) -> PciResult<()> {
+        Gmc::flush_hdp(self, r)
+    }
 }
 
 /// Whether SOS is running (C2PMSG_81 ≠ 0).
@@ -47,8 +82,10 @@ pub struct Psp {
     /// Ring write pointer in dwords.
     wptr: u32,
     pub tmr_size: u64,
-    /// The PSP reserves the TMR at boot ([`boot_time_tmr`]): no SETUP_TMR.
+    /// The PSP reserves the TMR at boot ([`boot_time_tmr`]): no SETUP_TMR of ours.
     pub boot_time_tmr: bool,
+    /// With a boot-time TMR, still send an empty SETUP_TMR (`!`[`autoload_tmr`]).
+    pub empty_setup_tmr: bool,
     /// Firmware types loaded, in order (for logs and tests).
     pub loaded: Vec<u32>,
 }
@@ -59,6 +96,7 @@ fn name_of(cmd: u32) -> &'static str {
         CMD_LOAD_IP_FW => "LOAD_IP_FW",
         CMD_LOAD_TOC => "LOAD_TOC",
         CMD_AUTOLOAD_RLC => "AUTOLOAD_RLC",
+        CMD_SRIOV_SPATIAL_PART => "SRIOV_SPATIAL_PART",
         _ => "command",
     }
 }
@@ -66,7 +104,7 @@ fn name_of(cmd: u32) -> &'static str {
 impl Psp {
     /// The msg1 buffer, ring, command buffer and fence in boot VRAM (the software half of the
     /// bring-up, which a partial boot repeats so later boot allocations land where they did).
-    pub fn alloc(&mut self, gmc: &mut Gmc) -> PciResult<()> {
+    pub fn alloc<M: PspMem>(&mut self, gmc: &mut M) -> PciResult<()> {
         self.msg1 = gmc.palloc(MSG1_SIZE, MSG1_SIZE)?;
         self.ring = gmc.palloc(RING_SIZE, 0x1000)?;
         self.cmd = gmc.palloc(0x1000, 0x1000)?;
@@ -80,11 +118,17 @@ impl Psp {
     }
 
     /// The TMR's boot VRAM (1 MiB aligned).
-    pub fn alloc_tmr(&mut self, gmc: &mut Gmc, tmr_size: u64) -> PciResult<u64> {
+    pub fn alloc_tmr<M: PspMem>(&mut self, gmc: &mut M, tmr_size: u64) -> PciResult<u64> {
         gmc.palloc(tmr_size, 1 << 20)
     }
 
-    pub fn init(&mut self, r: &RegIo, gmc: &mut Gmc, fw: &Firmware, t: u64) -> PciResult<()> {
+    pub fn init<M: PspMem>(
+        &mut self,
+        r: &RegIo,
+        gmc: &mut M,
+        fw: &Firmware,
+        t: u64,
+    ) -> PciResult<()> {
         use regs::*;
         self.alloc(gmc)?;
         let vram = gmc.vram();
@@ -175,8 +219,10 @@ impl Psp {
                 status: 0,
             });
         }
-        // 5. SMU firmware first.
-        self.load_fw(r, gmc, fw_type::SMU, &fw.smu.data, t)?;
+        // 5. SMU firmware first (where the driver loads one).
+        if let Some(smu) = &fw.smu {
+            self.load_fw(r, gmc, fw_type::SMU, &smu.data, t)?;
+        }
         // 6. TMR (1 MiB aligned, in boot VRAM; virt_phy_addr set), unless PSP made it at boot.
         if self.needs_tmr(self.tmr_size) {
             let tmr = self.alloc_tmr(gmc, self.tmr_size)?;
@@ -192,21 +238,55 @@ impl Psp {
                     (tmc >> 32) as u32,
                     self.tmr_size as u32,
                     TMR_FLAG_VIRT_PHY_ADDR,
-                    tmr as u32,
-                    (tmr >> 32) as u32,
+                    gmc.phys(tmr) as u32,
+                    (gmc.phys(tmr) >> 32) as u32,
                 ],
                 t,
             )?;
+        } else if self.boot_time_tmr && self.empty_setup_tmr {
+            // The PSP's own TMR: addresses and size 0, virt_phy_addr still set (tinygrad).
+            self.submit(
+                r,
+                gmc,
+                CMD_SETUP_TMR,
+                &[0, 0, 0, TMR_FLAG_VIRT_PHY_ADDR, 0, 0],
+                t,
+            )?;
         }
-        // 7. The rest, then RLC autoload.
+        // 7. The rest, then RLC autoload (GC 11+) or the register list (GC 9).
         for f in &fw.ip {
             self.load_fw(r, gmc, f.fw_type, &f.data, t)?;
         }
-        self.submit(r, gmc, CMD_AUTOLOAD_RLC, &[], t)?;
+        match &fw.reg_list {
+            Some(rl) => self.load_fw(r, gmc, fw_type::REG_LIST, rl, t)?,
+            None => {
+                self.submit(r, gmc, CMD_AUTOLOAD_RLC, &[], t)?;
+            }
+        }
         Ok(())
     }
 
-    fn load_fw(&mut self, r: &RegIo, gmc: &mut Gmc, ty: u32, data: &[u8], t: u64) -> PciResult<()> {
+    /// GFX_CMD_ID_SRIOV_SPATIAL_PART: the XCCs as `mode` partitions (GC 9 with several XCCs
+    /// asks for 1 after the MECs start, as tinygrad's AM_GFX.init_hw).
+    pub fn spatial_partition<M: PspMem>(
+        &mut self,
+        r: &RegIo,
+        mem: &mut M,
+        mode: u32,
+        t: u64,
+    ) -> PciResult<()> {
+        self.submit(r, mem, CMD_SRIOV_SPATIAL_PART, &[mode], t)?;
+        Ok(())
+    }
+
+    fn load_fw<M: PspMem>(
+        &mut self,
+        r: &RegIo,
+        gmc: &mut M,
+        ty: u32,
+        data: &[u8],
+        t: u64,
+    ) -> PciResult<()> {
         if data.len() as u64 > MSG1_SIZE {
             return Err(PciError::Firmware {
                 file: format!("firmware type {ty}"),
@@ -227,10 +307,10 @@ impl Psp {
     }
 
     /// Writes a command, queues a ring frame, waits for its fence; returns (status, tmr_size).
-    fn submit(
+    fn submit<M: PspMem>(
         &mut self,
         r: &RegIo,
-        gmc: &mut Gmc,
+        gmc: &mut M,
         cmd_id: u32,
         args: &[u32],
         t: u64,
