@@ -801,4 +801,36 @@ fn gc9_firmware_set_parses_and_bad_files_name_themselves() {
         matches!(&e, PciError::Firmware { file, msg } if *file == names.sdma && msg.contains("version 2")),
         "{e}"
     );
+
+#[test]
+fn pdb0_entries_translate_further_only_with_pte_tf() {
+    // get_pte_flags on GC < 10: a PDB0 entry pointing at a PTB carries AMDGPU_PTE_TF (bit 56,
+    // amdgpu_vm.h); a PDB0 entry without it is a 2 MiB PTE (is_pte_huge_page).
+    const PTE_TF: u64 = 1 << 56;
+    const PTB: u64 = 0x10_3000;
+    let am = bring_up();
+    let idx = |va: u64, s: u32| (va >> s) & 0x1FF;
+    let va = VA_BASE + VA_LEN - (2 << 20);
+    let target = 0x1234_5000u64;
+    let page = 5u64;
+    let leaf = pte::VALID | pte::READABLE | pte::WRITEABLE;
+    am.vram_write(PTB + page * 8, &(target | leaf).to_le_bytes());
+    let pdb0_at = PDB0 + idx(va, 21) * 8;
+    // Before: the 2 MiB leaf bring_up wrote.
+    let t = am.gpu.translate(va + page * 0x1000 + 0x10).unwrap();
+    assert_eq!(t.page_size, 2 << 20);
+    assert_eq!(
+        t.key,
+        emu::mem::PHYS_VRAM + MAP_PHYS + (VA_LEN - (2 << 20)) + page * 0x1000 + 0x10
+    );
+    // The same slot as a directory with TF: 4 KiB pages from the PTB.
+    am.vram_write(pdb0_at, &(PTB | pte::VALID | PTE_TF).to_le_bytes());
+    let t = am.gpu.translate(va + page * 0x1000 + 0x10).unwrap();
+    assert_eq!(t.page_size, 0x1000);
+    assert_eq!(t.key, emu::mem::PHYS_VRAM + target + 0x10);
+    // Without TF the entry is a 2 MiB PTE again (a GC 10-style directory entry would be
+    // misread on GC 9).
+    am.vram_write(pdb0_at, &(PTB | pte::VALID).to_le_bytes());
+    let t = am.gpu.translate(va).unwrap();
+    assert_eq!(t.page_size, 2 << 20);
 }

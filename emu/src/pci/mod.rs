@@ -4,6 +4,8 @@
 //! Register placements come from the runtime's per-generation tables ([`AmReg::on`]) for the GC
 //! generation of the discovered IP versions; the bring-up handshakes (PSP 13/14 bootloader and
 //! ring, SMU 13/14 mailbox, TLB invalidation, HQD/SDMA queue start) are the same on both.
+//! The MI350 (gfx950, GC 9.5.0, 8 XCCs) has its own register model ([`gc9`]) over the same
+//! PSP/HDP handling, with one GC instance per XCC in discovery.
 //!
 //! # Plain API (what a fake USB bridge or any other transport calls)
 //!
