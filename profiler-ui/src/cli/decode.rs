@@ -92,12 +92,12 @@ pub fn run(a: DecodeArgs) -> Result<()> {
     match a.format {
         Format::Canonical => {
             // Warnings (wrong target, truncation) still go to stderr.
-            let analysis = analyze(blob, target, opts, false)?;
+            let analysis = analyze(&file, target, opts, false)?;
             report_warnings(&name, &analysis);
             with_stdout(|out| canonical::write_blob(out, blob, opts).map(|_| ()))
         }
         Format::Summary => {
-            let analysis = analyze(blob, target, opts, false)?;
+            let analysis = analyze(&file, target, opts, false)?;
             report_warnings(&name, &analysis);
             let se = a.se.or_else(|| se_from_name(&a.blob));
             let v = summary_json(&analysis, se, blob, opts);
@@ -118,7 +118,7 @@ pub fn run(a: DecodeArgs) -> Result<()> {
             for w in &code.warnings {
                 eprintln!("{}: {w}", path.display());
             }
-            let analysis = analyze(blob, target, opts, false)?;
+            let analysis = analyze(&file, target, opts, false)?;
             report_warnings(&name, &analysis);
             let map = sqtt::map::map_insts(blob, &code, Some(&analysis), opts);
             with_stdout(|out| write_insts(out, &analysis, &map))?;
@@ -128,15 +128,17 @@ pub fn run(a: DecodeArgs) -> Result<()> {
             Ok(())
         }
         Format::Text => {
-            let analysis = analyze(blob, target, opts, true)?;
+            let analysis = analyze(&file, target, opts, true)?;
             report_warnings(&name, &analysis);
             with_stdout(|out| write_text(out, &name, blob, opts, &analysis, a.all))
         }
     }
 }
 
+/// The blob's analysis, with a bar over its bytes; the pages behind the decoder are handed
+/// back to the kernel as it goes (a 256 MiB blob need not stay resident).
 fn analyze(
-    blob: &[u8],
+    file: &sqtt::file::SqttFile,
     target: Option<GfxTarget>,
     decode: DecodeOptions,
     keep_tokens: bool,
@@ -146,8 +148,22 @@ fn analyze(
         keep_tokens,
         ..AnalyzeOptions::default()
     };
-    Ok(sqtt::analyze_with(blob, target, opts)?)
+    let blob = file.bytes();
+    let bar = super::progress_bar(blob.len() as u64, "decode");
+    let mut released = 0usize;
+    let r = sqtt::waves::analyze_with_progress(blob, target, opts, &mut |consumed| {
+        bar.set_position(consumed as u64);
+        if consumed >= released + RELEASE_EVERY {
+            file.release_before(consumed);
+            released = consumed;
+        }
+    });
+    bar.finish_and_clear();
+    Ok(r?)
 }
+
+/// Bytes decoded between two releases of the blob's pages.
+const RELEASE_EVERY: usize = 64 << 20;
 
 fn report_warnings(name: &str, a: &BlobAnalysis) {
     for w in &a.warnings {
