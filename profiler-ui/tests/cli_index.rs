@@ -186,7 +186,7 @@ fn stats_json_and_diff_from_the_index_equal_a_fresh_analysis_on_every_capture() 
     for pkl in every_capture() {
         let plain = plain_dir.join("a.wst");
         let indexed = idx_dir.join("a.wst");
-        let mut conv = |out: &Path, extra: &[&str]| {
+        let conv = |out: &Path, extra: &[&str]| {
             let mut a: Vec<&std::ffi::OsStr> = vec!["convert".as_ref(), pkl.as_os_str()];
             a.extend(extra.iter().map(|s| std::ffi::OsStr::new(*s)));
             a.extend(["-o".as_ref(), out.as_os_str()]);
