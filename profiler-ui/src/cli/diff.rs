@@ -77,12 +77,15 @@ fn saved_summaries(
         return Ok(out);
     };
     for e in v.entries()? {
-        let mut ses = Vec::new();
-        for s in v.ses(&e)? {
-            ses.push(s.waves()?);
+        let ses = v.ses(&e)?;
+        for s in &ses {
+            s.verify()?;
         }
-        let waves_in_flight =
-            diff::waves_in_flight_of(ses.iter().map(|w| w.iter().map(|w| (w.start, w.end))));
+        // Read in place from the map, not copied: the wave tables are as long as the SQTT's
+        // wave count (32 bytes a wave). A checked table's records are all in bounds.
+        let waves_in_flight = diff::waves_in_flight_of(ses.iter().map(|s| {
+            (0..s.wave_count()).map(move |i| s.wave(i).map_or((0, 0), |w| (w.start, w.end)))
+        }));
         out.insert(
             e.kernel,
             diff::SqttSummary {

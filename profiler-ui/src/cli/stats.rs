@@ -301,13 +301,17 @@ fn from_index(
         ks.wave_latency = splits?;
         let mut achieved = occupancy::Achieved::default();
         for s in &ses {
-            let waves = s.waves()?;
-            let lives = waves.iter().map(|w| occupancy::WaveLife {
-                start: w.start,
-                end: w.end,
-                cu: w.cu,
-                simd: w.simd,
-            });
+            s.verify()?;
+            // In place from the map (a checked table's records are all in bounds).
+            let lives =
+                (0..s.wave_count())
+                    .filter_map(|i| s.wave(i).ok())
+                    .map(|w| occupancy::WaveLife {
+                        start: w.start,
+                        end: w.end,
+                        cu: w.cu,
+                        simd: w.simd,
+                    });
             occupancy::achieved_se(&mut achieved, s.se, lives);
         }
         ks.achieved_occupancy = Some(achieved);
