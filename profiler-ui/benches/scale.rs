@@ -13,7 +13,12 @@
 //! index, the saved overview: what the app shows before any detail), `detail` (the last
 //! kernel's full analysis and SQTT view), `stats`, `export` (.rgp), `index` (`wavescope index`
 //! writes an indexed copy), `reopen` (the first frame of that copy, from its index),
-//! `reopen-stats` (`wavescope stats` of the copy, its table from the index).
+//! `reopen-stats` (`wavescope stats` of the copy, its table from the index), `info`
+//! (`wavescope info`, every stream hashed), `decode-summary` (`wavescope decode --format summary`
+//! of the first SE's raw blob; its memory goal is against that blob's size), `export-perfetto`
+//! (waves placed on the timeline), `reopen-json` (`wavescope stats --json` of the indexed copy:
+//! the per-wave detail from the index, only the traced waves decoded) and `reopen-diff`
+//! (`wavescope diff` of the indexed copy with itself, both sides from the index).
 //!
 //! Every step runs in a fresh child process (this binary re-executed with `--step`), which
 //! reports its CPU time (user + sys, getrusage) and peak RSS, so steps do not pollute each other.
@@ -109,13 +114,26 @@ fn step(name: &str, file: &Path, out: &Path) {
                 c4 - c3
             )
         }
-        "stats" | "export" | "index" | "reopen-stats" => {
+        "stats" | "export" | "index" | "reopen-stats" | "info" | "decode-summary"
+        | "export-perfetto" | "reopen-json" | "reopen-diff" => {
             let bin = env!("CARGO_BIN_EXE_wavescope");
             let mut c = Command::new(bin);
             match name {
                 "stats" => c.arg("stats").arg(file),
                 "reopen-stats" => c.arg("stats").arg(indexed(file)),
+                "reopen-json" => c.args(["stats", "--json"]).arg(indexed(file)),
+                "reopen-diff" => c.arg("diff").arg(indexed(file)).arg(indexed(file)),
                 "index" => c.arg("index").arg(file).arg("-o").arg(indexed(file)),
+                "info" => c.arg("info").arg(file),
+                "decode-summary" => c
+                    .arg("decode")
+                    .arg(first_blob(file))
+                    .args(["--arch", "gfx1100", "--format", "summary"]),
+                "export-perfetto" => c
+                    .args(["export", "perfetto"])
+                    .arg(file)
+                    .arg("-o")
+                    .arg(out.with_extension("json")),
                 _ => c.args(["export", "rgp"]).arg(file).arg("-o").arg(out),
             };
             let st = c
@@ -131,6 +149,21 @@ fn step(name: &str, file: &Path, out: &Path) {
     };
     let (cpu, rss) = cpu_and_rss(UsageWho::RUSAGE_SELF);
     println!("RESULT {cpu} {rss} {note}");
+}
+
+/// The raw blob of the capture's first SQTT stream (`capture::build_capture` writes
+/// `se<SE>_<i>.sqtt` beside the .wst).
+fn first_blob(file: &Path) -> PathBuf {
+    let dir = file.parent().expect("the capture's directory");
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("se") && n.ends_with("_0.sqtt"))
+        })
+        .expect("the first stream's blob")
 }
 
 /// Where the `index` step writes the indexed copy of `file` (read by `reopen`).
@@ -193,7 +226,9 @@ fn main() {
     };
     let steps: Vec<String> = std::env::var("WAVESCOPE_SCALE_STEPS")
         .unwrap_or_else(|_| {
-            "decode,first-frame,detail,stats,export,index,reopen,reopen-stats".into()
+            "decode,first-frame,detail,stats,export,index,reopen,reopen-stats,info,\
+             decode-summary,export-perfetto,reopen-json,reopen-diff"
+                .into()
         })
         .split(',')
         .map(str::to_string)
@@ -237,6 +272,11 @@ fn main() {
                     "< 0.5 s (goal at 1.5 GiB); RSS <= 1.5x + 64 MiB"
                 }
                 "decode" => "(reference)",
+                "decode-summary" => {
+                    let blob = std::fs::metadata(first_blob(&wst)).unwrap().len() as f64;
+                    failed |= rss as f64 > 1.5 * blob + 64.0 * MIB as f64;
+                    "RSS <= 1.5x its blob + 64 MiB"
+                }
                 _ => {
                     failed |= rss as f64 > limit;
                     "RSS <= 1.5x + 64 MiB"

@@ -149,3 +149,189 @@ fn a_corrupt_index_is_ignored_with_a_warning_and_stats_recomputed() {
         );
     }
 }
+
+/// Every shared capture (each `traces/<arch>/<run>/profile.pkl`).
+fn every_capture() -> Vec<PathBuf> {
+    let Some(dir) = testdata::require_shared("traces") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for arch in std::fs::read_dir(dir).unwrap() {
+        for run in std::fs::read_dir(arch.unwrap().path()).unwrap() {
+            let p = run.unwrap().path().join("profile.pkl");
+            if p.exists() {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    assert!(out.len() >= 10, "shared captures: {out:?}");
+    out
+}
+
+/// Where the bytes of `needle` lie in `hay` (a blob stored as is in a .wst).
+fn find(hay: &[u8], needle: &[u8]) -> usize {
+    hay.windows(needle.len())
+        .position(|w| w == needle)
+        .expect("blob stored verbatim")
+}
+
+#[test]
+fn stats_json_and_diff_from_the_index_equal_a_fresh_analysis_on_every_capture() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (plain_dir, idx_dir) = (tmp.path().join("plain"), tmp.path().join("idx"));
+    std::fs::create_dir_all(&plain_dir).unwrap();
+    std::fs::create_dir_all(&idx_dir).unwrap();
+    let mut with_traced_waves = 0;
+    for pkl in every_capture() {
+        let plain = plain_dir.join("a.wst");
+        let indexed = idx_dir.join("a.wst");
+        let conv = |out: &Path, extra: &[&str]| {
+            let mut a: Vec<&std::ffi::OsStr> = vec!["convert".as_ref(), pkl.as_os_str()];
+            a.extend(extra.iter().map(|s| std::ffi::OsStr::new(*s)));
+            a.extend(["-o".as_ref(), out.as_os_str()]);
+            run(&a);
+        };
+        conv(&plain, &["--no-index"]);
+        conv(&indexed, &[]);
+        let fresh = stats(&plain, &["--json"]);
+        let saved = stats(&indexed, &["--json"]);
+        assert!(
+            saved.stderr.is_empty(),
+            "{}: {:?}",
+            pkl.display(),
+            saved.stderr
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&saved.stdout),
+            String::from_utf8_lossy(&fresh.stdout),
+            "{}",
+            pkl.display()
+        );
+        let v: serde_json::Value = serde_json::from_slice(&saved.stdout).unwrap();
+        if v[0]["traced_waves"]
+            .as_array()
+            .is_some_and(|w| !w.is_empty())
+        {
+            with_traced_waves += 1;
+        }
+        // The diff reads each side's analysis from the index: same report as decoding it
+        // (same file names, relative to each directory).
+        let diff = |dir: &Path| {
+            let o = wavescope()
+                .current_dir(dir)
+                .args(["diff", "a.wst", "a.wst", "--json"])
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            o.stdout
+        };
+        assert_eq!(
+            String::from_utf8_lossy(&diff(&idx_dir)),
+            String::from_utf8_lossy(&diff(&plain_dir)),
+            "diff {}",
+            pkl.display()
+        );
+    }
+    assert!(
+        with_traced_waves >= 3,
+        "{with_traced_waves} captures with traced waves"
+    );
+}
+
+/// The index is what `stats --json` and `diff` read: with a SE that is not instruction-traced
+/// damaged in the file (its blob, not the metadata the index is bound to), they print what the
+/// intact file gave, while a fresh analysis sees the damage.
+#[test]
+fn stats_json_and_diff_read_the_index_not_the_sqtt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = testdata::require_shared("traces/gfx1100/gemm_run_0").unwrap_or_default();
+    if !dir.exists() {
+        return;
+    }
+    let good = tmp.path().join("good.wst");
+    run(&[
+        "convert".as_ref(),
+        dir.join("profile.pkl").as_os_str(),
+        "-o".as_ref(),
+        good.as_os_str(),
+    ]);
+    let mut bytes = std::fs::read(&good).unwrap();
+    // SE 2 is not instruction-traced in this capture (`wavescope info`).
+    let blob = std::fs::read(dir.join("kern0_se2.sqtt")).unwrap();
+    let at = find(&bytes, &blob);
+    for b in &mut bytes[at + blob.len() / 4..at + blob.len() * 3 / 4] {
+        *b = 0x5a;
+    }
+    let bad = tmp.path().join("bad.wst");
+    std::fs::write(&bad, &bytes).unwrap();
+    let want = stats(&good, &["--json"]).stdout;
+    assert_eq!(stats(&bad, &["--json"]).stdout, want);
+    assert_ne!(stats(&bad, &["--json", "--no-index"]).stdout, want);
+    let diff = |a: &Path, b: &Path| {
+        let o = wavescope()
+            .arg("diff")
+            .arg(a)
+            .arg(b)
+            .arg("--json")
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+        let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["a"]["file"] = serde_json::Value::Null;
+        v["b"]["file"] = serde_json::Value::Null;
+        v
+    };
+    assert_eq!(diff(&good, &bad), diff(&good, &good));
+    let plain = tmp.path().join("plain.wst");
+    run(&[
+        "convert".as_ref(),
+        bad.as_os_str(),
+        "--no-index".as_ref(),
+        "-o".as_ref(),
+        plain.as_os_str(),
+    ]);
+    assert_ne!(
+        diff(&good, &plain),
+        diff(&good, &good),
+        "the damage shows when decoded"
+    );
+}
+
+/// A `.wst` whose index has the first layout (written by the build before the per-wave latency
+/// splits were saved, commit cd677d0): it opens, its table comes from that index, and
+/// `stats --json` recomputes with a note, printing what a fresh analysis prints.
+#[test]
+fn a_version_1_index_is_still_read() {
+    let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gfx1200_gemm_index_v1.wst");
+    let c = run(&["index".as_ref(), "--check".as_ref(), f.as_os_str()]);
+    assert!(String::from_utf8_lossy(&c.stderr).contains("analysis index of 1 kernels"));
+    let table = stats(&f, &[]);
+    assert!(
+        table.stderr.is_empty(),
+        "{:?}",
+        String::from_utf8_lossy(&table.stderr)
+    );
+    assert_eq!(table.stdout, stats(&f, &["--no-index"]).stdout);
+    let json = stats(&f, &["--json"]);
+    let note = String::from_utf8_lossy(&json.stderr);
+    assert!(
+        note.contains("version 1") && note.contains("recomputing"),
+        "{note}"
+    );
+    assert_eq!(json.stdout, stats(&f, &["--json", "--no-index"]).stdout);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert!(!v[0]["wave_latency"].as_array().unwrap().is_empty());
+    // `index` rewrites it with the current layout, and then nothing is recomputed.
+    let tmp = tempfile::tempdir().unwrap();
+    let new = tmp.path().join("v2.wst");
+    run(&[
+        "index".as_ref(),
+        f.as_os_str(),
+        "-o".as_ref(),
+        new.as_os_str(),
+    ]);
+    let j2 = stats(&new, &["--json"]);
+    assert!(j2.stderr.is_empty());
+    assert_eq!(j2.stdout, json.stdout);
+}

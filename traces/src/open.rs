@@ -207,6 +207,18 @@ pub fn sha256_hex(b: &[u8]) -> String {
 
 /// Describes a profile read from `data` (the file's bytes, for format-specific details).
 pub fn describe(path: &str, format: Format, profile: &Profile, data: &[u8]) -> FileInfo {
+    describe_with(path, format, profile, data, &|_, _| {})
+}
+
+/// [`describe`], calling `progress` with (SQTT streams hashed, total): hashing every stream is
+/// the long part at real sizes.
+pub fn describe_with(
+    path: &str,
+    format: Format,
+    profile: &Profile,
+    data: &[u8],
+    progress: &dyn Fn(usize, usize),
+) -> FileInfo {
     let dev_name = |d: u32| {
         profile
             .devices
@@ -269,14 +281,19 @@ pub fn describe(path: &str, format: Format, profile: &Profile, data: &[u8]) -> F
         sqtt: profile
             .sqtt
             .iter()
-            .map(|s| SqttInfo {
+            .enumerate()
+            .map(|(i, s)| SqttInfo {
                 device: dev_name(s.device),
                 kern: s.kern,
                 exec_tag: s.exec_tag,
                 se: s.se,
                 itrace: s.itrace,
                 bytes: profile.blob(s.blob).len(),
-                sha256: sha256_hex(profile.blob(s.blob)),
+                sha256: {
+                    let h = sha256_hex(profile.blob(s.blob));
+                    progress(i + 1, profile.sqtt.len());
+                    h
+                },
             })
             .collect(),
         pmc: profile
@@ -318,11 +335,22 @@ pub fn describe(path: &str, format: Format, profile: &Profile, data: &[u8]) -> F
 
 /// Opens a file and describes it.
 pub fn info_path(path: &Path) -> Result<FileInfo, OpenError> {
+    info_path_with(path, &|_, _| {})
+}
+
+/// [`info_path`] with [`describe_with`]'s progress.
+pub fn info_path_with(path: &Path, progress: &dyn Fn(usize, usize)) -> Result<FileInfo, OpenError> {
     let name = path.display().to_string();
     let store = map_file(path).map_err(|error| OpenError::Io {
         path: name.clone(),
         error,
     })?;
     let (format, profile) = open_store(store.clone(), &name)?;
-    Ok(describe(&name, format, &profile, store.bytes()))
+    Ok(describe_with(
+        &name,
+        format,
+        &profile,
+        store.bytes(),
+        progress,
+    ))
 }

@@ -75,6 +75,17 @@ pub fn write_json<W: Write>(
     opts: &PerfettoOptions,
     w: W,
 ) -> Result<PerfettoStats, PerfettoError> {
+    write_json_with(p, opts, w, &|_, _| {})
+}
+
+/// [`write_json`], calling `progress` with (SQTT streams done, total) as the wave slices of each
+/// stream are written.
+pub fn write_json_with<W: Write>(
+    p: &Profile,
+    opts: &PerfettoOptions,
+    w: W,
+    progress: &dyn Fn(usize, usize),
+) -> Result<PerfettoStats, PerfettoError> {
     let mut stats = PerfettoStats::default();
     let base = earliest(p);
     let rel = |t: Time| (t.0 - base.0) as f64 / Time::PS_PER_US as f64;
@@ -175,7 +186,13 @@ pub fn write_json<W: Write>(
         let mut wave_tids: BTreeMap<(u64, u32, u16, u8), u64> = BTreeMap::new();
         for (si, s) in p.sqtt.iter().enumerate() {
             let target = p.props_device(s.device).and_then(|d| d.target());
-            let analysis = match sqtt::analyze(p.blob(s.blob), target) {
+            // Waves and markers only: the per-token list is most of an analysis's memory.
+            let aopts = sqtt::AnalyzeOptions {
+                keep_tokens: false,
+                ..Default::default()
+            };
+            progress(si, p.sqtt.len());
+            let analysis = match sqtt::analyze_with(p.blob(s.blob), target, aopts) {
                 Ok(a) => a,
                 Err(e) => {
                     stats.decode_errors.push((si, e.to_string()));
@@ -259,8 +276,23 @@ pub fn export_file(
     opts: &PerfettoOptions,
     path: &Path,
 ) -> Result<PerfettoStats, PerfettoError> {
+    export_file_with(p, opts, path, &|_, _| {})
+}
+
+/// [`export_file`] with [`write_json_with`]'s progress.
+pub fn export_file_with(
+    p: &Profile,
+    opts: &PerfettoOptions,
+    path: &Path,
+    progress: &dyn Fn(usize, usize),
+) -> Result<PerfettoStats, PerfettoError> {
     let tmp = crate::open::output_tempfile(path, ".perfetto-")?;
-    let stats = write_json(p, opts, BufWriter::with_capacity(1 << 20, tmp.as_file()))?;
+    let stats = write_json_with(
+        p,
+        opts,
+        BufWriter::with_capacity(1 << 20, tmp.as_file()),
+        progress,
+    )?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| PerfettoError::Io(e.error))?;
     Ok(stats)

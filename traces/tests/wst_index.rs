@@ -54,6 +54,12 @@ fn index_round_trip_equals_a_fresh_analysis() {
             let ipcs: Vec<_> = e.rows().unwrap().iter().map(|r| r.pc).collect();
             assert_eq!(ipcs, pcs, "{what}");
             assert_eq!(e.latency, splits.total, "{what}");
+            // The per-wave splits `stats --json` prints (version 2).
+            assert_eq!(
+                serde_json::to_string(&e.wave_splits().expect("version 2").unwrap()).unwrap(),
+                serde_json::to_string(&splits.waves).unwrap(),
+                "{what}"
+            );
             assert_eq!(e.unit, a.unit, "{what}");
             assert_eq!(e.kernel_len, a.kernel_len, "{what}");
             assert_eq!(e.x_range, a.x_range(), "{what}");

@@ -92,12 +92,12 @@ pub fn run(a: DecodeArgs) -> Result<()> {
     match a.format {
         Format::Canonical => {
             // Warnings (wrong target, truncation) still go to stderr.
-            let analysis = analyze(blob, target, opts, false)?;
+            let analysis = analyze(&file, target, opts, false)?;
             report_warnings(&name, &analysis);
             with_stdout(|out| canonical::write_blob(out, blob, opts).map(|_| ()))
         }
         Format::Summary => {
-            let analysis = analyze(blob, target, opts, false)?;
+            let analysis = analyze(&file, target, opts, false)?;
             report_warnings(&name, &analysis);
             let se = a.se.or_else(|| se_from_name(&a.blob));
             let v = summary_json(&analysis, se, blob, opts);
@@ -118,7 +118,7 @@ pub fn run(a: DecodeArgs) -> Result<()> {
             for w in &code.warnings {
                 eprintln!("{}: {w}", path.display());
             }
-            let analysis = analyze(blob, target, opts, false)?;
+            let analysis = analyze(&file, target, opts, false)?;
             report_warnings(&name, &analysis);
             let map = sqtt::map::map_insts(blob, &code, Some(&analysis), opts);
             with_stdout(|out| write_insts(out, &analysis, &map))?;
@@ -128,15 +128,17 @@ pub fn run(a: DecodeArgs) -> Result<()> {
             Ok(())
         }
         Format::Text => {
-            let analysis = analyze(blob, target, opts, true)?;
+            let analysis = analyze(&file, target, opts, true)?;
             report_warnings(&name, &analysis);
             with_stdout(|out| write_text(out, &name, blob, opts, &analysis, a.all))
         }
     }
 }
 
+/// The blob's analysis, with a bar over its bytes; the pages behind the decoder are handed
+/// back to the kernel as it goes (a 256 MiB blob need not stay resident).
 fn analyze(
-    blob: &[u8],
+    file: &sqtt::file::SqttFile,
     target: Option<GfxTarget>,
     decode: DecodeOptions,
     keep_tokens: bool,
@@ -146,8 +148,22 @@ fn analyze(
         keep_tokens,
         ..AnalyzeOptions::default()
     };
-    Ok(sqtt::analyze_with(blob, target, opts)?)
+    let blob = file.bytes();
+    let bar = super::progress_bar(blob.len() as u64, "decode");
+    let mut released = 0usize;
+    let r = sqtt::waves::analyze_with_progress(blob, target, opts, &mut |consumed| {
+        bar.set_position(consumed as u64);
+        if consumed >= released + RELEASE_EVERY {
+            file.release_before(consumed);
+            released = consumed;
+        }
+    });
+    bar.finish_and_clear();
+    Ok(r?)
 }
+
+/// Bytes decoded between two releases of the blob's pages.
+const RELEASE_EVERY: usize = 64 << 20;
 
 fn report_warnings(name: &str, a: &BlobAnalysis) {
     for w in &a.warnings {
@@ -158,19 +174,67 @@ fn report_warnings(name: &str, a: &BlobAnalysis) {
     }
 }
 
-/// The summary JSON: the reference's per-blob fields, plus what wavescope adds.
-pub fn summary_json(a: &BlobAnalysis, se: Option<u32>, blob: &[u8], opts: DecodeOptions) -> Value {
-    let waves: Vec<Value> = a
-        .waves
-        .iter()
-        .map(|w| {
-            let mut v = serde_json::to_value(w).unwrap_or(Value::Null);
-            if let Value::Object(m) = &mut v {
-                m.insert("se".into(), json!(se));
+/// The summary JSON: the reference's per-blob fields, plus what wavescope adds. Its `waves`
+/// (a million at real sizes) are written one at a time, never held as JSON values together.
+pub fn summary_json<'a>(
+    a: &'a BlobAnalysis,
+    se: Option<u32>,
+    blob: &[u8],
+    opts: DecodeOptions,
+) -> Summary<'a> {
+    let top = summary_fields(a, se, blob, opts);
+    Summary {
+        top,
+        waves: &a.waves,
+        se,
+    }
+}
+
+/// [`summary_json`]'s result: the fields in the order a JSON object of them has, `waves`
+/// streamed in its place.
+pub struct Summary<'a> {
+    top: serde_json::Map<String, Value>,
+    waves: &'a [sqtt::Wave],
+    se: Option<u32>,
+}
+
+impl serde::Serialize for Summary<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeMap, SerializeSeq};
+        struct Waves<'w>(&'w [sqtt::Wave], Option<u32>);
+        impl serde::Serialize for Waves<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut seq = s.serialize_seq(Some(self.0.len()))?;
+                for w in self.0 {
+                    // One wave's object at a time, with its SE added as before.
+                    let mut v = serde_json::to_value(w).map_err(S::Error::custom)?;
+                    if let Value::Object(m) = &mut v {
+                        m.insert("se".into(), json!(self.1));
+                    }
+                    seq.serialize_element(&v)?;
+                }
+                seq.end()
             }
-            v
-        })
-        .collect();
+        }
+        let mut m = s.serialize_map(Some(self.top.len()))?;
+        for (k, v) in &self.top {
+            if k == "waves" {
+                m.serialize_entry(k, &Waves(self.waves, self.se))?;
+            } else {
+                m.serialize_entry(k, v)?;
+            }
+        }
+        m.end()
+    }
+}
+
+/// Every summary field; `waves` is a placeholder holding its key's place.
+fn summary_fields(
+    a: &BlobAnalysis,
+    se: Option<u32>,
+    blob: &[u8],
+    opts: DecodeOptions,
+) -> serde_json::Map<String, Value> {
     let markers: Vec<Value> = a
         .markers
         .iter()
@@ -181,7 +245,7 @@ pub fn summary_json(a: &BlobAnalysis, se: Option<u32>, blob: &[u8], opts: Decode
         .iter()
         .map(|u| json!({"time": u.time, "reg": u.reg_name(), "value": u.value}))
         .collect();
-    json!({
+    let v = json!({
         "se": se,
         "layout": a.layout.map(|l| l.name()),
         "layout_header": a.layout_header,
@@ -198,7 +262,7 @@ pub fn summary_json(a: &BlobAnalysis, se: Option<u32>, blob: &[u8], opts: Decode
         "wave_ends": a.wave_ends,
         "wave_count": a.waves.len(),
         "wave_anomalies": a.wave_anomalies,
-        "waves": waves,
+        "waves": Value::Null,
         "markers": {
             "count": a.markers.len(),
             "all": markers,
@@ -207,7 +271,11 @@ pub fn summary_json(a: &BlobAnalysis, se: Option<u32>, blob: &[u8], opts: Decode
         "userdata_writes": userdata,
         "stream_sha256": canonical::stream_sha256(blob, opts),
         "warnings": a.warnings,
-    })
+    });
+    match v {
+        Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    }
 }
 
 fn write_text(

@@ -2,13 +2,15 @@
 //! captures, per kernel and per instruction (`traces::diff`; the JSON schema is in
 //! docs/diff-json.md). `--fail-if-slower RATIO` turns it into a check (exit status 3).
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use clap::Args;
-use traces::diff::{self, DiffOptions, InstDiff, InstStatus, KernelDiff, ProfileDiff};
+use traces::diff::{self, DiffOptions, InstDiff, InstStatus, KernelData, KernelDiff, ProfileDiff};
 
 #[derive(Args)]
 pub struct DiffArgs {
@@ -38,22 +40,96 @@ fn parse_ratio(s: &str) -> Result<f64, String> {
     }
 }
 
-/// Opens both files and compares them.
-pub fn compute(
-    a: &std::path::Path,
-    b: &std::path::Path,
-    kernel: Option<String>,
-) -> Result<ProfileDiff> {
+/// One side of the diff: the profile and, from a `.wst` analysis index, what the diff needs of
+/// each indexed kernel's analysis (taken out as the diff asks for it).
+struct Side {
+    profile: traces::model::Profile,
+    saved: RefCell<HashMap<usize, diff::SqttSummary>>,
+}
+
+fn open_side(path: &Path) -> Result<Side> {
+    let name = path.display().to_string();
     // The open errors name the file.
-    let (_, pa) = traces::open::open_path(a)?;
-    let (_, pb) = traces::open::open_path(b)?;
-    Ok(diff::diff_profiles(
-        &pa,
+    let store = traces::open::map_file(path).map_err(|error| traces::open::OpenError::Io {
+        path: name.clone(),
+        error,
+    })?;
+    let (_, profile) = traces::open::open_store(store.clone(), &name)?;
+    let saved = saved_summaries(store.bytes()).unwrap_or_else(|e| {
+        eprintln!("warning: {name}: ignoring its analysis index ({e}); recomputing");
+        HashMap::new()
+    });
+    Ok(Side {
+        profile,
+        saved: RefCell::new(saved),
+    })
+}
+
+/// Every indexed kernel's table, wave count and waves in flight (none without an index).
+fn saved_summaries(
+    data: &[u8],
+) -> Result<HashMap<usize, diff::SqttSummary>, traces::wst::index::IndexError> {
+    let mut out = HashMap::new();
+    if !data.starts_with(&traces::wst::MAGIC) {
+        return Ok(out);
+    }
+    let Some(v) = traces::wst::read_index(data)? else {
+        return Ok(out);
+    };
+    for e in v.entries()? {
+        let ses = v.ses(&e)?;
+        for s in &ses {
+            s.verify()?;
+        }
+        // Read in place from the map, not copied: the wave tables are as long as the SQTT's
+        // wave count (32 bytes a wave). A checked table's records are all in bounds.
+        let waves_in_flight = diff::waves_in_flight_of(ses.iter().map(|s| {
+            (0..s.wave_count()).map(move |i| s.wave(i).map_or((0, 0), |w| (w.start, w.end)))
+        }));
+        out.insert(
+            e.kernel,
+            diff::SqttSummary {
+                stats: e.rows()?,
+                waves: e.waves as usize,
+                waves_in_flight,
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// Opens both files and compares them, each kernel's analysis from the file's index when it
+/// has one (else decoded).
+pub fn compute(a: &Path, b: &Path, kernel: Option<String>) -> Result<ProfileDiff> {
+    let sa = open_side(a)?;
+    let sb = open_side(b)?;
+    let wanted = |p: &traces::model::Profile| {
+        p.kernels
+            .iter()
+            .filter(|k| kernel.as_deref().is_none_or(|q| k.name.contains(q)))
+            .count()
+    };
+    let total = wanted(&sa.profile) + wanted(&sb.profile);
+    let bar = super::progress_bar(total as u64, "diff");
+    let data = |side: &Side, k: usize| {
+        bar.inc(1);
+        let saved = side.saved.borrow_mut().remove(&k);
+        match saved {
+            Some(s) => KernelData::from_summary(&side.profile, k, Some(s)),
+            None => KernelData::from_profile(&side.profile, k),
+        }
+    };
+    let d = diff::diff_profiles_with(
+        &sa.profile,
         &a.display().to_string(),
-        &pb,
+        &sb.profile,
         &b.display().to_string(),
         &DiffOptions { kernel },
-    ))
+        &|_, k| data(&sa, k),
+        &|_, k| data(&sb, k),
+    );
+    bar.finish_and_clear();
+    Ok(d)
 }
 
 pub fn run(a: DiffArgs) -> Result<()> {

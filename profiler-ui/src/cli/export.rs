@@ -84,10 +84,14 @@ pub fn run(a: ExportArgs) -> Result<()> {
         } => {
             let bar = super::spinner(&format!("reading {}", input.display()));
             let (_, profile) = traces::open::open_path(&input)?;
+            bar.finish_and_clear();
+            let bar = super::progress_bar(profile.sqtt.len() as u64, "waves");
             bar.set_message(format!("writing {}", output.display()));
             let opts = traces::perfetto::PerfettoOptions { waves: !no_waves };
-            let s = traces::perfetto::export_file(&profile, &opts, &output)
-                .with_context(|| format!("writing {}", output.display()))?;
+            let s = traces::perfetto::export_file_with(&profile, &opts, &output, &|done, _| {
+                bar.set_position(done as u64)
+            })
+            .with_context(|| format!("writing {}", output.display()))?;
             bar.finish_and_clear();
             for (i, e) in &s.decode_errors {
                 eprintln!("warning: SQTT stream {i} not decoded: {e}");

@@ -17,7 +17,12 @@ pub struct InfoArgs {
 }
 
 pub fn run(a: InfoArgs) -> Result<()> {
-    let info = traces::open::info_path(&a.file)?;
+    let bar = super::progress_bar(0, "hashing SQTT");
+    let info = traces::open::info_path_with(&a.file, &|done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    })?;
+    bar.finish_and_clear();
     if a.json {
         return super::print_json(&info);
     }

@@ -62,7 +62,13 @@ struct KernelStats {
 }
 
 pub fn run(a: StatsArgs) -> Result<()> {
-    let (_, profile) = traces::open::open_path(&a.file)?;
+    let name = a.file.display().to_string();
+    // One map of the file: the profile's blobs and the analysis index are slices of it.
+    let store = traces::open::map_file(&a.file).map_err(|error| traces::open::OpenError::Io {
+        path: name.clone(),
+        error,
+    })?;
+    let (_, profile) = traces::open::open_store(store.clone(), &name)?;
     let mut out = Vec::new();
     let selected: Vec<usize> = kernels_with_sqtt(&profile)
         .into_iter()
@@ -71,45 +77,24 @@ pub fn run(a: StatsArgs) -> Result<()> {
             a.kernel.as_deref().is_none_or(|q| name.contains(q))
         })
         .collect();
-    // The table (not the JSON report, which holds per-wave detail the index has not) comes from
-    // the .wst's analysis index when it has a usable one.
-    let mut indexed = if a.json || a.no_index {
+    // The .wst's analysis index, when it has a usable one: the table and, with `--json`, the
+    // per-wave detail it saved; only the traced waves' instructions are decoded again.
+    let index = if a.no_index {
         None
     } else {
-        profiler_ui::data::load_index(&a.file).unwrap_or_else(|w| {
-            eprintln!("warning: {w}");
-            None
-        })
+        saved_index(&a.file, store.bytes())
     };
     let bar = super::progress_bar(selected.len() as u64, "stats");
     for k in selected {
-        if let Some(ik) = indexed.as_mut().and_then(|m| m.remove(&k)) {
+        bar.set_message(profile.kernels[k].name.clone());
+        if let Some(ks) = index
+            .as_ref()
+            .and_then(|v| from_index(&a.file, v, &profile, k, a.json))
+        {
             bar.inc(1);
-            out.push(KernelStats {
-                kernel: profile.kernels[k].name.clone(),
-                index: k,
-                waves: ik.waves as usize,
-                itraced_ses: ik.ses.iter().filter(|s| s.itrace).map(|s| s.se).collect(),
-                time_unit: ik.unit,
-                errors: ik
-                    .ses
-                    .iter()
-                    .filter_map(|s| s.error.as_ref().map(|e| format!("SE {}: {e}", s.se)))
-                    .collect(),
-                instructions: ik.rows,
-                latency_split: ik.latency,
-                wave_latency: Vec::new(),
-                occupancy: None,
-                achieved_occupancy: None,
-                register_pressure: None,
-                source_lines: Vec::new(),
-                source_error: None,
-                traced_waves: Vec::new(),
-                pmc: profiler_ui::data::pmc_counters(&profile, k),
-            });
+            out.push(ks);
             continue;
         }
-        bar.set_message(profile.kernels[k].name.clone());
         // Per-token detail only for the JSON report's traced waves.
         let analyzed =
             analyze_kernel_with(&profile, k, &|_, _| {}, KernelOptions { detail: a.json });
@@ -231,4 +216,159 @@ pub fn run(a: StatsArgs) -> Result<()> {
     }
     o.flush()?;
     Ok(())
+}
+
+/// The file's analysis index, or `None` (with a warning when it is there but not usable).
+fn saved_index<'a>(
+    path: &std::path::Path,
+    data: &'a [u8],
+) -> Option<traces::wst::index::IndexView<'a>> {
+    if !data.starts_with(&traces::wst::MAGIC) {
+        return None;
+    }
+    match traces::wst::read_index(data) {
+        Ok(v) => v,
+        Err(e) => {
+            warn_index(path, &e);
+            None
+        }
+    }
+}
+
+fn warn_index(path: &std::path::Path, e: &traces::wst::index::IndexError) {
+    eprintln!(
+        "warning: {}: ignoring its analysis index ({e}); recomputing",
+        path.display()
+    );
+}
+
+/// Kernel `k`'s report from the index, or `None` to recompute it (not indexed, a damaged
+/// entry, or `--json` from a version-1 index, which lacks the per-wave latency splits).
+fn from_index(
+    path: &std::path::Path,
+    v: &traces::wst::index::IndexView<'_>,
+    profile: &traces::model::Profile,
+    k: usize,
+    json: bool,
+) -> Option<KernelStats> {
+    use traces::wst::index::IndexError;
+    let read = || -> Result<Option<KernelStats>, IndexError> {
+        let Some(e) = v.kernel(k).transpose()? else {
+            return Ok(None);
+        };
+        let ses = v.ses(&e)?;
+        let instructions = e.rows()?;
+        let itraced_ses = ses.iter().filter(|s| s.itrace).map(|s| s.se).collect();
+        let errors = ses
+            .iter()
+            .filter_map(|s| s.error.map(|err| format!("SE {}: {err}", s.se)))
+            .collect();
+        let pmc = profiler_ui::data::pmc_counters(profile, k);
+        let mut ks = KernelStats {
+            kernel: profile.kernels[k].name.clone(),
+            index: k,
+            waves: e.waves as usize,
+            itraced_ses,
+            time_unit: e.unit,
+            errors,
+            instructions,
+            latency_split: e.latency,
+            wave_latency: Vec::new(),
+            occupancy: None,
+            achieved_occupancy: None,
+            register_pressure: None,
+            source_lines: Vec::new(),
+            source_error: None,
+            traced_waves: Vec::new(),
+            pmc,
+        };
+        if !json {
+            // Every SE's wave table is checked even unread: a damaged one means a damaged file.
+            for s in &ses {
+                s.verify()?;
+            }
+            return Ok(Some(ks));
+        }
+        let Some(splits) = e.wave_splits() else {
+            eprintln!(
+                "note: {}: its analysis index (version {}) lacks the per-wave latency splits; \
+                 recomputing (`wavescope index` refreshes it)",
+                path.display(),
+                v.version()
+            );
+            return Ok(None);
+        };
+        ks.wave_latency = splits?;
+        let mut achieved = occupancy::Achieved::default();
+        for s in &ses {
+            s.verify()?;
+            // In place from the map (a checked table's records are all in bounds).
+            let lives =
+                (0..s.wave_count())
+                    .filter_map(|i| s.wave(i).ok())
+                    .map(|w| occupancy::WaveLife {
+                        start: w.start,
+                        end: w.end,
+                        cu: w.cu,
+                        simd: w.simd,
+                    });
+            occupancy::achieved_se(&mut achieved, s.se, lives);
+        }
+        ks.achieved_occupancy = Some(achieved);
+        ks.occupancy = occupancy::kernel_occupancy(profile, k);
+        ks.register_pressure = pressure::kernel_pressure(profile, k);
+        (ks.source_lines, ks.source_error) = match source::kernel_lines(profile, k) {
+            Ok(t) => (source::line_costs(&t, &ks.instructions), None),
+            Err(e) => (Vec::new(), Some(e)),
+        };
+        ks.traced_waves = traced_waves_of(profile, k);
+        Ok(Some(ks))
+    };
+    read().unwrap_or_else(|e| {
+        warn_index(path, &e);
+        None
+    })
+}
+
+/// The traced waves of kernel `ki` (what `stats --json` prints per instruction), decoding and
+/// mapping only its instruction-traced SEs: the other SEs' analysis is in the index, and each
+/// SE's mapping depends on its own blob and the code object alone.
+fn traced_waves_of(p: &traces::model::Profile, ki: usize) -> Vec<TracedWave> {
+    use traces::analysis::{sqtt_matches, KernelSqtt, SeTrace};
+    let Some(k) = p.kernels.get(ki) else {
+        return Vec::new();
+    };
+    let target = p.props_device(k.device).and_then(|d| d.target());
+    let Some(code) = k
+        .kern
+        .and_then(|kern| p.program_for(k.device, kern))
+        .and_then(|prog| prog.elf)
+        .and_then(|elf| traces::isa::CodeObject::parse_with_target(p.blob(elf), target).ok())
+    else {
+        return Vec::new();
+    };
+    let mut ses = Vec::new();
+    let mut disasm = std::collections::HashMap::new();
+    for s in p.sqtt.iter().filter(|s| s.itrace && sqtt_matches(p, k, s)) {
+        let blob = p.blob(s.blob);
+        let Ok(a) = traces::sqtt::analyze_with(blob, target, Default::default()) else {
+            continue;
+        };
+        if a.tokens.is_empty() {
+            continue;
+        }
+        // Traced waves print cycles, not x: no time map needed.
+        let mut st = SeTrace::with_detail(s.se, true, a, &|c| c as f64, false);
+        st.map_pcs(blob, &code, &mut disasm);
+        ses.push(st);
+    }
+    ses.sort_by_key(|s| s.se);
+    traced_waves(&KernelSqtt {
+        kernel: ki,
+        name: k.name.clone(),
+        unit: profiler_ui::data::XUnit::Cycles,
+        ses,
+        kernel_len: None,
+        disasm,
+    })
 }

@@ -473,65 +473,85 @@ pub struct Achieved {
 pub fn achieved(k: &KernelSqtt) -> Achieved {
     let mut out = Achieved::default();
     for se in &k.ses {
-        let waves = &se.analysis.waves;
-        let (Some(lo), Some(hi)) = (
-            waves.iter().map(|w| w.start).min(),
-            waves.iter().map(|w| w.end).max(),
-        ) else {
-            continue;
-        };
-        let span = (hi - lo).max(1);
-        let mut simds: std::collections::BTreeMap<(u16, u8), Vec<(i64, i64)>> = Default::default();
-        for w in waves {
-            simds
-                .entry((w.cu, w.simd))
-                .or_default()
-                .push((w.start, w.end.max(w.start)));
-        }
-        let mut sum = 0.0;
-        let mut peak_all = 0;
-        let count = simds.len();
-        for ((cu, simd), lives) in simds {
-            let busy: i64 = lives.iter().map(|(a, b)| b - a).sum();
-            // Peak concurrency: starts and ends merged in time order, ends first at equal
-            // times. Waves come in WAVESTART order, so only the ends need sorting.
-            let mut starts: Vec<i64> = lives.iter().map(|l| l.0).collect();
-            if !starts.is_sorted() {
-                starts.sort_unstable();
-            }
-            let mut ends: Vec<i64> = lives.iter().map(|l| l.1).collect();
-            ends.sort_unstable();
-            let (mut cur, mut peak) = (0i32, 0i32);
-            let mut j = 0;
-            for &a in &starts {
-                while j < ends.len() && ends[j] <= a {
-                    cur -= 1;
-                    j += 1;
-                }
-                cur += 1;
-                peak = peak.max(cur);
-            }
-            let mean = busy as f64 / span as f64;
-            sum += mean;
-            peak_all = peak_all.max(peak as usize);
-            out.per_simd.push(SimdOccupancy {
-                se: se.se,
-                cu,
-                simd,
-                waves: lives.len(),
-                mean_waves: mean,
-                peak_waves: peak as usize,
-            });
-        }
-        out.per_se.push(SeOccupancy {
-            se: se.se,
-            span_cycles: span,
-            simds: count,
-            mean_waves_per_simd: sum / count.max(1) as f64,
-            peak_waves_per_simd: peak_all,
+        let lives = se.analysis.waves.iter().map(|w| WaveLife {
+            start: w.start,
+            end: w.end,
+            cu: w.cu,
+            simd: w.simd,
         });
+        achieved_se(&mut out, se.se, lives);
     }
     out
+}
+
+/// What achieved occupancy needs of a wave (the `.wst` analysis index keeps it too).
+#[derive(Debug, Clone, Copy)]
+pub struct WaveLife {
+    pub start: i64,
+    pub end: i64,
+    pub cu: u16,
+    pub simd: u8,
+}
+
+/// Adds SE `se`'s achieved occupancy to `out` from its waves in stream order (an SE without
+/// waves adds nothing); [`achieved`] calls it per SE, the index reader with saved waves.
+pub fn achieved_se(out: &mut Achieved, se: u32, waves: impl Iterator<Item = WaveLife> + Clone) {
+    let (Some(lo), Some(hi)) = (
+        waves.clone().map(|w| w.start).min(),
+        waves.clone().map(|w| w.end).max(),
+    ) else {
+        return;
+    };
+    let span = (hi - lo).max(1);
+    let mut simds: std::collections::BTreeMap<(u16, u8), Vec<(i64, i64)>> = Default::default();
+    for w in waves {
+        simds
+            .entry((w.cu, w.simd))
+            .or_default()
+            .push((w.start, w.end.max(w.start)));
+    }
+    let mut sum = 0.0;
+    let mut peak_all = 0;
+    let count = simds.len();
+    for ((cu, simd), lives) in simds {
+        let busy: i64 = lives.iter().map(|(a, b)| b - a).sum();
+        // Peak concurrency: starts and ends merged in time order, ends first at equal
+        // times. Waves come in WAVESTART order, so only the ends need sorting.
+        let mut starts: Vec<i64> = lives.iter().map(|l| l.0).collect();
+        if !starts.is_sorted() {
+            starts.sort_unstable();
+        }
+        let mut ends: Vec<i64> = lives.iter().map(|l| l.1).collect();
+        ends.sort_unstable();
+        let (mut cur, mut peak) = (0i32, 0i32);
+        let mut j = 0;
+        for &a in &starts {
+            while j < ends.len() && ends[j] <= a {
+                cur -= 1;
+                j += 1;
+            }
+            cur += 1;
+            peak = peak.max(cur);
+        }
+        let mean = busy as f64 / span as f64;
+        sum += mean;
+        peak_all = peak_all.max(peak as usize);
+        out.per_simd.push(SimdOccupancy {
+            se,
+            cu,
+            simd,
+            waves: lives.len(),
+            mean_waves: mean,
+            peak_waves: peak as usize,
+        });
+    }
+    out.per_se.push(SeOccupancy {
+        se,
+        span_cycles: span,
+        simds: count,
+        mean_waves_per_simd: sum / count.max(1) as f64,
+        peak_waves_per_simd: peak_all,
+    });
 }
 
 /// The theoretical occupancy of kernel run `ki` of `p`, when its code object is in the

@@ -260,13 +260,28 @@ impl KernelData {
         ki: usize,
         analysis: Option<&KernelSqtt>,
     ) -> Option<KernelData> {
+        let sqtt = analysis.map(|a| SqttSummary {
+            stats: inst_stats(a),
+            waves: a.wave_count(),
+            waves_in_flight: waves_in_flight(a),
+        });
+        Self::from_summary(p, ki, sqtt)
+    }
+
+    /// Like [`KernelData::from_analysis`] with what the diff needs of the analysis saved
+    /// before (a `.wst` analysis index): no SQTT decoded.
+    pub fn from_summary(p: &Profile, ki: usize, sqtt: Option<SqttSummary>) -> Option<KernelData> {
         let k = p.kernels.get(ki)?;
         let code = kernel_code(p, ki);
         let target = p
             .props_device(k.device)
             .and_then(|d| d.target())
             .or(code.as_ref().map(|c| c.target));
-        let stats = analysis.map(inst_stats).unwrap_or_default();
+        let has_sqtt = sqtt.is_some();
+        let (stats, waves, in_flight) = match sqtt {
+            Some(s) => (s.stats, s.waves, s.waves_in_flight),
+            None => (Vec::new(), 0, 0.0),
+        };
         let gpu_time_us = match (k.gpu_start, k.gpu_end) {
             (Some(s), Some(e)) => Some((e - s) as f64 / 100.0),
             _ => k.end.map(|e| (e.0 - k.start.0) as f64 / 1e6),
@@ -277,9 +292,9 @@ impl KernelData {
             code_hash: code.as_ref().map(|c| c.hash.clone()),
             target: target.map(|t| t.to_string()),
             gpu_time_us,
-            sqtt: analysis.is_some(),
-            waves: analysis.map_or(0, KernelSqtt::wave_count),
-            waves_in_flight: analysis.map_or(0.0, waves_in_flight),
+            sqtt: has_sqtt,
+            waves,
+            waves_in_flight: in_flight,
             static_instructions: code.as_ref().map_or(0, |c| c.insts.len()),
             executed_instructions: stats.iter().map(|s| s.count).sum(),
             latency_cycles: stats.iter().map(|s| s.total).sum(),
@@ -294,25 +309,40 @@ impl KernelData {
     }
 }
 
+/// What the diff takes from a kernel's SQTT analysis.
+pub struct SqttSummary {
+    /// The instruction table ([`inst_stats`]).
+    pub stats: Vec<InstStat>,
+    pub waves: usize,
+    /// [`waves_in_flight_of`] over the kernel's SEs.
+    pub waves_in_flight: f64,
+}
+
 /// Mean waves in flight: per SE, summed wave lifetimes over the SE's wave span.
 fn waves_in_flight(k: &KernelSqtt) -> f64 {
-    k.ses
-        .iter()
-        .map(|s| {
-            let w = &s.analysis.waves;
-            let lo = w.iter().map(|w| w.start).min();
-            let hi = w.iter().map(|w| w.end).max();
-            match (lo, hi) {
-                (Some(lo), Some(hi)) if hi > lo => {
-                    w.iter()
-                        .map(|w| (w.end - w.start).max(0) as f64)
-                        .sum::<f64>()
-                        / (hi - lo) as f64
-                }
-                _ => 0.0,
+    waves_in_flight_of(
+        k.ses
+            .iter()
+            .map(|s| s.analysis.waves.iter().map(|w| (w.start, w.end))),
+    )
+}
+
+/// Mean waves in flight from each SE's waves as (start, end) cycles, SEs in order.
+pub fn waves_in_flight_of<I>(ses: impl Iterator<Item = I>) -> f64
+where
+    I: Iterator<Item = (i64, i64)> + Clone,
+{
+    ses.map(|w| {
+        let lo = w.clone().map(|w| w.0).min();
+        let hi = w.clone().map(|w| w.1).max();
+        match (lo, hi) {
+            (Some(lo), Some(hi)) if hi > lo => {
+                w.map(|(s, e)| (e - s).max(0) as f64).sum::<f64>() / (hi - lo) as f64
             }
-        })
-        .sum()
+            _ => 0.0,
+        }
+    })
+    .sum()
 }
 
 /// Kernel `name` of a code object, or its only kernel when the name is not a symbol.
@@ -445,6 +475,29 @@ pub fn diff_profiles(
     b_name: &str,
     opts: &DiffOptions,
 ) -> ProfileDiff {
+    diff_profiles_with(
+        a,
+        a_name,
+        b,
+        b_name,
+        opts,
+        &KernelData::from_profile,
+        &KernelData::from_profile,
+    )
+}
+
+/// [`diff_profiles`] with each side's kernel data from `data_a` / `data_b` (called with the
+/// side's profile and a kernel index; [`KernelData::from_profile`] decodes its SQTT, a caller
+/// with a saved analysis gives [`KernelData::from_summary`]).
+pub fn diff_profiles_with(
+    a: &Profile,
+    a_name: &str,
+    b: &Profile,
+    b_name: &str,
+    opts: &DiffOptions,
+    data_a: &dyn Fn(&Profile, usize) -> Option<KernelData>,
+    data_b: &dyn Fn(&Profile, usize) -> Option<KernelData>,
+) -> ProfileDiff {
     let wanted = |p: &Profile, i: usize| {
         opts.kernel
             .as_deref()
@@ -458,8 +511,8 @@ pub fn diff_profiles(
     let tb = profile_target(b);
     let mut kernels = Vec::new();
     for (x, y, how) in match_kernels(&ka, &kb) {
-        let da = x.and_then(|x| KernelData::from_profile(a, ia[x]));
-        let db = y.and_then(|y| KernelData::from_profile(b, ib[y]));
+        let da = x.and_then(|x| data_a(a, ia[x]));
+        let db = y.and_then(|y| data_b(b, ib[y]));
         kernels.push(diff_kernel(da.as_ref(), db.as_ref(), how));
     }
     ProfileDiff {

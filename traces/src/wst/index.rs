@@ -1,22 +1,23 @@
-//! The `.wst` analysis index (section `INDX`, schema 1): the per-kernel analysis results saved
-//! beside the capture, so reopening a saved file shows its first frame and its instruction
-//! table without decoding the SQTT again.
+//! The `.wst` analysis index (section `INDX`, schema 1, layout version 2): the per-kernel
+//! analysis results saved beside the capture, so reopening a saved file shows its first frame,
+//! its instruction table and the per-wave latency split of `stats --json` without decoding the
+//! SQTT again. Version 1 (no wave-split table, 168-byte kernel entries) is still read.
 //!
 //! Little-endian, fixed-size records, every table at a multiple of 8 from the section's start,
 //! read in place from the memory map (nothing is parsed until asked for). Offsets inside the
 //! section are relative to its first byte; error messages name absolute file offsets.
 //! ```text
 //! header (64 bytes)
-//!   0  [u8;8] "WSTINDX\0"     8  u32 version (1)     12 u32 kernel count K
+//!   0  [u8;8] "WSTINDX\0"     8  u32 version (2; 1 read)     12 u32 kernel count K
 //!   16 u64 META section length (the index belongs to that metadata)
 //!   24 u32 crc32 of the META section   28 u32 crc32 of the kernel directory
 //!   32 u64 directory offset   40 u64 section length   48..64 zero
-//! directory: K kernel entries of 168 bytes
+//! directory: K kernel entries of 184 bytes (168 in version 1)
 //!   0 u32 kernel   4 u32 x unit (0 us, 1 cycles)   8 u32 flags (bit 0: kernel_len known)
 //!   12 u32 SE count   16 f64 kernel_len   24 f64 x lo   32 f64 x hi   40 u64 waves
 //!   48 9 x i64 latency split (latency, exposed, hidden valu salu vmem lds smem branch other)
 //!   120 table ref SEs (48-byte records)   136 table ref rows (200-byte records)
-//!   152 table ref strings (UTF-8 bytes)
+//!   152 table ref strings (UTF-8 bytes)   168 table ref wave splits (96-byte records; v2)
 //! table ref (16 bytes): u64 offset, u32 count, u32 crc32 of the table's bytes
 //! SE record (48): u32 se, u32 flags (bit 0 itrace, bit 1 error), u32 error offset, u32 error
 //!   length (in the kernel's strings), table ref waves (32-byte records), table ref overview
@@ -28,19 +29,25 @@
 //!   i64 amd duration, i64 exposed, 7 x i64 hidden by class, f64 hidden share,
 //!   u32 name offset, u32 name length, u32 key offset, u32 key length, u32 flags
 //!   (bit 0 amd stall known, bit 1 amd duration known), u32 0
+//! wave split record (96): u32 se, u16 cu, u8 simd, u8 slot, u64 wave (index in the SE's wave
+//!   list), u64 instructions, 9 x i64 latency split (as the directory's)
 //! ```
 //! Every table carries a CRC, checked when it is first read: a corrupt or foreign index is
 //! reported (with its offset) and ignored by the callers, which then recompute.
 
-use crate::analysis::hidden::{HiddenBy, LatencySplit};
+use crate::analysis::hidden::{HiddenBy, KernelSplits, LatencySplit, WaveSplit};
 use crate::analysis::{InstStat, KernelSqtt, XUnit};
 use crate::bytes::Reader;
 
 pub const MAGIC: [u8; 8] = *b"WSTINDX\0";
-/// The index layout this build writes and reads.
-pub const VERSION: u32 = 1;
+/// The index layout this build writes (and reads, with [`VERSION_1`]).
+pub const VERSION: u32 = 2;
+/// The first layout: no per-wave latency splits; still read (those splits are then recomputed).
+pub const VERSION_1: u32 = 1;
 const HEADER_LEN: usize = 64;
-const KERNEL_LEN: usize = 168;
+const KERNEL_LEN: usize = 184;
+const KERNEL_LEN_V1: usize = 168;
+const WSPLIT_LEN: usize = 96;
 const SE_LEN: usize = 48;
 const WAVE_LEN: usize = 32;
 const ROW_LEN: usize = 200;
@@ -99,12 +106,14 @@ pub struct KernelRecord {
     pub latency: LatencySplit,
     pub ses: Vec<SeRecord>,
     pub rows: Vec<InstStat>,
+    /// The latency split of each instruction-traced wave (`KernelSplits::waves`).
+    pub wave_splits: Vec<WaveSplit>,
 }
 
 impl KernelRecord {
     /// The one adapter from the analysis types to the index's records: a kernel's analysis,
-    /// its instruction table and its latency split (`analysis::hidden::kernel_splits(k).total`).
-    pub fn from_analysis(k: &KernelSqtt, rows: &[InstStat], latency: &LatencySplit) -> Self {
+    /// its instruction table and its latency splits (`analysis::hidden::kernel_splits(k)`).
+    pub fn from_analysis(k: &KernelSqtt, rows: &[InstStat], splits: &KernelSplits) -> Self {
         let ses = k
             .ses
             .iter()
@@ -134,9 +143,10 @@ impl KernelRecord {
             unit: k.unit,
             kernel_len: k.kernel_len,
             x_range: k.x_range(),
-            latency: *latency,
+            latency: splits.total,
             ses,
             rows: rows.to_vec(),
+            wave_splits: splits.waves.clone(),
         }
     }
 }
@@ -152,7 +162,7 @@ pub fn build(p: &crate::model::Profile, progress: &dyn Fn(usize, usize)) -> Vec<
         if let Some(a) = crate::analysis::analyze_kernel_with(p, k, &|_, _| {}, opts) {
             let splits = crate::analysis::hidden::kernel_splits(&a);
             let rows = crate::analysis::inst_stats_with(&a, &splits);
-            out.push(KernelRecord::from_analysis(&a, &rows, &splits.total));
+            out.push(KernelRecord::from_analysis(&a, &rows, &splits));
         }
         progress(i + 1, ks.len());
     }
@@ -189,6 +199,22 @@ fn put_table(body: &mut Vec<u8>, base: usize, table: &[u8], count: usize) -> [u8
 
 fn hidden_fields(h: &HiddenBy) -> [i64; 7] {
     [h.valu, h.salu, h.vmem, h.lds, h.smem, h.branch, h.other]
+}
+
+fn put_split(b: &mut Vec<u8>, s: &LatencySplit) {
+    put_i64(b, s.latency);
+    put_i64(b, s.exposed);
+    for v in hidden_fields(&s.hidden) {
+        put_i64(b, v);
+    }
+}
+
+fn split_from(l: [i64; 9]) -> LatencySplit {
+    LatencySplit {
+        latency: l[0],
+        exposed: l[1],
+        hidden: hidden_from([l[2], l[3], l[4], l[5], l[6], l[7], l[8]]),
+    }
 }
 
 fn hidden_from(v: [i64; 7]) -> HiddenBy {
@@ -290,9 +316,20 @@ pub fn encode(kernels: &[KernelRecord], meta: &[u8]) -> Vec<u8> {
             );
             put_u32(&mut rows, 0);
         }
+        let mut wsplits = Vec::with_capacity(k.wave_splits.len() * WSPLIT_LEN);
+        for w in &k.wave_splits {
+            put_u32(&mut wsplits, w.se);
+            wsplits.extend_from_slice(&w.cu.to_le_bytes());
+            wsplits.push(w.simd);
+            wsplits.push(w.slot);
+            put_u64(&mut wsplits, w.wave as u64);
+            put_u64(&mut wsplits, w.instructions as u64);
+            put_split(&mut wsplits, &w.split);
+        }
         let sref = put_table(&mut body, body_base, &ses, k.ses.len());
         let rref = put_table(&mut body, body_base, &rows, k.rows.len());
         let tref = put_table(&mut body, body_base, &strings.0, strings.0.len());
+        let wsref = put_table(&mut body, body_base, &wsplits, k.wave_splits.len());
         let waves: usize = k.ses.iter().map(|s| s.waves.len()).sum();
         put_u32(&mut dir, k.kernel);
         put_u32(&mut dir, u32::from(k.unit == XUnit::Cycles));
@@ -302,14 +339,11 @@ pub fn encode(kernels: &[KernelRecord], meta: &[u8]) -> Vec<u8> {
         put_f64(&mut dir, k.x_range.0);
         put_f64(&mut dir, k.x_range.1);
         put_u64(&mut dir, waves as u64);
-        put_i64(&mut dir, k.latency.latency);
-        put_i64(&mut dir, k.latency.exposed);
-        for v in hidden_fields(&k.latency.hidden) {
-            put_i64(&mut dir, v);
-        }
+        put_split(&mut dir, &k.latency);
         dir.extend_from_slice(&sref);
         dir.extend_from_slice(&rref);
         dir.extend_from_slice(&tref);
+        dir.extend_from_slice(&wsref);
     }
     pad8(&mut body);
     let total = body_base + body.len();
@@ -344,6 +378,10 @@ pub struct IndexView<'a> {
     section: Reader<'a>,
     kernels: usize,
     dir: Reader<'a>,
+    /// The layout version ([`VERSION`] or [`VERSION_1`]).
+    version: u32,
+    /// Bytes per directory entry in that version.
+    entry_len: usize,
 }
 
 /// One kernel's entry, its tables checked.
@@ -357,6 +395,8 @@ pub struct KernelEntry<'a> {
     pub latency: LatencySplit,
     ses: Table<'a>,
     rows: Table<'a>,
+    /// `None` in a version-1 index.
+    wave_splits: Option<Table<'a>>,
     strings: &'a str,
     strings_at: u64,
 }
@@ -388,12 +428,16 @@ impl<'a> IndexView<'a> {
             return Err(bad(base, "bad magic"));
         }
         let version = r.u32_at(8, "index version")?;
-        if version != VERSION {
-            return Err(bad(
-                base + 8,
-                format!("version {version}, this build reads {VERSION}"),
-            ));
-        }
+        let entry_len = match version {
+            VERSION => KERNEL_LEN,
+            VERSION_1 => KERNEL_LEN_V1,
+            _ => {
+                return Err(bad(
+                    base + 8,
+                    format!("version {version}, this build reads {VERSION_1} and {VERSION}"),
+                ))
+            }
+        };
         let kernels = r.u32_at(12, "index kernel count")? as usize;
         let meta_len = r.u64_at(16, "index metadata length")?;
         let meta_crc = r.u32_at(24, "index metadata crc")?;
@@ -413,7 +457,7 @@ impl<'a> IndexView<'a> {
             ));
         }
         let dir_len = kernels
-            .checked_mul(KERNEL_LEN)
+            .checked_mul(entry_len)
             .ok_or_else(|| bad(base + 12, "kernel count overflows"))?;
         let dir = r.sub(
             usize::try_from(dir_off).map_err(|_| bad(base + 32, "directory offset"))?,
@@ -427,11 +471,18 @@ impl<'a> IndexView<'a> {
             section: r,
             kernels,
             dir,
+            version,
+            entry_len,
         })
     }
 
     pub fn kernel_count(&self) -> usize {
         self.kernels
+    }
+
+    /// The layout version of this index.
+    pub fn version(&self) -> u32 {
+        self.version
     }
 
     fn table(&self, r: &Reader<'a>, pos: usize, rec: usize) -> Result<Table<'a>, IndexError> {
@@ -459,7 +510,9 @@ impl<'a> IndexView<'a> {
 
     /// The `i`th kernel entry of the directory.
     pub fn entry(&self, i: usize) -> Result<KernelEntry<'a>, IndexError> {
-        let r = self.dir.sub(i * KERNEL_LEN, KERNEL_LEN, "kernel entry")?;
+        let r = self
+            .dir
+            .sub(i * self.entry_len, self.entry_len, "kernel entry")?;
         let unit = match r.u32_at(4, "x unit")? {
             0 => XUnit::Micros,
             1 => XUnit::Cycles,
@@ -476,6 +529,11 @@ impl<'a> IndexView<'a> {
         }
         let rows = self.table(&r, 136, ROW_LEN)?;
         let st = self.table(&r, 152, 1)?;
+        let wave_splits = if self.version >= VERSION {
+            Some(self.table(&r, 168, WSPLIT_LEN)?)
+        } else {
+            None
+        };
         let strings = std::str::from_utf8(st.bytes)
             .map_err(|e| bad(st.at + e.valid_up_to() as u64, "strings are not UTF-8"))?;
         Ok(KernelEntry {
@@ -484,13 +542,10 @@ impl<'a> IndexView<'a> {
             kernel_len: (flags & 1 != 0).then_some(r.f64_at(16, "kernel length")?),
             x_range: (r.f64_at(24, "x lo")?, r.f64_at(32, "x hi")?),
             waves: r.u64_at(40, "wave count")?,
-            latency: LatencySplit {
-                latency: l[0],
-                exposed: l[1],
-                hidden: hidden_from([l[2], l[3], l[4], l[5], l[6], l[7], l[8]]),
-            },
+            latency: split_from(l),
             ses,
             rows,
+            wave_splits,
             strings,
             strings_at: st.at,
         })
@@ -501,7 +556,7 @@ impl<'a> IndexView<'a> {
         (0..self.kernels)
             .find(|&i| {
                 self.dir
-                    .u32_at(i * KERNEL_LEN, "kernel")
+                    .u32_at(i * self.entry_len, "kernel")
                     .is_ok_and(|v| v as usize == k)
             })
             .map(|i| self.entry(i))
@@ -555,6 +610,41 @@ impl<'a> KernelEntry<'a> {
                 )
             })?;
         Ok(s)
+    }
+
+    /// The latency split of each instruction-traced wave, as the analysis computed it; `None`
+    /// from a version-1 index, which did not save them.
+    pub fn wave_splits(&self) -> Option<Result<Vec<WaveSplit>, IndexError>> {
+        let t = self.wave_splits?;
+        Some(
+            (0..t.count)
+                .map(|i| {
+                    let r = Reader::with_base(t.bytes, t.at).sub(
+                        i * WSPLIT_LEN,
+                        WSPLIT_LEN,
+                        "wave split",
+                    )?;
+                    let mut l = [0i64; 9];
+                    for (j, v) in l.iter_mut().enumerate() {
+                        *v = r.i64_at(24 + 8 * j, "wave split")?;
+                    }
+                    let count = |pos, what| {
+                        let v = r.u64_at(pos, what)?;
+                        usize::try_from(v)
+                            .map_err(|_| bad(r.base() + pos as u64, format!("{what} {v}")))
+                    };
+                    Ok(WaveSplit {
+                        se: r.u32_at(0, "wave split SE")?,
+                        cu: r.u16_at(4, "wave split cu")?,
+                        simd: r.u8_at(6, "wave split simd")?,
+                        slot: r.u8_at(7, "wave split slot")?,
+                        wave: count(8, "wave split wave")?,
+                        instructions: count(16, "wave split instructions")?,
+                        split: split_from(l),
+                    })
+                })
+                .collect(),
+        )
     }
 
     /// The instruction table, as the analysis computed it.
