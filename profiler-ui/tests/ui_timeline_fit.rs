@@ -102,7 +102,6 @@ fn demo_opens_with_its_kernels_filling_the_width() {
     }
     assert!(!true_gaps.is_empty(), "no long idle gap in {work:?}");
 
-    let m = TimelineModel::build(p);
     let app = App::with_config_dir(Some(wst), None);
     let size = egui::vec2(1600.0, 1000.0); // `wavescope open`'s default window
     let mut h = Harness::builder()

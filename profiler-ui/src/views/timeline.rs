@@ -70,15 +70,6 @@ impl TimelineState {
         self.view = TimeView::new(new.to_axis(a), new.to_axis(b));
     }
 
-    /// Screen x range of true times `[a, b]` on a canvas `[left, left + width)`.
-    pub fn px_of(&self, m: &TimelineModel, a: f64, b: f64, left: f32, width: f32) -> (f32, f32) {
-        let ax = self.axis(m);
-        (
-            self.view.to_px(ax.to_axis(a), left, width),
-            self.view.to_px(ax.to_axis(b), left, width),
-        )
-    }
-
     /// Zooms to kernel `k` and selects it.
     pub fn jump_to_kernel(&mut self, m: &TimelineModel, k: u32) {
         if let Some(s) = m.kernel_span(k) {
