@@ -874,7 +874,13 @@ impl Loaded {
                     }
                 });
                 ui.separator();
-                compare::show_strip(ui, &self.compare, &self.timeline, &self.tl.view);
+                compare::show_strip(
+                    ui,
+                    &self.compare,
+                    &self.timeline,
+                    &self.tl.view,
+                    self.tl.axis(&self.timeline),
+                );
                 if let Some(Action::OpenKernel(k)) =
                     timeline::show(ui, &self.timeline, &mut self.tl)
                 {

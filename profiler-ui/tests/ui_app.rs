@@ -122,8 +122,12 @@ fn search_finds_and_jumps_to_a_kernel() {
     h.run_steps(3);
     let l = h.state().loaded().unwrap();
     let s = l.timeline.kernel_span(0).unwrap();
-    // Jump-to zooms so that the kernel fills about a third of the view, and selects it.
-    assert!(l.tl.view.start <= s.start && l.tl.view.end >= s.end);
+    // Jump-to zooms so that the kernel fills about a third of the view, and selects it (the
+    // view is on the time axis, idle gaps collapsed; a kernel is never inside a gap).
+    let ax = l.tl.axis(&l.timeline);
+    let (a, b) = (ax.to_axis(s.start), ax.to_axis(s.end));
+    assert!((b - a - (s.end - s.start)).abs() < 1e-6);
+    assert!(l.tl.view.start <= a && l.tl.view.end >= b);
     assert!(l.tl.view.len() < (s.end - s.start) * 4.0);
     assert_eq!(
         l.tl.selected,

@@ -40,7 +40,12 @@ fn cpu_track_is_drawn_with_legible_names() {
         .iter()
         .flat_map(|l| &l.spans)
         .filter(|s| {
-            let (a, b) = (s.start.max(st.view.start), s.end.min(st.view.end));
+            // On the view's axis (idle gaps collapsed), as the timeline draws them.
+            let ax = st.axis(&m);
+            let (a, b) = (
+                ax.to_axis(s.start).max(st.view.start),
+                ax.to_axis(s.end).min(st.view.end),
+            );
             b - a > 0.03 * view && matches!(s.target, Target::Range(_))
         })
         .map(|s| m.name(s.name).to_string())

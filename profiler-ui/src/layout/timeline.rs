@@ -5,6 +5,16 @@ use std::collections::HashMap;
 
 use traces::model::{Profile, Time};
 
+use crate::layout::view::{Break, TimeAxis};
+
+/// An idle gap is collapsed when it is longer than this many times the GPU work on either side
+/// of it (see docs/kernel-analysis.md, "Collapsed idle time").
+pub const IDLE_RATIO: f64 = 5.0;
+/// ... and longer than this (µs): shorter gaps cost little width at true scale.
+pub const IDLE_MIN_US: f64 = 2.0;
+/// All collapsed gaps together take about this share of the axis.
+pub const BREAK_SHARE: f64 = 0.35;
+
 /// What a span stands for in the profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
@@ -60,6 +70,8 @@ pub struct TimelineModel {
     pub kernel_pos: HashMap<u32, (usize, usize, usize)>,
     /// x range where the GPU worked: kernels and ranges on GPU devices (copies), if any.
     pub gpu_work: Option<(f64, f64)>,
+    /// The time axis with long idle gaps between GPU work collapsed (the default view).
+    pub idle_axis: TimeAxis,
 }
 
 fn us_since(t: Time, origin: Time) -> f64 {
@@ -97,6 +109,8 @@ impl TimelineModel {
             interned.insert(s.to_string(), i);
             i
         };
+        // Where the GPU worked (kernels, copies): the idle gaps between are collapsible.
+        let mut work: Vec<(f64, f64)> = Vec::new();
         let kernel_of_range: HashMap<u32, u32> = p
             .kernels
             .iter()
@@ -134,6 +148,7 @@ impl TimelineModel {
             };
             if matches!(target, Target::Kernel(_)) || p.props_device(r.device).is_some() {
                 m.gpu_work = widen(m.gpu_work, start, end);
+                work.push((start, end));
             }
             push_span(
                 &mut m.tracks[t],
@@ -156,6 +171,7 @@ impl TimelineModel {
             let end = us_since(k.end.unwrap_or(k.start), origin).max(start);
             let level = m.tracks[t].levels.len();
             m.gpu_work = widen(m.gpu_work, start, end);
+            work.push((start, end));
             push_span(
                 &mut m.tracks[t],
                 level,
@@ -229,6 +245,7 @@ impl TimelineModel {
         }
         m.start = lo;
         m.end = hi;
+        m.idle_axis = idle_axis(work, lo, hi);
         m
     }
 
@@ -255,6 +272,68 @@ impl TimelineModel {
         let &(t, l, s) = self.kernel_pos.get(&k)?;
         self.tracks.get(t)?.levels.get(l)?.spans.get(s)
     }
+}
+
+/// Collapses the idle gaps between GPU work (and before the first and after the last, back to
+/// the capture's ends) that are longer than [`IDLE_RATIO`] times the work item on either side
+/// and than [`IDLE_MIN_US`]; work between collapsed gaps forms a stretch.
+/// Together the gaps take [`BREAK_SHARE`] of the axis, each in proportion to
+/// `(1 + log10(gap / shortest collapsed gap))^2` (a longer idle reads longer: a few µs between
+/// two copies is a sliver, milliseconds between launches have room for their label; a 100 ms
+/// one never swamps the work) and at most the longest stretch, so the stretches fill the width
+/// whatever the host did in between.
+pub fn idle_axis(mut work: Vec<(f64, f64)>, start: f64, end: f64) -> TimeAxis {
+    if work.is_empty() {
+        return TimeAxis::default();
+    }
+    work.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let long = |gap: f64, a: f64, b: f64| gap > IDLE_MIN_US && gap > IDLE_RATIO * a.max(b);
+    // Stretches: work separated by gaps too short to collapse.
+    let mut stretches: Vec<(f64, f64)> = Vec::new();
+    let mut gaps: Vec<(f64, f64)> = Vec::new();
+    let (mut cs, mut ce) = work[0];
+    // The work item that ends last so far: the gap's left neighbour (not the whole stretch,
+    // which would swallow every gap shorter than itself).
+    let mut prev_len = work[0].1 - work[0].0;
+    for &(a, b) in &work[1..] {
+        if long(a - ce, prev_len, b - a) {
+            stretches.push((cs, ce));
+            gaps.push((ce, a));
+            (cs, ce) = (a, b);
+            prev_len = b - a;
+        } else if b >= ce {
+            ce = b;
+            prev_len = b - a;
+        }
+    }
+    stretches.push((cs, ce));
+    let first = stretches[0];
+    let last = *stretches.last().unwrap_or(&first);
+    if long(first.0 - start, first.1 - first.0, 0.0) {
+        gaps.push((start, first.0));
+    }
+    if long(end - last.1, last.1 - last.0, 0.0) {
+        gaps.push((last.1, end));
+    }
+    if gaps.is_empty() {
+        return TimeAxis::default();
+    }
+    // Instant-only work still gets a visible width.
+    let work_len: f64 = stretches.iter().map(|s| s.1 - s.0).sum::<f64>().max(1e-3);
+    let shortest = gaps.iter().map(|g| g.1 - g.0).fold(f64::INFINITY, f64::min);
+    let weight = |g: &(f64, f64)| (1.0 + ((g.1 - g.0) / shortest).log10()).powi(2);
+    let weights: f64 = gaps.iter().map(weight).sum();
+    let unit = BREAK_SHARE / (1.0 - BREAK_SHARE) * work_len / weights;
+    let cap = stretches.iter().map(|s| s.1 - s.0).fold(1e-3, f64::max);
+    TimeAxis::new(
+        gaps.iter()
+            .map(|g| Break {
+                start: g.0,
+                end: g.1,
+                shown: (unit * weight(g)).min(cap),
+            })
+            .collect(),
+    )
 }
 
 fn widen(r: Option<(f64, f64)>, a: f64, b: f64) -> Option<(f64, f64)> {

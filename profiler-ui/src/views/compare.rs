@@ -15,7 +15,7 @@ use traces::model::Profile;
 
 use super::{name_color, text_on};
 use crate::layout::timeline::TimelineModel;
-use crate::layout::view::TimeView;
+use crate::layout::view::{TimeAxis, TimeView};
 
 /// Faster in B.
 pub const BETTER: Color32 = Color32::from_rgb(90, 190, 110);
@@ -166,7 +166,13 @@ pub const STRIP_H: f32 = 64.0;
 
 /// The A/B kernel strip above the timeline: A's kernels and B's, B shifted so that both start
 /// at their first kernel, on A's time axis.
-pub fn show_strip(ui: &mut Ui, slot: &CompareSlot, a: &TimelineModel, view: &TimeView) {
+pub fn show_strip(
+    ui: &mut Ui,
+    slot: &CompareSlot,
+    a: &TimelineModel,
+    view: &TimeView,
+    axis: &TimeAxis,
+) {
     if let Some((path, _)) = &slot.job {
         ui.horizontal(|ui| {
             ui.spinner();
@@ -209,8 +215,8 @@ pub fn show_strip(ui: &mut Ui, slot: &CompareSlot, a: &TimelineModel, view: &Tim
             };
             // The same x mapping as the timeline below, so A's lane lines up with its track.
             let (x0, x1) = (
-                view.to_px(s.start + dx, rect.left(), rect.width()),
-                view.to_px(s.end + dx, rect.left(), rect.width()),
+                view.to_px(axis.to_axis(s.start + dx), rect.left(), rect.width()),
+                view.to_px(axis.to_axis(s.end + dx), rect.left(), rect.width()),
             );
             if x1 < rect.left() || x0 > rect.right() {
                 continue;

@@ -173,6 +173,17 @@ pub fn paint_measure(p: &Painter, canvas: Rect, view: &TimeView, a: f64, b: f64,
     let (a, b) = if a <= b { (a, b) } else { (b, a) };
     let x0 = view.to_px(a, canvas.left(), canvas.width());
     let x1 = view.to_px(b, canvas.left(), canvas.width());
+    let label = if cycles {
+        ruler::format_cycles(b - a)
+    } else {
+        ruler::format_us(b - a)
+    };
+    paint_measure_span(p, canvas, x0, x1, &label);
+}
+
+/// The measure band between screen x `x0` and `x1`, labelled `label`.
+pub fn paint_measure_span(p: &Painter, canvas: Rect, x0: f32, x1: f32, label: &str) {
+    let (x0, x1) = if x0 <= x1 { (x0, x1) } else { (x1, x0) };
     let r = Rect::from_x_y_ranges(x0..=x1.max(x0 + 1.0), canvas.y_range());
     p.rect_filled(r, 0.0, Color32::from_rgba_unmultiplied(120, 170, 255, 40));
     p.line_segment(
@@ -183,13 +194,12 @@ pub fn paint_measure(p: &Painter, canvas: Rect, view: &TimeView, a: f64, b: f64,
         [r.right_top(), r.right_bottom()],
         Stroke::new(1.0, Color32::LIGHT_BLUE),
     );
-    let label = if cycles {
-        ruler::format_cycles(b - a)
-    } else {
-        ruler::format_us(b - a)
-    };
     let pos = Pos2::new((x0 + x1) / 2.0, canvas.top() + 4.0);
-    let galley = p.layout_no_wrap(label, egui::FontId::proportional(13.0), Color32::WHITE);
+    let galley = p.layout_no_wrap(
+        label.to_string(),
+        egui::FontId::proportional(13.0),
+        Color32::WHITE,
+    );
     let bg = Rect::from_center_size(
         pos + egui::vec2(0.0, galley.size().y / 2.0),
         galley.size() + egui::vec2(8.0, 4.0),

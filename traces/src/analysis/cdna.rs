@@ -30,11 +30,34 @@ pub(crate) fn use_issue_stream(
         .iter()
         .map(|t| (t.offset, t.op))
         .collect();
+    // Our CDNA clock (tinygrad's rule) gives the issues of one burst the same cycle, so gaps
+    // inside a burst read 0 and every kind's best case was 0 (the Stall column read ~100%).
+    // AMD's clock ticks 4 cycles more per flagged packet and the walk already has each
+    // instruction's time on it (`issue_time`: AMD's `time`, when the wave first tried to issue
+    // it; never two in one cycle, gfx9 issues a wave at most every 4 cycles). Tokens take
+    // AMD's gaps, each wave anchored at its first instruction's time on our clock so it stays
+    // inside the wave's bar and beside the other waves.
+    // Per wave: (AMD time, AMD minus ours) of its first instruction.
+    let mut first: HashMap<u32, (i64, i64)> = HashMap::new();
+    for m in &se.mapped {
+        if let Some(w) = m.wave {
+            let e = first.entry(w).or_insert((i64::MAX, 0));
+            if m.issue_time < e.0 {
+                *e = (m.issue_time, m.issue_time - m.time);
+            }
+        }
+    }
+    let time_of = |i: usize| {
+        let m = &se.mapped[i];
+        m.wave
+            .and_then(|w| first.get(&w))
+            .map_or(m.time, |&(_, shift)| m.issue_time - shift)
+    };
     let mut order: Vec<usize> = (0..se.mapped.len())
         .filter(|&i| se.mapped[i].wave.is_some())
         .collect();
     // Stable: a wave's instructions stay in walk order at equal times.
-    order.sort_by_key(|&i| se.mapped[i].time);
+    order.sort_by_key(|&i| time_of(i));
     let mut tokens = Vec::with_capacity(order.len());
     let mut pcs = Vec::with_capacity(order.len());
     for i in order {
@@ -46,7 +69,7 @@ pub(crate) fn use_issue_stream(
             None
         };
         tokens.push(InstToken {
-            time: m.time,
+            time: time_of(i),
             wave,
             kind: TokenKind::Inst,
             op,
