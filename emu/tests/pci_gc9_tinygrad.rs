@@ -1,5 +1,6 @@
 //! The emulated MI350 (gfx950, GC 9.5.0, 8 XCCs) driven the way tinygrad's AM driver brings up
-//! this family, independent of our driver (`runtime::pci::am` has no GC 9 path). Each step
+//! this family, independent of our driver (whose own boot of this device is the last test
+//! here, up to its refusal for the missing v9 queues). Each step
 //! below names its source in tinygrad (`tinygrad/runtime/support/am/amdev.py` and `ip.py`):
 //! discovery, PSP bootloader and ring, SMU 13.0.12 mailbox, MM/GC hub set-up and TLB
 //! invalidation per hub and per XCC, RLC safe mode and MEC release per XCC, one compute HQD
@@ -801,6 +802,7 @@ fn gc9_firmware_set_parses_and_bad_files_name_themselves() {
         matches!(&e, PciError::Firmware { file, msg } if *file == names.sdma && msg.contains("version 2")),
         "{e}"
     );
+}
 
 #[test]
 fn pdb0_entries_translate_further_only_with_pte_tf() {

@@ -5,9 +5,9 @@
 //! from that source, each block citing the method it follows). Register names, instances and field
 //! values are decoded with the register JSON in ../shared/amd-registers read by this test, not with
 //! the driver's generated tables; a register device of the test's own answers the handshakes
-//! (SMU response, RLC safe-mode acknowledge). Known differences: tinygrad's PSP (firmware load,
-//! spatial-partition command) is not done yet, and SCRATCH_REG7 carries our own stamp (see
-//! docs/conformance.md A60–A62).
+//! (SMU response, RLC safe-mode acknowledge). The PSP step (firmware load, spatial partition)
+//! is checked against the emulated MI350 in emu/tests/pci_gc9_tinygrad.rs, not here; SCRATCH_REG7
+//! carries our own stamp (see docs/conformance.md A60–A66).
 
 #[path = "common/replay.rs"]
 mod replay;

@@ -434,7 +434,12 @@ impl EmuPciGpu {
                 let qs = r
                     .pq_control
                     .get("queue_size", st.core.regs.read(r.pq_control.addr));
-                let bytes = 4u64 << (qs + 1);
+                let Some(bytes) = super::hqd_ring_bytes(qs) else {
+                    g.refused.push(format!(
+                        "XCC {x}: CP_HQD_PQ_CONTROL.queue_size {qs} is no ring size"
+                    ));
+                    return true;
+                };
                 let rptr = pair(st, r.rptr_report);
                 let wptr = pair(st, r.wptr_poll);
                 let db = r

@@ -167,6 +167,12 @@ struct Model {
 }
 
 /// Field `name` of `v` per the register's definition (0 when the generation lacks it).
+/// A compute HQD's ring bytes from CP_HQD_PQ_CONTROL.queue_size (2^(n+1) dwords), or `None`
+/// for a size no real ring has (a driver-written field must not overflow the shift).
+pub(crate) fn hqd_ring_bytes(queue_size: u32) -> Option<u64> {
+    (queue_size < 32).then(|| 4u64 << (queue_size + 1))
+}
+
 fn fld(def: Option<&RegDef>, name: &str, v: u32) -> u32 {
     def.and_then(|d| d.field(name)).map_or(0, |f| f.get(v))
 }
@@ -428,7 +434,6 @@ impl EmuPciGpu {
             names.extend(g.names.iter().map(|(k, v)| (*k, v.0)));
         }
         let alias = match gen {
-            _ if gc9.is_some() => HashMap::new(),
             AmGen::Gc11 | AmGen::Gc9 => HashMap::new(),
             AmGen::Gc12 => [
                 regs::MP1_SMN_C2PMSG_66,
@@ -918,7 +923,6 @@ impl EmuPciGpu {
                     "queue_size",
                     st.core.regs.read(a.pq_control),
                 );
-                let bytes = 4u64 << (qs + 1);
                 let rptr = u64_of(&st, a.rptr_report);
                 let wptr = u64_of(&st, a.wptr_poll);
                 let db = fld(
@@ -927,15 +931,18 @@ impl EmuPciGpu {
                     st.core.regs.read(a.pq_doorbell),
                 );
                 st.queues.retain(|q| q.kind != QueueKindEmu::Pm4);
-                st.queues.push(Queue::new(
-                    QueueKindEmu::Pm4,
-                    ring,
-                    bytes,
-                    rptr,
-                    wptr,
-                    db / 2,
-                    0,
-                ));
+                // An impossible size leaves the queue out: the driver's wait then names it.
+                if let Some(bytes) = hqd_ring_bytes(qs) {
+                    st.queues.push(Queue::new(
+                        QueueKindEmu::Pm4,
+                        ring,
+                        bytes,
+                        rptr,
+                        wptr,
+                        db / 2,
+                        0,
+                    ));
+                }
             }
         } else if addr == a.hqd_dequeue {
             if v != 0 {

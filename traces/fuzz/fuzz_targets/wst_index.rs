@@ -8,9 +8,25 @@ fn read_all(idx: &IndexView<'_>) -> Result<usize, IndexError> {
     let mut n = 0;
     for e in idx.entries()? {
         n += e.rows()?.len();
-        for s in idx.ses(&e)? {
-            n += s.waves()?.len() + s.overview().len();
+        if let Some(w) = e.wave_splits() {
+            n += w?.len();
         }
+        let mut lives = Vec::new();
+        for s in idx.ses(&e)? {
+            let waves = s.waves()?;
+            n += waves.len() + s.overview().len();
+            lives.push(waves.iter().map(|w| (w.start, w.end)).collect::<Vec<_>>());
+            // What `stats --json` and `diff` compute from the saved waves.
+            let mut occ = traces::analysis::occupancy::Achieved::default();
+            let it = waves.iter().map(|w| traces::analysis::occupancy::WaveLife {
+                start: w.start,
+                end: w.end,
+                cu: w.cu,
+                simd: w.simd,
+            });
+            traces::analysis::occupancy::achieved_se(&mut occ, 0, it);
+        }
+        let _ = traces::diff::waves_in_flight_of(lives.iter().map(|l| l.iter().copied()));
     }
     Ok(n)
 }

@@ -502,7 +502,8 @@ pub fn achieved_se(out: &mut Achieved, se: u32, waves: impl Iterator<Item = Wave
     ) else {
         return;
     };
-    let span = (hi - lo).max(1);
+    // Saturating: the times may come from a file's index (`.wst`), not only the decoder.
+    let span = hi.saturating_sub(lo).max(1);
     let mut simds: std::collections::BTreeMap<(u16, u8), Vec<(i64, i64)>> = Default::default();
     for w in waves {
         simds
@@ -514,7 +515,9 @@ pub fn achieved_se(out: &mut Achieved, se: u32, waves: impl Iterator<Item = Wave
     let mut peak_all = 0;
     let count = simds.len();
     for ((cu, simd), lives) in simds {
-        let busy: i64 = lives.iter().map(|(a, b)| b - a).sum();
+        let busy = lives
+            .iter()
+            .fold(0i64, |acc, (a, b)| acc.saturating_add(b.saturating_sub(*a)));
         // Peak concurrency: starts and ends merged in time order, ends first at equal
         // times. Waves come in WAVESTART order, so only the ends need sorting.
         let mut starts: Vec<i64> = lives.iter().map(|l| l.0).collect();

@@ -337,7 +337,10 @@ where
         let hi = w.clone().map(|w| w.1).max();
         match (lo, hi) {
             (Some(lo), Some(hi)) if hi > lo => {
-                w.map(|(s, e)| (e - s).max(0) as f64).sum::<f64>() / (hi - lo) as f64
+                // Saturating: the times may come from a file's index.
+                w.map(|(s, e)| e.saturating_sub(s).max(0) as f64)
+                    .sum::<f64>()
+                    / hi.saturating_sub(lo) as f64
             }
             _ => 0.0,
         }

@@ -536,6 +536,11 @@ impl Gc9 {
         Ok(())
     }
 
+    /// Marks the session as ended (SCRATCH_REG6 = 0, tinygrad's `AMDev.fini` mark).
+    pub fn end_session(&self) -> PciResult<()> {
+        self.regs.write(regs::SCRATCH_REG6, 0)
+    }
+
     /// NBIO 7.9: doorbell fences of absent XCCs (all AIDs), interrupt monitor and doorbell access.
     pub fn soc_init(&self) -> PciResult<()> {
         let live: u32 = (0..self.xccs).map(|i| 1u32 << i).sum();

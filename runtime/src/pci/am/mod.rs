@@ -499,7 +499,10 @@ impl AmDevice {
                 opts.handshake_timeout_ms,
             )?;
             g.boot(&fw)?;
-            // Registers, PSP and SMU are up; the v9 queues are not written yet.
+            // Registers, PSP and SMU are up; the v9 queues are not written yet. Nothing runs,
+            // so the session ends as after an orderly teardown (SCRATCH_REG6 = 0): the next
+            // open must not take this refusal for a crashed session and reset the GPU.
+            g.end_session()?;
             return Err(gc9::not_yet(&disc));
         }
         for ip in ALL_IPS {
