@@ -86,7 +86,7 @@ fn bad_values_are_usage_errors_listing_valid_forms() {
         &["capture", "--device", "nope"],
         &[
             "--device",
-            "emu, emu:gfx1100, emu:gfx1201, emu:gfx950, emu-pci[:gfx1201], emu-usb[:gfx1201], kfd[:N], pci:N, usb:N",
+            "emu, emu:gfx1100, emu:gfx1201, emu:gfx950, emu-pci[:gfx1201|:gfx950], emu-usb[:gfx1201], kfd[:N], pci:N, usb:N",
         ],
     );
     let k = fixture("vadd.hsaco");
@@ -111,7 +111,7 @@ fn bad_values_are_usage_errors_listing_valid_forms() {
         &["capture", "--demo", "--device", "nope"],
         &[
             "--device",
-            "emu, emu:gfx1100, emu:gfx1201, emu:gfx950, emu-pci[:gfx1201], emu-usb[:gfx1201], kfd[:N], pci:N, usb:N",
+            "emu, emu:gfx1100, emu:gfx1201, emu:gfx950, emu-pci[:gfx1201|:gfx950], emu-usb[:gfx1201], kfd[:N], pci:N, usb:N",
         ],
     );
     usage_error(&["capture", "--demo", "--device", "emu,usb:x"], &["usb:x"]);
