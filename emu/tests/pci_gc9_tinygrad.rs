@@ -804,6 +804,85 @@ fn gc9_firmware_set_parses_and_bad_files_name_themselves() {
     );
 }
 
+/// An SMC v2.1 file (amdgpu_ucode.h smc_firmware_header_v2_1: pptable_count at 36,
+/// pptable_entry_offset at 40; 12-byte smc_soft_pptable_entry {id, ppt_offset_bytes,
+/// ppt_size_bytes}) listing `entries`, each payload filled with its index.
+fn smc_v2_1(count: u32, entries: &[(u32, u32)]) -> Vec<u8> {
+    let table = 0x40usize;
+    // Payloads after the entry table, 0x40 bytes each.
+    let data = (table + 12 * entries.len()).next_multiple_of(0x40);
+    let mut b = vec![0u8; data + 0x40 * entries.len().max(1)];
+    let n = b.len() as u32;
+    let mut put = |at: usize, v: u32| b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+    put(0, n);
+    put(4, 44);
+    put(8, 2 | 1 << 16);
+    put(20, n - data as u32);
+    put(24, data as u32);
+    put(36, count);
+    put(40, table as u32);
+    for (i, (id, size)) in entries.iter().enumerate() {
+        put(table + 12 * i, *id);
+        put(table + 12 * i + 4, (data + 0x40 * i) as u32);
+        put(table + 12 * i + 8, *size);
+    }
+    for i in 0..entries.len() {
+        b[data + 0x40 * i..data + 0x40 * (i + 1)].fill(i as u8);
+    }
+    b
+}
+
+/// The P2S table as amdgpu's smu_v13_0_6_init_microcode takes it: the first entry with the
+/// dGPU id (__P2S_TABLE_ID_X), one table only; a pptable_count past the bound is an error
+/// naming the file and the count's offset, not a silently shortened list.
+#[test]
+fn gc9_p2s_table_is_the_first_dgpu_entry_and_a_wild_count_is_refused() {
+    use runtime::pci::am::firmware::{fw_type as t, Firmware};
+    use runtime::pci::PciError;
+    const ID_A: u32 = 0x5032_5341;
+    const ID_X: u32 = 0x5032_5358;
+    let cfg = EmuPciConfig::new(EmuArch::Gfx950);
+    let names = emu::pci::firmware::names_for(&cfg.ips);
+    let parse = |smc: Vec<u8>| {
+        let mut files = emu::pci::firmware::synthetic_files_for(&names);
+        files.push((names.smu.clone(), smc));
+        Firmware::parse_gc9_with(&names, true, &mut |n| {
+            files
+                .iter()
+                .find(|f| f.0 == n)
+                .map(|f| f.1.clone())
+                .ok_or_else(|| PciError::Firmware {
+                    file: n.into(),
+                    msg: "absent".into(),
+                })
+        })
+    };
+    let p2s = |fw: &Firmware| -> Vec<Vec<u8>> {
+        fw.ip
+            .iter()
+            .filter(|f| f.fw_type == t::P2S_TABLE)
+            .map(|f| f.data.clone())
+            .collect()
+    };
+    // The APU table first, then two dGPU tables: the first dGPU one (entry 1) only.
+    let fw = parse(smc_v2_1(3, &[(ID_A, 0x10), (ID_X, 0x20), (ID_X, 0x30)])).unwrap();
+    assert_eq!(p2s(&fw), vec![vec![1u8; 0x20]]);
+    assert_eq!(fw.ip[0].fw_type, t::P2S_TABLE, "P2S before SDMA");
+    // No dGPU entry: nothing to load.
+    let fw = parse(smc_v2_1(1, &[(ID_A, 0x10)])).unwrap();
+    assert!(p2s(&fw).is_empty());
+    // 64 entries are read (the 64th is the match), 65 are refused.
+    let mut many = vec![(ID_A, 0x4); 63];
+    many.push((ID_X, 0x8));
+    let fw = parse(smc_v2_1(64, &many)).unwrap();
+    assert_eq!(p2s(&fw), vec![vec![63u8; 0x8]]);
+    let e = parse(smc_v2_1(65, &many)).err().unwrap();
+    assert!(
+        matches!(&e, PciError::Firmware { file, msg } if *file == names.smu && msg.contains("offset 36") && msg.contains("65")),
+        "{e}"
+    );
+}
+
 #[test]
 fn pdb0_entries_translate_further_only_with_pte_tf() {
     // get_pte_flags on GC < 10: a PDB0 entry pointing at a PTB carries AMDGPU_PTE_TF (bit 56,

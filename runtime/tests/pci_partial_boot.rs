@@ -225,6 +225,47 @@ fn a_damaged_boot_record_means_a_full_boot() {
     check_vadd(&mut d, arch, 1000, 5);
 }
 
+fn read_u64(gpu: &EmuPciGpu, vram: u64) -> u64 {
+    let mut word = [0u8; 8];
+    gpu.bar_read(0, vram, &mut word).unwrap();
+    u64::from_le_bytes(word)
+}
+
+#[test]
+fn a_boot_record_with_another_tmr_size_means_a_full_boot() {
+    let arch = EmuArch::Gfx1100;
+    let gpu = EmuPciGpu::new(EmuPciConfig::new(arch)).unwrap();
+    drop(open(&gpu, Path::Pci).expect("first session boots"));
+    // The record's TMR size (header word 5), as the emulated PSP's LOAD_TOC reported it.
+    let tmr_at = BOOT_RECORD + 5 * 8;
+    let tmr = read_u64(&gpu, tmr_at);
+    assert!(tmr > 0, "MP0 13.0.0 asks for a TMR");
+    // Magic, stamp, generation, VRAM size and MC base intact, so the record parses and is
+    // planned for; re-deriving the allocations with this TMR size cannot land where it says.
+    gpu.bar_write(0, tmr_at, &(tmr + (1 << 20)).to_le_bytes())
+        .unwrap();
+    let (w, log) = mark(&gpu);
+    let mut d = open(&gpu, Path::Pci).expect("boots fully");
+    let s = Session::since(&gpu, w, &log);
+    assert_eq!(s.bootloader, 8, "every SOS component loaded again");
+    for name in SKIPPED {
+        assert!(s.count(name) > 0, "the full boot writes {name}");
+    }
+    check_vadd(&mut d, arch, 1000, 9);
+    drop(d);
+    // The full boot started over on fresh PSP state: its record has LOAD_TOC's size again, and
+    // the next clean reopen takes it.
+    assert_eq!(
+        read_u64(&gpu, tmr_at),
+        tmr,
+        "the rewritten record's TMR size"
+    );
+    let (w, log) = mark(&gpu);
+    let mut d = open(&gpu, Path::Pci).expect("third session boots");
+    assert_eq!(Session::since(&gpu, w, &log).bootloader, 0, "partial again");
+    check_vadd(&mut d, arch, 100, 10);
+}
+
 #[test]
 fn a_gpu_stamped_by_tinygrad_is_not_taken_for_ours() {
     let arch = EmuArch::Gfx1100;

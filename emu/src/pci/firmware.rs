@@ -71,6 +71,33 @@ fn common(b: &mut [u8], hsize: u32, maj: u16, min: u16, usize_: u32, uoff: u32) 
     put32(b, 24, uoff);
 }
 
+/// A PSP sOS file with header v2.`minor`: `parts` (PSP firmware types) as 16-byte
+/// descriptors from `desc_at` (v2.0: 36; v2.1 puts psp_aux_fw_bin_index first: 40), each with
+/// a 0x300-byte payload in the ucode array at 0x200.
+fn sos_file(minor: u16, desc_at: usize, parts: &[u32]) -> Vec<u8> {
+    let hsize = desc_at + 16 * parts.len();
+    let (uoff, plen) = (0x200usize, 0x300usize);
+    let mut b = vec![0u8; uoff + plen * parts.len()];
+    common(
+        &mut b,
+        hsize as u32,
+        2,
+        minor,
+        (plen * parts.len()) as u32,
+        uoff as u32,
+    );
+    put32(&mut b, 32, parts.len() as u32);
+    for (i, t) in parts.iter().enumerate() {
+        let at = desc_at + 16 * i;
+        put32(&mut b, at, *t);
+        put32(&mut b, at + 4, 1);
+        put32(&mut b, at + 8, (i * plen) as u32);
+        put32(&mut b, at + 12, plen as u32);
+        b[uoff + i * plen..uoff + (i + 1) * plen].copy_from_slice(&payload(0x100 + t, plen));
+    }
+    b
+}
+
 /// Writes all firmware files into `dir`.
 pub fn write_synthetic(dir: &Path) -> std::io::Result<()> {
     write_synthetic_for(dir, &names())
@@ -113,7 +140,7 @@ pub fn synthetic_files_for(names: &FirmwareNames) -> Vec<(String, Vec<u8>)> {
         return synthetic_files_gc9(names);
     }
     let mut out: Vec<(String, Vec<u8>)> = Vec::with_capacity(FILES.len() + 2);
-    // PSP SOS v2: descriptors at 36, payloads after the header.
+    // PSP sOS v2.0: descriptors at 36.
     let parts = [
         psp_fw::KDB,
         psp_fw::SPL,
@@ -125,29 +152,7 @@ pub fn synthetic_files_for(names: &FirmwareNames) -> Vec<(String, Vec<u8>)> {
         psp_fw::SOS,
         psp_fw::TOC,
     ];
-    let hsize = 36 + 16 * parts.len();
-    let uoff = 0x200usize;
-    let plen = 0x300usize;
-    let mut b = vec![0u8; uoff + plen * parts.len()];
-    common(
-        &mut b,
-        hsize as u32,
-        2,
-        0,
-        (plen * parts.len()) as u32,
-        uoff as u32,
-    );
-    put32(&mut b, 32, parts.len() as u32);
-    for (i, t) in parts.iter().enumerate() {
-        let at = 36 + 16 * i;
-        put32(&mut b, at, *t);
-        put32(&mut b, at + 4, 1);
-        put32(&mut b, at + 8, (i * plen) as u32);
-        put32(&mut b, at + 12, plen as u32);
-        let p = payload(0x100 + t, plen);
-        b[uoff + i * plen..uoff + (i + 1) * plen].copy_from_slice(&p);
-    }
-    out.push((names.sos.clone(), b));
+    out.push((names.sos.clone(), sos_file(0, 36, &parts)));
 
     // SMU: smc v1.0 (header + ucode_start_addr).
     let mut b = vec![0u8; 0x100 + 0x800];
@@ -280,27 +285,7 @@ pub fn synthetic_files_gc9(names: &FirmwareNames) -> Vec<(String, Vec<u8>)> {
         psp_fw::TOC,
         psp_fw::RL,
     ];
-    let hsize = 40 + 16 * parts.len();
-    let (uoff, plen) = (0x200usize, 0x300usize);
-    let mut b = vec![0u8; uoff + plen * parts.len()];
-    common(
-        &mut b,
-        hsize as u32,
-        2,
-        1,
-        (plen * parts.len()) as u32,
-        uoff as u32,
-    );
-    put32(&mut b, 32, parts.len() as u32);
-    for (i, t) in parts.iter().enumerate() {
-        let at = 40 + 16 * i;
-        put32(&mut b, at, *t);
-        put32(&mut b, at + 4, 1);
-        put32(&mut b, at + 8, (i * plen) as u32);
-        put32(&mut b, at + 12, plen as u32);
-        b[uoff + i * plen..uoff + (i + 1) * plen].copy_from_slice(&payload(0x100 + t, plen));
-    }
-    out.push((names.sos.clone(), b));
+    out.push((names.sos.clone(), sos_file(1, 40, &parts)));
 
     // SDMA v1.0 (48-byte header).
     let n = 0x400usize;

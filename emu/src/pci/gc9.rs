@@ -291,7 +291,7 @@ impl Gc9 {
 use super::super::cp::{Queue, QueueKindEmu};
 use super::super::mem::Gpuvm;
 use super::super::EmuState;
-use super::{u64_of, EmuPciGpu, Model};
+use super::{u64_of, EmuPciGpu, Hqd, Model};
 use runtime::pci::am::firmware::BL_SOS;
 
 fn pair(st: &EmuState, r: [At; 2]) -> u64 {
@@ -430,33 +430,28 @@ impl EmuPciGpu {
                     st.core.regs.write(addr, 0);
                     return true;
                 }
-                let ring = pair(st, r.pq_base) << 8;
-                let qs = r
-                    .pq_control
-                    .get("queue_size", st.core.regs.read(r.pq_control.addr));
-                let Some(bytes) = super::hqd_ring_bytes(qs) else {
+                let hqd = Hqd {
+                    pq_base: pair(st, r.pq_base),
+                    queue_size: r
+                        .pq_control
+                        .get("queue_size", st.core.regs.read(r.pq_control.addr)),
+                    rptr_report: pair(st, r.rptr_report),
+                    wptr_poll: pair(st, r.wptr_poll),
+                    doorbell_offset: r
+                        .pq_doorbell
+                        .get("doorbell_offset", st.core.regs.read(r.pq_doorbell.addr)),
+                };
+                let Some(queue) = hqd.pm4_queue(x as u32) else {
                     g.refused.push(format!(
-                        "XCC {x}: CP_HQD_PQ_CONTROL.queue_size {qs} is no ring size"
+                        "XCC {x}: CP_HQD_PQ_CONTROL.queue_size {} is no ring size",
+                        hqd.queue_size
                     ));
                     return true;
                 };
-                let rptr = pair(st, r.rptr_report);
-                let wptr = pair(st, r.wptr_poll);
-                let db = r
-                    .pq_doorbell
-                    .get("doorbell_offset", st.core.regs.read(r.pq_doorbell.addr));
                 // One HQD per XCC is modelled: a new one replaces that XCC's last.
                 st.queues
                     .retain(|q| !(q.kind == QueueKindEmu::Pm4 && q.xcc_id == x as u32));
-                st.queues.push(Queue::new(
-                    QueueKindEmu::Pm4,
-                    ring,
-                    bytes,
-                    rptr,
-                    wptr,
-                    db / 2,
-                    x as u32,
-                ));
+                st.queues.push(queue);
                 return true;
             }
             if addr == r.hqd_dequeue.addr {

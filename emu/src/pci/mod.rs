@@ -166,13 +166,38 @@ struct Model {
     alias: HashMap<u32, u32>,
 }
 
-/// Field `name` of `v` per the register's definition (0 when the generation lacks it).
-/// A compute HQD's ring bytes from CP_HQD_PQ_CONTROL.queue_size (2^(n+1) dwords), or `None`
-/// for a size no real ring has (a driver-written field must not overflow the shift).
-pub(crate) fn hqd_ring_bytes(queue_size: u32) -> Option<u64> {
-    (queue_size < 32).then(|| 4u64 << (queue_size + 1))
+/// A compute HQD as the driver programmed it through the CP_HQD_* registers (what the MEC
+/// loads from the MQD); both register models (GC 11/12 and GC 9) turn it into a queue here.
+pub(crate) struct Hqd {
+    /// CP_HQD_PQ_BASE (LO/HI): the ring address in 256-byte units.
+    pub pq_base: u64,
+    /// CP_HQD_PQ_CONTROL.queue_size: the ring holds 2^(n+1) dwords.
+    pub queue_size: u32,
+    pub rptr_report: u64,
+    pub wptr_poll: u64,
+    /// CP_HQD_PQ_DOORBELL_CONTROL.doorbell_offset, in dwords.
+    pub doorbell_offset: u32,
 }
 
+impl Hqd {
+    /// The PM4 queue on XCC `xcc`, or `None` for a queue_size no real ring has (a
+    /// driver-written field must not overflow the shift).
+    pub(crate) fn pm4_queue(&self, xcc: u32) -> Option<Queue> {
+        let bytes = (self.queue_size < 32).then(|| 4u64 << (self.queue_size + 1))?;
+        Some(Queue::new(
+            QueueKindEmu::Pm4,
+            self.pq_base << 8,
+            bytes,
+            self.rptr_report,
+            self.wptr_poll,
+            // Doorbells are indexed in qwords.
+            self.doorbell_offset / 2,
+            xcc,
+        ))
+    }
+}
+
+/// Field `name` of `v` per the register's definition (0 when the generation lacks it).
 fn fld(def: Option<&RegDef>, name: &str, v: u32) -> u32 {
     def.and_then(|d| d.field(name)).map_or(0, |f| f.get(v))
 }
@@ -917,32 +942,24 @@ impl EmuPciGpu {
             // A compute HQD (MEC 1 = ME 1) going active: the queue the driver programmed
             // through the selected HQD registers (what the RS64 MEC loads from the MQD).
             if v & 1 != 0 && fld(a.def(regs::GRBM_GFX_CNTL), "meid", sel) == 1 {
-                let ring = u64_of(&st, a.pq_base) << 8;
-                let qs = fld(
-                    a.def(regs::CP_HQD_PQ_CONTROL),
-                    "queue_size",
-                    st.core.regs.read(a.pq_control),
-                );
-                let rptr = u64_of(&st, a.rptr_report);
-                let wptr = u64_of(&st, a.wptr_poll);
-                let db = fld(
-                    a.def(regs::CP_HQD_PQ_DOORBELL_CONTROL),
-                    "doorbell_offset",
-                    st.core.regs.read(a.pq_doorbell),
-                );
+                let hqd = Hqd {
+                    pq_base: u64_of(&st, a.pq_base),
+                    queue_size: fld(
+                        a.def(regs::CP_HQD_PQ_CONTROL),
+                        "queue_size",
+                        st.core.regs.read(a.pq_control),
+                    ),
+                    rptr_report: u64_of(&st, a.rptr_report),
+                    wptr_poll: u64_of(&st, a.wptr_poll),
+                    doorbell_offset: fld(
+                        a.def(regs::CP_HQD_PQ_DOORBELL_CONTROL),
+                        "doorbell_offset",
+                        st.core.regs.read(a.pq_doorbell),
+                    ),
+                };
                 st.queues.retain(|q| q.kind != QueueKindEmu::Pm4);
                 // An impossible size leaves the queue out: the driver's wait then names it.
-                if let Some(bytes) = hqd_ring_bytes(qs) {
-                    st.queues.push(Queue::new(
-                        QueueKindEmu::Pm4,
-                        ring,
-                        bytes,
-                        rptr,
-                        wptr,
-                        db / 2,
-                        0,
-                    ));
-                }
+                st.queues.extend(hqd.pm4_queue(0));
             }
         } else if addr == a.hqd_dequeue {
             if v != 0 {

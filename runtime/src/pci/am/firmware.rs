@@ -364,16 +364,7 @@ impl Firmware {
             return Err(f.err(format!("RLC header version {maj} (expected 2)")));
         }
         if min >= 2 {
-            ip.push(IpFw {
-                name: format!("{} IRAM", names.rlc),
-                fw_type: fw_type::RLC_IRAM,
-                data: f.slice(f.u32(160)?, f.u32(156)?, "RLC IRAM")?,
-            });
-            ip.push(IpFw {
-                name: format!("{} DRAM", names.rlc),
-                fw_type: fw_type::RLC_DRAM_BOOT,
-                data: f.slice(f.u32(168)?, f.u32(164)?, "RLC DRAM")?,
-            });
+            rlc_iram_dram(&f, &mut ip)?;
         }
         // RLC P/V only with the v2.3 header (amdgpu_gfx_rlc_init_microcode: v2.4 carries tap
         // delays instead).
@@ -435,17 +426,8 @@ impl Firmware {
                     "SMC header version {maj}.{min} (GC 9 reads the v2.1 P2S table list)"
                 )));
             }
-            let (count, off) = (f.u32(36)?, f.u32(40)?);
-            for i in 0..count.min(64) as usize {
-                let at = off as usize + 12 * i;
-                // __P2S_TABLE_ID_X ("XS2P").
-                if f.u32(at)? == 0x5032_5358 {
-                    ip.push(IpFw {
-                        name: format!("{} P2S", names.smu),
-                        fw_type: fw_type::P2S_TABLE,
-                        data: f.slice(f.u32(at + 4)?, f.u32(at + 8)?, "P2S table")?,
-                    });
-                }
+            if let Some(p2s) = p2s_table(&f)? {
+                ip.push(p2s);
             }
         }
         // SDMA v1: one image for every engine.
@@ -525,16 +507,7 @@ impl Firmware {
             }
         }
         if min >= 2 {
-            ip.push(IpFw {
-                name: format!("{} IRAM", names.rlc),
-                fw_type: fw_type::RLC_IRAM,
-                data: f.slice(f.u32(160)?, f.u32(156)?, "RLC IRAM")?,
-            });
-            ip.push(IpFw {
-                name: format!("{} DRAM", names.rlc),
-                fw_type: fw_type::RLC_DRAM_BOOT,
-                data: f.slice(f.u32(168)?, f.u32(164)?, "RLC DRAM")?,
-            });
+            rlc_iram_dram(&f, &mut ip)?;
         }
         ip.push(IpFw {
             name: format!("{} G", names.rlc),
@@ -552,6 +525,51 @@ impl Firmware {
             me_start: None,
         })
     }
+}
+
+/// RLC v2.2+ IRAM and DRAM images (rlc_firmware_header_v2_2: size/offset pairs at 156 and 164);
+/// both the GC 11/12 and the GC 9 sets carry them.
+fn rlc_iram_dram(f: &FwFile, ip: &mut Vec<IpFw>) -> PciResult<()> {
+    ip.push(IpFw {
+        name: format!("{} IRAM", f.name),
+        fw_type: fw_type::RLC_IRAM,
+        data: f.slice(f.u32(160)?, f.u32(156)?, "RLC IRAM")?,
+    });
+    ip.push(IpFw {
+        name: format!("{} DRAM", f.name),
+        fw_type: fw_type::RLC_DRAM_BOOT,
+        data: f.slice(f.u32(168)?, f.u32(164)?, "RLC DRAM")?,
+    });
+    Ok(())
+}
+
+/// Most P2S table entries an SMC v2.1 file may list (one per table id). amdgpu sets no bound;
+/// a larger count is taken for a corrupt header and refused rather than cut short.
+const P2S_MAX_ENTRIES: u32 = 64;
+
+/// The dGPU P2S table of an SMC v2.1 file (smc_firmware_header_v2_1: pptable_count at 36,
+/// pptable_entry_offset at 40; 12-byte smc_soft_pptable_entry {id, offset, size}). Like
+/// amdgpu's smu_v13_0_6_init_microcode, the first entry with __P2S_TABLE_ID_X wins; `None`
+/// when no entry has it.
+fn p2s_table(f: &FwFile) -> PciResult<Option<IpFw>> {
+    let (count, off) = (f.u32(36)?, f.u32(40)?);
+    if count > P2S_MAX_ENTRIES {
+        return Err(f.err(format!(
+            "pptable_count {count} at offset 36 is more than {P2S_MAX_ENTRIES} P2S table entries"
+        )));
+    }
+    for i in 0..count as usize {
+        let at = off as usize + 12 * i;
+        // __P2S_TABLE_ID_X ("XS2P").
+        if f.u32(at)? == 0x5032_5358 {
+            return Ok(Some(IpFw {
+                name: format!("{} P2S", f.name),
+                fw_type: fw_type::P2S_TABLE,
+                data: f.slice(f.u32(at + 4)?, f.u32(at + 8)?, "P2S table")?,
+            }));
+        }
+    }
+    Ok(None)
 }
 
 /// The sOS file: its bootloader components in load order, the TOC, and the other parts by PSP

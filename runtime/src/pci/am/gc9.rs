@@ -685,7 +685,6 @@ impl Gc9 {
     /// IH rings 0 and 1 (OSSSYS 4.4.2: no storm control).
     pub fn ih_init(&self) -> PciResult<()> {
         use regs::*;
-        let rb_size = (IH_RING_BYTES / 4 - 1).ilog2() + 1;
         for (ring, (buf, wp)) in self.ih_rings.iter().enumerate() {
             let (base, base_hi, cntl, wptr, rptr, db) = if ring == 0 {
                 (
@@ -707,20 +706,11 @@ impl Gc9 {
                 )
             };
             self.pair([base, base_hi], 0, self.mc(*buf) >> 8)?;
-            let mut f = vec![
-                ("mc_space", 4),
-                ("wptr_overflow_clear", 1),
-                ("rb_size", rb_size),
-                ("mc_snoop", 1),
-                ("mc_ro", 0),
-                ("mc_vmid", 0),
-            ];
-            if ring == 0 {
-                f.extend([("wptr_overflow_enable", 1), ("rptr_rearm", 1)]);
-            } else {
-                f.push(("rb_full_drain_enable", 1));
-            }
-            self.write_fields(cntl, 0, &f)?;
+            self.write_fields(
+                cntl,
+                0,
+                &super::ih::rb_cntl_fields(ring as u32, IH_RING_BYTES),
+            )?;
             if ring == 0 {
                 self.pair([IH_RB_WPTR_ADDR_LO, IH_RB_WPTR_ADDR_HI], 0, self.mc(*wp))?;
             }

@@ -96,27 +96,13 @@ impl Ih {
     /// driver reads the write-pointer page), the storm/flood controls on, then both rings on.
     fn init_fields(&mut self, r: &RegIo, gmc: &Gmc) -> PciResult<()> {
         use regs::*;
-        let rb_size = 64 - (RING_SIZE / 4 - 1).leading_zeros();
         for ring in 0..2u32 {
             let (base, wptr) = self.rings[ring as usize];
             let mc = gmc.mc(base);
             let [rb_base, rb_base_hi, cntl, rptr_r, wptr_r, dbr] = ring_regs(ring);
             r.write(rb_base, (mc >> 8) as u32)?;
             r.write(rb_base_hi, (mc >> 40) as u32)?;
-            let mut f = vec![
-                ("mc_space", 4),
-                ("wptr_overflow_clear", 1),
-                ("rb_size", rb_size),
-                ("mc_snoop", 1),
-                ("mc_ro", 0),
-                ("mc_vmid", 0),
-            ];
-            if ring == 0 {
-                f.extend([("wptr_overflow_enable", 1), ("rptr_rearm", 1)]);
-            } else {
-                f.push(("rb_full_drain_enable", 1));
-            }
-            r.write_fields(cntl, &f)?;
+            r.write_fields(cntl, &rb_cntl_fields(ring, RING_SIZE))?;
             if ring == 0 {
                 let wmc = gmc.mc(wptr);
                 r.write(IH_RB_WPTR_ADDR_LO, wmc as u32)?;
@@ -177,6 +163,26 @@ impl Ih {
         r.update(regs::IH_RB_CNTL_RING1, 1, 0)?;
         Ok(())
     }
+}
+
+/// IH_RB_CNTL(_RING1) fields for ring `ring` of `ring_bytes` (same names on OSSSYS 4.4.2, 6
+/// and 7): system-memory ring with snooping, rb_size = order_base_2 of its dwords (as amdgpu); ring 0 also takes
+/// write-pointer overflow and rptr rearm, ring 1 drains when full. Enables come later.
+pub fn rb_cntl_fields(ring: u32, ring_bytes: u64) -> Vec<(&'static str, u32)> {
+    let mut f = vec![
+        ("mc_space", 4),
+        ("wptr_overflow_clear", 1),
+        ("rb_size", 64 - (ring_bytes / 4 - 1).leading_zeros()),
+        ("mc_snoop", 1),
+        ("mc_ro", 0),
+        ("mc_vmid", 0),
+    ];
+    if ring == 0 {
+        f.extend([("wptr_overflow_enable", 1), ("rptr_rearm", 1)]);
+    } else {
+        f.push(("rb_full_drain_enable", 1));
+    }
+    f
 }
 
 /// IH ring 0's or ring 1's base, base high, control, read and write pointer and doorbell
