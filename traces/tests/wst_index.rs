@@ -146,6 +146,9 @@ fn read_all(bytes: &[u8]) -> Result<usize, index::IndexError> {
     let mut n = 0;
     for e in idx.entries()? {
         n += e.rows()?.len();
+        if let Some(w) = e.wave_splits() {
+            n += w?.len();
+        }
         for s in idx.ses(&e)? {
             n += s.waves()?.len() + s.overview().len();
         }
