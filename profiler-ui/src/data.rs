@@ -164,28 +164,42 @@ pub struct IndexedSe {
     pub overview: Vec<[f64; 2]>,
 }
 
+/// The analysis index in a file's bytes: `Ok(None)` when it has none (not a .wst, or written
+/// without one); `Err` when it has one that cannot be used (show [`index_warning`] and
+/// recompute).
+pub fn open_index(
+    data: &[u8],
+) -> Result<Option<traces::wst::index::IndexView<'_>>, traces::wst::index::IndexError> {
+    if !data.starts_with(&traces::wst::MAGIC) {
+        return Ok(None);
+    }
+    traces::wst::read_index(data)
+}
+
+/// The warning for a file whose analysis index (or a part of it) cannot be used, naming the
+/// file and the offset.
+pub fn index_warning(path: &std::path::Path, e: &traces::wst::index::IndexError) -> String {
+    format!(
+        "{}: ignoring its analysis index ({e}); recomputing",
+        path.display()
+    )
+}
+
 /// The analysis index of `path`, by profile kernel: `Ok(None)` when the file has none (not a
 /// .wst, or written without one); `Err` (the warning to show, naming the file and the offset)
 /// when it has one that cannot be used: the caller recomputes.
 pub fn load_index(
     path: &std::path::Path,
 ) -> Result<Option<std::collections::HashMap<usize, IndexedKernel>>, String> {
-    let warn = |e: traces::wst::index::IndexError| {
-        format!(
-            "{}: ignoring its analysis index ({e}); recomputing",
-            path.display()
-        )
-    };
+    let warn = |e: traces::wst::index::IndexError| index_warning(path, &e);
     let store = traces::open::map_file(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let data = store.bytes();
-    if !data.starts_with(&traces::wst::MAGIC) {
-        return Ok(None);
-    }
-    let Some(idx) = traces::wst::read_index(data).map_err(warn)? else {
+    let Some(idx) = open_index(store.bytes()).map_err(warn)? else {
         return Ok(None);
     };
     let mut out = std::collections::HashMap::new();
     for e in idx.entries().map_err(warn)? {
+        // Not read here either, but checked with the wave tables below.
+        e.verify_wave_splits().map_err(warn)?;
         let mut ses = Vec::new();
         for s in idx.ses(&e).map_err(warn)? {
             // The wave tables are not read here, but a damaged one means a damaged file:

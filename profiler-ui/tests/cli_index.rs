@@ -118,8 +118,18 @@ fn a_corrupt_index_is_ignored_with_a_warning_and_stats_recomputed() {
         .find(|s| s.tag == traces::wst::TAG_INDEX)
         .expect("convert writes the index");
     let fresh = stats(&good, &["--no-index"]);
-    // A byte of the kernel directory, and the index version.
-    for (at, what) in [(s.offset + 64, "checksum"), (s.offset + 8, "version")] {
+    // A byte of the kernel directory, the index version, and a byte of the first kernel's
+    // wave-split table (checked when read, and by stats even when not: a damaged file).
+    // Positions from the format's spec (traces::wst::index): the directory offset at header
+    // byte 32, the wave-split table's offset at entry byte 168, both from the section's start.
+    let u64_at =
+        |at: u64| u64::from_le_bytes(bytes[at as usize..at as usize + 8].try_into().unwrap());
+    let splits = s.offset + u64_at(s.offset + u64_at(s.offset + 32) + 168);
+    for (at, what) in [
+        (s.offset + 64, "checksum"),
+        (s.offset + 8, "version"),
+        (splits + 10, "wave split table checksum"),
+    ] {
         let mut bad = bytes.clone();
         bad[at as usize] ^= 0x21;
         let f = tmp.path().join("bad.wst");

@@ -12,12 +12,16 @@ use crate::sqtt::map::MappedInst;
 use crate::sqtt::{InstToken, OpName, TokenKind};
 
 /// PCs of one program, as dense slots: `(pc - base) / 4` (instructions are dword aligned).
+#[derive(Clone, Copy)]
 struct PcSlots {
     base: u64,
     len: usize,
 }
 
 impl PcSlots {
+    /// No slots: every PC goes to the map.
+    const NONE: PcSlots = PcSlots { base: 0, len: 0 };
+
     /// Slots covering every PC in `pcs`, or `None` when they are too spread out (a table of
     /// that size would cost more than hashing).
     fn covering(pcs: impl Iterator<Item = u64>) -> Option<PcSlots> {
@@ -27,7 +31,7 @@ impl PcSlots {
             hi = hi.max(pc);
         }
         if lo > hi {
-            return Some(PcSlots { base: 0, len: 0 });
+            return Some(PcSlots::NONE);
         }
         let len = ((hi - lo) / 4 + 1) as usize;
         (len <= 1 << 24).then_some(PcSlots { base: lo, len })
@@ -112,21 +116,11 @@ pub(crate) fn map_tokens(
         se.token_pc.clear();
     }
     // AMD's stall and duration summed per PC, kept even when the instruction list is not.
-    let mut sums: Vec<Option<(i64, i64)>> = vec![None; slots.as_ref().map_or(0, |s| s.len)];
-    let mut spread: HashMap<u64, (i64, i64)> = HashMap::new();
+    let mut sums = PcSums::new(slots.unwrap_or(PcSlots::NONE));
     for m in &insts {
-        let e = match slots.as_ref().and_then(|s| s.get(m.pc)) {
-            Some(s) => sums[s].get_or_insert((0, 0)),
-            None => spread.entry(m.pc).or_default(),
-        };
-        e.0 += m.stall;
-        e.1 += m.duration;
+        sums.add(m.pc, m.stall, m.duration);
     }
-    let amd = match &slots {
-        Some(sl) => amd_sums(sl, &sums, spread),
-        None => amd_sums(&PcSlots { base: 0, len: 0 }, &[], spread),
-    };
-    se.amd_pc = amd;
+    se.amd_pc = sums.finish();
     se.map_error = error;
     se.mapped = insts;
 }
@@ -164,8 +158,7 @@ pub(crate) fn map_se(
     };
     let mut token_pc = vec![u64::MAX; tokens.len()];
     let mut seen = vec![false; slots.len];
-    let mut sums: Vec<Option<(i64, i64)>> = vec![None; slots.len];
-    let mut spread: HashMap<u64, (i64, i64)> = HashMap::new();
+    let mut sums = PcSums::new(slots);
     let mut mapped = Vec::new();
     let mut any = false;
     // tokens[..j] lie before the current instruction's offset.
@@ -200,18 +193,13 @@ pub(crate) fn map_se(
                 disasm.entry(m.pc).or_insert_with(|| m.inst.text());
             }
         }
-        let e = match slot {
-            Some(s) => sums[s].get_or_insert((0, 0)),
-            None => spread.entry(m.pc).or_default(),
-        };
-        e.0 += m.stall;
-        e.1 += m.duration;
+        sums.add(m.pc, m.stall, m.duration);
         if keep_mapped {
             mapped.push(m);
         }
     });
     se.token_pc = if any { token_pc } else { Vec::new() };
-    se.amd_pc = amd_sums(&slots, &sums, spread);
+    se.amd_pc = sums.finish();
     se.map_error = error.map(|e| format!("nibble {}: {}", e.offset, e.message));
     se.mapped = mapped;
 }
@@ -261,8 +249,7 @@ pub(crate) fn analyze_mapped(
         len: code.text.len() / 4 + 1,
     };
     let mut token_pc: Vec<u64> = Vec::new();
-    let mut sums: Vec<Option<(i64, i64)>> = vec![None; slots.len];
-    let mut spread: HashMap<u64, (i64, i64)> = HashMap::new();
+    let mut sums = PcSums::new(slots);
     let mut mapped: Vec<MappedInst> = Vec::new();
     let mut error = None;
     // Set when some wave never ended: which raw tokens stay, and each raw wave's final index.
@@ -286,12 +273,7 @@ pub(crate) fn analyze_mapped(
                     for pc in &mut token_pc[before..now] {
                         *pc = m.pc;
                     }
-                    let e = match slots.get(m.pc) {
-                        Some(s) => sums[s].get_or_insert((0, 0)),
-                        None => spread.entry(m.pc).or_default(),
-                    };
-                    e.0 += m.stall;
-                    e.1 += m.duration;
+                    sums.add(m.pc, m.stall, m.duration);
                     if keep_mapped {
                         mapped.push(m);
                     }
@@ -358,7 +340,7 @@ pub(crate) fn analyze_mapped(
         analysis,
         SeMap {
             token_pc,
-            amd_pc: amd_sums(&slots, &sums, spread),
+            amd_pc: sums.finish(),
             error: error.map(|e| format!("nibble {}: {}", e.offset, e.message)),
             mapped,
             disasm,
@@ -366,20 +348,54 @@ pub(crate) fn analyze_mapped(
     ))
 }
 
-/// Per-PC sums as a list sorted by PC.
-fn amd_sums(
-    slots: &PcSlots,
-    sums: &[Option<(i64, i64)>],
+/// AMD's stall and duration summed per PC: dense slots for the program's PCs, a map for
+/// any PC outside them.
+struct PcSums {
+    slots: PcSlots,
+    sums: Vec<Option<(i64, i64)>>,
     spread: HashMap<u64, (i64, i64)>,
-) -> Vec<(u64, i64, i64)> {
-    let mut amd: Vec<(u64, i64, i64)> = sums
-        .iter()
-        .enumerate()
-        .filter_map(|(i, e)| e.map(|(a, b)| (slots.base + 4 * i as u64, a, b)))
-        .chain(spread.into_iter().map(|(pc, (a, b))| (pc, a, b)))
-        .collect();
-    amd.sort_unstable_by_key(|e| e.0);
-    amd
+}
+
+impl PcSums {
+    fn new(slots: PcSlots) -> PcSums {
+        PcSums {
+            slots,
+            sums: vec![None; slots.len],
+            spread: HashMap::new(),
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, pc: u64, stall: i64, duration: i64) {
+        let e = match self.slots.get(pc) {
+            Some(s) => self.sums[s].get_or_insert((0, 0)),
+            None => self.spread.entry(pc).or_default(),
+        };
+        e.0 += stall;
+        e.1 += duration;
+    }
+
+    /// `pc`'s sums, if any instruction at it was added.
+    fn get(&self, pc: u64) -> Option<(i64, i64)> {
+        match self.slots.get(pc) {
+            Some(s) => self.sums[s],
+            None => self.spread.get(&pc).copied(),
+        }
+    }
+
+    /// The sums as a list sorted by PC.
+    fn finish(self) -> Vec<(u64, i64, i64)> {
+        let base = self.slots.base;
+        let mut amd: Vec<(u64, i64, i64)> = self
+            .sums
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.map(|(a, b)| (base + 4 * i as u64, a, b)))
+            .chain(self.spread.into_iter().map(|(pc, (a, b))| (pc, a, b)))
+            .collect();
+        amd.sort_unstable_by_key(|e| e.0);
+        amd
+    }
 }
 
 /// Token-name ids: one per distinct name (tokens with the same name share a best case).
@@ -663,29 +679,13 @@ pub fn inst_stats_with(
     }
     let grand: i64 = acc.iter().map(|a| a.total).sum();
     // AMD's stall and duration summed per PC of a row.
-    let slots = rows.slots.as_ref();
-    let mut amd_slot: Vec<Option<(i64, i64)>> = vec![None; rows.by_slot.len()];
-    let mut amd_pc: HashMap<u64, (i64, i64)> = HashMap::new();
+    let mut amd_sums = PcSums::new(rows.slots.unwrap_or(PcSlots::NONE));
     for se in &k.ses {
         for &(pc, stall, duration) in &se.amd_pc {
-            let cell = match slots.and_then(|s| s.get(pc)) {
-                Some(s) => &mut amd_slot[s],
-                None => {
-                    let e = amd_pc.entry(pc).or_default();
-                    e.0 += stall;
-                    e.1 += duration;
-                    continue;
-                }
-            };
-            let e = cell.get_or_insert((0, 0));
-            e.0 += stall;
-            e.1 += duration;
+            amd_sums.add(pc, stall, duration);
         }
     }
-    let amd = |pc: u64| match slots.and_then(|s| s.get(pc)) {
-        Some(s) => amd_slot[s],
-        None => amd_pc.get(&pc).copied(),
-    };
+    let amd = |pc: u64| amd_sums.get(pc);
     let mut out: Vec<InstStat> = acc
         .into_iter()
         .enumerate()

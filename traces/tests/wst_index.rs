@@ -146,6 +146,9 @@ fn read_all(bytes: &[u8]) -> Result<usize, index::IndexError> {
     let mut n = 0;
     for e in idx.entries()? {
         n += e.rows()?.len();
+        if let Some(w) = e.wave_splits() {
+            n += w?.len();
+        }
         for s in idx.ses(&e)? {
             n += s.waves()?.len() + s.overview().len();
         }
@@ -201,4 +204,46 @@ fn corrupt_stale_or_newer_index_is_reported_and_the_file_still_opens() {
     // Truncated file: the index is cut off.
     let cut = &good[..(s.offset + s.len / 2) as usize];
     assert!(read_all(cut).is_err());
+}
+
+/// The wave-split table (large: one record per traced wave) is checked when read, not when its
+/// kernel entry is: a damaged one leaves the entry, its rows and its SEs readable, and is
+/// reported, at the table's offset, by `wave_splits` and `verify_wave_splits`.
+#[test]
+fn a_damaged_wave_split_table_is_reported_when_read() {
+    let dir = shared().join("traces/gfx1100/gemm_run_0");
+    let (_, p) = traces::open::open_path(&dir.join("profile.pkl")).unwrap();
+    let good = indexed_bytes(&p);
+    let s = index_section(&good);
+    // Layout from the format's spec (module doc of traces::wst::index): the directory offset
+    // at header byte 32; the wave-split table ref (u64 offset, u32 count) at entry byte 168.
+    let u64_at =
+        |at: u64| u64::from_le_bytes(good[at as usize..at as usize + 8].try_into().unwrap());
+    let entry = s.offset + u64_at(s.offset + 32);
+    let table = s.offset + u64_at(entry + 168);
+    let count = u32::from_le_bytes(
+        good[(entry + 176) as usize..(entry + 180) as usize]
+            .try_into()
+            .unwrap(),
+    );
+    assert!(count > 0, "gemm has instruction-traced waves");
+    let mut bad = good.clone();
+    bad[table as usize + 10] ^= 0x21;
+    let idx = wst::read_index(&bad).unwrap().expect("an index");
+    let e = idx
+        .entry(0)
+        .expect("the entry reads without its wave splits");
+    e.rows().unwrap();
+    for se in idx.ses(&e).unwrap() {
+        se.verify().unwrap();
+    }
+    let err = e.wave_splits().expect("version 2").unwrap_err();
+    assert_eq!(err.offset, table, "{err}");
+    assert!(err.why.contains("wave split table checksum"), "{err}");
+    assert_eq!(e.verify_wave_splits().unwrap_err().offset, table);
+    // Undamaged: the same table reads and verifies.
+    let idx = wst::read_index(&good).unwrap().unwrap();
+    let e = idx.entry(0).unwrap();
+    e.verify_wave_splits().unwrap();
+    assert_eq!(e.wave_splits().unwrap().unwrap().len(), count as usize);
 }

@@ -148,22 +148,13 @@ fn analyze(
         keep_tokens,
         ..AnalyzeOptions::default()
     };
-    let blob = file.bytes();
-    let bar = super::progress_bar(blob.len() as u64, "decode");
-    let mut released = 0usize;
-    let r = sqtt::waves::analyze_with_progress(blob, target, opts, &mut |consumed| {
-        bar.set_position(consumed as u64);
-        if consumed >= released + RELEASE_EVERY {
-            file.release_before(consumed);
-            released = consumed;
-        }
+    let bar = super::progress_bar(file.bytes().len() as u64, "decode");
+    let r = file.analyze_with_progress(target, opts, &mut |consumed| {
+        bar.set_position(consumed as u64)
     });
     bar.finish_and_clear();
     Ok(r?)
 }
-
-/// Bytes decoded between two releases of the blob's pages.
-const RELEASE_EVERY: usize = 64 << 20;
 
 fn report_warnings(name: &str, a: &BlobAnalysis) {
     for w in &a.warnings {

@@ -56,7 +56,7 @@ fn open_side(path: &Path) -> Result<Side> {
     })?;
     let (_, profile) = traces::open::open_store(store.clone(), &name)?;
     let saved = saved_summaries(store.bytes()).unwrap_or_else(|e| {
-        eprintln!("warning: {name}: ignoring its analysis index ({e}); recomputing");
+        super::warn_index(path, &e);
         HashMap::new()
     });
     Ok(Side {
@@ -70,10 +70,7 @@ fn saved_summaries(
     data: &[u8],
 ) -> Result<HashMap<usize, diff::SqttSummary>, traces::wst::index::IndexError> {
     let mut out = HashMap::new();
-    if !data.starts_with(&traces::wst::MAGIC) {
-        return Ok(out);
-    }
-    let Some(v) = traces::wst::read_index(data)? else {
+    let Some(v) = profiler_ui::data::open_index(data)? else {
         return Ok(out);
     };
     for e in v.entries()? {

@@ -76,6 +76,11 @@ impl Drop for Out {
     }
 }
 
+/// Warns on stderr that `path`'s analysis index (or a part of it) is not used.
+pub fn warn_index(path: &std::path::Path, e: &traces::wst::index::IndexError) {
+    eprintln!("warning: {}", profiler_ui::data::index_warning(path, e));
+}
+
 /// Pretty JSON and a newline on stdout.
 pub fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
     let mut o = Out::new();

@@ -223,23 +223,10 @@ fn saved_index<'a>(
     path: &std::path::Path,
     data: &'a [u8],
 ) -> Option<traces::wst::index::IndexView<'a>> {
-    if !data.starts_with(&traces::wst::MAGIC) {
-        return None;
-    }
-    match traces::wst::read_index(data) {
-        Ok(v) => v,
-        Err(e) => {
-            warn_index(path, &e);
-            None
-        }
-    }
-}
-
-fn warn_index(path: &std::path::Path, e: &traces::wst::index::IndexError) {
-    eprintln!(
-        "warning: {}: ignoring its analysis index ({e}); recomputing",
-        path.display()
-    );
+    profiler_ui::data::open_index(data).unwrap_or_else(|e| {
+        super::warn_index(path, &e);
+        None
+    })
 }
 
 /// Kernel `k`'s report from the index, or `None` to recompute it (not indexed, a damaged
@@ -283,7 +270,9 @@ fn from_index(
             pmc,
         };
         if !json {
-            // Every SE's wave table is checked even unread: a damaged one means a damaged file.
+            // Every SE's wave table (and the wave splits) is checked even unread: a damaged one
+            // means a damaged file.
+            e.verify_wave_splits()?;
             for s in &ses {
                 s.verify()?;
             }
@@ -325,7 +314,7 @@ fn from_index(
         Ok(Some(ks))
     };
     read().unwrap_or_else(|e| {
-        warn_index(path, &e);
+        super::warn_index(path, &e);
         None
     })
 }

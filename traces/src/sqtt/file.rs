@@ -66,8 +66,20 @@ impl SqttFile {
         target: Option<GfxTarget>,
         opts: AnalyzeOptions,
     ) -> Result<BlobAnalysis, FileError> {
+        self.analyze_with_progress(target, opts, &mut |_| {})
+    }
+
+    /// [`SqttFile::analyze`], also calling `progress` with the bytes decoded so far (for a
+    /// progress bar).
+    pub fn analyze_with_progress(
+        &self,
+        target: Option<GfxTarget>,
+        opts: AnalyzeOptions,
+        progress: &mut dyn FnMut(usize),
+    ) -> Result<BlobAnalysis, FileError> {
         let mut next = RELEASE_EVERY;
         analyze_with_progress(self.bytes(), target, opts, &mut |consumed| {
+            progress(consumed);
             if consumed >= next {
                 self.release_before(consumed);
                 next = consumed + RELEASE_EVERY;

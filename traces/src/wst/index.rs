@@ -501,9 +501,9 @@ impl<'a> IndexView<'a> {
             at: self.section.base() + off as u64,
             crc,
         };
-        // Large tables (waves) are checked when read; the small ones here.
-        if rec != WAVE_LEN && crc32fast::hash(bytes) != crc {
-            return Err(bad(t.at, "table checksum mismatch"));
+        // Large tables (waves, wave splits) are checked when read; the small ones here.
+        if rec != WAVE_LEN && rec != WSPLIT_LEN {
+            t.check("table")?;
         }
         Ok(t)
     }
@@ -594,6 +594,16 @@ impl<'a> IndexView<'a> {
     }
 }
 
+impl Table<'_> {
+    /// Checks the table's bytes against its CRC (`what` names it in the error).
+    fn check(&self, what: &str) -> Result<(), IndexError> {
+        if crc32fast::hash(self.bytes) != self.crc {
+            return Err(bad(self.at, format!("{what} checksum mismatch")));
+        }
+        Ok(())
+    }
+}
+
 impl<'a> KernelEntry<'a> {
     fn string(&self, off: u32, len: u32, at: u64) -> Result<&'a str, IndexError> {
         let (o, l) = (off as usize, len as usize);
@@ -612,10 +622,22 @@ impl<'a> KernelEntry<'a> {
         Ok(s)
     }
 
-    /// The latency split of each instruction-traced wave, as the analysis computed it; `None`
-    /// from a version-1 index, which did not save them.
+    /// Checks the wave-split table's CRC (a pass over it: done by
+    /// [`KernelEntry::wave_splits`]; none in a version-1 index).
+    pub fn verify_wave_splits(&self) -> Result<(), IndexError> {
+        match &self.wave_splits {
+            Some(t) => t.check("wave split table"),
+            None => Ok(()),
+        }
+    }
+
+    /// The latency split of each instruction-traced wave, as the analysis computed it, checked;
+    /// `None` from a version-1 index, which did not save them.
     pub fn wave_splits(&self) -> Option<Result<Vec<WaveSplit>, IndexError>> {
         let t = self.wave_splits?;
+        if let Err(e) = t.check("wave split table") {
+            return Some(Err(e));
+        }
         Some(
             (0..t.count)
                 .map(|i| {
@@ -700,10 +722,7 @@ impl SeEntry<'_> {
     /// Checks the wave table's CRC (a pass over it: done by [`SeEntry::waves`], or once before
     /// reading single waves with [`SeEntry::wave`]).
     pub fn verify(&self) -> Result<(), IndexError> {
-        if crc32fast::hash(self.waves.bytes) != self.waves.crc {
-            return Err(bad(self.waves.at, "wave table checksum mismatch"));
-        }
-        Ok(())
+        self.waves.check("wave table")
     }
 
     /// Every wave, checked.
