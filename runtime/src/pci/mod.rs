@@ -82,12 +82,10 @@ pub enum PciError {
     #[error("address {va:#x} is not mapped in the GPU page tables")]
     NotMapped { va: u64 },
     /// A GPU a previous session left in a state this driver cannot reset.
-    #[error("{bus}: {state}; {fix}")]
-    Unrecoverable {
-        bus: String,
-        state: String,
-        fix: String,
-    },
+    /// `why` holds the state and the fix ("...; reset the GPU ..."): two strings, not three,
+    /// keep every `Result` carrying this error small.
+    #[error("{bus}: {why}")]
+    Unrecoverable { bus: String, why: String },
     #[error(transparent)]
     Mmio(#[from] MmioError),
 }

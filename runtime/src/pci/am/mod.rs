@@ -660,10 +660,9 @@ impl AmDevice {
             )
         };
         PciError::Unrecoverable {
-            state: format!(
-                "the previous wavescope session on this GPU did not end cleanly (SCRATCH_REG6 still 1 or a GC page fault pending) and {why}"
+            why: format!(
+                "the previous wavescope session on this GPU did not end cleanly (SCRATCH_REG6 still 1 or a GC page fault pending) and {why}; {fix}"
             ),
-            fix,
             bus,
         }
     }
