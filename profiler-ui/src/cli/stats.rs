@@ -292,15 +292,9 @@ fn from_index(
         for s in &ses {
             s.verify()?;
             // In place from the map (a checked table's records are all in bounds).
-            let lives =
-                (0..s.wave_count())
-                    .filter_map(|i| s.wave(i).ok())
-                    .map(|w| occupancy::WaveLife {
-                        start: w.start,
-                        end: w.end,
-                        cu: w.cu,
-                        simd: w.simd,
-                    });
+            let lives = (0..s.wave_count())
+                .filter_map(|i| s.wave(i).ok())
+                .map(|w| w.life());
             occupancy::achieved_se(&mut achieved, s.se, lives);
         }
         ks.achieved_occupancy = Some(achieved);

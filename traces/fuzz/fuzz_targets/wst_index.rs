@@ -18,13 +18,7 @@ fn read_all(idx: &IndexView<'_>) -> Result<usize, IndexError> {
             lives.push(waves.iter().map(|w| (w.start, w.end)).collect::<Vec<_>>());
             // What `stats --json` and `diff` compute from the saved waves.
             let mut occ = traces::analysis::occupancy::Achieved::default();
-            let it = waves.iter().map(|w| traces::analysis::occupancy::WaveLife {
-                start: w.start,
-                end: w.end,
-                cu: w.cu,
-                simd: w.simd,
-            });
-            traces::analysis::occupancy::achieved_se(&mut occ, 0, it);
+            traces::analysis::occupancy::achieved_se(&mut occ, 0, waves.iter().map(|w| w.life()));
         }
         let _ = traces::diff::waves_in_flight_of(lives.iter().map(|l| l.iter().copied()));
     }

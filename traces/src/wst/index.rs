@@ -86,6 +86,18 @@ pub struct WaveRec {
     pub insts: u32,
 }
 
+impl WaveRec {
+    /// What achieved occupancy needs of this saved wave.
+    pub fn life(&self) -> crate::analysis::occupancy::WaveLife {
+        crate::analysis::occupancy::WaveLife {
+            start: self.start,
+            end: self.end,
+            cu: self.cu,
+            simd: self.simd,
+        }
+    }
+}
+
 /// One SE of a kernel, owned (what the writer takes).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SeRecord {
