@@ -1,6 +1,9 @@
 //! Register tables per IP version, generated from the Linux amdgpu headers' data
-//! (`tools/gen_regs.py` → `tables.rs`), and their resolution to absolute dword addresses.
+//! (`tools/gen_regs.py` → `tables.rs`, the same run that writes `pci::am::regs`), and their
+//! resolution to absolute dword addresses.
 
+// Generated: kept byte for byte as the generator writes it (tests/regs_generated.rs).
+#[rustfmt::skip]
 mod tables;
 
 pub use tables::*;
