@@ -13,6 +13,9 @@ missing=()
 command -v llvm-objdump-22 >/dev/null || missing+=(llvm-22)
 command -v clang-22 >/dev/null || missing+=(clang-22 lld-22)
 command -v Xvfb >/dev/null || missing+=(xvfb)
+# runtime/tests/regs_generated.rs runs the register generator (runtime/tools/gen_regs.py); pip
+# installs tinygrad below.
+command -v python3 >/dev/null || missing+=(python3 python3-pip)
 command -v convert >/dev/null && convert -version 2>/dev/null | grep -q ImageMagick || missing+=(imagemagick)
 # qemu without its recommends: the guest runs headless, and the GUI stack would cost minutes.
 lean=()
