@@ -353,38 +353,7 @@ impl Firmware {
             data: f.slice(doff, dsz, "MEC stack")?,
         });
 
-        // RLC v2.x: IRAM/DRAM (v2.2+), P/V (v2.3 only), G (main ucode) last.
-        let rlcb = read(&names.rlc)?;
-        let f = FwFile {
-            name: &names.rlc,
-            b: &rlcb,
-        };
-        let (maj, min, usz, uoff) = f.common()?;
-        if maj != 2 {
-            return Err(f.err(format!("RLC header version {maj} (expected 2)")));
-        }
-        if min >= 2 {
-            rlc_iram_dram(&f, &mut ip)?;
-        }
-        // RLC P/V only with the v2.3 header (amdgpu_gfx_rlc_init_microcode: v2.4 carries tap
-        // delays instead).
-        if min == 3 {
-            ip.push(IpFw {
-                name: format!("{} P", names.rlc),
-                fw_type: fw_type::RLC_P,
-                data: f.slice(f.u32(184)?, f.u32(180)?, "RLC P")?,
-            });
-            ip.push(IpFw {
-                name: format!("{} V", names.rlc),
-                fw_type: fw_type::RLC_V,
-                data: f.slice(f.u32(200)?, f.u32(196)?, "RLC V")?,
-            });
-        }
-        ip.push(IpFw {
-            name: format!("{} G", names.rlc),
-            fw_type: fw_type::RLC_G,
-            data: f.slice(uoff, usz, "RLC G ucode")?,
-        });
+        rlc(&names.rlc, RlcSet::Gc11, read, &mut ip)?;
         Ok(Firmware {
             sos,
             toc,
@@ -483,37 +452,7 @@ impl Firmware {
             fw_type: fw_type::CP_MEC_ME1,
             data: f.slice(uoff.saturating_add(jt_off), jt_size, "MEC jump table")?,
         });
-        // RLC v2.x: the three restore lists on v2.1, IRAM/DRAM on v2.2+, G last.
-        let b = read(&names.rlc)?;
-        let f = FwFile {
-            name: &names.rlc,
-            b: &b,
-        };
-        let (maj, min, usz, uoff) = f.common()?;
-        if maj != 2 {
-            return Err(f.err(format!("RLC header version {maj} (expected 2)")));
-        }
-        if min == 1 {
-            for (t, size_at, what) in [
-                (fw_type::RLC_RESTORE_LIST_SRM_CNTL, 116, "SRM list control"),
-                (fw_type::RLC_RESTORE_LIST_GPM_MEM, 132, "GPM list"),
-                (fw_type::RLC_RESTORE_LIST_SRM_MEM, 148, "SRM list"),
-            ] {
-                ip.push(IpFw {
-                    name: format!("{} {what}", names.rlc),
-                    fw_type: t,
-                    data: f.slice(f.u32(size_at + 4)?, f.u32(size_at)?, what)?,
-                });
-            }
-        }
-        if min >= 2 {
-            rlc_iram_dram(&f, &mut ip)?;
-        }
-        ip.push(IpFw {
-            name: format!("{} G", names.rlc),
-            fw_type: fw_type::RLC_G,
-            data: f.slice(uoff, usz, "RLC G ucode")?,
-        });
+        rlc(&names.rlc, RlcSet::Gc9, read, &mut ip)?;
         Ok(Firmware {
             sos,
             toc,
@@ -527,18 +466,59 @@ impl Firmware {
     }
 }
 
-/// RLC v2.2+ IRAM and DRAM images (rlc_firmware_header_v2_2: size/offset pairs at 156 and 164);
-/// both the GC 11/12 and the GC 9 sets carry them.
-fn rlc_iram_dram(f: &FwFile, ip: &mut Vec<IpFw>) -> PciResult<()> {
+/// Which optional RLC images a firmware set loads beside IRAM/DRAM (v2.2+) and G.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RlcSet {
+    /// GC 11/12: the P and V images of a v2.3 header (amdgpu_gfx_rlc_init_microcode: v2.4
+    /// carries tap delays instead).
+    Gc11,
+    /// GC 9.4.3/9.5.0: the three save/restore lists of a v2.1 header.
+    Gc9,
+}
+
+/// The RLC v2.x images in load order: restore lists or P/V as `set` says, IRAM/DRAM on v2.2+
+/// (rlc_firmware_header_v2_2: size/offset pairs at 156 and 164), G (the main ucode) last.
+fn rlc(
+    name: &str,
+    set: RlcSet,
+    read: &mut dyn FnMut(&str) -> PciResult<Vec<u8>>,
+    ip: &mut Vec<IpFw>,
+) -> PciResult<()> {
+    let b = read(name)?;
+    let f = FwFile { name, b: &b };
+    let (maj, min, usz, uoff) = f.common()?;
+    if maj != 2 {
+        return Err(f.err(format!("RLC header version {maj} (expected 2)")));
+    }
+    // (type, offset of its size; its offset follows, what) per optional image.
+    let mut parts = Vec::new();
+    if set == RlcSet::Gc9 && min == 1 {
+        parts.extend([
+            (fw_type::RLC_RESTORE_LIST_SRM_CNTL, 116, "SRM list control"),
+            (fw_type::RLC_RESTORE_LIST_GPM_MEM, 132, "GPM list"),
+            (fw_type::RLC_RESTORE_LIST_SRM_MEM, 148, "SRM list"),
+        ]);
+    }
+    if min >= 2 {
+        parts.extend([
+            (fw_type::RLC_IRAM, 156, "IRAM"),
+            (fw_type::RLC_DRAM_BOOT, 164, "DRAM"),
+        ]);
+    }
+    if set == RlcSet::Gc11 && min == 3 {
+        parts.extend([(fw_type::RLC_P, 180, "P"), (fw_type::RLC_V, 196, "V")]);
+    }
+    for (t, size_at, what) in parts {
+        ip.push(IpFw {
+            name: format!("{name} {what}"),
+            fw_type: t,
+            data: f.slice(f.u32(size_at + 4)?, f.u32(size_at)?, &format!("RLC {what}"))?,
+        });
+    }
     ip.push(IpFw {
-        name: format!("{} IRAM", f.name),
-        fw_type: fw_type::RLC_IRAM,
-        data: f.slice(f.u32(160)?, f.u32(156)?, "RLC IRAM")?,
-    });
-    ip.push(IpFw {
-        name: format!("{} DRAM", f.name),
-        fw_type: fw_type::RLC_DRAM_BOOT,
-        data: f.slice(f.u32(168)?, f.u32(164)?, "RLC DRAM")?,
+        name: format!("{name} G"),
+        fw_type: fw_type::RLC_G,
+        data: f.slice(uoff, usz, "RLC G ucode")?,
     });
     Ok(())
 }
