@@ -283,11 +283,7 @@ def gen_am(js, arrs):
     for g, tables, ren in GENS:
         compat = {}
         # Every name this generation uses per block (the shared names and its own).
-        per_ip = {}
-        for ip, n in AM_REGS:
-            per_ip.setdefault(ip, [])
-        for ip in per_ip:
-            per_ip[ip] = NEED.get(ip, []) + ONLY.get((ip, g), [])
+        per_ip = {ip: NEED.get(ip, []) + ONLY.get((ip, g), []) for ip in dict.fromkeys(ip for ip, _ in AM_REGS)}
         for ip, names in per_ip.items():
             src = js.table(tables[ip])
             used = [ren.get(n, n) for n in names if ren.get(n, n) in src]
