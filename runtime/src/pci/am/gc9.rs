@@ -266,10 +266,7 @@ impl psp::PspMem for Gc9 {
     fn palloc(&mut self, size: u64, align: u64) -> PciResult<u64> {
         self.alloc
             .alloc(size, align.max(0x1000))
-            .map(|at| {
-                self.boot_log.push((at, size));
-                at
-            })
+            .inspect(|at| self.boot_log.push((*at, size)))
             .ok_or_else(|| PciError::Discovery {
                 offset: 0,
                 msg: format!("no {size:#x} bytes of boot VRAM left (PSP)"),
