@@ -89,6 +89,14 @@ fn gfx950_partial_boot_after_a_clean_session() {
     let (gpu, fw) = mi350();
     let s = open(&gpu, fw.path()).expect("first session boots");
     assert_eq!(s.g.boot_kind, BootKind::Full);
+    // No boot allocation covers the record's page.
+    assert!(!s.g.boot_log.is_empty());
+    for (at, n) in &s.g.boot_log {
+        assert!(
+            at + n <= BOOT_RECORD || *at >= BOOT_RECORD + 0x1000,
+            "{at:#x}+{n:#x} covers the boot record"
+        );
+    }
     let first = Traffic::since(&gpu, &names, 0, &FirmwareLog::default());
     copy_round_trip(&gpu, &s.g);
     s.g.end_session().unwrap();

@@ -1132,5 +1132,7 @@ impl Gc9 {
 fn boot_alloc(usable: u64) -> RangeAlloc {
     let mut a = RangeAlloc::new(0, BOOT_RECORD);
     a.free(BOOT_RECORD + 0x1000, usable - BOOT_RECORD - 0x1000);
+    // The range it manages is all of it (what lies above the last allocation is free).
+    a.size = usable;
     a
 }
