@@ -1,7 +1,7 @@
 //! The GC 9 partial boot (tinygrad's `AMDev.__init__` with `partial_boot`, the same test and
 //! the same skipped blocks on every family) on the emulated MI350, which keeps its registers,
 //! VRAM and firmware state between sessions: after a session of ours ended cleanly, the next
-//! one skips SOC, MM hubs, IH, PSP (firmware) and SMU set-up, counted from the register writes
+//! one skips SOC, MM hubs, PSP (firmware) and SMU set-up, counted from the register writes
 //! and mailbox traffic the device saw, and SDMA still copies; a session that did not end
 //! cleanly, a damaged record, or tinygrad's stamp get a full boot. As
 //! runtime/tests/pci_partial_boot.rs for GC 11/12; through `Gc9::boot` since `AmDevice` does
@@ -60,19 +60,20 @@ fn mark(gpu: &EmuPciGpu) -> (usize, FirmwareLog) {
 }
 
 /// Blocks the partial boot skips, by a register each writes in the full boot: the NBIO doorbell
-/// aperture (AM_SOC), an MM hub's VMID 0 context (AM_GMC), IH ring 0 (AM_IH), the PSP
-/// bootloader (AM_PSP).
+/// aperture (AM_SOC), an MM hub's VMID 0 context (AM_GMC), the PSP bootloader and ring (AM_PSP).
 const SKIPPED: [&str; 4] = [
     "RCC_DEV0_EPF0_RCC_DOORBELL_APER_EN",
     "MMVM_CONTEXT0_CNTL",
-    "IH_RB_CNTL",
     "MP0_SMN_C2PMSG_35",
+    "MP0_SMN_C2PMSG_64",
 ];
-/// What every boot programs: each XCC's GC hub, the MEC (halt, release), SDMA, the boot stamp.
-const REDONE: [&str; 4] = [
+/// What every boot programs: each XCC's GC hub, the MEC (halt, release), SDMA, the IH rings
+/// (ours, A23/A82), the boot stamp.
+const REDONE: [&str; 5] = [
     "GCVM_CONTEXT0_CNTL",
     "CP_MEC_CNTL",
     "SDMA_CNTL",
+    "IH_RB_CNTL",
     "SCRATCH_REG7",
 ];
 /// SMU 13.0.12 messages only a full boot sends (smu_v13_0_12_ppsmc.h via tinygrad's autogen):

@@ -262,6 +262,16 @@ pub struct Gc9 {
     pub psp: psp::Psp,
 }
 
+/// The whole VRAM below the reserved top, except the boot record's page ([`BOOT_RECORD`], the
+/// last page of the 32 MiB boot memory, as on GC 11/12), which is never handed out.
+fn boot_alloc(usable: u64) -> RangeAlloc {
+    let mut a = RangeAlloc::new(0, BOOT_RECORD);
+    a.free(BOOT_RECORD + 0x1000, usable - BOOT_RECORD - 0x1000);
+    // The range it manages is all of it (what lies above the last allocation is free).
+    a.size = usable;
+    a
+}
+
 impl psp::PspMem for Gc9 {
     fn palloc(&mut self, size: u64, align: u64) -> PciResult<u64> {
         self.alloc
@@ -608,11 +618,13 @@ impl Gc9 {
     /// hubs, IH, PSP and SMU stay as the full boot left them; GFX re-initialises its hubs and
     /// resets the MEC (`AM_GFX.init_hw` returning through `reset_mec`: no golden registers,
     /// apertures or spatial partition), then SDMA, clocks and clock gating as in every boot.
-    /// Unlike GC 11/12 the IH is not programmed again: this driver's GC 9 session end does not
-    /// stop it (as tinygrad's teardown does not).
+    /// Where we differ, as on GC 11/12 (A23): the IH rings are programmed again, so both of
+    /// their pointers start at 0 for this session's handler, which reads from 0.
     fn partial_boot(&mut self) -> PciResult<()> {
         use regs::*;
         self.boot_kind = BootKind::Partial;
+        self.regs.phase("AM_IH.init_hw");
+        self.ih_init()?;
         self.regs.phase("AM_GFX.init_hw");
         self.wait_rlc_autoload()?;
         for x in 0..self.xccs {
@@ -1125,14 +1137,4 @@ impl Gc9 {
         }
         Ok(())
     }
-}
-
-/// The whole VRAM below the reserved top, except the boot record's page ([`BOOT_RECORD`], the
-/// last page of the 32 MiB boot memory, as on GC 11/12), which is never handed out.
-fn boot_alloc(usable: u64) -> RangeAlloc {
-    let mut a = RangeAlloc::new(0, BOOT_RECORD);
-    a.free(BOOT_RECORD + 0x1000, usable - BOOT_RECORD - 0x1000);
-    // The range it manages is all of it (what lies above the last allocation is free).
-    a.size = usable;
-    a
 }
