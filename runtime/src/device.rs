@@ -313,7 +313,11 @@ impl Device {
 
         let mut dev = Device {
             cmds: ComputeCmds::new(ctx.clone()),
-            copy_cmds: CopyCmds::with_fence_mtype(if gfx9 { 0 } else { 3 }),
+            copy_cmds: if gfx9 {
+                CopyCmds::sdma4()
+            } else {
+                CopyCmds::new()
+            },
             iface,
             props,
             opts,

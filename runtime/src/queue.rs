@@ -718,7 +718,6 @@ impl ComputeCmds {
 }
 
 /// Builds an SDMA command stream, remembering packet sizes so submission never splits one.
-#[derive(Default)]
 pub struct CopyCmds {
     pub q: Vec<u32>,
     /// Dword length of each packet, in order.
@@ -729,6 +728,15 @@ pub struct CopyCmds {
     /// FENCE header MTYPE: 3 (uncached) on SDMA 5+; SDMA 4 (gfx9) fences carry none (amdgpu
     /// `sdma_v4_0_ring_emit_fence` writes a bare FENCE header; tinygrad writes 0 on gfx9).
     pub fence_mtype: u32,
+    /// Largest COPY_LINEAR packet: bigger copies are split ([`sdma::MAX_COPY_SIZE`] on SDMA 5+,
+    /// [`sdma::MAX_COPY_SIZE_SDMA4`] on gfx9).
+    pub max_copy: u64,
+}
+
+impl Default for CopyCmds {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl CopyCmds {
@@ -739,6 +747,15 @@ impl CopyCmds {
             groups: Vec::with_capacity(16),
             cur: "",
             fence_mtype: 3,
+            max_copy: sdma::MAX_COPY_SIZE,
+        }
+    }
+    /// The SDMA 4 (gfx9) stream: bare FENCE headers and 4 MiB copy packets.
+    pub fn sdma4() -> Self {
+        CopyCmds {
+            fence_mtype: 0,
+            max_copy: sdma::MAX_COPY_SIZE_SDMA4,
+            ..Self::new()
         }
     }
     pub fn with_fence_mtype(mtype: u32) -> Self {
@@ -762,7 +779,7 @@ impl CopyCmds {
         self.cur = "copy";
         let mut done = 0;
         while done < size {
-            let n = (size - done).min(sdma::MAX_COPY_SIZE);
+            let n = (size - done).min(self.max_copy);
             self.pkt(SdmaPacket::CopyLinear {
                 bytes: n as u32,
                 src: src + done,

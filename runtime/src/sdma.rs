@@ -19,6 +19,9 @@ pub mod op {
 pub const TIMESTAMP_GET_GLOBAL: u32 = 2;
 /// Largest COPY_LINEAR byte count (SDMA ≥ 5: 30-bit count field, bytes − 1).
 pub const MAX_COPY_SIZE: u64 = 1 << 30;
+/// Largest COPY_LINEAR byte count on SDMA 4 (gfx9: a 22-bit count field, bytes − 1; tinygrad's
+/// `max_copy_size` is 0x400000 below SDMA 5, as amdgpu's sdma_v4 `copy_max_bytes`).
+pub const MAX_COPY_SIZE_SDMA4: u64 = 1 << 22;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SdmaError {

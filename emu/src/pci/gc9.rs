@@ -509,7 +509,8 @@ impl EmuPciGpu {
         if ih.cntl.get("rb_enable", cntl) == 0 {
             return;
         }
-        let bytes = 4u64 << ih.cntl.get("rb_size", cntl).saturating_sub(1);
+        // rb_size is log2 of the ring's dwords (amdgpu order_base_2(ring_size / 4)).
+        let bytes = 4u64 << ih.cntl.get("rb_size", cntl);
         let (Some(base), Some(wkey)) = (
             Self::mc_key(m, pair(st, ih.base) << 8),
             Self::mc_key(m, pair(st, ih.wptr_addr)),

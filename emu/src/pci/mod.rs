@@ -1106,7 +1106,8 @@ impl EmuPciGpu {
             return;
         }
         let rb_size = fld(idef, "rb_size", cntl);
-        let bytes = 4u64 << rb_size.saturating_sub(1);
+        // rb_size is log2 of the ring's dwords (amdgpu order_base_2(ring_size / 4)).
+        let bytes = 4u64 << rb_size;
         let (Some(base), Some(wkey)) = (
             Self::mc_key(m, u64_of(st, a.ih_base) << 8),
             Self::mc_key(m, u64_of(st, a.ih_wptr_addr)),

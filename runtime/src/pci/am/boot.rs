@@ -132,10 +132,10 @@ pub enum BootKind {
 
 /// Whether generation `g` has a partial boot (a family without one always boots fully).
 pub fn partial_supported(g: AmGen) -> bool {
+    // tinygrad's test (SCRATCH_REG7 is its version, REG6 clear, no GC fault) and its partial
+    // boot (GFX and SDMA only) are the same for every family; GC 9's is `gc9::Gc9::boot`.
     match g {
-        AmGen::Gc11 | AmGen::Gc12 => true,
-        // The GC 9 bring-up has no PSP load or queues yet (pci::am::gc9), so nothing to skip.
-        AmGen::Gc9 => false,
+        AmGen::Gc11 | AmGen::Gc12 | AmGen::Gc9 => true,
     }
 }
 
@@ -205,6 +205,15 @@ mod tests {
         assert_eq!(plan(AmGen::Gc12, PriorBoot::Dirty, ok(), v, mc), None);
         assert_eq!(plan(AmGen::Gc12, PriorBoot::Foreign, ok(), v, mc), None);
         assert_eq!(plan(AmGen::Gc11, PriorBoot::Clean, ok(), v, mc), None);
+        assert_eq!(plan(AmGen::Gc9, PriorBoot::Clean, ok(), v, mc), None);
+        let gc9 = BootRecord {
+            gen: AmGen::Gc9,
+            ..rec()
+        };
+        assert_eq!(
+            plan(AmGen::Gc9, PriorBoot::Clean, Some(Ok(gc9.clone())), v, mc),
+            Some(gc9)
+        );
         assert_eq!(plan(AmGen::Gc12, PriorBoot::Clean, ok(), v / 2, mc), None);
         assert_eq!(plan(AmGen::Gc12, PriorBoot::Clean, None, v, mc), None);
         let gone = Some(Err("no record".to_string()));

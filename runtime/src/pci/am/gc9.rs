@@ -15,8 +15,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::boot::{BootKind, BootRecord};
 use super::discovery::Discovery;
-use super::gmc::RangeAlloc;
+use super::gmc::{RangeAlloc, BOOT_RECORD, BOOT_SIZE};
 use super::{prior_boot, psp, regs, smu, AmGen, AmIp, AmReg, PriorBoot, RegIo, AM_VERSION};
 use crate::pci::{PciError, PciResult};
 use crate::platform::Mmio;
@@ -252,14 +253,30 @@ pub struct Gc9 {
     pub ih_rings: [(u64, u64); 2],
     pub timeout_ms: u64,
     pub prior_boot: PriorBoot,
+    /// How this session brought the GPU up ([`Gc9::boot`]).
+    pub boot_kind: BootKind,
+    /// Every boot-memory allocation (VRAM offset, size) in order: what a partial boot must
+    /// re-derive exactly ([`super::boot`]).
+    pub boot_log: Vec<(u64, u64)>,
     /// The PSP ring and what it loaded ([`Gc9::boot`]).
     pub psp: psp::Psp,
+}
+
+/// The whole VRAM below the reserved top, except the boot record's page ([`BOOT_RECORD`], the
+/// last page of the 32 MiB boot memory, as on GC 11/12), which is never handed out.
+fn boot_alloc(usable: u64) -> RangeAlloc {
+    let mut a = RangeAlloc::new(0, BOOT_RECORD);
+    a.free(BOOT_RECORD + 0x1000, usable - BOOT_RECORD - 0x1000);
+    // The range it manages is all of it (what lies above the last allocation is free).
+    a.size = usable;
+    a
 }
 
 impl psp::PspMem for Gc9 {
     fn palloc(&mut self, size: u64, align: u64) -> PciResult<u64> {
         self.alloc
             .alloc(size, align.max(0x1000))
+            .inspect(|at| self.boot_log.push((*at, size)))
             .ok_or_else(|| PciError::Discovery {
                 offset: 0,
                 msg: format!("no {size:#x} bytes of boot VRAM left (PSP)"),
@@ -333,10 +350,11 @@ impl Gc9 {
         let fb_end = fb(regs::MMMC_VM_FB_LOCATION_TOP)?;
         let usable = vram_size
             .checked_sub(RESERVED_VRAM)
+            .filter(|u| *u > BOOT_SIZE)
             .ok_or_else(|| PciError::Discovery {
                 offset: 0,
                 msg: format!(
-                    "{} MiB of VRAM is less than the {} MiB kept reserved on GC 9.4",
+                    "{} MiB of VRAM leaves no 32 MiB of boot memory below the {} MiB kept reserved on GC 9.4",
                     vram_size >> 20,
                     RESERVED_VRAM >> 20
                 ),
@@ -353,7 +371,7 @@ impl Gc9 {
             fb_base,
             fb_end,
             paddr_base: u64::from(phys_id) * seg,
-            alloc: RangeAlloc::new(0, usable),
+            alloc: boot_alloc(usable),
             root_pt: 0,
             memscratch: 0,
             dummy_page: 0,
@@ -361,6 +379,8 @@ impl Gc9 {
             ih_rings: [(0, 0); 2],
             timeout_ms,
             prior_boot: PriorBoot::Foreign,
+            boot_kind: BootKind::Full,
+            boot_log: Vec::new(),
             psp: psp::Psp::default(),
         };
         g.root_pt = g.palloc(0x1000, true)?;
@@ -381,6 +401,7 @@ impl Gc9 {
                 offset: 0,
                 msg: format!("no {size:#x} bytes of boot VRAM left"),
             })?;
+        self.boot_log.push((at, size));
         if zero {
             self.vram.write_bytes(at, &vec![0u8; size as usize])?;
         }
@@ -493,10 +514,17 @@ impl Gc9 {
     fn bring_up(&mut self, fw: Option<&super::firmware::Firmware>) -> PciResult<()> {
         self.regs.phase("reset");
         self.prior_boot = prior_boot(&self.regs)?;
+        // A partial boot needs the firmware a full boot of ours loaded (register-only bring-ups
+        // without a PSP never plan one, nor leave a record).
+        if fw.is_some() && self.rederive_boot_memory()? {
+            return self.partial_boot();
+        }
+        self.boot_kind = BootKind::Full;
         if psp::sos_alive(&self.regs)? && smu::alive(&self.regs, 100)? {
             // SMU 13.0.6/13.0.12/13.0.14: GfxDriverReset(1) (tinygrad AM_SMU.mode1_reset).
             smu::send(&self.regs, msg::GFX_DRIVER_RESET, 1, self.timeout_ms)?;
             std::thread::sleep(Duration::from_millis(500));
+            self.boot_kind = BootKind::FullAfterReset;
         }
         self.regs.phase("AM_SOC.init_hw");
         self.soc_init()?;
@@ -525,6 +553,22 @@ impl Gc9 {
         }
         self.regs.phase("AM_SDMA.init_hw");
         self.sdma_init()?;
+        if fw.is_some() {
+            // What the next session's partial boot re-derives.
+            BootRecord {
+                gen: AmGen::Gc9,
+                vram_size: self.vram_size,
+                mc_base: self.mc(0),
+                tmr_size: self.psp.tmr_size,
+                allocs: self.boot_log.clone(),
+            }
+            .write(&*self.vram)?;
+        }
+        self.finish_boot()
+    }
+
+    /// Clocks, clock gating and the boot marks: the end of every boot.
+    fn finish_boot(&mut self) -> PciResult<()> {
         self.regs.phase("AM_SMU.set_clocks");
         self.set_clocks()?;
         self.regs.phase("AM_GFX.set_clockgating_state");
@@ -533,6 +577,116 @@ impl Gc9 {
         self.regs.write(regs::SCRATCH_REG7, AM_VERSION)?;
         self.regs.write(regs::SCRATCH_REG6, 1)?;
         self.regs.phase("run");
+        Ok(())
+    }
+
+    /// Whether this session boots partially ([`super::boot::plan`]): a clean previous session of
+    /// ours left a record for this GPU, and repeating the boot-memory allocations (those of
+    /// [`Gc9::new`], then the PSP's with the recorded TMR size) lands exactly where it says.
+    /// Otherwise the PSP's allocations are undone and the boot is a full one.
+    fn rederive_boot_memory(&mut self) -> PciResult<bool> {
+        let record = (self.prior_boot == PriorBoot::Clean).then(|| BootRecord::read(&*self.vram));
+        let Some(rec) = super::boot::plan(
+            AmGen::Gc9,
+            self.prior_boot,
+            record,
+            self.vram_size,
+            self.mc(0),
+        ) else {
+            return Ok(false);
+        };
+        let (alloc, log) = (self.alloc.clone(), self.boot_log.clone());
+        let mp0 = self.disc.ip(AmIp::Mp0)?.version;
+        let mut p = psp::Psp::default();
+        p.boot_time_tmr = psp::boot_time_tmr(mp0);
+        p.empty_setup_tmr = !psp::autoload_tmr(mp0);
+        p.alloc(self)?;
+        if p.needs_tmr(rec.tmr_size) {
+            p.alloc_tmr(self, rec.tmr_size)?;
+        }
+        p.tmr_size = rec.tmr_size;
+        if self.boot_log == rec.allocs {
+            self.psp = p;
+            return Ok(true);
+        }
+        self.alloc = alloc;
+        self.boot_log = log;
+        Ok(false)
+    }
+
+    /// tinygrad's partial boot for every family (`AMDev.__init__` with `partial_boot`): SOC, MM
+    /// hubs, IH, PSP and SMU stay as the full boot left them; GFX re-initialises its hubs and
+    /// resets the MEC (`AM_GFX.init_hw` returning through `reset_mec`: no golden registers,
+    /// apertures or spatial partition), then SDMA, clocks and clock gating as in every boot.
+    /// Where we differ, as on GC 11/12 (A23): the IH rings are programmed again, so both of
+    /// their pointers start at 0 for this session's handler, which reads from 0.
+    fn partial_boot(&mut self) -> PciResult<()> {
+        use regs::*;
+        self.boot_kind = BootKind::Partial;
+        self.regs.phase("AM_IH.init_hw");
+        self.ih_init()?;
+        self.regs.phase("AM_GFX.init_hw");
+        self.wait_rlc_autoload()?;
+        for x in 0..self.xccs {
+            self.init_hub(false, x)?;
+        }
+        // reset_mec: CP and CPC soft reset on GC < 12 (no HQDs of ours to dequeue yet), then
+        // _config_mec and _enable_mec.
+        for x in 0..self.xccs {
+            self.write_fields(
+                GRBM_SOFT_RESET,
+                x,
+                &[("soft_reset_cp", 1), ("soft_reset_cpc", 1)],
+            )?;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        for x in 0..self.xccs {
+            self.write(GRBM_SOFT_RESET, x, 0)?;
+        }
+        self.config_mec()?;
+        self.enable_mec()?;
+        self.regs.phase("AM_SDMA.init_hw");
+        self.sdma_init()?;
+        self.finish_boot()
+    }
+
+    /// RLC autoload done: gc_9_4_3 has no RLC_RLCS_BOOTLOAD_STATUS, CP_STAT idle is the condition.
+    fn wait_rlc_autoload(&self) -> PciResult<()> {
+        self.regs.poll(
+            regs::CP_STAT,
+            u32::MAX,
+            0,
+            self.timeout_ms,
+            "GFX",
+            "CP idle after RLC load",
+        )?;
+        Ok(())
+    }
+
+    /// tinygrad `_config_mec`: both MEs halted and pipe 0 reset, instruction cache invalidated.
+    fn config_mec(&self) -> PciResult<()> {
+        for x in 0..self.xccs {
+            self.update(
+                regs::CP_MEC_CNTL,
+                x,
+                &[
+                    ("mec_invalidate_icache", 1),
+                    ("mec_me1_pipe0_reset", 1),
+                    ("mec_me2_pipe0_reset", 1),
+                    ("mec_me1_halt", 1),
+                    ("mec_me2_halt", 1),
+                ],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// tinygrad `_enable_mec`: both MEs out of halt and reset.
+    fn enable_mec(&self) -> PciResult<()> {
+        for x in 0..self.xccs {
+            self.write(regs::CP_MEC_CNTL, x, 0)?;
+        }
+        std::thread::sleep(Duration::from_millis(50));
         Ok(())
     }
 
@@ -785,32 +939,11 @@ impl Gc9 {
     /// GFX on every XCC (tinygrad AM_GFX.init_hw for GC 9.4.3/9.5.0).
     pub fn gfx_init(&self) -> PciResult<()> {
         use regs::*;
-        // RLC autoload: gc_9_4_3 has no RLC_RLCS_BOOTLOAD_STATUS, CP_STAT idle is the condition.
-        self.regs.poll(
-            CP_STAT,
-            u32::MAX,
-            0,
-            self.timeout_ms,
-            "GFX",
-            "CP idle after RLC load",
-        )?;
+        self.wait_rlc_autoload()?;
         for x in 0..self.xccs {
             self.init_hub(false, x)?;
         }
-        // _config_mec: both MEs halted and pipe 0 reset, instruction cache invalidated.
-        for x in 0..self.xccs {
-            self.update(
-                CP_MEC_CNTL,
-                x,
-                &[
-                    ("mec_invalidate_icache", 1),
-                    ("mec_me1_pipe0_reset", 1),
-                    ("mec_me2_pipe0_reset", 1),
-                    ("mec_me1_halt", 1),
-                    ("mec_me2_halt", 1),
-                ],
-            )?;
-        }
+        self.config_mec()?;
         for x in 0..self.xccs {
             let v = self.read(TCP_CNTL, x)?;
             self.write(TCP_CNTL, x, v | TCP_CNTL_GOLDEN_OR)?;
@@ -850,11 +983,7 @@ impl Gc9 {
             self.write(CP_MEC_DOORBELL_RANGE_LOWER, x, lower)?;
             self.write(CP_MEC_DOORBELL_RANGE_UPPER, x, lower + 0xf8)?;
         }
-        // _enable_mec: both MEs out of halt and reset.
-        for x in 0..self.xccs {
-            self.write(CP_MEC_CNTL, x, 0)?;
-        }
-        std::thread::sleep(Duration::from_millis(50));
+        self.enable_mec()?;
         // More than one XCC: tinygrad asks the PSP for one spatial partition here (not sent yet).
         Ok(())
     }

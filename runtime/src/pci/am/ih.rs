@@ -72,11 +72,7 @@ impl Ih {
             let [rb_base, rb_base_hi, cntl, rptr_r, wptr_r, dbr] = ring_regs(ring);
             r.write(rb_base, (mc >> 8) as u32)?;
             r.write(rb_base_hi, (mc >> 40) as u32)?;
-            // mc_space 4, wptr_overflow_clear, rb_size = bit_length(size/4), mc_snoop; ring 0:
-            // wptr_overflow_enable + rptr_rearm; ring 1: rb_full_drain_enable.
-            let rb_size = 64 - (RING_SIZE / 4).leading_zeros();
-            let mut c = 4 << 28 | 1 << 31 | rb_size << 1 | 1 << 20;
-            c |= if ring == 0 { 1 << 16 | 1 << 21 } else { 1 << 9 };
+            let c = r.encode(cntl, &rb_cntl_fields(ring, RING_SIZE))?;
             r.write(cntl, c)?;
             if ring == 0 {
                 let wmc = gmc.mc(wptr);
@@ -86,8 +82,12 @@ impl Ih {
             r.write(rptr_r, 0)?;
             r.write(wptr_r, 0)?;
             r.write(dbr, ((DOORBELL_IH + ring) * 2) | 1 << 28)?;
-            // rb_enable (+ enable_intr on ring 0).
-            r.write(cntl, c | 1 | if ring == 0 { 1 << 17 } else { 0 })?;
+            let on: &[(&str, u32)] = if ring == 0 {
+                &[("rb_enable", 1), ("enable_intr", 1)]
+            } else {
+                &[("rb_enable", 1)]
+            };
+            r.write(cntl, c | r.encode(cntl, on)?)?;
         }
         Ok(())
     }
@@ -165,14 +165,22 @@ impl Ih {
     }
 }
 
+/// IH_RB_CNTL.rb_size of a ring of `ring_bytes`: log2 of its size in dwords, rounded up
+/// (amdgpu's `order_base_2(ih->ring_size / 4)` in vega20_ih.c / ih_v6_0.c / ih_v7_0.c; tinygrad's
+/// `((ring_size//4)-1).bit_length()` since its "am: ih" fix 3f25eb3, as recorded in
+/// ../shared/conformance). The same on every family: OSSSYS 4.4.2, 6 and 7.
+pub fn rb_size(ring_bytes: u64) -> u32 {
+    (ring_bytes / 4).max(1).next_power_of_two().trailing_zeros()
+}
+
 /// IH_RB_CNTL(_RING1) fields for ring `ring` of `ring_bytes` (same names on OSSSYS 4.4.2, 6
-/// and 7): system-memory ring with snooping, rb_size = order_base_2 of its dwords (as amdgpu); ring 0 also takes
-/// write-pointer overflow and rptr rearm, ring 1 drains when full. Enables come later.
+/// and 7): system-memory ring with snooping, [`rb_size`]; ring 0 also takes write-pointer
+/// overflow and rptr rearm, ring 1 drains when full. Enables come later.
 pub fn rb_cntl_fields(ring: u32, ring_bytes: u64) -> Vec<(&'static str, u32)> {
     let mut f = vec![
         ("mc_space", 4),
         ("wptr_overflow_clear", 1),
-        ("rb_size", 64 - (ring_bytes / 4 - 1).leading_zeros()),
+        ("rb_size", rb_size(ring_bytes)),
         ("mc_snoop", 1),
         ("mc_ro", 0),
         ("mc_vmid", 0),
@@ -207,5 +215,19 @@ fn ring_regs(ring: u32) -> [super::AmReg; 6] {
             IH_RB_WPTR_RING1,
             IH_DOORBELL_RPTR_RING1,
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rb_size_is_log2_of_the_dwords_rounded_up() {
+        // amdgpu order_base_2: 512 KiB = 2^17 dwords, 256 KiB = 2^16; a non-power rounds up.
+        assert_eq!(rb_size(512 << 10), 17);
+        assert_eq!(rb_size(256 << 10), 16);
+        assert_eq!(rb_size((256 << 10) + 4), 17);
+        assert_eq!(rb_size(4), 0);
     }
 }

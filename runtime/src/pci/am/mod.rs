@@ -624,7 +624,7 @@ impl AmDevice {
     fn partial_boot(&mut self) -> PciResult<()> {
         match self.gen() {
             AmGen::Gc11 | AmGen::Gc12 => self.partial_boot_gc11_12(),
-            // `boot::partial_supported` says no for GC 9: a full boot is planned instead.
+            // GC 9 boots through `gc9::Gc9::boot` (its own partial boot), never through here.
             AmGen::Gc9 => Err(gc9::not_yet(&self.disc)),
         }
     }

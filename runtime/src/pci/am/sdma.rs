@@ -148,3 +148,117 @@ fn ring_addresses(r: &super::RegIo, ring_va: u64, rptr_va: u64, wptr_va: u64) ->
     r.write(SDMA0_QUEUE0_RB_WPTR_POLL_ADDR_LO, wptr_va as u32)?;
     r.write(SDMA0_QUEUE0_RB_WPTR_POLL_ADDR_HI, (wptr_va >> 32) as u32)
 }
+
+/// SDMA 4.4 (GC 9.4.3 / 9.5.0, MI300 / MI350): every engine is an instance of the SDMA block
+/// with one SDMA_GFX ring, programmed as tinygrad's `AM_SDMA.setup_ring` does for SDMA 4.4
+/// (tinygrad/runtime/support/am/ip.py at a9069c1). Registers and fields are sdma_4_4_2's
+/// through the generated [`regs`] tables; the engines' doorbell ranges are routed by
+/// [`super::gc9::Gc9::sdma_init`].
+pub mod v4 {
+    use super::super::gc9::{Gc9, DOORBELL_SDMA_ENGINE0};
+    use super::{regs, SdmaQueue};
+    use crate::pci::{PciError, PciResult};
+
+    /// Doorbell slots between two engines' rings (tinygrad `(pipe+queue*4) * 0xA`, the stride
+    /// of the DOORBELL0_CTRL_ENTRY ranges `sdma_init` programs).
+    pub const DOORBELL_STRIDE: u32 = 0xA;
+
+    /// The SDMA instance and doorbell of queue `idx` (tinygrad: pipe `idx / 4`, queue
+    /// `idx % 4`, instance `pipe + queue * 4`).
+    pub fn engine(idx: u32) -> (usize, u32) {
+        let inst = idx / 4 + (idx % 4) * 4;
+        (
+            inst as usize,
+            DOORBELL_SDMA_ENGINE0 + inst * DOORBELL_STRIDE,
+        )
+    }
+
+    fn bad(msg: String) -> PciError {
+        PciError::Discovery { offset: 0, msg }
+    }
+
+    /// Starts SDMA queue `idx`: pointers zeroed under MINOR_PTR_UPDATE, ring base, read-pointer
+    /// write-back and write-pointer poll addresses, doorbell, then the ring and IBs enabled.
+    /// The ring runs on doorbells: SDMA_GFX_RB_WPTR_POLL_CNTL is left as reset (tinygrad sets
+    /// no poll-enable on 4.4; amdgpu's sdma_v4_4_2 enables F32 polling only under SR-IOV).
+    pub fn setup_ring(
+        g: &Gc9,
+        idx: u32,
+        ring_va: u64,
+        ring_bytes: u64,
+        rptr_va: u64,
+        wptr_va: u64,
+    ) -> PciResult<SdmaQueue> {
+        use regs::*;
+        let (inst, doorbell) = engine(idx);
+        if inst >= g.sdmas {
+            return Err(bad(format!(
+                "SDMA queue {idx} needs SDMA instance {inst}; discovery lists {}",
+                g.sdmas
+            )));
+        }
+        // RB_BASE holds address bits 8.., the write-back/poll address fields bits 2...
+        if !ring_va.is_multiple_of(256) || !ring_bytes.is_power_of_two() || ring_bytes < 256 {
+            return Err(bad(format!(
+                "SDMA ring at {ring_va:#x} of {ring_bytes:#x} bytes: needs 256-byte alignment and a power-of-two size of at least 256 bytes"
+            )));
+        }
+        if !rptr_va.is_multiple_of(4) || !wptr_va.is_multiple_of(4) {
+            return Err(bad(format!(
+                "SDMA read/write pointers at {rptr_va:#x}/{wptr_va:#x} are not dword aligned"
+            )));
+        }
+        g.write_fields(SDMA_GFX_MINOR_PTR_UPDATE, inst, &[("enable", 1)])?;
+        for r in [
+            SDMA_GFX_RB_RPTR,
+            SDMA_GFX_RB_RPTR_HI,
+            SDMA_GFX_RB_WPTR,
+            SDMA_GFX_RB_WPTR_HI,
+        ] {
+            g.write(r, inst, 0)?;
+        }
+        g.write(SDMA_GFX_RB_BASE, inst, (ring_va >> 8) as u32)?;
+        g.write(SDMA_GFX_RB_BASE_HI, inst, (ring_va >> 40) as u32)?;
+        g.write_fields(
+            SDMA_GFX_RB_RPTR_ADDR_LO,
+            inst,
+            &[("addr", (rptr_va as u32) >> 2)],
+        )?;
+        g.write(SDMA_GFX_RB_RPTR_ADDR_HI, inst, (rptr_va >> 32) as u32)?;
+        g.write_fields(
+            SDMA_GFX_RB_WPTR_POLL_ADDR_LO,
+            inst,
+            &[("addr", (wptr_va as u32) >> 2)],
+        )?;
+        g.write(SDMA_GFX_RB_WPTR_POLL_ADDR_HI, inst, (wptr_va >> 32) as u32)?;
+        g.update(SDMA_GFX_DOORBELL_OFFSET, inst, &[("offset", doorbell * 2)])?;
+        g.update(SDMA_GFX_DOORBELL, inst, &[("enable", 1)])?;
+        g.write_fields(SDMA_GFX_MINOR_PTR_UPDATE, inst, &[("enable", 0)])?;
+        // rb_size: log2 of the ring in dwords (tinygrad `(ring_size//4).bit_length()-1`).
+        g.write_fields(
+            SDMA_GFX_RB_CNTL,
+            inst,
+            &[
+                ("rb_vmid", 0),
+                ("rptr_writeback_enable", 1),
+                ("rptr_writeback_timer", 4),
+                ("rb_enable", 1),
+                ("rb_priv", 1),
+                ("rb_size", (ring_bytes / 4).ilog2()),
+            ],
+        )?;
+        g.update(SDMA_GFX_IB_CNTL, inst, &[("ib_enable", 1)])?;
+        Ok(SdmaQueue { doorbell })
+    }
+
+    /// Stops queue `idx` (tinygrad `AM_SDMA.fini_hw`: ring, IBs and doorbell off, doorbell
+    /// offset cleared; SDMA 4 gets no GRBM soft reset there).
+    pub fn fini_ring(g: &Gc9, idx: u32) -> PciResult<()> {
+        use regs::*;
+        let (inst, _) = engine(idx);
+        g.update(SDMA_GFX_RB_CNTL, inst, &[("rb_enable", 0)])?;
+        g.update(SDMA_GFX_IB_CNTL, inst, &[("ib_enable", 0)])?;
+        g.update(SDMA_GFX_DOORBELL, inst, &[("enable", 0)])?;
+        g.update(SDMA_GFX_DOORBELL_OFFSET, inst, &[("offset", 0)])
+    }
+}
