@@ -96,7 +96,7 @@ fn step(name: &str, file: &Path, out: &Path) {
             let k = *ks.last().expect("a kernel with SQTT");
             // Phases in CPU time, to see where the detail's time goes.
             let c0 = cpu_and_rss(UsageWho::RUSAGE_SELF).0;
-            let a = profiler_ui::data::analyze_kernel_par(&p, k, &|_, _| {}).unwrap();
+            let a = profiler_ui::data::analyze_kernel_view(&p, k, &|_, _| {}).unwrap();
             let c1 = cpu_and_rss(UsageWho::RUSAGE_SELF).0;
             let waves = a.wave_count();
             let splits = profiler_ui::data::hidden::kernel_splits(&a);
