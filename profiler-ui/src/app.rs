@@ -909,6 +909,7 @@ impl Loaded {
                 if let Some((_, _, p)) = &self.kernel_job {
                     let (stage, frac) = p.lock().map(|g| g.clone()).unwrap_or_default();
                     ui.add(egui::ProgressBar::new(frac).text(stage).animate(true));
+                    sqtt::warm_glyphs(ui);
                     // Until the detail is there: what the index saved.
                     if let Some(ik) = self.kernel.and_then(|k| self.index.get(&k)) {
                         if *tab == Tab::Sqtt {

@@ -130,6 +130,41 @@ pub fn show_overview(ui: &mut Ui, k: &crate::data::IndexedKernel) {
     }
 }
 
+/// Rasterizes, a little per frame, the glyphs the SQTT view will draw: egui rasterizes a
+/// glyph (per size and sub-pixel position) the first time a text uses it, and the first frame
+/// of the detail draws hundreds of new ones (row labels at two sizes, the heading, the plot's
+/// axes): about 2 ms of that frame. Called on the frames drawn while the detail is computed,
+/// which have time to spare; half a pass per frame, a few passes per font size over shifted text so most
+/// sub-pixel positions of each character come up.
+pub fn warm_glyphs(ui: &Ui) {
+    const PASSES: usize = 6;
+    let id = egui::Id::new("wavescope.sqtt.warm_glyphs");
+    let step = ui.ctx().data(|d| d.get_temp::<usize>(id)).unwrap_or(0);
+    let style = ui.style();
+    let fonts = [
+        FontId::proportional(11.0),
+        FontId::proportional(12.0),
+        egui::TextStyle::Heading.resolve(style),
+        egui::TextStyle::Body.resolve(style),
+        egui::TextStyle::Small.resolve(style),
+    ];
+    // Half a pass per frame: each costs well under a millisecond.
+    let Some(font) = fonts.get(step / (2 * PASSES)).cloned() else {
+        return;
+    };
+    let chars: Vec<char> = (' '..='~').chain("·µ…−".chars()).collect();
+    let (pass, half) = ((step / 2) % PASSES, step % 2);
+    let mut text = String::with_capacity(chars.len() * 4);
+    for (i, &c) in chars.iter().enumerate().skip(half).step_by(2) {
+        // A different character before each one on each pass shifts where it falls.
+        text.push(chars[(i * (2 * pass + 1) + 7 * pass) % chars.len()]);
+        text.push(c);
+    }
+    ui.ctx()
+        .fonts_mut(|f| f.layout_no_wrap(text, font, Color32::WHITE));
+    ui.ctx().data_mut(|d| d.insert_temp(id, step + 1));
+}
+
 pub fn cat_color(c: Option<Cat>) -> Color32 {
     match c {
         Some(Cat::Valu) => Color32::from_rgb(0xf5, 0xe0, 0x7a),
