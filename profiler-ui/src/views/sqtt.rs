@@ -50,7 +50,19 @@ impl KernelView {
 
     /// [`KernelView::new`] with the instruction table already known (from the .wst's
     /// analysis index), so it is not computed again.
-    pub fn with_rows(data: KernelSqtt, stats: Option<Vec<InstStat>>) -> KernelView {
+    pub fn with_rows(mut data: KernelSqtt, stats: Option<Vec<InstStat>>) -> KernelView {
+        // The analysis grows its columns as it decodes (up to twice the length); the view
+        // keeps them for as long as the kernel is open, so at their length (a large block
+        // shrinks in place, without a copy).
+        for s in &mut data.ses {
+            s.analysis.waves.shrink_to_fit();
+            s.analysis.tokens.shrink_to_fit();
+            s.wave_x.shrink_to_fit();
+            s.token_x.shrink_to_fit();
+            s.token_order.shrink_to_fit();
+            s.token_start.shrink_to_fit();
+            s.token_pc.shrink_to_fit();
+        }
         let rows = SqttRows::build(&data);
         let stats = stats.unwrap_or_else(|| inst_stats(&data));
         let occupancy = data
@@ -138,7 +150,7 @@ pub fn show_overview(ui: &mut Ui, k: &crate::data::IndexedKernel) {
 /// sub-pixel positions of each character come up.
 pub fn warm_glyphs(ui: &Ui) {
     const PASSES: usize = 6;
-    let id = egui::Id::new("wavescope.sqtt.warm_glyphs");
+    let id = egui::Id::unique("wavescope.sqtt.warm_glyphs");
     let step = ui.ctx().data(|d| d.get_temp::<usize>(id)).unwrap_or(0);
     let style = ui.style();
     let fonts = [
