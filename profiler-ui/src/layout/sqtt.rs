@@ -403,3 +403,116 @@ fn layout_tokens(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::{SeTrace, XUnit};
+    use traces::sqtt::{BlobAnalysis, Wave};
+
+    fn wave(cu: u16, simd: u8, slot: u8, start: i64) -> Wave {
+        Wave {
+            cu,
+            simd,
+            wave: slot,
+            sa: None,
+            id7: None,
+            count: None,
+            start,
+            end: start + 50,
+            insts: 0,
+            start_offset: 0,
+            end_offset: 0,
+        }
+    }
+
+    /// Rows by their definition: per SE a header, per CU (ascending) a header with its wave
+    /// count, per (CU, SIMD, slot) ascending a row of its waves stably sorted by start.
+    fn by_definition(k: &KernelSqtt) -> Vec<(RowKind, Vec<u32>, usize)> {
+        let mut out = Vec::new();
+        for (si, se) in k.ses.iter().enumerate() {
+            out.push((RowKind::Se { se: si }, vec![], se.analysis.waves.len()));
+            let mut keys: Vec<(u16, u8, u8)> = se
+                .analysis
+                .waves
+                .iter()
+                .map(|w| (w.cu, w.simd, w.wave))
+                .collect();
+            keys.sort();
+            keys.dedup();
+            let mut cur = None;
+            for (cu, simd, slot) in keys {
+                if cur != Some(cu) {
+                    cur = Some(cu);
+                    let n = se.analysis.waves.iter().filter(|w| w.cu == cu).count();
+                    out.push((RowKind::Cu { se: si, cu }, vec![], n));
+                }
+                let mut ws: Vec<u32> = (0..se.analysis.waves.len() as u32)
+                    .filter(|&i| {
+                        let w = &se.analysis.waves[i as usize];
+                        (w.cu, w.simd, w.wave) == (cu, simd, slot)
+                    })
+                    .collect();
+                ws.sort_by_key(|&i| se.analysis.waves[i as usize].start);
+                let n = ws.len();
+                out.push((
+                    RowKind::Wave {
+                        se: si,
+                        cu,
+                        simd,
+                        slot,
+                    },
+                    ws,
+                    n,
+                ));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn rows_group_waves_by_slot_sorted_by_start() {
+        // Slots interleaved and out of key order; one slot's waves out of start order, two
+        // with equal starts (stream order kept); an SE without waves.
+        let mut a = BlobAnalysis::default();
+        let mut r = 7u64;
+        for i in 0..3000i64 {
+            r = r
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let cu = [9u16, 2, 5][(r >> 40) as usize % 3];
+            let simd = ((r >> 20) % 4) as u8;
+            let slot = ((r >> 30) % 3) as u8;
+            a.waves.push(wave(cu, simd, slot, i * 10));
+        }
+        a.waves.push(wave(5, 1, 1, 40));
+        a.waves.push(wave(5, 1, 1, 40));
+        a.waves.push(wave(5, 1, 1, 5));
+        let k = KernelSqtt {
+            kernel: 0,
+            name: "k".into(),
+            unit: XUnit::Cycles,
+            ses: vec![
+                SeTrace::new(0, false, a, &|c| c as f64),
+                SeTrace::new(1, false, BlobAnalysis::default(), &|c| c as f64),
+            ],
+            kernel_len: None,
+            disasm: Default::default(),
+        };
+        let rows = SqttRows::build(&k);
+        let want = by_definition(&k);
+        let got: Vec<_> = rows
+            .rows
+            .iter()
+            .map(|r| (r.kind, r.waves.clone(), r.wave_count))
+            .collect();
+        assert_eq!(got, want);
+        for r in &rows.rows {
+            let se = &k.ses[match r.kind {
+                RowKind::Se { se } | RowKind::Cu { se, .. } | RowKind::Wave { se, .. } => se,
+            }];
+            let x: Vec<(f64, f64)> = r.waves.iter().map(|&w| se.wave_x[w as usize]).collect();
+            assert_eq!(r.x, x);
+        }
+    }
+}
