@@ -96,8 +96,8 @@ fn step(name: &str, file: &Path, out: &Path) {
             let k = *ks.last().expect("a kernel with SQTT");
             // Phases in CPU time, to see where the detail's time goes.
             let c0 = cpu_and_rss(UsageWho::RUSAGE_SELF).0;
-            let a = profiler_ui::data::analyze_kernel_par(&p, k, &|_, _| {}).unwrap();
-            let c1 = cpu_and_rss(UsageWho::RUSAGE_SELF).0;
+            let a = profiler_ui::data::analyze_kernel_view(&p, k, &|_, _| {}).unwrap();
+            let (c1, peak1) = cpu_and_rss(UsageWho::RUSAGE_SELF);
             let waves = a.wave_count();
             let splits = profiler_ui::data::hidden::kernel_splits(&a);
             let c2 = cpu_and_rss(UsageWho::RUSAGE_SELF).0;
@@ -107,8 +107,9 @@ fn step(name: &str, file: &Path, out: &Path) {
             let c4 = cpu_and_rss(UsageWho::RUSAGE_SELF).0;
             std::hint::black_box(&v);
             format!(
-                "{waves} waves; CPU s: analysis {:.2}, hidden split {:.2}, table {:.2}, view {:.2}",
+                "{waves} waves; CPU s: analysis {:.2} (peak RSS by then {} MiB), hidden split {:.2}, table {:.2}, view {:.2}",
                 c1 - c0,
+                peak1 / MIB,
                 c2 - c1,
                 c3 - c2,
                 c4 - c3

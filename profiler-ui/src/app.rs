@@ -10,7 +10,7 @@ use egui::{Color32, RichText, Ui};
 use traces::model::Profile;
 
 use crate::data::{
-    analyze_kernel_par, kernels_with_sqtt, pmc_counters, pmc_rows, PmcCounter, PmcRow,
+    analyze_kernel_view, kernels_with_sqtt, pmc_counters, pmc_rows, PmcCounter, PmcRow,
 };
 use crate::layout::ruler::format_us;
 use crate::layout::timeline::{Target, TimelineModel};
@@ -720,7 +720,7 @@ impl Loaded {
                         );
                     }
                 };
-                analyze_kernel_par(&profile, k, &cb)
+                analyze_kernel_view(&profile, k, &cb)
                     .map(|d| {
                         let mut kv = KernelView::with_rows(d, rows);
                         kv.theoretical = crate::data::occupancy::kernel_occupancy(&profile, k);
@@ -909,6 +909,7 @@ impl Loaded {
                 if let Some((_, _, p)) = &self.kernel_job {
                     let (stage, frac) = p.lock().map(|g| g.clone()).unwrap_or_default();
                     ui.add(egui::ProgressBar::new(frac).text(stage).animate(true));
+                    sqtt::warm_glyphs(ui);
                     // Until the detail is there: what the index saved.
                     if let Some(ik) = self.kernel.and_then(|k| self.index.get(&k)) {
                         if *tab == Tab::Sqtt {

@@ -243,6 +243,27 @@ pub fn analyze_kernel_with(
     progress: &(dyn Fn(usize, usize) + Sync),
     opts: KernelOptions,
 ) -> Option<KernelSqtt> {
+    analyze_kernel_impl(p, ki, progress, opts, opts.detail)
+}
+
+/// What the app's SQTT view needs: every token's x (it draws them) but not the list of mapped
+/// instructions (`SeTrace::mapped`, most of the memory; the view lists a wave's instructions
+/// from its tokens, `token_pc` and the disassembly, which are kept).
+pub fn analyze_kernel_view(
+    p: &Profile,
+    ki: usize,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Option<KernelSqtt> {
+    analyze_kernel_impl(p, ki, progress, KernelOptions { detail: false }, true)
+}
+
+fn analyze_kernel_impl(
+    p: &Profile,
+    ki: usize,
+    progress: &(dyn Fn(usize, usize) + Sync),
+    opts: KernelOptions,
+    token_x: bool,
+) -> Option<KernelSqtt> {
     use rayon::prelude::*;
     let k = p.kernels.get(ki)?;
     let target = p.props_device(k.device).and_then(|d| d.target());
@@ -333,10 +354,10 @@ pub fn analyze_kernel_with(
                                 hint.set(h);
                                 x
                             },
-                            opts.detail,
+                            token_x,
                         )
                     }
-                    _ => SeTrace::with_detail(s.se, s.itrace, a, &|c| c as f64, opts.detail),
+                    _ => SeTrace::with_detail(s.se, s.itrace, a, &|c| c as f64, token_x),
                 };
                 ses.push(st);
             }

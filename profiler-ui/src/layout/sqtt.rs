@@ -1,7 +1,7 @@
 //! Rows of a kernel's SQTT view: SE -> CU/WGP -> SIMD/wave-slot rows, each holding its waves
 //! sorted by start, and the per-frame layout of the visible rows with level of detail.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeSet, HashMap};
 
 use traces::sqtt::{InstToken, OpName, TokenKind};
 
@@ -64,13 +64,6 @@ impl SqttRows {
     pub fn build(k: &KernelSqtt) -> SqttRows {
         let mut rows = Vec::new();
         for (si, se) in k.ses.iter().enumerate() {
-            let mut slots: BTreeMap<(u16, u8, u8), Vec<u32>> = BTreeMap::new();
-            for (wi, w) in se.analysis.waves.iter().enumerate() {
-                slots
-                    .entry((w.cu, w.simd, w.wave))
-                    .or_default()
-                    .push(wi as u32);
-            }
             rows.push(Row {
                 kind: RowKind::Se { se: si },
                 waves: Vec::new(),
@@ -80,43 +73,25 @@ impl SqttRows {
                 wave_count: se.analysis.waves.len(),
                 itraced: se.itrace,
             });
-            let mut cur_cu = None;
-            for ((cu, simd, slot), mut waves) in slots {
-                if cur_cu != Some(cu) {
-                    cur_cu = Some(cu);
-                    let n = se.analysis.waves.iter().filter(|w| w.cu == cu).count();
-                    rows.push(Row {
-                        kind: RowKind::Cu { se: si, cu },
-                        waves: Vec::new(),
-                        x: Vec::new(),
-                        max_len: 0.0,
-                        summary: RowSummary::default(),
-                        wave_count: n,
-                        itraced: se.itrace,
-                    });
+            let mut slots = group_by_slot(se).into_iter().peekable();
+            while let Some(((cu, simd, slot), waves)) = slots.next() {
+                // A CU's header, then the rows of its slots (which follow, in key order).
+                let mut group = vec![((cu, simd, slot), waves)];
+                while let Some(next) = slots.next_if(|s| s.0 .0 == cu) {
+                    group.push(next);
                 }
-                let x = |w: &u32| se.wave_x.get(*w as usize).copied().unwrap_or((0.0, 0.0));
-                waves.sort_by(|a, b| x(a).0.total_cmp(&x(b).0));
-                let xs: Vec<(f64, f64)> = waves.iter().map(x).collect();
-                let max_len = xs.iter().map(|w| w.1 - w.0).fold(0.0, f64::max);
-                let summary = RowSummary::build(xs.len(), |i| xs[i].0, |i| xs[i].1);
-                let itraced = waves
-                    .iter()
-                    .any(|&w| se.token_start.get(w as usize + 1) > se.token_start.get(w as usize));
                 rows.push(Row {
-                    kind: RowKind::Wave {
-                        se: si,
-                        cu,
-                        simd,
-                        slot,
-                    },
-                    wave_count: waves.len(),
-                    waves,
-                    x: xs,
-                    max_len,
-                    summary,
-                    itraced,
+                    kind: RowKind::Cu { se: si, cu },
+                    waves: Vec::new(),
+                    x: Vec::new(),
+                    max_len: 0.0,
+                    summary: RowSummary::default(),
+                    wave_count: group.iter().map(|g| g.1.len()).sum(),
+                    itraced: se.itrace,
                 });
+                for (key, waves) in group {
+                    rows.push(wave_row(se, si, key, waves));
+                }
             }
         }
         SqttRows { rows }
@@ -150,6 +125,76 @@ impl SqttRows {
             }
         }
         out
+    }
+}
+
+/// The SE's waves by slot (CU, SIMD, wave slot), slots in key order, each slot's waves in
+/// stream order: one counting pass, each row's list allocated at its exact size.
+fn group_by_slot(se: &crate::data::SeTrace) -> Vec<((u16, u8, u8), Vec<u32>)> {
+    let waves = &se.analysis.waves;
+    let key = |w: &traces::sqtt::Wave| (w.cu, w.simd, w.wave);
+    // The distinct slots (a few hundred per SE) and a dense id per wave.
+    let mut keys: Vec<(u16, u8, u8)> = Vec::new();
+    let mut ids: HashMap<(u16, u8, u8), u32> = HashMap::new();
+    let mut last: Option<((u16, u8, u8), u32)> = None;
+    let mut wave_id: Vec<u32> = Vec::with_capacity(waves.len());
+    let mut counts: Vec<usize> = Vec::new();
+    for w in waves {
+        let k = key(w);
+        let id = match last {
+            Some((lk, id)) if lk == k => id,
+            _ => *ids.entry(k).or_insert_with(|| {
+                keys.push(k);
+                counts.push(0);
+                (keys.len() - 1) as u32
+            }),
+        };
+        last = Some((k, id));
+        counts[id as usize] += 1;
+        wave_id.push(id);
+    }
+    let mut lists: Vec<Vec<u32>> = counts.iter().map(|&n| Vec::with_capacity(n)).collect();
+    for (wi, &id) in wave_id.iter().enumerate() {
+        lists[id as usize].push(wi as u32);
+    }
+    drop(wave_id);
+    let mut out: Vec<_> = keys.into_iter().zip(lists).collect();
+    out.sort_unstable_by_key(|e| e.0);
+    out
+}
+
+/// The row of one wave slot: its waves sorted by start (they come nearly so, in WAVESTART
+/// order), their x in that order and the level-of-detail summary.
+fn wave_row(
+    se: &crate::data::SeTrace,
+    si: usize,
+    (cu, simd, slot): (u16, u8, u8),
+    mut waves: Vec<u32>,
+) -> Row {
+    let x = |w: &u32| se.wave_x.get(*w as usize).copied().unwrap_or((0.0, 0.0));
+    if !waves.is_sorted_by(|a, b| x(a).0.total_cmp(&x(b).0).is_le()) {
+        // Stable: equal starts keep stream order.
+        waves.sort_by(|a, b| x(a).0.total_cmp(&x(b).0));
+    }
+    let xs: Vec<(f64, f64)> = waves.iter().map(x).collect();
+    let max_len = xs.iter().map(|w| w.1 - w.0).fold(0.0, f64::max);
+    let summary = RowSummary::build(xs.len(), |i| xs[i].0, |i| xs[i].1);
+    let itraced = waves
+        .iter()
+        .any(|&w| se.token_start.get(w as usize + 1) > se.token_start.get(w as usize));
+    Row {
+        kind: RowKind::Wave {
+            se: si,
+            cu,
+            simd,
+            slot,
+        },
+        wave_count: waves.len(),
+        waves,
+        x: xs,
+        max_len,
+        summary,
+        itraced,
     }
 }
 
@@ -355,6 +400,119 @@ fn layout_tokens(
                 frame.tokens.push((y, x0, x1, cat.or(Some(Cat::Other))));
             }
             Item::Block { x0, x1, .. } => frame.tokens.push((y, x0, x1, None)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::{SeTrace, XUnit};
+    use traces::sqtt::{BlobAnalysis, Wave};
+
+    fn wave(cu: u16, simd: u8, slot: u8, start: i64) -> Wave {
+        Wave {
+            cu,
+            simd,
+            wave: slot,
+            sa: None,
+            id7: None,
+            count: None,
+            start,
+            end: start + 50,
+            insts: 0,
+            start_offset: 0,
+            end_offset: 0,
+        }
+    }
+
+    /// Rows by their definition: per SE a header, per CU (ascending) a header with its wave
+    /// count, per (CU, SIMD, slot) ascending a row of its waves stably sorted by start.
+    fn by_definition(k: &KernelSqtt) -> Vec<(RowKind, Vec<u32>, usize)> {
+        let mut out = Vec::new();
+        for (si, se) in k.ses.iter().enumerate() {
+            out.push((RowKind::Se { se: si }, vec![], se.analysis.waves.len()));
+            let mut keys: Vec<(u16, u8, u8)> = se
+                .analysis
+                .waves
+                .iter()
+                .map(|w| (w.cu, w.simd, w.wave))
+                .collect();
+            keys.sort();
+            keys.dedup();
+            let mut cur = None;
+            for (cu, simd, slot) in keys {
+                if cur != Some(cu) {
+                    cur = Some(cu);
+                    let n = se.analysis.waves.iter().filter(|w| w.cu == cu).count();
+                    out.push((RowKind::Cu { se: si, cu }, vec![], n));
+                }
+                let mut ws: Vec<u32> = (0..se.analysis.waves.len() as u32)
+                    .filter(|&i| {
+                        let w = &se.analysis.waves[i as usize];
+                        (w.cu, w.simd, w.wave) == (cu, simd, slot)
+                    })
+                    .collect();
+                ws.sort_by_key(|&i| se.analysis.waves[i as usize].start);
+                let n = ws.len();
+                out.push((
+                    RowKind::Wave {
+                        se: si,
+                        cu,
+                        simd,
+                        slot,
+                    },
+                    ws,
+                    n,
+                ));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn rows_group_waves_by_slot_sorted_by_start() {
+        // Slots interleaved and out of key order; one slot's waves out of start order, two
+        // with equal starts (stream order kept); an SE without waves.
+        let mut a = BlobAnalysis::default();
+        let mut r = 7u64;
+        for i in 0..3000i64 {
+            r = r
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let cu = [9u16, 2, 5][(r >> 40) as usize % 3];
+            let simd = ((r >> 20) % 4) as u8;
+            let slot = ((r >> 30) % 3) as u8;
+            a.waves.push(wave(cu, simd, slot, i * 10));
+        }
+        a.waves.push(wave(5, 1, 1, 40));
+        a.waves.push(wave(5, 1, 1, 40));
+        a.waves.push(wave(5, 1, 1, 5));
+        let k = KernelSqtt {
+            kernel: 0,
+            name: "k".into(),
+            unit: XUnit::Cycles,
+            ses: vec![
+                SeTrace::new(0, false, a, &|c| c as f64),
+                SeTrace::new(1, false, BlobAnalysis::default(), &|c| c as f64),
+            ],
+            kernel_len: None,
+            disasm: Default::default(),
+        };
+        let rows = SqttRows::build(&k);
+        let want = by_definition(&k);
+        let got: Vec<_> = rows
+            .rows
+            .iter()
+            .map(|r| (r.kind, r.waves.clone(), r.wave_count))
+            .collect();
+        assert_eq!(got, want);
+        for r in &rows.rows {
+            let se = &k.ses[match r.kind {
+                RowKind::Se { se } | RowKind::Cu { se, .. } | RowKind::Wave { se, .. } => se,
+            }];
+            let x: Vec<(f64, f64)> = r.waves.iter().map(|&w| se.wave_x[w as usize]).collect();
+            assert_eq!(r.x, x);
         }
     }
 }

@@ -50,7 +50,19 @@ impl KernelView {
 
     /// [`KernelView::new`] with the instruction table already known (from the .wst's
     /// analysis index), so it is not computed again.
-    pub fn with_rows(data: KernelSqtt, stats: Option<Vec<InstStat>>) -> KernelView {
+    pub fn with_rows(mut data: KernelSqtt, stats: Option<Vec<InstStat>>) -> KernelView {
+        // The analysis grows its columns as it decodes (up to twice the length); the view
+        // keeps them for as long as the kernel is open, so at their length (a large block
+        // shrinks in place, without a copy).
+        for s in &mut data.ses {
+            s.analysis.waves.shrink_to_fit();
+            s.analysis.tokens.shrink_to_fit();
+            s.wave_x.shrink_to_fit();
+            s.token_x.shrink_to_fit();
+            s.token_order.shrink_to_fit();
+            s.token_start.shrink_to_fit();
+            s.token_pc.shrink_to_fit();
+        }
         let rows = SqttRows::build(&data);
         let stats = stats.unwrap_or_else(|| inst_stats(&data));
         let occupancy = data
@@ -128,6 +140,41 @@ pub fn show_overview(ui: &mut Ui, k: &crate::data::IndexedKernel) {
             egui::Stroke::new(1.0, Color32::from_rgb(0x7a, 0xb0, 0xf0)),
         ));
     }
+}
+
+/// Rasterizes, a little per frame, the glyphs the SQTT view will draw: egui rasterizes a
+/// glyph (per size and sub-pixel position) the first time a text uses it, and the first frame
+/// of the detail draws hundreds of new ones (row labels at two sizes, the heading, the plot's
+/// axes): about 2 ms of that frame. Called on the frames drawn while the detail is computed,
+/// which have time to spare; half a pass per frame, a few passes per font size over shifted text so most
+/// sub-pixel positions of each character come up.
+pub fn warm_glyphs(ui: &Ui) {
+    const PASSES: usize = 6;
+    let id = egui::Id::unique("wavescope.sqtt.warm_glyphs");
+    let step = ui.ctx().data(|d| d.get_temp::<usize>(id)).unwrap_or(0);
+    let style = ui.style();
+    let fonts = [
+        FontId::proportional(11.0),
+        FontId::proportional(12.0),
+        egui::TextStyle::Heading.resolve(style),
+        egui::TextStyle::Body.resolve(style),
+        egui::TextStyle::Small.resolve(style),
+    ];
+    // Half a pass per frame: each costs well under a millisecond.
+    let Some(font) = fonts.get(step / (2 * PASSES)).cloned() else {
+        return;
+    };
+    let chars: Vec<char> = (' '..='~').chain("·µ…−".chars()).collect();
+    let (pass, half) = ((step / 2) % PASSES, step % 2);
+    let mut text = String::with_capacity(chars.len() * 4);
+    for (i, &c) in chars.iter().enumerate().skip(half).step_by(2) {
+        // A different character before each one on each pass shifts where it falls.
+        text.push(chars[(i * (2 * pass + 1) + 7 * pass) % chars.len()]);
+        text.push(c);
+    }
+    ui.ctx()
+        .fonts_mut(|f| f.layout_no_wrap(text, font, Color32::WHITE));
+    ui.ctx().data_mut(|d| d.insert_temp(id, step + 1));
 }
 
 pub fn cat_color(c: Option<Cat>) -> Color32 {

@@ -582,16 +582,44 @@ pub fn kernel_occupancy(p: &crate::model::Profile, ki: usize) -> Option<Occupanc
 
 /// Active-wave count over time, downsampled to at most `max_points` steps (keeping maxima).
 pub fn active_waves(waves: &[(f64, f64)], max_points: usize) -> Vec<[f64; 2]> {
-    let mut ev: Vec<(f64, i32)> = Vec::with_capacity(waves.len() * 2);
-    for &(a, b) in waves {
-        ev.push((a, 1));
-        ev.push((b, -1));
-    }
-    ev.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    let (Some(first), Some(last)) = (ev.first(), ev.last()) else {
+    // Starts and ends sorted apart (each comes nearly in order: waves are in WAVESTART order)
+    // and merged, ends first at equal x: the order of one sort of (x, +1/-1) events, at a
+    // fraction of its cost on millions of waves.
+    let sorted = |mut v: Vec<f64>| {
+        if !v.is_sorted_by(|a, b| a.total_cmp(b).is_le()) {
+            v.sort_unstable_by(f64::total_cmp);
+        }
+        v
+    };
+    let starts = sorted(waves.iter().map(|w| w.0).collect());
+    let ends = sorted(waves.iter().map(|w| w.1).collect());
+    let (mut i, mut j) = (0, 0);
+    let ev = std::iter::from_fn(|| {
+        let end_first = match (starts.get(i), ends.get(j)) {
+            (Some(a), Some(b)) => b.total_cmp(a).is_le(),
+            (None, Some(_)) => true,
+            (Some(_), None) => false,
+            (None, None) => return None,
+        };
+        Some(if end_first {
+            j += 1;
+            (ends[j - 1], -1)
+        } else {
+            i += 1;
+            (starts[i - 1], 1)
+        })
+    });
+    let first = match (starts.first(), ends.first()) {
+        (Some(a), Some(b)) => Some(if b.total_cmp(a).is_le() { *b } else { *a }),
+        _ => None,
+    };
+    let last = match (starts.last(), ends.last()) {
+        (Some(a), Some(b)) => Some(if b.total_cmp(a).is_ge() { *b } else { *a }),
+        _ => None,
+    };
+    let (Some(lo), Some(hi)) = (first, last) else {
         return Vec::new();
     };
-    let (lo, hi) = (first.0, last.0);
     let bins = max_points.max(2) / 2;
     let bw = ((hi - lo) / bins as f64).max(f64::MIN_POSITIVE);
     let mut out: Vec<[f64; 2]> = Vec::new();
@@ -612,4 +640,70 @@ pub fn active_waves(waves: &[(f64, f64)], max_points: usize) -> Vec<[f64; 2]> {
     out.push([lo + bin as f64 * bw, bin_max as f64]);
     out.push([hi, 0.0]);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::active_waves;
+
+    /// The definition: every start and end as a (+1/-1) event, sorted by x with ends first at
+    /// equal x, binned as `active_waves` bins them.
+    fn by_definition(waves: &[(f64, f64)], max_points: usize) -> Vec<[f64; 2]> {
+        let mut ev: Vec<(f64, i32)> = waves.iter().flat_map(|&(a, b)| [(a, 1), (b, -1)]).collect();
+        ev.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let (Some(first), Some(last)) = (ev.first(), ev.last()) else {
+            return Vec::new();
+        };
+        let (lo, hi) = (first.0, last.0);
+        let bins = max_points.max(2) / 2;
+        let bw = ((hi - lo) / bins as f64).max(f64::MIN_POSITIVE);
+        let (mut out, mut cur, mut bin_max, mut bin) = (Vec::new(), 0i32, 0i32, 0usize);
+        for (x, d) in ev {
+            let b = (((x - lo) / bw) as usize).min(bins - 1);
+            if b != bin {
+                out.push([lo + bin as f64 * bw, bin_max as f64]);
+                out.push([lo + (bin + 1) as f64 * bw, bin_max as f64]);
+                bin = b;
+                bin_max = cur;
+            }
+            cur += d;
+            bin_max = bin_max.max(cur);
+        }
+        out.push([lo + bin as f64 * bw, bin_max as f64]);
+        out.push([hi, 0.0]);
+        out
+    }
+
+    #[test]
+    fn merged_starts_and_ends_give_the_sorted_events_result() {
+        // Waves out of order, zero-length ones, one wave's end on another's start (ends first),
+        // and a wave ending before all others start.
+        let mut waves: Vec<(f64, f64)> = Vec::new();
+        let mut r = 12345u64;
+        for _ in 0..5000 {
+            r = r
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let a = ((r >> 33) % 1000) as f64 * 0.5;
+            let len = ((r >> 13) % 40) as f64 * 0.5;
+            waves.push((a, a + len));
+        }
+        waves.push((-3.0, -1.0));
+        waves.push((7.0, 7.0));
+        for pts in [2, 10, 2000] {
+            assert_eq!(
+                active_waves(&waves, pts),
+                by_definition(&waves, pts),
+                "{pts} points"
+            );
+            let mut sorted = waves.clone();
+            sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+            assert_eq!(active_waves(&sorted, pts), by_definition(&sorted, pts));
+        }
+        assert!(active_waves(&[], 100).is_empty());
+        assert_eq!(
+            active_waves(&[(1.0, 2.0)], 4),
+            by_definition(&[(1.0, 2.0)], 4)
+        );
+    }
 }
