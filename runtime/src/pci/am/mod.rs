@@ -10,6 +10,7 @@ pub mod gc9;
 pub mod gfx;
 pub mod gmc;
 pub mod ih;
+pub mod mqd9;
 pub mod psp;
 pub mod regs;
 pub mod sdma;
@@ -450,6 +451,12 @@ pub struct AmDevice {
     /// How this session brought the GPU up.
     pub boot_kind: boot::BootKind,
     finished: bool,
+    /// GC 9 (several XCCs): the device as [`gc9::Gc9`] brought it up, which the per-XCC
+    /// queue set-up, TLB flushes and teardown go through.
+    pub gc9: Option<Box<gc9::Gc9>>,
+    /// GC 9: VRAM offset of the compute MQD slots (one per XCC) and the XCCs whose HQD is on.
+    pub gc9_mqd: Option<u64>,
+    pub gc9_queues: Vec<usize>,
 }
 
 impl AmDevice {
@@ -499,11 +506,7 @@ impl AmDevice {
                 opts.handshake_timeout_ms,
             )?;
             g.boot(&fw)?;
-            // Registers, PSP and SMU are up; the v9 queues are not written yet. Nothing runs,
-            // so the session ends as after an orderly teardown (SCRATCH_REG6 = 0): the next
-            // open must not take this refusal for a crashed session and reset the GPU.
-            g.end_session()?;
-            return Err(gc9::not_yet(&disc));
+            return AmDevice::after_gc9_boot(pci, g, doorbells, fw);
         }
         for ip in ALL_IPS {
             // SDMA registers live in GC's register space on GC 11 (SDMA0 reports the same bases).
@@ -557,6 +560,9 @@ impl AmDevice {
             prior_boot: PriorBoot::Foreign,
             boot_kind: boot::BootKind::Full,
             finished: false,
+            gc9: None,
+            gc9_mqd: None,
+            gc9_queues: Vec::new(),
         };
         if let Err(e) = dev.bring_up() {
             // A failed bring-up has no queues or clocks to undo (and the handshakes that failed
@@ -566,6 +572,61 @@ impl AmDevice {
             return Err(e);
         }
         Ok(dev)
+    }
+
+    /// The device after [`gc9::Gc9::boot`]: its memory (root directory, heap past the boot
+    /// memory) and IH ring 0 taken over, registers through instance 0 of every block.
+    fn after_gc9_boot(
+        pci: Arc<dyn PciDevice>,
+        g: gc9::Gc9,
+        doorbells: Arc<dyn Mmio>,
+        fw: Firmware,
+    ) -> PciResult<AmDevice> {
+        let mut regs = RegIo::new(g.regs.mmio.clone());
+        regs.gen = AmGen::Gc9;
+        for ip in ALL_IPS {
+            regs.set_bases(ip, g.disc.ip(ip)?.bases.clone());
+        }
+        let gmc = gmc::Gmc::for_gc9(
+            &regs,
+            g.vram.clone(),
+            g.vram_size,
+            g.mc(0),
+            g.root_pt,
+            (g.memscratch, g.dummy_page),
+            g.heap(),
+        )?;
+        Ok(AmDevice {
+            pci,
+            regs,
+            vram: g.vram.clone(),
+            doorbells,
+            disc: g.disc.clone(),
+            vram_size: g.vram_size,
+            gmc,
+            ih: ih::Ih::adopt(&g.ih_rings[..1], gc9::IH_RING_BYTES),
+            psp: psp::Psp::default(),
+            smu: smu::Smu::default(),
+            fw,
+            timeout_ms: g.timeout_ms,
+            gfx_queue: None,
+            sdma_queue: None,
+            prior_boot: g.prior_boot,
+            boot_kind: boot::BootKind::Full,
+            finished: false,
+            gc9: Some(Box::new(g)),
+            gc9_mqd: None,
+            gc9_queues: Vec::new(),
+        })
+    }
+
+    /// HDP flush and TLB invalidation on every hub after a mapping change (on GC 9 every XCC's
+    /// GC hub and every AID's MM hub).
+    pub fn flush_tlbs(&self) -> PciResult<()> {
+        match &self.gc9 {
+            Some(g) => g.flush_tlbs(),
+            None => self.gmc.flush_tlbs(&self.regs, true),
+        }
     }
 
     /// The generation whose register tables and sequence this device uses.
@@ -823,6 +884,18 @@ impl AmDevice {
         }
         self.finished = true;
         self.regs.phase("fini");
+        if let Some(g) = &self.gc9 {
+            // tinygrad's AMDev.fini order: SDMA, then the HQDs of every XCC, interrupts
+            // drained, the session mark. The clocks stay at their boot soft minimum (A78).
+            if self.sdma_queue.take().is_some() {
+                sdma::v4::fini_ring(g, 0)?;
+            }
+            for x in std::mem::take(&mut self.gc9_queues) {
+                mqd9::dequeue(g, x)?;
+            }
+            self.ih.drain(&self.regs, &self.vram)?;
+            return g.end_session();
+        }
         if self.gen() == AmGen::Gc12 {
             // SDMA first (its soft reset does not touch the CP), then the compute queue.
             sdma::fini(self)?;
