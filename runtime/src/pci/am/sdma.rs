@@ -198,12 +198,12 @@ pub mod v4 {
             )));
         }
         // RB_BASE holds address bits 8.., the write-back/poll address fields bits 2...
-        if ring_va % 256 != 0 || !ring_bytes.is_power_of_two() || ring_bytes < 256 {
+        if !ring_va.is_multiple_of(256) || !ring_bytes.is_power_of_two() || ring_bytes < 256 {
             return Err(bad(format!(
                 "SDMA ring at {ring_va:#x} of {ring_bytes:#x} bytes: needs 256-byte alignment and a power-of-two size of at least 256 bytes"
             )));
         }
-        if rptr_va % 4 != 0 || wptr_va % 4 != 0 {
+        if !rptr_va.is_multiple_of(4) || !wptr_va.is_multiple_of(4) {
             return Err(bad(format!(
                 "SDMA read/write pointers at {rptr_va:#x}/{wptr_va:#x} are not dword aligned"
             )));
