@@ -517,8 +517,12 @@ fn device_options(spec: &DeviceSpec, o: &CaptureOptions) -> DeviceOptions {
         d.sqtt_buffer_size = m << 20;
     } else if spec.is_emulated() {
         // The emulated VRAM is host memory: the runtime's 256 MiB per SE is far more than the
-        // demo needs.
-        d.sqtt_buffer_size = 64 << 20;
+        // demo needs. The emulated MI350 behind the PCI driver has 32 SEs (8 XCCs) in 1 GiB
+        // of VRAM, of which the driver keeps 384 MiB: 8 MiB each.
+        d.sqtt_buffer_size = match spec {
+            DeviceSpec::EmuPci(a) if a.target().to_string() == "gfx950" => 8 << 20,
+            _ => 64 << 20,
+        };
     }
     // Every SE by default, so no kernel comes back without instruction detail.
     d.sqtt_itrace_se_mask = o.itrace_se_mask.unwrap_or(u32::MAX);

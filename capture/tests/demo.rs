@@ -427,8 +427,20 @@ fn tinygrad_reads_the_emulated_gfx950_sqtt() {
 /// .wst (what the app opens) reads back with the same kernels and streams.
 #[test]
 fn demo_runs_on_emulated_gfx1201_behind_pci_and_usb() {
-    let ea = EmuArch::Gfx1201;
-    for spec in ["emu-pci:gfx1201", "emu-usb:gfx1201"] {
+    demo_behind_the_driver("gfx1201", &["emu-pci:gfx1201", "emu-usb:gfx1201"]);
+}
+
+/// The emulated MI350 (gfx950, 8 XCCs) behind the real PCI (AM) driver: the demo runs
+/// correctly on the per-XCC PM4 queues and every kernel has an SQTT blob for each SE of every
+/// XCC (32) with waves in it; the .wst reads back.
+#[test]
+fn demo_runs_on_emulated_mi350_behind_pci() {
+    demo_behind_the_driver("gfx950", &["emu-pci:gfx950"]);
+}
+
+fn demo_behind_the_driver(arch: &str, specs: &[&str]) {
+    let ea = EmuArch::parse(arch).unwrap();
+    for &spec in specs {
         let dir = tempfile::tempdir().unwrap();
         let dev: DeviceSpec = spec.parse().unwrap();
         let r = run_demo(&opts(dir.path(), vec![dev]), &mut |_, _, _| {})
@@ -440,7 +452,7 @@ fn demo_runs_on_emulated_gfx1201_behind_pci_and_usb() {
         let p = &r.profile;
         let target = p.devices[0].target();
         assert!(
-            target.is_some_and(|t| t.to_string() == "gfx1201"),
+            target.is_some_and(|t| t.to_string() == arch),
             "{spec}: the device's target: {target:?}"
         );
         for (name, _, _) in DEMO {

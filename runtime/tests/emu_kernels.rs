@@ -573,40 +573,44 @@ fn sixteen_bit_float_and_integer_math(r: impl Into<Run>) {
 /// `per_target!` for the cases listed, and for the fixture cases among them (`wave64 [...]`)
 /// again in module `wave64` on the wave64 builds.
 macro_rules! wave32_and_64 {
-    ($($name:ident),* $(,)? ; wave64 [$($w64:ident),* $(,)?]) => {
-        per_target!($($name),*);
+    ($($name:ident $(except [$($skip:ident),*])?),* $(,)? ;
+     wave64 [$($w64:ident $(except [$($skip64:ident),*])?),* $(,)?]) => {
+        per_target!($($name $(except [$($skip),*])?),*);
         mod wave64 {
             use super::{Run, Target};
             $(fn $w64(t: Target) {
                 super::$w64(Run { t, wave64: true })
             })*
-            per_target!($($w64),*);
+            per_target!($($w64 $(except [$($skip64),*])?),*);
         }
     };
 }
 
 // Every case above, on every emulated backend; the fixture cases on both wave sizes.
+// pci_gfx950: only vadd, reduce and matmul have gfx950 builds (tests/fixtures/kernels/emu/gfx950,
+// wave64 only); the captured gfx950 gemm sums in another order than this test's reference (it is
+// checked in emu_gfx950.rs).
 wave32_and_64!(
     vadd_matches_cpu,
-    saxpy_matches_cpu_fma,
+    saxpy_matches_cpu_fma except [pci_gfx950],
     reduce_with_lds_barriers_and_atomics,
     tiled_matmul_is_bit_exact,
-    branches_and_exec_masking,
-    scratch_private_array,
-    transcendentals_within_ulps_and_integer_division_exact,
+    branches_and_exec_masking except [pci_gfx950],
+    scratch_private_array except [pci_gfx950],
+    transcendentals_within_ulps_and_integer_division_exact except [pci_gfx950],
     captured_plus_kernel_adds_three_floats,
-    captured_gemm_kernel_multiplies_32x32,
-    returning_global_atomics,
-    sixteen_bit_float_and_integer_math;
+    captured_gemm_kernel_multiplies_32x32 except [pci_gfx950],
+    returning_global_atomics except [pci_gfx950],
+    sixteen_bit_float_and_integer_math except [pci_gfx950];
     wave64 [
         vadd_matches_cpu,
-        saxpy_matches_cpu_fma,
+        saxpy_matches_cpu_fma except [pci_gfx950],
         reduce_with_lds_barriers_and_atomics,
         tiled_matmul_is_bit_exact,
-        branches_and_exec_masking,
-        scratch_private_array,
-        transcendentals_within_ulps_and_integer_division_exact,
-        returning_global_atomics,
-        sixteen_bit_float_and_integer_math,
+        branches_and_exec_masking except [pci_gfx950],
+        scratch_private_array except [pci_gfx950],
+        transcendentals_within_ulps_and_integer_division_exact except [pci_gfx950],
+        returning_global_atomics except [pci_gfx950],
+        sixteen_bit_float_and_integer_math except [pci_gfx950],
     ]
 );

@@ -180,7 +180,8 @@ fn gemm_fields_like_hardware(t: Target) {
 }
 
 per_target!(
-    plus_fields_like_hardware except [pci_gfx1100, usb_gfx1100, pci_gfx1201, usb_gfx1201],
+    // pci_gfx950: as captured_plus_walks_like_hardware in emu_sqtt_captured.rs.
+    plus_fields_like_hardware except [pci_gfx1100, usb_gfx1100, pci_gfx1201, usb_gfx1201, pci_gfx950],
     gemm_fields_like_hardware except [pci_gfx1100, usb_gfx1100, pci_gfx1201, usb_gfx1201],
 );
 

@@ -132,6 +132,121 @@ impl PciIface {
         })
     }
 
+    /// GC 9: a PM4 compute queue on XCC `xcc` (its MQD slot, its read pointer, its doorbell in
+    /// that XCC's MEC doorbell range; the ring and write pointer shared by all XCCs), or the
+    /// SDMA 4.4 ring of engine 0.
+    fn create_queue_gc9(
+        &mut self,
+        kind: QueueKind,
+        bufs: QueueBuffers<'_>,
+        xcc: u32,
+    ) -> Result<QueueDesc> {
+        use super::am::mqd9;
+        let xccs = self.dev.gc9.as_ref().map_or(0, |g| g.xccs);
+        if kind == QueueKind::Sdma {
+            return self.create_sdma_queue_gc9(bufs);
+        }
+        let x = xcc as usize;
+        if x >= xccs {
+            return Err(Error::Invalid(format!(
+                "compute queue on XCC {xcc}: the device has {xccs}"
+            )));
+        }
+        if self.dev.gc9_queues.contains(&x) {
+            return Err(Error::Unsupported(format!(
+                "a second compute queue on XCC {xcc} on the PCI path"
+            )));
+        }
+        let eop = bufs
+            .eop
+            .ok_or_else(|| Error::Invalid("compute queue without EOP buffer".into()))?;
+        let ring_cpu = bufs.ring.cpu()?.clone();
+        let gart_cpu = bufs.gart.cpu()?.clone();
+        // Queue-pointer page: the write pointer at +0x10 (shared), XCC 0's read pointer at +0
+        // as on GC 11/12, XCC x's at 0x100 + 8·x.
+        let rptr_off = if x == 0 { 0 } else { 0x100 + 8 * xcc as u64 };
+        let mqd = match self.dev.gc9_mqd {
+            Some(p) => p,
+            None => {
+                let p = self
+                    .dev
+                    .gmc
+                    .palloc(mqd9::MQD_STRIDE * xccs as u64, 0x1000)?;
+                self.dev.gc9_mqd = Some(p);
+                p
+            }
+        };
+        let paddr = mqd + mqd9::MQD_STRIDE * xcc as u64;
+        let spec = mqd9::QueueSpec {
+            mqd_mc: self.dev.gmc.mc(paddr),
+            ring_va: bufs.ring.va,
+            ring_bytes: bufs.ring.size,
+            rptr_va: bufs.gart.va + rptr_off,
+            wptr_va: bufs.gart.va + 0x10,
+            eop_va: eop.va,
+            eop_bytes: eop.size,
+            doorbell: mqd9::doorbell(x),
+        };
+        let g = self
+            .dev
+            .gc9
+            .as_ref()
+            .ok_or_else(|| Error::Invalid("no GC 9 device".into()))?;
+        mqd9::setup(g, x, paddr, &spec)?;
+        self.dev.gc9_queues.push(x);
+        Ok(QueueDesc {
+            ring: ring_cpu,
+            ring_va: bufs.ring.va,
+            read_ptrs: vec![Slot {
+                mem: gart_cpu.clone(),
+                offset: rptr_off,
+            }],
+            write_ptrs: vec![Slot {
+                mem: gart_cpu,
+                offset: 0x10,
+            }],
+            doorbells: vec![Slot {
+                mem: self.dev.doorbells.clone(),
+                offset: u64::from(spec.doorbell) * 8,
+            }],
+        })
+    }
+
+    /// GC 9: SDMA queue 0 (engine 0's SDMA_GFX ring, [`sdma::v4::setup_ring`]).
+    fn create_sdma_queue_gc9(&mut self, bufs: QueueBuffers<'_>) -> Result<QueueDesc> {
+        if self.dev.sdma_queue.is_some() {
+            return Err(Error::Unsupported(
+                "a second SDMA queue on the PCI path".into(),
+            ));
+        }
+        let g = self
+            .dev
+            .gc9
+            .as_ref()
+            .ok_or_else(|| Error::Invalid("no GC 9 device".into()))?;
+        let ring_cpu = bufs.ring.cpu()?.clone();
+        let gart_cpu = bufs.gart.cpu()?.clone();
+        let (rptr, wptr) = (bufs.gart.va, bufs.gart.va + 0x10);
+        let q = sdma::v4::setup_ring(g, 0, bufs.ring.va, bufs.ring.size, rptr, wptr)?;
+        self.dev.sdma_queue = Some(q);
+        Ok(QueueDesc {
+            ring: ring_cpu,
+            ring_va: bufs.ring.va,
+            read_ptrs: vec![Slot {
+                mem: gart_cpu.clone(),
+                offset: 0,
+            }],
+            write_ptrs: vec![Slot {
+                mem: gart_cpu,
+                offset: 0x10,
+            }],
+            doorbells: vec![Slot {
+                mem: self.dev.doorbells.clone(),
+                offset: u64::from(q.doorbell) * 8,
+            }],
+        })
+    }
+
     fn fault_report(&self, context: String) -> FaultReport {
         let mut rep = FaultReport {
             context,
@@ -226,7 +341,7 @@ impl GpuIface for PciIface {
             (Backing::Vram { paddr }, runs, cpu)
         };
         self.dev.gmc.map(va, &runs, kind.uncached)?;
-        self.dev.gmc.flush_tlbs(&self.dev.regs, true)?;
+        self.dev.flush_tlbs()?;
         let handle = self.next_handle;
         self.next_handle += 1;
         self.allocs.insert(handle, Alloc { va, size, backing });
@@ -244,7 +359,7 @@ impl GpuIface for PciIface {
             Error::Invalid(format!("buffer at {:#x} was not allocated here", buf.va))
         })?;
         self.dev.gmc.unmap(a.va, a.size)?;
-        self.dev.gmc.flush_tlbs(&self.dev.regs, true)?;
+        self.dev.flush_tlbs()?;
         self.dev.gmc.vfree(a.va, a.size);
         match a.backing {
             Backing::Vram { paddr } => self.dev.gmc.pfree(paddr, a.size),
@@ -269,6 +384,9 @@ impl GpuIface for PciIface {
         bufs: QueueBuffers<'_>,
         xcc_id: u32,
     ) -> Result<QueueDesc> {
+        if self.dev.gc9.is_some() {
+            return self.create_queue_gc9(kind, bufs, xcc_id);
+        }
         if xcc_id != 0 {
             return Err(Error::Unsupported(
                 "multi-XCC queues on the PCI path".into(),

@@ -27,6 +27,8 @@ pub enum Target {
     /// The USB path (controller, TLPs, AM driver) over the emulated ASM2464 bridge.
     UsbGfx1100,
     UsbGfx1201,
+    /// The PCI (AM) driver over the emulated MI350 (gfx950, 8 XCCs, GC 9.5.0).
+    PciGfx950,
 }
 
 /// The names [`per_target!`] takes (they are the generated modules' names too).
@@ -39,6 +41,7 @@ pub mod targets {
     pub const usb_gfx1100: Target = Target::UsbGfx1100;
     pub const pci_gfx1201: Target = Target::PciGfx1201;
     pub const usb_gfx1201: Target = Target::UsbGfx1201;
+    pub const pci_gfx950: Target = Target::PciGfx950;
 }
 
 /// The emulator behind an opened [`Target`]: every backend's engines are an [`EmuPlatform`].
@@ -62,18 +65,20 @@ impl Emu {
 }
 
 impl Target {
-    pub const ALL: [Target; 6] = [
+    pub const ALL: [Target; 7] = [
         Target::KfdGfx1100,
         Target::KfdGfx1201,
         Target::PciGfx1100,
         Target::UsbGfx1100,
         Target::PciGfx1201,
         Target::UsbGfx1201,
+        Target::PciGfx950,
     ];
 
     pub fn arch(self) -> EmuArch {
         match self {
             Target::KfdGfx1201 | Target::PciGfx1201 | Target::UsbGfx1201 => EmuArch::Gfx1201,
+            Target::PciGfx950 => EmuArch::Gfx950,
             _ => EmuArch::Gfx1100,
         }
     }
@@ -85,7 +90,7 @@ impl Target {
                 let (d, p) = emu::open_kfd(self.arch(), opts).unwrap();
                 (d, Emu::Kfd(p))
             }
-            Target::PciGfx1100 | Target::PciGfx1201 => {
+            Target::PciGfx1100 | Target::PciGfx1201 | Target::PciGfx950 => {
                 let (d, g) = emu::open_pci(self.arch(), opts).unwrap();
                 (d, Emu::Pci(g))
             }
@@ -115,7 +120,8 @@ impl Target {
 }
 
 /// One `#[test]` per [`Target`] for each `fn name(t: Target)` listed, in the modules
-/// `kfd_gfx1100`, `kfd_gfx1201`, `pci_gfx1100`, `usb_gfx1100`, `pci_gfx1201` and `usb_gfx1201`. `name except [targets]`
+/// `kfd_gfx1100`, `kfd_gfx1201`, `pci_gfx1100`, `usb_gfx1100`, `pci_gfx1201`, `usb_gfx1201` and
+/// `pci_gfx950`. `name except [targets]`
 /// leaves out the targets where a test does not apply.
 #[allow(unused_macros)]
 macro_rules! per_target {
@@ -128,6 +134,7 @@ macro_rules! per_target {
         mod usb_gfx1100 { $(per_target!(@test usb_gfx1100 $name [$($($skip)*)?]);)* }
         mod pci_gfx1201 { $(per_target!(@test pci_gfx1201 $name [$($($skip)*)?]);)* }
         mod usb_gfx1201 { $(per_target!(@test usb_gfx1201 $name [$($($skip)*)?]);)* }
+        mod pci_gfx950 { $(per_target!(@test pci_gfx950 $name [$($($skip)*)?]);)* }
     };
     // No exception names this target: the test.
     (@test $t:ident $name:ident []) => {
@@ -142,6 +149,7 @@ macro_rules! per_target {
     (@test usb_gfx1100 $name:ident [usb_gfx1100 $($s:ident)*]) => {};
     (@test pci_gfx1201 $name:ident [pci_gfx1201 $($s:ident)*]) => {};
     (@test usb_gfx1201 $name:ident [usb_gfx1201 $($s:ident)*]) => {};
+    (@test pci_gfx950 $name:ident [pci_gfx950 $($s:ident)*]) => {};
     (@test $t:ident $name:ident [$other:ident $($s:ident)*]) => {
         per_target!(@test $t $name [$($s)*]);
     };
@@ -179,9 +187,15 @@ pub fn fixture(arch: EmuArch, name: &str) -> Vec<u8> {
 pub fn fixture_wave(arch: EmuArch, name: &str, wave64: bool) -> Vec<u8> {
     let sub = match arch {
         EmuArch::Gfx1201 => "gfx1201/",
+        EmuArch::Gfx950 => "gfx950/",
         _ => "",
     };
-    let w = if wave64 { "wave64/" } else { "" };
+    // gfx950 runs wave64 only: its fixtures are wave64 builds already.
+    let w = if wave64 && arch != EmuArch::Gfx950 {
+        "wave64/"
+    } else {
+        ""
+    };
     let p = format!(
         "{}/../tests/fixtures/kernels/emu/{sub}{w}{name}.hsaco",
         env!("CARGO_MANIFEST_DIR")

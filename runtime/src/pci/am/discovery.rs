@@ -232,17 +232,25 @@ impl Discovery {
         if wgp > 64 {
             return Err(bad("WGPs per array", wgp));
         }
+        // GC 9.4/9.5 (MI300/MI350): the GC info describes one XCC (amdgpu reads it per XCC);
+        // the device is every XCC discovered, with 4 SIMDs per CU (CDNA), as KFD's topology.
+        let (xccs, simd_per_cu) = if maj == 9 {
+            (self.instances(AmIp::Gc).len().clamp(1, 8) as u32, 4)
+        } else {
+            (1, 2)
+        };
+        let array_count = array_count * xccs;
         Ok(DeviceProps {
             gfx_target_version: maj * 10000 + min * 100 + rev,
-            simd_count: 2 * 2 * array_count * wgp,
-            simd_per_cu: 2,
+            simd_count: simd_per_cu * 2 * array_count * wgp,
+            simd_per_cu,
             max_waves_per_simd: g.max_waves_per_simd,
             array_count,
             simd_arrays_per_engine: g.num_sa_per_se,
             cu_per_simd_array: 2 * wgp,
             lds_size_in_kb: g.lds_size,
             max_slots_scratch_cu: g.max_scratch_slots_per_cu,
-            num_xcc: 1,
+            num_xcc: xccs,
             ..Default::default()
         })
     }

@@ -1138,3 +1138,65 @@ impl Gc9 {
         Ok(())
     }
 }
+
+/// After the bring-up: what the runtime's memory manager and queues take over from [`Gc9`].
+impl Gc9 {
+    /// VRAM past the boot memory, 2 MiB aligned, up to the reserved top: the runtime's heap.
+    pub fn heap(&self) -> (u64, u64) {
+        let start = self.alloc.high_water().div_ceil(2 << 20) * (2 << 20);
+        (start, self.vram_size - RESERVED_VRAM)
+    }
+
+    /// tinygrad's `flush_tlb` after a mapping change: HDP flush, then VMID 0 invalidated on
+    /// every XCC's GC hub, then (HDP flush again) on every AID's MM hub under its semaphore.
+    pub fn flush_tlbs(&self) -> PciResult<()> {
+        use regs::*;
+        let req = [
+            ("flush_type", 0),
+            ("per_vmid_invalidate_req", 1),
+            ("invalidate_l2_ptes", 1),
+            ("invalidate_l2_pde0", 1),
+            ("invalidate_l2_pde1", 1),
+            ("invalidate_l2_pde2", 1),
+            ("invalidate_l1_ptes", 1),
+            ("clear_protection_fault_status_addr", 0),
+        ];
+        let t = self.timeout_ms;
+        let wait = |r: AmReg, i: usize, what: &str| -> PciResult<()> {
+            let t0 = std::time::Instant::now();
+            loop {
+                let v = self.read(r, i)?;
+                if v & 1 == 1 {
+                    return Ok(());
+                }
+                if t0.elapsed() > Duration::from_millis(t) {
+                    return Err(PciError::Timeout {
+                        block: "GMC",
+                        what: format!("{what} (instance {i})"),
+                        reg: r.name,
+                        value: v,
+                        ms: t,
+                    });
+                }
+                std::thread::sleep(Duration::from_micros(10));
+            }
+        };
+        psp::PspMem::flush_hdp(self, &self.regs)?;
+        for x in 0..self.xccs {
+            self.write_fields(GCVM_INVALIDATE_ENG17_REQ, x, &req)?;
+            wait(GCVM_INVALIDATE_ENG17_ACK, x, "GC hub TLB invalidation ack")?;
+        }
+        psp::PspMem::flush_hdp(self, &self.regs)?;
+        for h in 0..self.vmhubs {
+            wait(
+                MMVM_INVALIDATE_ENG17_SEM,
+                h,
+                "MM hub invalidation semaphore",
+            )?;
+            self.write_fields(MMVM_INVALIDATE_ENG17_REQ, h, &req)?;
+            wait(MMVM_INVALIDATE_ENG17_ACK, h, "MM hub TLB invalidation ack")?;
+            self.write(MMVM_INVALIDATE_ENG17_SEM, h, 0)?;
+        }
+        Ok(())
+    }
+}

@@ -126,6 +126,14 @@ impl RangeAlloc {
         }
         self.free.insert(s, e - s);
     }
+    /// The end of the highest allocation (the base when nothing is allocated).
+    pub fn high_water(&self) -> u64 {
+        let end = self.base + self.size;
+        match self.free.iter().next_back() {
+            Some((&s, &l)) if s + l == end => s,
+            _ => end,
+        }
+    }
     pub fn free_bytes(&self) -> u64 {
         self.free.values().sum()
     }
@@ -197,6 +205,39 @@ impl Gmc {
         Ok(g)
     }
 
+    /// The memory manager of a GC 9 device after [`super::gc9::Gc9`]'s bring-up: its root
+    /// directory, MC base (FB base + XGMI offset), scratch and dummy pages are the ones the
+    /// hubs were programmed with; the heap is `[heap_start, heap_end)` (after the boot memory,
+    /// below the reserved top), the VA window tinygrad's.
+    #[allow(clippy::too_many_arguments)]
+    pub fn for_gc9(
+        regs: &RegIo,
+        vram: Arc<dyn Mmio>,
+        vram_size: u64,
+        mc_base: u64,
+        root: u64,
+        pages: (u64, u64),
+        heap: (u64, u64),
+    ) -> PciResult<Self> {
+        let hdp = regs.read(regs::BIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL)?;
+        Ok(Gmc {
+            vram,
+            vram_size,
+            mc_base,
+            boot: RangeAlloc::new(0, 0),
+            main: RangeAlloc::new(heap.0, heap.1.saturating_sub(heap.0)),
+            va: RangeAlloc::new(VA_BASE, VA_SIZE),
+            booting: false,
+            boot_log: Vec::new(),
+            root,
+            tables: vec![root],
+            hdp_flush_addr: hdp & 0x7_FFFC,
+            scratch_page: pages.0,
+            dummy_page: pages.1,
+            gen: AmGen::Gc9,
+        })
+    }
+
     /// The BAR0 view (VRAM offset = BAR offset).
     pub fn vram(&self) -> std::sync::Arc<dyn Mmio> {
         self.vram.clone()
@@ -228,7 +269,8 @@ impl Gmc {
 
     pub fn pfree(&mut self, at: u64, size: u64) {
         let size = size.div_ceil(PAGE) * PAGE;
-        if at < BOOT_SIZE {
+        // The heap's own bounds (a GC 9 heap starts where its boot memory ended).
+        if at < self.main.base {
             self.boot.free(at, size);
         } else {
             self.main.free(at, size);
@@ -264,16 +306,42 @@ impl Gmc {
         Ok(self.vram.read64(table + idx * 8)?)
     }
 
-    /// The directory below `table[idx]`, created if missing.
-    fn dir(&mut self, table: u64, idx: u64) -> PciResult<u64> {
+    /// The directory below `table[idx]`, created if missing. `level` is the level of `table`
+    /// (0 = PDB2, 1 = PDB1, 2 = PDB0): GC 9 marks table entries per level (tinygrad's
+    /// get_pte_flags for gfx9: PDB1 entries carry BFS(9), PDB0 entries TF).
+    fn dir(&mut self, table: u64, idx: u64, level: u8) -> PciResult<u64> {
         let e = self.entry(table, idx)?;
-        let (_, pde_pte, _) = pte_format(self.gen);
-        if e & pte::VALID != 0 && e & pde_pte == 0 {
+        if e & pte::VALID != 0 && !self.is_leaf(level, e) {
             return Ok(e & pte::ADDR_MASK);
         }
         let t = self.alloc_table()?;
-        self.vram.write64(table + idx * 8, t | pte::VALID)?;
+        let extra = match (self.gen, level) {
+            (AmGen::Gc9, 1) => pte::gfx9::PDB1_BFS9,
+            (AmGen::Gc9, 2) => pte::gfx9::TF,
+            _ => 0,
+        };
+        self.vram.write64(table + idx * 8, t | pte::VALID | extra)?;
         Ok(t)
+    }
+
+    /// Whether entry `e` of a table at `level` (1 = PDB1, 2 = PDB0) maps memory itself: the
+    /// huge-page flag, except at a GC 9 PDB0, where an entry without TF is a 2 MiB page.
+    fn is_leaf(&self, level: u8, e: u64) -> bool {
+        let (_, pde_pte, _) = pte_format(self.gen);
+        match (self.gen, level) {
+            (AmGen::Gc9, 2) => e & pte::gfx9::TF == 0,
+            _ => e & pde_pte != 0,
+        }
+    }
+
+    /// The huge-page flag of a leaf at `level` (GC 9 sets none at PDB0: no TF is the mark).
+    fn leaf_flag(&self, level: u8) -> u64 {
+        let (_, pde_pte, _) = pte_format(self.gen);
+        if self.gen == AmGen::Gc9 && level == 2 {
+            0
+        } else {
+            pde_pte
+        }
     }
 
     /// Maps `va` onto the runs (in order). Huge entries are used where VA and physical address
@@ -281,7 +349,8 @@ impl Gmc {
     /// field gives the contiguous, aligned extent.
     pub fn map(&mut self, va: u64, runs: &[PhysRun], uncached: bool) -> PciResult<()> {
         let mut cur = va;
-        let (mtype_uc, pde_pte, is_pte) = pte_format(self.gen);
+        let (mtype_uc, _, is_pte) = pte_format(self.gen);
+        let (huge1, huge0) = (self.leaf_flag(1), self.leaf_flag(2));
         for run in runs {
             let mut flags = pte::VALID | pte::READABLE | pte::WRITEABLE | pte::EXECUTABLE;
             if run.system {
@@ -293,22 +362,22 @@ impl Gmc {
             let mut off = 0u64;
             while off < run.len {
                 let (v, p, left) = (cur + off, run.addr + off, run.len - off);
-                let pdb1 = self.dir(self.root, (v >> 39) & 0x1FF)?;
+                let pdb1 = self.dir(self.root, (v >> 39) & 0x1FF, 0)?;
                 let ok = |sz: u64| v % sz == 0 && p % sz == 0 && left >= sz;
                 if ok(1 << 30) {
                     self.vram
-                        .write64(pdb1 + ((v >> 30) & 0x1FF) * 8, p | flags | pde_pte)?;
+                        .write64(pdb1 + ((v >> 30) & 0x1FF) * 8, p | flags | huge1)?;
                     off += 1 << 30;
                     continue;
                 }
-                let pdb0 = self.dir(pdb1, (v >> 30) & 0x1FF)?;
+                let pdb0 = self.dir(pdb1, (v >> 30) & 0x1FF, 1)?;
                 if ok(2 << 20) {
                     self.vram
-                        .write64(pdb0 + ((v >> 21) & 0x1FF) * 8, p | flags | pde_pte)?;
+                        .write64(pdb0 + ((v >> 21) & 0x1FF) * 8, p | flags | huge0)?;
                     off += 2 << 20;
                     continue;
                 }
-                let ptb = self.dir(pdb0, (v >> 21) & 0x1FF)?;
+                let ptb = self.dir(pdb0, (v >> 21) & 0x1FF, 2)?;
                 // Consecutive 4 KiB entries up to the end of this PTB or of the run.
                 let first = (v >> 12) & 0x1FF;
                 let n = (512 - first).min(left / PAGE);
@@ -332,7 +401,6 @@ impl Gmc {
     pub fn unmap(&mut self, va: u64, size: u64) -> PciResult<()> {
         let end = va + size;
         let mut v = va;
-        let (_, pde_pte, _) = pte_format(self.gen);
         while v < end {
             let e2 = self.entry(self.root, (v >> 39) & 0x1FF)?;
             if e2 & pte::VALID == 0 {
@@ -341,7 +409,7 @@ impl Gmc {
             let pdb1 = e2 & pte::ADDR_MASK;
             let i1 = (v >> 30) & 0x1FF;
             let e1 = self.entry(pdb1, i1)?;
-            if e1 & pde_pte != 0 {
+            if self.is_leaf(1, e1) {
                 self.vram.write64(pdb1 + i1 * 8, 0)?;
                 v += 1 << 30;
                 continue;
@@ -349,7 +417,7 @@ impl Gmc {
             let pdb0 = e1 & pte::ADDR_MASK;
             let i0 = (v >> 21) & 0x1FF;
             let e0 = self.entry(pdb0, i0)?;
-            if e0 & pde_pte != 0 {
+            if self.is_leaf(2, e0) {
                 self.vram.write64(pdb0 + i0 * 8, 0)?;
                 v += 2 << 20;
                 continue;

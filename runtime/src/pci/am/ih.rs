@@ -31,9 +31,21 @@ pub struct Ih {
     /// (ring VRAM offset, wptr page VRAM offset) per ring.
     rings: Vec<(u64, u64)>,
     rptr: u64,
+    /// Ring bytes when not [`RING_SIZE`] (a GC 9 ring programmed by `gc9.rs`).
+    size: Option<u64>,
 }
 
 impl Ih {
+    /// The rings another bring-up allocated and programmed (GC 9: [`super::gc9::Gc9`]'s
+    /// `ih_rings` of `ring_bytes` each), read from pointer 0.
+    pub fn adopt(rings: &[(u64, u64)], ring_bytes: u64) -> Self {
+        Ih {
+            rings: rings.to_vec(),
+            rptr: 0,
+            size: Some(ring_bytes),
+        }
+    }
+
     /// The two rings and their write-pointer pages in boot VRAM (ring 0, its page, ring 1, its
     /// page): the software half of the bring-up, which a partial boot repeats.
     pub fn alloc(&mut self, gmc: &mut Gmc) -> PciResult<()> {
@@ -129,7 +141,8 @@ impl Ih {
         let Some(&(base, wpage)) = self.rings.first() else {
             return Ok(Vec::new());
         };
-        let wptr = u64::from(vram.read32(wpage)?) & (RING_SIZE - 1) & !(ENTRY_SIZE - 1);
+        let size = self.size.unwrap_or(RING_SIZE);
+        let wptr = u64::from(vram.read32(wpage)?) & (size - 1) & !(ENTRY_SIZE - 1);
         let mut out = Vec::new();
         while self.rptr != wptr {
             let mut e = [0u8; ENTRY_SIZE as usize];
@@ -149,7 +162,7 @@ impl Ih {
             } else {
                 IhEvent::Other { client, src_id }
             });
-            self.rptr = (self.rptr + ENTRY_SIZE) & (RING_SIZE - 1);
+            self.rptr = (self.rptr + ENTRY_SIZE) & (size - 1);
         }
         r.write(regs::IH_RB_RPTR, self.rptr as u32)?;
         Ok(out)
