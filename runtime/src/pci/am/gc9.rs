@@ -7,9 +7,8 @@
 //! Register placement and fields come from the register JSON (gc_9_4_3, mmhub_1_8_0, nbio_7_9_0,
 //! osssys_4_4_2, sdma_4_4_2, mp_13_0_0/mp_11_0_0) through `regs.rs`; an instance's address is its
 //! discovered base + the JSON offset. [`Gc9::boot`] adds the PSP step (shared `psp.rs`: sOS, TOC/TMR,
-//! the GC 9 images of [`load_firmware`], REG_LIST, one spatial partition). Not yet done: the
-//! compute/SDMA queues (v9 MQD), so [`super::AmDevice::boot`] runs the whole bring-up and then
-//! refuses this family ([`not_yet`]).
+//! the GC 9 images of [`load_firmware`], REG_LIST, one spatial partition); [`super::AmDevice`] then
+//! takes the device over with one PM4 compute queue per XCC (`mqd9.rs`) and the SDMA 4.4 ring.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -61,19 +60,6 @@ pub const SDMA_DOORBELL_PORTS: [(u32, u32, u32, u32); 4] = [
     (5, 0x9, 0x9, 0x8),
     (6, 0xa, 0xa, 0x9),
 ];
-
-/// The refusal of the generic boot for this family: what exists and what is missing.
-pub fn not_yet(disc: &Discovery) -> PciError {
-    let gc = disc.ip(AmIp::Gc).map(|i| i.version).unwrap_or((9, 4, 3));
-    PciError::UnsupportedIp {
-        ip: "GC",
-        version: gc,
-        msg: format!(
-            "{} XCC(s): the bring-up (PSP firmware load, SMU, GFX, SDMA registers) runs, but the v9 compute and SDMA queues do not exist yet; use the KFD path (kfd:N)",
-            disc.instances(AmIp::Gc).len()
-        ),
-    }
-}
 
 /// The linux-firmware `amdgpu/` files tinygrad's AMFirmware loads for this family.
 pub fn firmware_files(disc: &Discovery) -> PciResult<Vec<String>> {

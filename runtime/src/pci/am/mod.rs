@@ -614,7 +614,7 @@ impl AmDevice {
             gfx_queue: None,
             sdma_queue: None,
             prior_boot: g.prior_boot,
-            boot_kind: boot::BootKind::Full,
+            boot_kind: g.boot_kind.clone(),
             finished: false,
             gc9: Some(Box::new(g)),
             gc9_mqd: None,
@@ -685,8 +685,12 @@ impl AmDevice {
     fn partial_boot(&mut self) -> PciResult<()> {
         match self.gen() {
             AmGen::Gc11 | AmGen::Gc12 => self.partial_boot_gc11_12(),
-            // GC 9 boots through `gc9::Gc9::boot` (its own partial boot), never through here.
-            AmGen::Gc9 => Err(gc9::not_yet(&self.disc)),
+            // GC 9 plans and runs its partial boot in `gc9::Gc9::boot`; reaching here is a
+            // driver bug, reported rather than booting the wrong family's sequence.
+            AmGen::Gc9 => Err(PciError::Unrecoverable {
+                bus: self.pci.bus_id(),
+                why: "GC 9's partial boot runs in gc9::Gc9::boot, not the generic path".into(),
+            }),
         }
     }
 
