@@ -56,6 +56,8 @@ const TID_WAVES: u64 = 2_000_000;
 struct Writer<W: Write> {
     w: W,
     first: bool,
+    /// Scratch for one event's text.
+    line: Vec<u8>,
 }
 
 impl<W: Write> Writer<W> {
@@ -72,41 +74,45 @@ impl<W: Write> Writer<W> {
     /// sorted order, its number formatting), without building a `Value` map per wave, which
     /// was most of the export's time at scale.
     fn wave(&mut self, e: &WaveSlice<'_>) -> Result<(), PerfettoError> {
-        let w = &mut self.w;
+        // One line built in a reused buffer, then one write: many tiny writes into the
+        // BufWriter cost more than the text itself.
+        let w = &mut self.line;
+        w.clear();
         if !self.first {
-            w.write_all(b",\n")?;
+            w.extend_from_slice(b",\n");
         }
         self.first = false;
         let wv = e.wave;
         let mut n = itoa::Buffer::new();
-        w.write_all(b"{\"args\":{\"cu\":")?;
-        w.write_all(n.format(wv.cu).as_bytes())?;
-        w.write_all(b",\"end_cycle\":")?;
-        w.write_all(n.format(wv.end).as_bytes())?;
-        w.write_all(b",\"insts\":")?;
-        w.write_all(n.format(wv.insts).as_bytes())?;
-        w.write_all(b",\"kern\":")?;
-        w.write_all(n.format(e.kern).as_bytes())?;
-        w.write_all(b",\"se\":")?;
-        w.write_all(n.format(e.se).as_bytes())?;
-        w.write_all(b",\"simd\":")?;
-        w.write_all(n.format(wv.simd).as_bytes())?;
-        w.write_all(b",\"slot\":")?;
-        w.write_all(n.format(wv.wave).as_bytes())?;
-        w.write_all(b",\"start_cycle\":")?;
-        w.write_all(n.format(wv.start).as_bytes())?;
-        w.write_all(b"},\"cat\":\"wave\",\"dur\":")?;
+        w.extend_from_slice(b"{\"args\":{\"cu\":");
+        w.extend_from_slice(n.format(wv.cu).as_bytes());
+        w.extend_from_slice(b",\"end_cycle\":");
+        w.extend_from_slice(n.format(wv.end).as_bytes());
+        w.extend_from_slice(b",\"insts\":");
+        w.extend_from_slice(n.format(wv.insts).as_bytes());
+        w.extend_from_slice(b",\"kern\":");
+        w.extend_from_slice(n.format(e.kern).as_bytes());
+        w.extend_from_slice(b",\"se\":");
+        w.extend_from_slice(n.format(e.se).as_bytes());
+        w.extend_from_slice(b",\"simd\":");
+        w.extend_from_slice(n.format(wv.simd).as_bytes());
+        w.extend_from_slice(b",\"slot\":");
+        w.extend_from_slice(n.format(wv.wave).as_bytes());
+        w.extend_from_slice(b",\"start_cycle\":");
+        w.extend_from_slice(n.format(wv.start).as_bytes());
+        w.extend_from_slice(b"},\"cat\":\"wave\",\"dur\":");
         // serde_json's own f64 writer (`null` when not finite, as `json!` gives).
         serde_json::to_writer(&mut *w, &e.dur)?;
-        w.write_all(b",\"name\":\"wave ")?;
-        w.write_all(n.format(wv.wave).as_bytes())?;
-        w.write_all(b"\",\"ph\":\"X\",\"pid\":")?;
-        w.write_all(n.format(e.pid).as_bytes())?;
-        w.write_all(b",\"tid\":")?;
-        w.write_all(n.format(e.tid).as_bytes())?;
-        w.write_all(b",\"ts\":")?;
+        w.extend_from_slice(b",\"name\":\"wave ");
+        w.extend_from_slice(n.format(wv.wave).as_bytes());
+        w.extend_from_slice(b"\",\"ph\":\"X\",\"pid\":");
+        w.extend_from_slice(n.format(e.pid).as_bytes());
+        w.extend_from_slice(b",\"tid\":");
+        w.extend_from_slice(n.format(e.tid).as_bytes());
+        w.extend_from_slice(b",\"ts\":");
         serde_json::to_writer(&mut *w, &e.ts)?;
-        w.write_all(b"}")?;
+        w.extend_from_slice(b"}");
+        self.w.write_all(&self.line)?;
         Ok(())
     }
 }
@@ -148,7 +154,11 @@ pub fn write_json_with<W: Write>(
         let dev = &p.devices[d as usize];
         p.find_device(dev.process, dev.base_name()).unwrap_or(d) as u64 + 1
     };
-    let mut out = Writer { w, first: true };
+    let mut out = Writer {
+        w,
+        first: true,
+        line: Vec::with_capacity(512),
+    };
     out.w.write_all(b"{\"traceEvents\":[\n")?;
     for (i, d) in p.devices.iter().enumerate() {
         let pid = pid_of(i as u32);
@@ -275,8 +285,11 @@ pub fn write_json_with<W: Write>(
             let first = analysis.first_time.unwrap_or(0);
             let anchor = kernel.map_or(base, |k| k.start);
             let mut approx = false;
-            let place = |cycles: i64, approx: &mut bool| -> f64 {
-                if let Some(us) = map.as_ref().and_then(|m| m.us(cycles)) {
+            // Wave starts and ends each mostly move forward: a hint per sequence skips the
+            // binary search (`us_hinted` gives `us`'s result).
+            let (mut start_hint, mut end_hint) = (0usize, 0usize);
+            let place = |cycles: i64, hint: &mut usize, approx: &mut bool| -> f64 {
+                if let Some(us) = map.as_ref().and_then(|m| m.us_hinted(cycles, hint)) {
                     return us + offset.0 as f64 / Time::PS_PER_US as f64
                         - base.0 as f64 / Time::PS_PER_US as f64;
                 }
@@ -295,8 +308,8 @@ pub fn write_json_with<W: Write>(
                         next
                     }
                 };
-                let ts = place(wv.start, &mut approx);
-                let te = place(wv.end.max(wv.start), &mut approx);
+                let ts = place(wv.start, &mut start_hint, &mut approx);
+                let te = place(wv.end.max(wv.start), &mut end_hint, &mut approx);
                 out.wave(&WaveSlice {
                     se: s.se,
                     kern: s.kern,
