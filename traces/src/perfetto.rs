@@ -370,3 +370,78 @@ pub fn export_file_with(
     tmp.persist(path).map_err(|e| PerfettoError::Io(e.error))?;
     Ok(stats)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The object each wave slice was written as before the hand-written line: serde_json's
+    /// rendering of it is the reference the fast path must match byte for byte.
+    fn reference(e: &WaveSlice<'_>) -> String {
+        let wv = e.wave;
+        serde_json::to_string(&json!({"ph": "X", "cat": "wave", "name": format!("wave {}", wv.wave), "pid": e.pid, "tid": e.tid, "ts": e.ts, "dur": e.dur,
+            "args": {"se": e.se, "cu": wv.cu, "simd": wv.simd, "slot": wv.wave, "insts": wv.insts, "kern": e.kern, "start_cycle": wv.start, "end_cycle": wv.end}}))
+        .unwrap()
+    }
+
+    #[test]
+    fn wave_line_matches_the_json_object() {
+        let wave = |cu, simd, slot, start, end, insts| sqtt::waves::Wave {
+            cu,
+            simd,
+            wave: slot,
+            sa: None,
+            id7: None,
+            count: None,
+            start,
+            end,
+            insts,
+            start_offset: 0,
+            end_offset: 0,
+        };
+        let waves = [
+            wave(0, 0, 0, 0, 0, 0),
+            wave(37, 3, 15, 1_397_844, 1_401_856, 58),
+            wave(u16::MAX, u8::MAX, u8::MAX, i64::MIN, i64::MAX, u32::MAX),
+            wave(5, 1, 7, -12, 4_926_005_362, 1),
+        ];
+        let times = [
+            0.0,
+            -0.0,
+            1.3115234375,
+            2761021.7239990234,
+            1e-7,
+            -5.5e21,
+            1e300,
+            f64::MIN_POSITIVE,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ];
+        let mut out = Writer {
+            w: Vec::new(),
+            first: true,
+            line: Vec::new(),
+        };
+        let mut want = String::new();
+        for (i, wv) in waves.iter().enumerate() {
+            for (j, &ts) in times.iter().enumerate() {
+                let e = WaveSlice {
+                    se: [0, 5, u32::MAX, 3][i],
+                    kern: [0, -1, i64::MAX, i64::MIN][i],
+                    pid: [1, 2, u64::MAX, 7][i],
+                    tid: TID_WAVES + j as u64,
+                    wave: wv,
+                    ts,
+                    dur: times[(j + 3) % times.len()],
+                };
+                if !want.is_empty() {
+                    want.push_str(",\n");
+                }
+                want.push_str(&reference(&e));
+                out.wave(&e).unwrap();
+            }
+        }
+        assert_eq!(String::from_utf8(out.w).unwrap(), want);
+    }
+}
