@@ -304,7 +304,9 @@ fn write_text(
     let mut wave_at = std::collections::HashMap::new();
     for (i, w) in a.waves.iter().enumerate() {
         wave_at.insert(w.start_offset, i);
-        wave_at.insert(w.end_offset, i);
+        if let Some(end) = w.end_offset() {
+            wave_at.insert(end, i);
+        }
     }
     let mut token_at = std::collections::HashMap::new();
     for t in &a.tokens {
