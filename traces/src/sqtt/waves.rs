@@ -1,7 +1,7 @@
 //! Wave reconstruction and per-blob analysis: WAVESTART/WAVEEND pairing, instruction tokens
 //! attributed to their wave, realtime markers, RGP userdata register writes, packet statistics.
 
-use super::decoder::{DecodeOptions, Decoder, Packet};
+use super::decoder::{DecodeOptions, Decoder, Packet, WaveFields};
 use super::inst_op::{op_name, OpName};
 use super::packets::{Kind, Layout, Role};
 use crate::target::{Family, GfxTarget};
@@ -415,6 +415,8 @@ pub struct Analyzer {
     out: BlobAnalysis,
     /// Live waves: key -> index in `out.waves` (waves are pushed at WAVESTART).
     live: LiveWaves,
+    /// [`Analyzer::wave_fields`]: of the last WAVESTART type, and of the last other.
+    wave_fields: [Option<WaveFields>; 2],
     /// Whether each wave in `out.waves` has seen its WAVEEND.
     ended: Vec<bool>,
     layout: Layout,
@@ -526,6 +528,7 @@ impl Analyzer {
             opts,
             out: BlobAnalysis::default(),
             live: LiveWaves::default(),
+            wave_fields: [None; 2],
             ended: Vec::new(),
             layout: Layout::Rdna3,
             first_packet: true,
@@ -542,16 +545,33 @@ impl Analyzer {
         self.out.warn(offset, message, max);
     }
 
-    /// The (sa, cu, simd, wave) of a wave packet.
-    fn wave_id(&self, p: &Packet) -> (u8, u16, u8, u8) {
-        let simd = p.get(Role::Simd).unwrap_or(0) as u8;
-        let wave = p.get(Role::Wave).unwrap_or(0) as u8;
+    /// The place fields of a wave packet's type (remembered for the last WAVESTART type and
+    /// the last of any other).
+    #[inline]
+    fn wave_fields(&mut self, p: &Packet) -> WaveFields {
+        let i = (p.ty.kind != Kind::WaveStart) as usize;
+        match self.wave_fields[i] {
+            Some(f) if f.fits(p) => f,
+            _ => {
+                let f = WaveFields::of(p.ty, p.layout);
+                self.wave_fields[i] = Some(f);
+                f
+            }
+        }
+    }
+
+    /// The (sa, cu, simd, wave) of a wave packet, and its type's fields.
+    #[inline]
+    fn wave_id(&mut self, p: &Packet) -> ((u8, u16, u8, u8), WaveFields) {
+        let f = self.wave_fields(p);
+        let simd = WaveFields::get(f.simd, p.raw).unwrap_or(0) as u8;
+        let wave = WaveFields::get(f.wave, p.raw).unwrap_or(0) as u8;
         let sh = match self.layout {
-            Layout::Cdna => p.get(Role::Sa).unwrap_or(0) as u8,
+            Layout::Cdna => WaveFields::get(f.sa, p.raw).unwrap_or(0) as u8,
             // On RDNA the SA bit is part of `cu`.
             _ => 0,
         };
-        (sh, p.cu(), simd, wave)
+        ((sh, f.cu(p.raw), simd, wave), f)
     }
 
     /// Attribute an instruction token to the live wave in `slot` on the traced unit.
@@ -661,7 +681,7 @@ impl Analyzer {
             }
             Kind::WaveStart => {
                 o.wave_starts += 1;
-                let (sa, cu, simd, wave) = self.wave_id(p);
+                let ((sa, cu, simd, wave), f) = self.wave_id(p);
                 let k = key(sa, cu, simd, wave);
                 let w = Wave {
                     cu,
@@ -669,8 +689,8 @@ impl Analyzer {
                     wave,
                     sa: (self.layout == Layout::Cdna).then_some(sa),
                     tag: match (
-                        p.get(Role::WaveIndex),
-                        p.ty.field_named("count").map(|f| f.get(p.raw)),
+                        WaveFields::get(f.index, p.raw),
+                        WaveFields::get(f.count, p.raw),
                     ) {
                         (Some(v), _) => WaveTag::Id7(v as u32),
                         (None, Some(c)) => WaveTag::Count(c as u32),
@@ -698,7 +718,7 @@ impl Analyzer {
             }
             Kind::WaveEnd => {
                 o.wave_ends += 1;
-                let (sa, cu, simd, wave) = self.wave_id(p);
+                let ((sa, cu, simd, wave), _) = self.wave_id(p);
                 match self.live.remove(key(sa, cu, simd, wave)) {
                     Some(i) => {
                         if let Some(w) = self.out.waves.get_mut(i) {
