@@ -71,13 +71,12 @@ fn synth() -> (KernelSqtt, usize) {
                 simd: ((row / 16) % 4) as u8,
                 wave: (row % 16) as u8,
                 sa: None,
-                id7: None,
-                count: None,
+                tag: Default::default(),
                 start,
                 end: start + 900,
                 insts: 0,
                 start_offset: 0,
-                end_offset: 0,
+                end_delta: 0,
             });
         }
         // Tokens on the traced SIMD 0 of the first two SEs (a quarter of the waves), 13 per

@@ -80,11 +80,28 @@ impl SeTrace {
         to_x: &dyn Fn(i64) -> f64,
         detail: bool,
     ) -> SeTrace {
-        let wave_x = analysis
-            .waves
-            .iter()
-            .map(|w| (to_x(w.start), to_x(w.end)))
-            .collect();
+        SeTrace::build(se, itrace, analysis, to_x, detail, true)
+    }
+
+    /// [`SeTrace::with_detail`]; without `wave_x`, `wave_x` stays empty too (16 bytes and two
+    /// clock conversions per wave that the instruction table does not need).
+    fn build(
+        se: u32,
+        itrace: bool,
+        analysis: BlobAnalysis,
+        to_x: &dyn Fn(i64) -> f64,
+        detail: bool,
+        wave_x: bool,
+    ) -> SeTrace {
+        let wave_x = if wave_x {
+            analysis
+                .waves
+                .iter()
+                .map(|w| (to_x(w.start), to_x(w.end)))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let token_x = if detail {
             analysis.tokens.iter().map(|t| to_x(t.time)).collect()
         } else {
@@ -243,7 +260,7 @@ pub fn analyze_kernel_with(
     progress: &(dyn Fn(usize, usize) + Sync),
     opts: KernelOptions,
 ) -> Option<KernelSqtt> {
-    analyze_kernel_impl(p, ki, progress, opts, opts.detail)
+    analyze_kernel_impl(p, ki, progress, opts, opts.detail, true)
 }
 
 /// What the app's SQTT view needs: every token's x (it draws them) but not the list of mapped
@@ -254,15 +271,25 @@ pub fn analyze_kernel_view(
     ki: usize,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Option<KernelSqtt> {
-    analyze_kernel_impl(p, ki, progress, KernelOptions { detail: false }, true)
+    analyze_kernel_impl(p, ki, progress, KernelOptions { detail: false }, true, true)
 }
 
+/// What the instruction table, the latency splits and achieved occupancy need of kernel `ki`
+/// (`wavescope stats`): [`analyze_kernel_with`] without detail and without the waves' x
+/// (`SeTrace::wave_x` and so [`KernelSqtt::x_range`] are empty: a view needs them, the table
+/// does not).
+pub fn analyze_kernel_table(p: &Profile, ki: usize) -> Option<KernelSqtt> {
+    analyze_kernel_impl(p, ki, &|_, _| {}, KernelOptions { detail: false }, false, false)
+}
+
+/// `token_x`: every token's x (`SeTrace::token_x`); `wave_x`: every wave's (`SeTrace::wave_x`).
 fn analyze_kernel_impl(
     p: &Profile,
     ki: usize,
     progress: &(dyn Fn(usize, usize) + Sync),
     opts: KernelOptions,
     token_x: bool,
+    wave_x: bool,
 ) -> Option<KernelSqtt> {
     use rayon::prelude::*;
     let k = p.kernels.get(ki)?;
@@ -281,13 +308,22 @@ fn analyze_kernel_impl(
         .map(|s| {
             let blob = p.blob(s.blob);
             let ao = AnalyzeOptions::default();
+            // A blob is read once, front to back: its decoded pages of a mapped file need not
+            // stay resident (they are most of the memory of a large capture otherwise).
+            let handle = p.blobs.get(s.blob.0 as usize);
+            let mut release = |done: usize| {
+                if let Some(b) = handle {
+                    b.release_prefix(done);
+                }
+            };
             let r = match &code {
                 Some(c) if s.itrace && !sqtt::map::walks_cdna(blob, c, ao.decode) => {
-                    crate::pipeline::analyze_mapped(blob, target, ao, c, opts.detail)
+                    crate::pipeline::analyze_mapped(blob, target, ao, c, opts.detail, &mut release)
                         .map(|(a, m)| (a, Some(m)))
                 }
-                _ => sqtt::analyze_with(blob, target, ao).map(|a| (a, None)),
+                _ => sqtt::analyze_with_progress(blob, target, ao, &mut release).map(|a| (a, None)),
             };
+            release(blob.len());
             let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
             progress(n, streams.len());
             match r {
@@ -344,7 +380,7 @@ fn analyze_kernel_impl(
                         // Tokens come in time order, wave starts and ends each nearly so:
                         // remember the last two marker intervals.
                         let hint = std::cell::Cell::new([0usize; 2]);
-                        SeTrace::with_detail(
+                        SeTrace::build(
                             s.se,
                             s.itrace,
                             a,
@@ -355,9 +391,10 @@ fn analyze_kernel_impl(
                                 x
                             },
                             token_x,
+                            wave_x,
                         )
                     }
-                    _ => SeTrace::with_detail(s.se, s.itrace, a, &|c| c as f64, token_x),
+                    _ => SeTrace::build(s.se, s.itrace, a, &|c| c as f64, token_x, wave_x),
                 };
                 ses.push(st);
             }

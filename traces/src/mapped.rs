@@ -18,16 +18,24 @@ pub(crate) fn map(file: &File) -> std::io::Result<Option<memmap2::Mmap>> {
 /// Lets the kernel drop the pages of `map[..end]` (rounded down to a page); they are re-read
 /// from the file if touched again.
 pub(crate) fn release_before(map: &memmap2::Mmap, end: usize) {
+    release_range(map, 0, end);
+}
+
+/// Lets the kernel drop the whole pages inside `map[start..end]` (a partial page at either
+/// end stays: it may hold bytes of a neighbouring blob still in use).
+pub(crate) fn release_range(map: &memmap2::Mmap, start: usize, end: usize) {
     #[cfg(unix)]
     {
+        let start = start.saturating_add(4095) & !4095;
         let end = end.min(map.len()) & !4095;
-        if end > 0 {
+        if end > start {
             // SAFETY: DONTNEED on a private, never-written file mapping only drops clean pages;
             // later reads fault them back in from the file with the same contents.
-            let _ =
-                unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, end) };
+            let _ = unsafe {
+                map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
+            };
         }
     }
     #[cfg(not(unix))]
-    let _ = (map, end);
+    let _ = (map, start, end);
 }

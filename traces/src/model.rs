@@ -161,6 +161,16 @@ impl Blob {
         self.range.len()
     }
 
+    /// Lets the kernel drop the resident pages of `self[..end]` when the blob is a slice of a
+    /// mapped file (a no-op for owned bytes): a reader that streams a large blob once keeps
+    /// its memory flat. The bytes stay readable; touched again, they are read from the file.
+    pub fn release_prefix(&self, end: usize) {
+        if let BlobStore::Mapped(m) = &*self.store {
+            let end = self.range.start + end.min(self.range.len());
+            crate::mapped::release_range(m, self.range.start, end);
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.range.is_empty()
     }

@@ -391,13 +391,12 @@ mod tests {
             simd,
             wave: slot,
             sa: None,
-            id7: None,
-            count: None,
+            tag: sqtt::waves::WaveTag::None,
             start,
             end,
             insts,
             start_offset: 0,
-            end_offset: 0,
+            end_delta: 0,
         };
         let waves = [
             wave(0, 0, 0, 0, 0, 0),

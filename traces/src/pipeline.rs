@@ -241,6 +241,7 @@ pub(crate) fn analyze_mapped(
     opts: crate::sqtt::AnalyzeOptions,
     code: &crate::isa::CodeObject,
     keep_mapped: bool,
+    progress: &mut dyn FnMut(usize),
 ) -> Result<(crate::sqtt::BlobAnalysis, SeMap), crate::sqtt::DecodeError> {
     use crate::sqtt::map::RdnaWalk;
     let mut walk = RdnaWalk::new_for(code);
@@ -254,11 +255,16 @@ pub(crate) fn analyze_mapped(
     let mut error = None;
     // Set when some wave never ended: which raw tokens stay, and each raw wave's final index.
     let mut kept: Option<(Vec<bool>, Vec<Option<u32>>)> = None;
+    let mut countdown = 0u32;
     let analysis = crate::sqtt::waves::analyze_hooked(
         blob,
         target,
         opts,
         |an, p, _, before| {
+            countdown = countdown.wrapping_sub(1);
+            if countdown & 0xffff == 0 {
+                progress((p.offset / 2) as usize);
+            }
             let now = an.raw_tokens().len();
             if now > token_pc.len() {
                 token_pc.resize(now, u64::MAX);

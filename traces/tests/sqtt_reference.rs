@@ -192,8 +192,8 @@ fn summary_equals_reference_for_every_blob() {
             assert_eq!(got_waves, want_waves, "{ctx}");
             for (w, ww) in a.waves.iter().zip(want["waves"].as_array().unwrap()) {
                 let opt = |k: &str| ww.get(k).and_then(|v| v.as_u64()).map(|v| v as u32);
-                assert_eq!(w.id7, opt("id7"), "{ctx}");
-                assert_eq!(w.count, opt("count"), "{ctx}");
+                assert_eq!(w.id7(), opt("id7"), "{ctx}");
+                assert_eq!(w.count(), opt("count"), "{ctx}");
                 assert_eq!(w.sa.map(u32::from), opt("sa"), "{ctx}");
             }
             waves_checked += a.waves.len();

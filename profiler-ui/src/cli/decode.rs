@@ -191,18 +191,13 @@ pub struct Summary<'a> {
 
 impl serde::Serialize for Summary<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::{Error, SerializeMap, SerializeSeq};
+        use serde::ser::{SerializeMap, SerializeSeq};
         struct Waves<'w>(&'w [sqtt::Wave], Option<u32>);
         impl serde::Serialize for Waves<'_> {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 let mut seq = s.serialize_seq(Some(self.0.len()))?;
                 for w in self.0 {
-                    // One wave's object at a time, with its SE added as before.
-                    let mut v = serde_json::to_value(w).map_err(S::Error::custom)?;
-                    if let Value::Object(m) = &mut v {
-                        m.insert("se".into(), json!(self.1));
-                    }
-                    seq.serialize_element(&v)?;
+                    seq.serialize_element(&WaveJson(w, self.1))?;
                 }
                 seq.end()
             }
@@ -215,6 +210,36 @@ impl serde::Serialize for Summary<'_> {
                 m.serialize_entry(k, v)?;
             }
         }
+        m.end()
+    }
+}
+
+/// One wave of the summary with its SE: the wave's JSON fields and `se`, keys in sorted
+/// order like every other object of the summary (a `serde_json` map), written directly
+/// instead of through a map per wave (a million of them at real sizes).
+struct WaveJson<'w>(&'w sqtt::Wave, Option<u32>);
+
+impl serde::Serialize for WaveJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let (w, se) = (self.0, self.1);
+        let mut m = s.serialize_map(None)?;
+        if let Some(c) = w.count() {
+            m.serialize_entry("count", &c)?;
+        }
+        m.serialize_entry("cu", &w.cu)?;
+        m.serialize_entry("end", &w.end)?;
+        if let Some(v) = w.id7() {
+            m.serialize_entry("id7", &v)?;
+        }
+        m.serialize_entry("insts", &w.insts)?;
+        if let Some(sa) = w.sa {
+            m.serialize_entry("sa", &sa)?;
+        }
+        m.serialize_entry("se", &se)?;
+        m.serialize_entry("simd", &w.simd)?;
+        m.serialize_entry("start", &w.start)?;
+        m.serialize_entry("wave", &w.wave)?;
         m.end()
     }
 }
@@ -304,7 +329,9 @@ fn write_text(
     let mut wave_at = std::collections::HashMap::new();
     for (i, w) in a.waves.iter().enumerate() {
         wave_at.insert(w.start_offset, i);
-        wave_at.insert(w.end_offset, i);
+        if let Some(end) = w.end_offset() {
+            wave_at.insert(end, i);
+        }
     }
     let mut token_at = std::collections::HashMap::new();
     for t in &a.tokens {

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::Args;
 use profiler_ui::data::{
-    analyze_kernel_with, hidden, inst_stats_with, kernels_with_sqtt, occupancy, pressure, source,
-    traced_waves, InstStat, KernelOptions, TracedWave, XUnit,
+    analyze_kernel_table, analyze_kernel_with, hidden, inst_stats_with, kernels_with_sqtt,
+    occupancy, pressure, source, traced_waves, InstStat, KernelOptions, TracedWave, XUnit,
 };
 use serde::Serialize;
 
@@ -96,8 +96,11 @@ pub fn run(a: StatsArgs) -> Result<()> {
             continue;
         }
         // Per-token detail only for the JSON report's traced waves.
-        let analyzed =
-            analyze_kernel_with(&profile, k, &|_, _| {}, KernelOptions { detail: a.json });
+        let analyzed = if a.json {
+            analyze_kernel_with(&profile, k, &|_, _| {}, KernelOptions { detail: true })
+        } else {
+            analyze_kernel_table(&profile, k)
+        };
         bar.inc(1);
         let Some(ks) = analyzed else {
             continue;

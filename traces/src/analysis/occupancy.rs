@@ -3,6 +3,7 @@
 //! Definitions and sources of the limits: `docs/kernel-analysis.md`.
 
 use serde::Serialize;
+use std::collections::HashMap;
 
 use super::KernelSqtt;
 use crate::isa::codeobj::Kernel;
@@ -496,39 +497,89 @@ pub struct WaveLife {
 /// Adds SE `se`'s achieved occupancy to `out` from its waves in stream order (an SE without
 /// waves adds nothing); [`achieved`] calls it per SE, the index reader with saved waves.
 pub fn achieved_se(out: &mut Achieved, se: u32, waves: impl Iterator<Item = WaveLife> + Clone) {
-    let (Some(lo), Some(hi)) = (
-        waves.clone().map(|w| w.start).min(),
-        waves.clone().map(|w| w.end).max(),
-    ) else {
+    // Each wave's SIMD group (first-seen order), the groups' counts and busy sums, and the
+    // SE's span in one pass: a direct table for the (CU, SIMD) places real layouts have, a
+    // map for any other.
+    let mut group_of: Vec<u32> = Vec::new();
+    let mut direct = vec![u32::MAX; 256 * 8];
+    let mut spread: HashMap<(u16, u8), u32> = HashMap::new();
+    let mut keys: Vec<(u16, u8)> = Vec::new();
+    let mut counts: Vec<u32> = Vec::new();
+    let mut busy: Vec<i64> = Vec::new();
+    let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+    for w in waves.clone() {
+        lo = lo.min(w.start);
+        hi = hi.max(w.end);
+        let slot = (w.cu < 256 && w.simd < 8).then(|| w.cu as usize * 8 + w.simd as usize);
+        let known = match slot {
+            Some(i) => direct[i],
+            None => spread.get(&(w.cu, w.simd)).copied().unwrap_or(u32::MAX),
+        };
+        let g = if known != u32::MAX {
+            known
+        } else {
+            let g = keys.len() as u32;
+            keys.push((w.cu, w.simd));
+            counts.push(0);
+            busy.push(0);
+            match slot {
+                Some(i) => direct[i] = g,
+                None => {
+                    spread.insert((w.cu, w.simd), g);
+                }
+            }
+            g
+        };
+        group_of.push(g);
+        counts[g as usize] += 1;
+        let b = &mut busy[g as usize];
+        *b = b.saturating_add(w.end.max(w.start).saturating_sub(w.start));
+    }
+    if keys.is_empty() {
         return;
-    };
+    }
     // Saturating: the times may come from a file's index (`.wst`), not only the decoder.
     let span = hi.saturating_sub(lo).max(1);
-    let mut simds: std::collections::BTreeMap<(u16, u8), Vec<(i64, i64)>> = Default::default();
-    for w in waves {
-        simds
-            .entry((w.cu, w.simd))
-            .or_default()
-            .push((w.start, w.end.max(w.start)));
+    // Starts and ends grouped by SIMD (counting sort, each group in stream order).
+    let mut first = Vec::with_capacity(keys.len() + 1);
+    let mut n = 0usize;
+    for &c in &counts {
+        first.push(n);
+        n += c as usize;
     }
+    first.push(n);
+    let mut fill = first.clone();
+    let mut starts = vec![0i64; n];
+    let mut ends = vec![0i64; n];
+    for (w, &g) in waves.zip(&group_of) {
+        let f = &mut fill[g as usize];
+        starts[*f] = w.start;
+        ends[*f] = w.end.max(w.start);
+        *f += 1;
+    }
+    drop(group_of);
+    let mut order: Vec<u32> = (0..keys.len() as u32).collect();
+    order.sort_unstable_by_key(|&g| keys[g as usize]);
     let mut sum = 0.0;
     let mut peak_all = 0;
-    let count = simds.len();
-    for ((cu, simd), lives) in simds {
-        let busy = lives
-            .iter()
-            .fold(0i64, |acc, (a, b)| acc.saturating_add(b.saturating_sub(*a)));
+    let count = keys.len();
+    for g in order {
+        let g = g as usize;
+        let (cu, simd) = keys[g];
+        let busy = busy[g];
         // Peak concurrency: starts and ends merged in time order, ends first at equal
         // times. Waves come in WAVESTART order, so only the ends need sorting.
-        let mut starts: Vec<i64> = lives.iter().map(|l| l.0).collect();
+        let starts = &mut starts[first[g]..first[g + 1]];
         if !starts.is_sorted() {
             starts.sort_unstable();
         }
-        let mut ends: Vec<i64> = lives.iter().map(|l| l.1).collect();
-        ends.sort_unstable();
+        let ends = &mut ends[first[g]..first[g + 1]];
+        if !ends.is_sorted() {
+            ends.sort_unstable();
+        }
         let (mut cur, mut peak) = (0i32, 0i32);
         let mut j = 0;
-        for &a in &starts {
+        for &a in starts.iter() {
             while j < ends.len() && ends[j] <= a {
                 cur -= 1;
                 j += 1;
@@ -543,7 +594,7 @@ pub fn achieved_se(out: &mut Achieved, se: u32, waves: impl Iterator<Item = Wave
             se,
             cu,
             simd,
-            waves: lives.len(),
+            waves: starts.len(),
             mean_waves: mean,
             peak_waves: peak as usize,
         });

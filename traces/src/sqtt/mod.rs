@@ -27,5 +27,5 @@ pub use packets::{Kind, Layout, PacketType, Role};
 pub use time::{dispatch_time_maps, TimeMap};
 pub use waves::{
     analyze, analyze_with, analyze_with_progress, AnalyzeOptions, BlobAnalysis, DecodeError,
-    InstToken, Marker, TokenKind, UserdataWrite, Warning, Wave,
+    InstToken, Marker, TokenKind, UserdataWrite, Warning, Wave, WaveTag,
 };

@@ -1,7 +1,7 @@
 //! Wave reconstruction and per-blob analysis: WAVESTART/WAVEEND pairing, instruction tokens
 //! attributed to their wave, realtime markers, RGP userdata register writes, packet statistics.
 
-use super::decoder::{DecodeOptions, Decoder, Packet};
+use super::decoder::{DecodeOptions, Decoder, Packet, WaveFields};
 use super::inst_op::{op_name, OpName};
 use super::packets::{Kind, Layout, Role};
 use crate::target::{Family, GfxTarget};
@@ -12,8 +12,9 @@ use std::hash::BuildHasherDefault;
 pub const USERDATA_2: u32 = 0xC342;
 pub const USERDATA_3: u32 = 0xC343;
 
-/// One wave, from WAVESTART to WAVEEND, on one SE.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+/// One wave, from WAVESTART to WAVEEND, on one SE. 48 bytes: a capture of real size holds
+/// millions of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Wave {
     /// RDNA: `wgp | sa << 3` (layout 3) or `wgp | sa << 4` (layout 4); CDNA: the CU number.
     pub cu: u16,
@@ -21,24 +22,83 @@ pub struct Wave {
     /// Wave slot.
     pub wave: u8,
     /// CDNA shader array (`sh`); None on RDNA, where it is part of `cu`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub sa: Option<u8>,
-    /// RDNA: the WAVESTART `id7` field (dispatch-wide wave index as far as is known).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub id7: Option<u32>,
-    /// CDNA: the WAVESTART `count` field.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub count: Option<u32>,
+    /// The WAVESTART's `id7` (RDNA) or `count` (CDNA) field: [`Wave::id7`], [`Wave::count`].
+    pub tag: WaveTag,
     /// Times of the WAVESTART and WAVEEND packets (shader cycles from the blob's start).
     pub start: i64,
     pub end: i64,
     /// Instruction tokens attributed to this wave (only waves on the traced SIMD have any).
     pub insts: u32,
-    /// Nibble offsets of the WAVESTART and WAVEEND packets.
-    #[serde(skip)]
+    /// Nibble offset of the WAVESTART packet.
     pub start_offset: u64,
-    #[serde(skip)]
-    pub end_offset: u64,
+    /// Nibbles from the WAVESTART to the WAVEEND packet ([`Wave::end_offset`]); `u32::MAX`
+    /// when more (beyond any one trace buffer of today's hardware).
+    pub end_delta: u32,
+}
+
+/// The one per-layout WAVESTART field a [`Wave`] keeps: RDNA's `id7` and CDNA's `count` never
+/// occur together, so they share a slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WaveTag {
+    #[default]
+    None,
+    /// RDNA: the WAVESTART `id7` field (dispatch-wide wave index as far as is known).
+    Id7(u32),
+    /// CDNA: the WAVESTART `count` field.
+    Count(u32),
+}
+
+impl Wave {
+    /// RDNA: the WAVESTART `id7` field.
+    pub fn id7(&self) -> Option<u32> {
+        match self.tag {
+            WaveTag::Id7(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Nibble offset of the WAVEEND packet, when its distance from the WAVESTART fits the
+    /// record.
+    pub fn end_offset(&self) -> Option<u64> {
+        (self.end_delta != u32::MAX).then(|| self.start_offset + self.end_delta as u64)
+    }
+
+    /// CDNA: the WAVESTART `count` field.
+    pub fn count(&self) -> Option<u32> {
+        match self.tag {
+            WaveTag::Count(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// The JSON form of a wave: `sa`, `id7` and `count` only when present (as when they were
+/// separate optional fields); the offset stays out.
+impl serde::Serialize for Wave {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Wave", 9)?;
+        st.serialize_field("cu", &self.cu)?;
+        st.serialize_field("simd", &self.simd)?;
+        st.serialize_field("wave", &self.wave)?;
+        match self.sa {
+            Some(sa) => st.serialize_field("sa", &sa)?,
+            None => st.skip_field("sa")?,
+        }
+        match self.tag {
+            WaveTag::Id7(v) => st.serialize_field("id7", &v)?,
+            _ => st.skip_field("id7")?,
+        }
+        match self.tag {
+            WaveTag::Count(v) => st.serialize_field("count", &v)?,
+            _ => st.skip_field("count")?,
+        }
+        st.serialize_field("start", &self.start)?;
+        st.serialize_field("end", &self.end)?;
+        st.serialize_field("insts", &self.insts)?;
+        st.end()
+    }
 }
 
 /// A realtime marker: the accumulated time of the packet and the 100 MHz GPU counter it carries
@@ -354,7 +414,9 @@ pub struct Analyzer {
     opts: AnalyzeOptions,
     out: BlobAnalysis,
     /// Live waves: key -> index in `out.waves` (waves are pushed at WAVESTART).
-    live: HashMap<u32, usize, BuildHasherDefault<KeyHasher>>,
+    live: LiveWaves,
+    /// [`Analyzer::wave_fields`]: of the last WAVESTART type, and of the last other.
+    wave_fields: [Option<WaveFields>; 2],
     /// Whether each wave in `out.waves` has seen its WAVEEND.
     ended: Vec<bool>,
     layout: Layout,
@@ -390,6 +452,72 @@ impl std::hash::Hasher for KeyHasher {
     }
 }
 
+/// Live waves by packed key: a direct table for the places real layouts have (shader array
+/// < 4, CU/WGP < 256, SIMD < 4, slot < 32: 512 KiB, touched only where used), a hash map for
+/// any other key a damaged stream may carry. Same answers as one map.
+#[derive(Default)]
+struct LiveWaves {
+    /// Wave index + 1 per direct key; 0: none. Allocated at the first insert.
+    direct: Vec<u32>,
+    other: HashMap<u32, usize, BuildHasherDefault<KeyHasher>>,
+}
+
+impl LiveWaves {
+    const DIRECT: usize = 1 << 17;
+
+    /// The direct slot of a packed [`key`], if it has one (and the index fits).
+    #[inline]
+    fn slot(k: u32) -> Option<usize> {
+        let (sa, cu, simd, wave) = (k >> 28, (k >> 12) & 0xffff, (k >> 8) & 0xf, k & 0xff);
+        (sa < 4 && cu < 256 && simd < 4 && wave < 32)
+            .then_some((sa << 15 | cu << 7 | simd << 5 | wave) as usize)
+    }
+
+    #[inline]
+    fn get(&self, k: u32) -> Option<usize> {
+        match Self::slot(k) {
+            Some(s) => match self.direct.get(s).copied().unwrap_or(0) {
+                0 => None,
+                v => Some(v as usize - 1),
+            },
+            None => self.other.get(&k).copied(),
+        }
+    }
+
+    /// Sets `k` to wave `i`, returning the wave it replaced.
+    #[inline]
+    fn insert(&mut self, k: u32, i: usize) -> Option<usize> {
+        match (Self::slot(k), u32::try_from(i + 1)) {
+            (Some(s), Ok(v)) => {
+                if self.direct.is_empty() {
+                    self.direct = vec![0; Self::DIRECT];
+                }
+                let old = std::mem::replace(&mut self.direct[s], v);
+                // A key may have moved here from the map when an index overflowed u32.
+                let spilled = self.other.remove(&k);
+                (old != 0).then(|| old as usize - 1).or(spilled)
+            }
+            (Some(s), Err(_)) => {
+                let old = self.direct.get_mut(s).map_or(0, std::mem::take);
+                let prev = self.other.insert(k, i);
+                (old != 0).then(|| old as usize - 1).or(prev)
+            }
+            (None, _) => self.other.insert(k, i),
+        }
+    }
+
+    #[inline]
+    fn remove(&mut self, k: u32) -> Option<usize> {
+        match Self::slot(k) {
+            Some(s) => match self.direct.get_mut(s).map_or(0, std::mem::take) {
+                0 => self.other.remove(&k),
+                v => Some(v as usize - 1),
+            },
+            None => self.other.remove(&k),
+        }
+    }
+}
+
 fn key(sa: u8, cu: u16, simd: u8, wave: u8) -> u32 {
     (sa as u32) << 28 | (cu as u32) << 12 | (simd as u32) << 8 | wave as u32
 }
@@ -399,7 +527,8 @@ impl Analyzer {
         Analyzer {
             opts,
             out: BlobAnalysis::default(),
-            live: HashMap::default(),
+            live: LiveWaves::default(),
+            wave_fields: [None; 2],
             ended: Vec::new(),
             layout: Layout::Rdna3,
             first_packet: true,
@@ -416,23 +545,40 @@ impl Analyzer {
         self.out.warn(offset, message, max);
     }
 
-    /// The (sa, cu, simd, wave) of a wave packet.
-    fn wave_id(&self, p: &Packet) -> (u8, u16, u8, u8) {
-        let simd = p.get(Role::Simd).unwrap_or(0) as u8;
-        let wave = p.get(Role::Wave).unwrap_or(0) as u8;
+    /// The place fields of a wave packet's type (remembered for the last WAVESTART type and
+    /// the last of any other).
+    #[inline]
+    fn wave_fields(&mut self, p: &Packet) -> WaveFields {
+        let i = (p.ty.kind != Kind::WaveStart) as usize;
+        match self.wave_fields[i] {
+            Some(f) if f.fits(p) => f,
+            _ => {
+                let f = WaveFields::of(p.ty, p.layout);
+                self.wave_fields[i] = Some(f);
+                f
+            }
+        }
+    }
+
+    /// The (sa, cu, simd, wave) of a wave packet, and its type's fields.
+    #[inline]
+    fn wave_id(&mut self, p: &Packet) -> ((u8, u16, u8, u8), WaveFields) {
+        let f = self.wave_fields(p);
+        let simd = WaveFields::get(f.simd, p.raw).unwrap_or(0) as u8;
+        let wave = WaveFields::get(f.wave, p.raw).unwrap_or(0) as u8;
         let sh = match self.layout {
-            Layout::Cdna => p.get(Role::Sa).unwrap_or(0) as u8,
+            Layout::Cdna => WaveFields::get(f.sa, p.raw).unwrap_or(0) as u8,
             // On RDNA the SA bit is part of `cu`.
             _ => 0,
         };
-        (sh, p.cu(), simd, wave)
+        ((sh, f.cu(p.raw), simd, wave), f)
     }
 
     /// Attribute an instruction token to the live wave in `slot` on the traced unit.
     fn token(&mut self, p: &Packet, simd: u8, slot: u8, kind: TokenKind, op: Option<OpName>) {
         let k = key(0, 0, simd, slot);
-        match self.live.get(&k) {
-            Some(&i) => {
+        match self.live.get(k) {
+            Some(i) => {
                 if let Some(w) = self.out.waves.get_mut(i) {
                     w.insts += 1;
                 }
@@ -535,20 +681,26 @@ impl Analyzer {
             }
             Kind::WaveStart => {
                 o.wave_starts += 1;
-                let (sa, cu, simd, wave) = self.wave_id(p);
+                let ((sa, cu, simd, wave), f) = self.wave_id(p);
                 let k = key(sa, cu, simd, wave);
                 let w = Wave {
                     cu,
                     simd,
                     wave,
                     sa: (self.layout == Layout::Cdna).then_some(sa),
-                    id7: p.get(Role::WaveIndex).map(|v| v as u32),
-                    count: p.ty.field_named("count").map(|f| f.get(p.raw) as u32),
+                    tag: match (
+                        WaveFields::get(f.index, p.raw),
+                        WaveFields::get(f.count, p.raw),
+                    ) {
+                        (Some(v), _) => WaveTag::Id7(v as u32),
+                        (None, Some(c)) => WaveTag::Count(c as u32),
+                        (None, None) => WaveTag::None,
+                    },
                     start: p.time,
                     end: p.time,
                     insts: 0,
                     start_offset: p.offset,
-                    end_offset: p.offset,
+                    end_delta: 0,
                 };
                 self.out.waves.push(w);
                 self.ended.push(false);
@@ -566,12 +718,17 @@ impl Analyzer {
             }
             Kind::WaveEnd => {
                 o.wave_ends += 1;
-                let (sa, cu, simd, wave) = self.wave_id(p);
-                match self.live.remove(&key(sa, cu, simd, wave)) {
+                let ((sa, cu, simd, wave), _) = self.wave_id(p);
+                match self.live.remove(key(sa, cu, simd, wave)) {
                     Some(i) => {
                         if let Some(w) = self.out.waves.get_mut(i) {
                             w.end = p.time;
-                            w.end_offset = p.offset;
+                            w.end_delta = p
+                                .offset
+                                .checked_sub(w.start_offset)
+                                .and_then(|d| u32::try_from(d).ok())
+                                .filter(|&d| d != u32::MAX)
+                                .unwrap_or(u32::MAX);
                         }
                         if let Some(e) = self.ended.get_mut(i) {
                             *e = true;
@@ -753,5 +910,56 @@ impl Analyzer {
             self.out.waves.retain(|_| *it.next().unwrap_or(&false));
         }
         self.out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The live-wave table answers as one hash map would, for keys inside and outside its
+    /// direct range (a damaged stream can carry any field value).
+    #[test]
+    fn live_waves_match_a_map() {
+        let mut live = LiveWaves::default();
+        let mut want: HashMap<u32, usize> = HashMap::new();
+        let mut x = 0x1234_5678u64;
+        for i in 0..20_000usize {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let r = (x >> 33) as u32;
+            let (sa, cu, simd, wave) = if r & 7 == 0 {
+                (
+                    (r >> 3) as u8,
+                    (r >> 8) as u16,
+                    (r >> 11) as u8,
+                    (r >> 19) as u8,
+                )
+            } else {
+                (
+                    0,
+                    (r >> 3) as u16 & 7,
+                    (r >> 6) as u8 & 3,
+                    (r >> 8) as u8 & 15,
+                )
+            };
+            let k = key(sa, cu, simd, wave);
+            match r >> 29 {
+                0..=3 => assert_eq!(live.insert(k, i), want.insert(k, i), "insert {k:#x}"),
+                4..=5 => assert_eq!(live.remove(k), want.remove(&k), "remove {k:#x}"),
+                _ => assert_eq!(live.get(k), want.get(&k).copied(), "get {k:#x}"),
+            }
+        }
+    }
+
+    /// Millions of waves per SE at real sizes: a wave record stays within 48 bytes.
+    #[test]
+    fn wave_record_is_compact() {
+        assert!(
+            std::mem::size_of::<Wave>() <= 48,
+            "{}",
+            std::mem::size_of::<Wave>()
+        );
     }
 }
