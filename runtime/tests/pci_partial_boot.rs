@@ -267,6 +267,23 @@ fn a_boot_record_with_another_tmr_size_means_a_full_boot() {
 }
 
 #[test]
+fn a_boot_record_with_an_impossible_tmr_size_means_a_full_boot() {
+    // A TMR size no boot memory holds (64 MiB: twice the boot region, above the PSP's
+    // largest) in an otherwise intact record: the re-derivation cannot allocate it, which is
+    // "another layout" (a full boot), not a failed open.
+    let arch = EmuArch::Gfx1100;
+    let gpu = EmuPciGpu::new(EmuPciConfig::new(arch)).unwrap();
+    drop(open(&gpu, Path::Pci).expect("first session boots"));
+    let tmr_at = BOOT_RECORD + 5 * 8;
+    gpu.bar_write(0, tmr_at, &(64u64 << 20).to_le_bytes())
+        .unwrap();
+    let (w, log) = mark(&gpu);
+    let mut d = open(&gpu, Path::Pci).expect("boots fully");
+    assert_eq!(Session::since(&gpu, w, &log).bootloader, 8, "a full boot");
+    check_vadd(&mut d, arch, 100, 11);
+}
+
+#[test]
 fn a_gpu_stamped_by_tinygrad_is_not_taken_for_ours() {
     let arch = EmuArch::Gfx1100;
     let gpu = EmuPciGpu::new(EmuPciConfig::new(arch)).unwrap();

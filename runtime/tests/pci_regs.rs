@@ -170,3 +170,32 @@ fn gc12_table_addresses_match_tinygrads_gfx1200_recording() {
     );
     println!("{} GC 12 registers at tinygrad's addresses", matched.len());
 }
+
+/// Each generation's slot of a register constant is that register: the same name, or on the
+/// two headers that rename it, the renamed one (mp_14_0_2 calls the PSP mailbox MPASP_, as
+/// tinygrad's `regMPASP_SMN_C2PMSG` prefix for MP0 14; nbif_6_3_1 prefixes the S2A doorbell
+/// entries with GDC_S2A0_). `am_registers_match_shared_json` checks a slot against the JSON
+/// under the slot's own name, so a slot index pointing at a neighbour would pass there.
+#[test]
+fn every_slot_is_the_register_it_is_named_after() {
+    let mut checked = 0;
+    for r in regs::ALL {
+        for g in AmGen::ALL {
+            let Some(d) = r.on(g) else { continue };
+            let renamed = match (table(r.ip, g), r.name) {
+                ("mp_14_0_2", n) if n.starts_with("MP0_") => Some(format!("MPASP_{}", &n[4..])),
+                ("nbif_6_3_1", n) if n.starts_with("S2A_") => Some(format!("GDC_S2A0_{n}")),
+                _ => None,
+            };
+            assert!(
+                d.name == r.name || Some(d.name) == renamed.as_deref(),
+                "{}: its {g:?} slot is {} ({})",
+                r.name,
+                d.name,
+                table(r.ip, g)
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 600, "only {checked} slots");
+}

@@ -152,7 +152,12 @@ pub fn plan(
         return None;
     }
     let rec = record?.ok()?;
-    (rec.gen == g && rec.vram_size == vram_size && rec.mc_base == mc_base).then_some(rec)
+    // The TMR size is re-allocated as read: bounded as LOAD_TOC's answer is (psp::MAX_TMR).
+    (rec.gen == g
+        && rec.vram_size == vram_size
+        && rec.mc_base == mc_base
+        && rec.tmr_size <= super::psp::MAX_TMR)
+        .then_some(rec)
 }
 
 #[cfg(test)]

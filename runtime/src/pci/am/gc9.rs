@@ -586,12 +586,15 @@ impl Gc9 {
         let mut p = psp::Psp::default();
         p.boot_time_tmr = psp::boot_time_tmr(mp0);
         p.empty_setup_tmr = !psp::autoload_tmr(mp0);
-        p.alloc(self)?;
-        if p.needs_tmr(rec.tmr_size) {
-            p.alloc_tmr(self, rec.tmr_size)?;
-        }
+        // An allocation the boot memory cannot give (a damaged record) is another layout.
+        let placed = p.alloc(self).and_then(|()| {
+            if p.needs_tmr(rec.tmr_size) {
+                p.alloc_tmr(self, rec.tmr_size)?;
+            }
+            Ok(())
+        });
         p.tmr_size = rec.tmr_size;
-        if self.boot_log == rec.allocs {
+        if placed.is_ok() && self.boot_log == rec.allocs {
             self.psp = p;
             return Ok(true);
         }

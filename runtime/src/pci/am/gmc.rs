@@ -99,9 +99,11 @@ impl RangeAlloc {
     }
     pub fn alloc(&mut self, size: u64, align: u64) -> Option<u64> {
         let align = align.max(1);
+        // Checked: sizes can come from outside (a boot record's TMR size), and a wrapped end
+        // would hand out a range that is not free.
         let (start, len, at) = self.free.iter().find_map(|(&s, &l)| {
-            let at = s.div_ceil(align) * align;
-            (at + size <= s + l).then_some((s, l, at))
+            let at = s.div_ceil(align).checked_mul(align)?;
+            (at.checked_add(size)? <= s + l).then_some((s, l, at))
         })?;
         self.free.remove(&start);
         if at > start {

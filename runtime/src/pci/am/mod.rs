@@ -654,7 +654,8 @@ impl AmDevice {
             self.gmc.mc_base,
         );
         if let Some(rec) = plan {
-            if self.rederive_boot_memory(&rec)? {
+            // An allocation the boot memory cannot give (a damaged record) is another layout.
+            if matches!(self.rederive_boot_memory(&rec), Ok(true)) {
                 return self.partial_boot();
             }
             // Another layout than the record's: start over on fresh boot memory.
