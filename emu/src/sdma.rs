@@ -42,6 +42,19 @@ pub(crate) fn run(q: &mut Queue, core: &mut GpuCore, mem: &mut Memory) -> bool {
         core.tick(2);
         let res: Result<bool, (String, Option<MmuFault>)> = match pkt {
             SdmaPacket::Nop | SdmaPacket::GcrReq | SdmaPacket::DummyTrap => Ok(true),
+            // SDMA 4 (gfx9) has a 22-bit count: a bigger copy is not what the hardware does.
+            SdmaPacket::CopyLinear { bytes, .. }
+                if core.gc.gfx_major == 9
+                    && u64::from(bytes) > runtime::sdma::MAX_COPY_SIZE_SDMA4 =>
+            {
+                Err((
+                    format!(
+                        "SDMA 4 COPY_LINEAR of {bytes} bytes: its count field is 22 bits (at most {} bytes a packet)",
+                        runtime::sdma::MAX_COPY_SIZE_SDMA4
+                    ),
+                    None,
+                ))
+            }
             SdmaPacket::CopyLinear { bytes, src, dst } => {
                 core.stats.sdma_bytes_copied += u64::from(bytes);
                 core.tick(u64::from(bytes) / 256);

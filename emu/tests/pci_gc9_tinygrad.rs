@@ -650,8 +650,8 @@ fn sdma_4_4_copy_runs_on_queue_0() {
     );
     let data: Vec<u8> = (0..4096u32).map(|i| (i * 7 + 3) as u8).collect();
     am.vram_write(am.va(src), &data);
-    // SDMA 4 fences carry no MTYPE (amdgpu sdma_v4_0_ring_emit_fence).
-    let mut c = CopyCmds::with_fence_mtype(0);
+    // SDMA 4: fences carry no MTYPE (amdgpu sdma_v4_0_ring_emit_fence), copies split at 4 MiB.
+    let mut c = CopyCmds::sdma4();
     c.copy(dst, src, data.len() as u64);
     c.signal(sig, 0x5EED, None);
     let words: Vec<u8> = c.q.iter().flat_map(|w| w.to_le_bytes()).collect();

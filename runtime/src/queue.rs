@@ -758,12 +758,6 @@ impl CopyCmds {
             ..Self::new()
         }
     }
-    pub fn with_fence_mtype(mtype: u32) -> Self {
-        CopyCmds {
-            fence_mtype: mtype,
-            ..Self::new()
-        }
-    }
     pub fn clear(&mut self) {
         self.q.clear();
         self.sizes.clear();

@@ -169,7 +169,9 @@ pub mod v4 {
         let inst = idx / 4 + (idx % 4) * 4;
         (
             inst as usize,
-            DOORBELL_SDMA_ENGINE0 + inst * DOORBELL_STRIDE,
+            // Saturating: the caller refuses an instance discovery does not list, but a
+            // queue number from anywhere must not overflow on the way there.
+            DOORBELL_SDMA_ENGINE0.saturating_add(inst.saturating_mul(DOORBELL_STRIDE)),
         )
     }
 
