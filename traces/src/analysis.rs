@@ -279,7 +279,14 @@ pub fn analyze_kernel_view(
 /// (`SeTrace::wave_x` and so [`KernelSqtt::x_range`] are empty: a view needs them, the table
 /// does not).
 pub fn analyze_kernel_table(p: &Profile, ki: usize) -> Option<KernelSqtt> {
-    analyze_kernel_impl(p, ki, &|_, _| {}, KernelOptions { detail: false }, false, false)
+    analyze_kernel_impl(
+        p,
+        ki,
+        &|_, _| {},
+        KernelOptions { detail: false },
+        false,
+        false,
+    )
 }
 
 /// `token_x`: every token's x (`SeTrace::token_x`); `wave_x`: every wave's (`SeTrace::wave_x`).

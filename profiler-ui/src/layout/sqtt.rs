@@ -416,13 +416,12 @@ mod tests {
             simd,
             wave: slot,
             sa: None,
-            id7: None,
-            count: None,
+            tag: traces::sqtt::WaveTag::None,
             start,
             end: start + 50,
             insts: 0,
             start_offset: 0,
-            end_offset: 0,
+            end_delta: 0,
         }
     }
 
