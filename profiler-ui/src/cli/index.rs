@@ -49,13 +49,15 @@ pub fn run(a: IndexArgs) -> Result<()> {
     // The profile's blobs are slices of FILE's memory map: the new file goes to a temp file and
     // is renamed over the target, so the map stays valid while it is written. Each kernel's
     // index tables are written as soon as it is analysed (memory: one kernel's analysis).
-    traces::wst::write_file_index_streamed(&profile, out, &|done, _| bar.set_position(done as u64))
-        .with_context(|| format!("writing {}", out.display()))?;
+    let indexed = traces::wst::write_file_index_streamed(&profile, out, &|done, _| {
+        bar.set_position(done as u64)
+    })
+    .with_context(|| format!("writing {}", out.display()))?;
     bar.finish_and_clear();
     eprintln!(
         "{}: analysis index of {} kernels written",
         out.display(),
-        total
+        indexed
     );
     Ok(())
 }

@@ -585,6 +585,11 @@ impl<W: Write + Seek> IndexWriter<W> {
         Ok(())
     }
 
+    /// Kernels added so far.
+    pub fn kernels(&self) -> usize {
+        self.kernels
+    }
+
     /// Pads the section, writes its header and directory into the reserved space and leaves
     /// `w` at the section's end; returns the sink and the section's length.
     pub fn finish(mut self) -> std::io::Result<(W, u64)> {

@@ -266,11 +266,13 @@ fn write_head_and_blobs<W: Write>(
 /// kernel is analysed, its index tables streamed to the file and its analysis dropped before
 /// the next ([`index::build_into`]), so memory holds one kernel's analysis and never the
 /// encoded index. The file is the one [`write_file_indexed`] with [`index::build`] writes.
+/// Returns the number of kernels indexed.
 pub fn write_file_index_streamed(
     profile: &Profile,
     path: &Path,
     progress: &dyn Fn(usize, usize),
-) -> Result<(), WstError> {
+) -> Result<usize, WstError> {
+    let mut kernels = 0;
     atomic_write(path, |file| {
         let (meta, gz) = encode_meta(profile)?;
         let mut w = BufWriter::with_capacity(1 << 20, file);
@@ -278,12 +280,14 @@ pub fn write_file_index_streamed(
         write_head_and_blobs(profile, &meta, &gz, Some(0), &mut w)?;
         let mut iw = index::IndexWriter::new(w, &gz, index::kernel_count(profile))?;
         index::build_into(&mut iw, profile, progress)?;
+        kernels = iw.kernels();
         let (mut w, len) = iw.finish()?;
         w.seek(SeekFrom::Start(INDEX_ENTRY_LEN_AT))?;
         w.write_all(&len.to_le_bytes())?;
         w.flush()?;
         Ok(())
-    })
+    })?;
+    Ok(kernels)
 }
 
 /// Writes `profile` to `path` atomically: temp file in the same directory, fsync, rename,
