@@ -281,12 +281,16 @@ pub fn kernel_count(p: &crate::model::Profile) -> usize {
     crate::analysis::kernels_with_sqtt(p).len()
 }
 
+/// What [`each_kernel`] hands each analysed kernel to: its analysis, table and splits.
+type KernelSink<'a> =
+    dyn FnMut(&KernelSqtt, &[InstStat], &KernelSplits) -> std::io::Result<()> + 'a;
+
 /// Analyses each kernel with SQTT data and hands its analysis, table and splits to `f`, one
 /// kernel alive at a time.
 fn each_kernel(
     p: &crate::model::Profile,
     progress: &dyn Fn(usize, usize),
-    f: &mut dyn FnMut(&KernelSqtt, &[InstStat], &KernelSplits) -> std::io::Result<()>,
+    f: &mut KernelSink<'_>,
 ) -> std::io::Result<()> {
     let ks = crate::analysis::kernels_with_sqtt(p);
     for (i, &k) in ks.iter().enumerate() {
