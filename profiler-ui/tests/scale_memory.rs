@@ -167,7 +167,10 @@ fn reopen_of_10_mib_within_the_memory_goal() {
 }
 
 #[test]
-#[ignore = "1.5 GiB of SQTT: the capture and its index are built first (minutes of CPU, \
+// Passes (2026-12-06): 149 s wall, 43 CPU s on a loaded 2-core machine, most of it building
+// the capture and the index (7.1 GiB peak RSS, the analysis' waves); the reopen itself takes
+// 0.13 CPU s.
+#[ignore = "1.5 GiB of SQTT: the capture and its index are built first (2.5 min, \
             ~7 GiB RSS for the index build with the current analysis, ~6 GiB of temp files)"]
 fn reopen_of_1_5_gib_within_the_memory_goal() {
     reopens_within_goal(1536 * MIB);
