@@ -121,7 +121,7 @@ pub fn run(a: StatsArgs) -> Result<()> {
         bar.set_message(profile.kernels[k].name.clone());
         if let Some(ks) = index
             .as_ref()
-            .and_then(|v| from_index(&a.file, v, &profile, k, a.json))
+            .and_then(|v| from_index(&a.file, v, &store, &profile, k, a.json))
         {
             bar.inc(1);
             out.push(ks);
@@ -266,6 +266,7 @@ fn saved_index<'a>(
 fn from_index(
     path: &std::path::Path,
     v: &traces::wst::index::IndexView<'_>,
+    store: &traces::model::BlobStore,
     profile: &traces::model::Profile,
     k: usize,
     json: bool,
@@ -304,9 +305,12 @@ fn from_index(
         if !json {
             // Every SE's wave table (and the wave splits) is checked even unread: a damaged one
             // means a damaged file.
+            // Once checked, their pages need not stay resident (they are 32 bytes a wave).
             e.verify_wave_splits()?;
+            store.release(e.wave_split_range());
             for s in &ses {
                 s.verify()?;
+                store.release(s.wave_range());
             }
             return Ok(Some(ks));
         }
@@ -320,6 +324,7 @@ fn from_index(
             return Ok(None);
         };
         ks.wave_latency = splits?;
+        store.release(e.wave_split_range());
         let mut achieved = occupancy::Achieved::default();
         for s in &ses {
             s.verify()?;
@@ -328,6 +333,8 @@ fn from_index(
                 .filter_map(|i| s.wave(i).ok())
                 .map(|w| w.life());
             occupancy::achieved_se(&mut achieved, s.se, lives);
+            // Scanned once: its pages need not stay resident.
+            store.release(s.wave_range());
         }
         ks.achieved_occupancy = Some(achieved);
         ks.occupancy = occupancy::kernel_occupancy(profile, k);

@@ -890,6 +890,13 @@ impl<'a> KernelEntry<'a> {
         Ok(s)
     }
 
+    /// Absolute file range of the wave-split table (empty in a version-1 index): what a reader
+    /// that has scanned it may release ([`crate::model::BlobStore::release`]).
+    pub fn wave_split_range(&self) -> std::ops::Range<u64> {
+        self.wave_splits
+            .map_or(0..0, |t| t.at..t.at + t.bytes.len() as u64)
+    }
+
     /// Checks the wave-split table's CRC (a pass over it: done by
     /// [`KernelEntry::wave_splits`]; none in a version-1 index).
     pub fn verify_wave_splits(&self) -> Result<(), IndexError> {
@@ -985,6 +992,12 @@ impl<'a> KernelEntry<'a> {
 impl SeEntry<'_> {
     pub fn wave_count(&self) -> usize {
         self.waves.count
+    }
+
+    /// Absolute file range of the wave table: what a reader that has scanned it may release
+    /// ([`crate::model::BlobStore::release`]).
+    pub fn wave_range(&self) -> std::ops::Range<u64> {
+        self.waves.at..self.waves.at + self.waves.bytes.len() as u64
     }
 
     /// Checks the wave table's CRC (a pass over it: done by [`SeEntry::waves`], or once before
