@@ -557,28 +557,66 @@ pub struct TracedWave {
 /// The mapped waves of a kernel (itraced SEs whose tokens were mapped to the program).
 pub fn traced_waves(k: &KernelSqtt) -> Vec<TracedWave> {
     let mut out = Vec::new();
+    traced_waves_each(k, &mut |w| {
+        out.push(w);
+        true
+    });
+    out
+}
+
+/// [`traced_waves`] one wave at a time, in the same order (SE, then wave), so a report can be
+/// written while iterating instead of holding every instruction's record and strings; `f`
+/// returns false to stop.
+pub fn traced_waves_each(k: &KernelSqtt, f: &mut dyn FnMut(TracedWave) -> bool) {
     for se in &k.ses {
-        let mut by_wave: std::collections::BTreeMap<u32, Vec<TracedInst>> = Default::default();
-        for m in &se.mapped {
-            let Some(w) = m.wave else { continue };
-            by_wave.entry(w).or_default().push(TracedInst {
-                time: m.time,
-                issue_time: m.issue_time,
-                stall: m.stall,
-                duration: m.duration,
-                pc: m.pc,
-                token: match &m.op {
-                    Some(op) => format!("{}:{op}", m.token),
-                    None => m.token.to_string(),
-                },
-                disasm: m.inst.text(),
-            });
-        }
-        for (w, instructions) in by_wave {
-            let Some(wave) = se.analysis.waves.get(w as usize) else {
+        // Each wave's mapped instructions, in mapping order (a counting sort: 4 bytes each).
+        let (order, start) = {
+            let waves = se.analysis.waves.len();
+            let mut start = vec![0u32; waves + 1];
+            for m in &se.mapped {
+                if let Some(c) = m.wave.and_then(|w| start.get_mut(w as usize + 1)) {
+                    *c += 1;
+                }
+            }
+            for i in 1..start.len() {
+                start[i] += start[i - 1];
+            }
+            let mut fill = start.clone();
+            let mut order = vec![0u32; start.last().copied().unwrap_or(0) as usize];
+            for (i, m) in se.mapped.iter().enumerate() {
+                if let Some(f) = m.wave.and_then(|w| fill.get_mut(w as usize)) {
+                    if let Some(slot) = order.get_mut(*f as usize) {
+                        *slot = i as u32;
+                    }
+                    *f += 1;
+                }
+            }
+            (order, start)
+        };
+        for (w, wave) in se.analysis.waves.iter().enumerate() {
+            let (a, b) = (start[w] as usize, start[w + 1] as usize);
+            if a == b {
                 continue;
-            };
-            out.push(TracedWave {
+            }
+            let instructions = order[a..b]
+                .iter()
+                .map(|&i| {
+                    let m = &se.mapped[i as usize];
+                    TracedInst {
+                        time: m.time,
+                        issue_time: m.issue_time,
+                        stall: m.stall,
+                        duration: m.duration,
+                        pc: m.pc,
+                        token: match &m.op {
+                            Some(op) => format!("{}:{op}", m.token),
+                            None => m.token.to_string(),
+                        },
+                        disasm: m.inst.text(),
+                    }
+                })
+                .collect();
+            let go = f(TracedWave {
                 se: se.se,
                 cu: wave.cu,
                 simd: wave.simd,
@@ -587,9 +625,11 @@ pub fn traced_waves(k: &KernelSqtt) -> Vec<TracedWave> {
                 end: wave.end,
                 instructions,
             });
+            if !go {
+                return;
+            }
         }
     }
-    out
 }
 
 /// One row of the instruction timing table: all executions of one instruction.

@@ -123,6 +123,19 @@ impl BlobStore {
             BlobStore::Mapped(m) => m,
         }
     }
+
+    /// Tells the kernel the mapped bytes in `range` (absolute offsets) are not needed soon: their
+    /// pages leave the resident set and are re-read from the file if touched again. For tables
+    /// scanned once (the analysis index's wave tables); nothing for owned bytes.
+    pub fn release(&self, range: Range<u64>) {
+        if let BlobStore::Mapped(m) = self {
+            let (a, b) = (
+                usize::try_from(range.start).unwrap_or(usize::MAX),
+                usize::try_from(range.end).unwrap_or(usize::MAX),
+            );
+            crate::mapped::release_range(m, a, b);
+        }
+    }
 }
 
 /// A cheaply clonable byte payload: a range of a shared [`BlobStore`].

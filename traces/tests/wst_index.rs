@@ -247,3 +247,28 @@ fn a_damaged_wave_split_table_is_reported_when_read() {
     e.verify_wave_splits().unwrap();
     assert_eq!(e.wave_splits().unwrap().unwrap().len(), count as usize);
 }
+
+/// `write_file_index_streamed` (each kernel's tables written as it is analysed, the section's
+/// header and directory patched in at the end) writes the same file as the owned records of
+/// `index::build`, whose index the round-trip test above checks against a fresh analysis.
+#[test]
+fn streamed_index_file_equals_the_one_built_from_records() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut seen = 0;
+    for dir in capture_dirs() {
+        let (_, p) = traces::open::open_path(&dir.join("profile.pkl")).unwrap();
+        let path = tmp.path().join("streamed.wst");
+        let done = std::cell::Cell::new(0);
+        wst::write_file_index_streamed(&p, &path, &|d, _| done.set(d)).unwrap();
+        let streamed = std::fs::read(&path).unwrap();
+        assert_eq!(done.get(), kernels_with_sqtt(&p).len(), "{}", dir.display());
+        assert!(
+            streamed == indexed_bytes(&p),
+            "{}: the streamed index file differs from the record-built one",
+            dir.display()
+        );
+        assert!(wst::read_index(&streamed).unwrap().is_some());
+        seen += 1;
+    }
+    assert!(seen > 0, "no capture directories");
+}

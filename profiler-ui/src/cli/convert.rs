@@ -30,13 +30,16 @@ pub fn run(a: ConvertArgs) -> Result<()> {
     }
     let bar = super::spinner(&format!("reading {}", a.input.display()));
     let (format, profile) = traces::open::open_path(&a.input)?;
-    let idx = (!a.no_index).then(|| {
-        bar.set_message("analysing (for the index)".to_string());
-        traces::wst::index::build(&profile, &|_, _| {})
-    });
-    bar.set_message(format!("writing {}", a.output.display()));
-    traces::wst::write_file_indexed(&profile, idx.as_deref(), &a.output)
-        .with_context(|| format!("writing {}", a.output.display()))?;
+    // With the index, each kernel's tables are written as it is analysed (memory: one
+    // kernel's analysis, never the whole index).
+    let indexed = if a.no_index {
+        bar.set_message(format!("writing {}", a.output.display()));
+        traces::wst::write_file(&profile, &a.output).map(|()| None)
+    } else {
+        bar.set_message(format!("analysing and writing {}", a.output.display()));
+        traces::wst::write_file_index_streamed(&profile, &a.output, &|_, _| {}).map(Some)
+    }
+    .with_context(|| format!("writing {}", a.output.display()))?;
     bar.finish_and_clear();
     for w in &profile.source.warnings {
         eprintln!("warning: {w}");
@@ -53,7 +56,7 @@ pub fn run(a: ConvertArgs) -> Result<()> {
             "kernels": profile.kernels.len(),
             "sqtt": profile.sqtt.len(),
             "warnings": profile.source.warnings,
-            "indexed_kernels": idx.as_ref().map(Vec::len),
+            "indexed_kernels": indexed,
         }));
     }
     eprintln!(

@@ -55,7 +55,7 @@ fn open_side(path: &Path) -> Result<Side> {
         error,
     })?;
     let (_, profile) = traces::open::open_store(store.clone(), &name)?;
-    let saved = saved_summaries(store.bytes()).unwrap_or_else(|e| {
+    let saved = saved_summaries(&store).unwrap_or_else(|e| {
         super::warn_index(path, &e);
         HashMap::new()
     });
@@ -67,10 +67,10 @@ fn open_side(path: &Path) -> Result<Side> {
 
 /// Every indexed kernel's table, wave count and waves in flight (none without an index).
 fn saved_summaries(
-    data: &[u8],
+    store: &traces::model::BlobStore,
 ) -> Result<HashMap<usize, diff::SqttSummary>, traces::wst::index::IndexError> {
     let mut out = HashMap::new();
-    let Some(v) = profiler_ui::data::open_index(data)? else {
+    let Some(v) = profiler_ui::data::open_index(store.bytes())? else {
         return Ok(out);
     };
     for e in v.entries()? {
@@ -83,6 +83,10 @@ fn saved_summaries(
         let waves_in_flight = diff::waves_in_flight_of(ses.iter().map(|s| {
             (0..s.wave_count()).map(move |i| s.wave(i).map_or((0, 0), |w| (w.start, w.end)))
         }));
+        // Scanned: the wave tables' pages need not stay resident.
+        for s in &ses {
+            store.release(s.wave_range());
+        }
         out.insert(
             e.kernel,
             diff::SqttSummary {

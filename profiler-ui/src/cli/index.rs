@@ -43,19 +43,21 @@ pub fn run(a: IndexArgs) -> Result<()> {
             format.name()
         );
     }
-    let total = profiler_ui::data::kernels_with_sqtt(&profile).len();
+    let total = traces::wst::index::kernel_count(&profile);
     let bar = super::progress_bar(total as u64, "index");
-    let idx = traces::wst::index::build(&profile, &|done, _| bar.set_position(done as u64));
-    bar.finish_and_clear();
     let out = a.output.as_ref().unwrap_or(&a.file);
     // The profile's blobs are slices of FILE's memory map: the new file goes to a temp file and
-    // is renamed over the target, so the map stays valid while it is written.
-    traces::wst::write_file_indexed(&profile, Some(&idx), out)
-        .with_context(|| format!("writing {}", out.display()))?;
+    // is renamed over the target, so the map stays valid while it is written. Each kernel's
+    // index tables are written as soon as it is analysed (memory: one kernel's analysis).
+    let indexed = traces::wst::write_file_index_streamed(&profile, out, &|done, _| {
+        bar.set_position(done as u64)
+    })
+    .with_context(|| format!("writing {}", out.display()))?;
+    bar.finish_and_clear();
     eprintln!(
         "{}: analysis index of {} kernels written",
         out.display(),
-        idx.len()
+        indexed
     );
     Ok(())
 }

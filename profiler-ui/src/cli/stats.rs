@@ -56,9 +56,41 @@ struct KernelStats {
     source_error: Option<String>,
     /// Per traced wave, every instruction it executed: our token time beside AMD's issue
     /// time, stall and duration.
-    traced_waves: Vec<TracedWave>,
+    traced_waves: Traced,
     /// Performance counters of the run: totals and per-instance (SE/SA/WGP) samples.
     pmc: Vec<profiler_ui::data::PmcCounter>,
+}
+
+/// A kernel's traced waves: computed, or (from the index path) the mapped traced SEs, whose
+/// waves are built and written one at a time while the JSON is printed, so the report never
+/// holds every instruction's record and strings.
+enum Traced {
+    Waves(Vec<TracedWave>),
+    Mapped(traces::analysis::KernelSqtt),
+}
+
+impl Serialize for Traced {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        match self {
+            Traced::Waves(w) => w.serialize(s),
+            Traced::Mapped(k) => {
+                let mut seq = s.serialize_seq(None)?;
+                let mut err = None;
+                traces::analysis::traced_waves_each(k, &mut |w| match seq.serialize_element(&w) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        err = Some(e);
+                        false
+                    }
+                });
+                match err {
+                    Some(e) => Err(e),
+                    None => seq.end(),
+                }
+            }
+        }
+    }
 }
 
 pub fn run(a: StatsArgs) -> Result<()> {
@@ -89,7 +121,7 @@ pub fn run(a: StatsArgs) -> Result<()> {
         bar.set_message(profile.kernels[k].name.clone());
         if let Some(ks) = index
             .as_ref()
-            .and_then(|v| from_index(&a.file, v, &profile, k, a.json))
+            .and_then(|v| from_index(&a.file, v, &store, &profile, k, a.json))
         {
             bar.inc(1);
             out.push(ks);
@@ -131,11 +163,11 @@ pub fn run(a: StatsArgs) -> Result<()> {
             source_lines,
             source_error,
             // Every instruction of every traced wave: only the JSON report has them.
-            traced_waves: if a.json {
+            traced_waves: Traced::Waves(if a.json {
                 traced_waves(&ks)
             } else {
                 Vec::new()
-            },
+            }),
             pmc: profiler_ui::data::pmc_counters(&profile, k),
         });
     }
@@ -237,6 +269,7 @@ fn saved_index<'a>(
 fn from_index(
     path: &std::path::Path,
     v: &traces::wst::index::IndexView<'_>,
+    store: &traces::model::BlobStore,
     profile: &traces::model::Profile,
     k: usize,
     json: bool,
@@ -269,15 +302,18 @@ fn from_index(
             register_pressure: None,
             source_lines: Vec::new(),
             source_error: None,
-            traced_waves: Vec::new(),
+            traced_waves: Traced::Waves(Vec::new()),
             pmc,
         };
         if !json {
             // Every SE's wave table (and the wave splits) is checked even unread: a damaged one
             // means a damaged file.
+            // Once checked, their pages need not stay resident (they are 32 bytes a wave).
             e.verify_wave_splits()?;
+            store.release(e.wave_split_range());
             for s in &ses {
                 s.verify()?;
+                store.release(s.wave_range());
             }
             return Ok(Some(ks));
         }
@@ -291,6 +327,7 @@ fn from_index(
             return Ok(None);
         };
         ks.wave_latency = splits?;
+        store.release(e.wave_split_range());
         let mut achieved = occupancy::Achieved::default();
         for s in &ses {
             s.verify()?;
@@ -299,6 +336,8 @@ fn from_index(
                 .filter_map(|i| s.wave(i).ok())
                 .map(|w| w.life());
             occupancy::achieved_se(&mut achieved, s.se, lives);
+            // Scanned once: its pages need not stay resident.
+            store.release(s.wave_range());
         }
         ks.achieved_occupancy = Some(achieved);
         ks.occupancy = occupancy::kernel_occupancy(profile, k);
@@ -307,7 +346,8 @@ fn from_index(
             Ok(t) => (source::line_costs(&t, &ks.instructions), None),
             Err(e) => (Vec::new(), Some(e)),
         };
-        ks.traced_waves = traced_waves_of(profile, k);
+        ks.traced_waves =
+            traced_ses_of(profile, k).map_or(Traced::Waves(Vec::new()), Traced::Mapped);
         Ok(Some(ks))
     };
     read().unwrap_or_else(|e| {
@@ -316,23 +356,18 @@ fn from_index(
     })
 }
 
-/// The traced waves of kernel `ki` (what `stats --json` prints per instruction), decoding and
-/// mapping only its instruction-traced SEs: the other SEs' analysis is in the index, and each
-/// SE's mapping depends on its own blob and the code object alone.
-fn traced_waves_of(p: &traces::model::Profile, ki: usize) -> Vec<TracedWave> {
+/// The instruction-traced SEs of kernel `ki`, decoded and mapped (what `stats --json` prints
+/// per instruction, [`Traced::Mapped`]): the other SEs' analysis is in the index, and each SE's
+/// mapping depends on its own blob and the code object alone. `None` without the code object.
+fn traced_ses_of(p: &traces::model::Profile, ki: usize) -> Option<traces::analysis::KernelSqtt> {
     use traces::analysis::{sqtt_matches, KernelSqtt, SeTrace};
-    let Some(k) = p.kernels.get(ki) else {
-        return Vec::new();
-    };
+    let k = p.kernels.get(ki)?;
     let target = p.props_device(k.device).and_then(|d| d.target());
-    let Some(code) = k
+    let code = k
         .kern
         .and_then(|kern| p.program_for(k.device, kern))
         .and_then(|prog| prog.elf)
-        .and_then(|elf| traces::isa::CodeObject::parse_with_target(p.blob(elf), target).ok())
-    else {
-        return Vec::new();
-    };
+        .and_then(|elf| traces::isa::CodeObject::parse_with_target(p.blob(elf), target).ok())?;
     let mut ses = Vec::new();
     let mut disasm = std::collections::HashMap::new();
     for s in p.sqtt.iter().filter(|s| s.itrace && sqtt_matches(p, k, s)) {
@@ -346,10 +381,17 @@ fn traced_waves_of(p: &traces::model::Profile, ki: usize) -> Vec<TracedWave> {
         // Traced waves print cycles, not x: no time map needed.
         let mut st = SeTrace::with_detail(s.se, true, a, &|c| c as f64, false);
         st.map_pcs(blob, &code, &mut disasm);
+        // The report needs the waves and their mapped instructions; the token stream and its
+        // per-wave index were only the mapping's input.
+        st.analysis.tokens = Vec::new();
+        st.token_order = Vec::new();
+        st.token_start = Vec::new();
+        st.token_pc = Vec::new();
+        st.wave_x = Vec::new();
         ses.push(st);
     }
     ses.sort_by_key(|s| s.se);
-    traced_waves(&KernelSqtt {
+    Some(KernelSqtt {
         kernel: ki,
         name: k.name.clone(),
         unit: profiler_ui::data::XUnit::Cycles,

@@ -38,6 +38,7 @@
 use crate::analysis::hidden::{HiddenBy, KernelSplits, LatencySplit, WaveSplit};
 use crate::analysis::{InstStat, KernelSqtt, XUnit};
 use crate::bytes::Reader;
+use std::io::{Seek, SeekFrom, Write};
 
 pub const MAGIC: [u8; 8] = *b"WSTINDX\0";
 /// The index layout this build writes (and reads, with [`VERSION_1`]).
@@ -133,20 +134,7 @@ impl KernelRecord {
                 se: s.se,
                 itrace: s.itrace,
                 error: s.error.clone(),
-                waves: s
-                    .analysis
-                    .waves
-                    .iter()
-                    .map(|w| WaveRec {
-                        start: w.start,
-                        end: w.end,
-                        start_offset: w.start_offset,
-                        cu: w.cu,
-                        simd: w.simd,
-                        slot: w.wave,
-                        insts: w.insts,
-                    })
-                    .collect(),
+                waves: s.analysis.waves.iter().map(wave_rec).collect(),
                 overview: crate::analysis::occupancy::active_waves(&s.wave_x, OVERVIEW_POINTS),
             })
             .collect();
@@ -163,22 +151,171 @@ impl KernelRecord {
     }
 }
 
+fn wave_rec(w: &crate::sqtt::waves::Wave) -> WaveRec {
+    WaveRec {
+        start: w.start,
+        end: w.end,
+        start_offset: w.start_offset,
+        cu: w.cu,
+        simd: w.simd,
+        slot: w.wave,
+        insts: w.insts,
+    }
+}
+
+/// Where a kernel's index tables come from: owned records ([`KernelRecord`]) or, when the index
+/// is written while analysing ([`build_into`]), the analysis itself, so the waves are encoded
+/// straight from it and never copied into records first.
+enum KernelSrc<'a> {
+    Record(&'a KernelRecord),
+    Analysis {
+        k: &'a KernelSqtt,
+        rows: &'a [InstStat],
+        splits: &'a KernelSplits,
+    },
+}
+
+impl KernelSrc<'_> {
+    fn kernel(&self) -> u32 {
+        match self {
+            KernelSrc::Record(r) => r.kernel,
+            KernelSrc::Analysis { k, .. } => k.kernel as u32,
+        }
+    }
+    fn unit(&self) -> XUnit {
+        match self {
+            KernelSrc::Record(r) => r.unit,
+            KernelSrc::Analysis { k, .. } => k.unit,
+        }
+    }
+    fn kernel_len(&self) -> Option<f64> {
+        match self {
+            KernelSrc::Record(r) => r.kernel_len,
+            KernelSrc::Analysis { k, .. } => k.kernel_len,
+        }
+    }
+    fn x_range(&self) -> (f64, f64) {
+        match self {
+            KernelSrc::Record(r) => r.x_range,
+            KernelSrc::Analysis { k, .. } => k.x_range(),
+        }
+    }
+    fn latency(&self) -> LatencySplit {
+        match self {
+            KernelSrc::Record(r) => r.latency,
+            KernelSrc::Analysis { splits, .. } => splits.total,
+        }
+    }
+    fn rows(&self) -> &[InstStat] {
+        match self {
+            KernelSrc::Record(r) => &r.rows,
+            KernelSrc::Analysis { rows, .. } => rows,
+        }
+    }
+    fn wave_splits(&self) -> &[WaveSplit] {
+        match self {
+            KernelSrc::Record(r) => &r.wave_splits,
+            KernelSrc::Analysis { splits, .. } => &splits.waves,
+        }
+    }
+    fn se_count(&self) -> usize {
+        match self {
+            KernelSrc::Record(r) => r.ses.len(),
+            KernelSrc::Analysis { k, .. } => k.ses.len(),
+        }
+    }
+    /// SE `i`: number, itrace, error, wave count.
+    fn se(&self, i: usize) -> (u32, bool, Option<&str>, usize) {
+        match self {
+            KernelSrc::Record(r) => {
+                let s = &r.ses[i];
+                (s.se, s.itrace, s.error.as_deref(), s.waves.len())
+            }
+            KernelSrc::Analysis { k, .. } => {
+                let s = &k.ses[i];
+                (s.se, s.itrace, s.error.as_deref(), s.analysis.waves.len())
+            }
+        }
+    }
+    /// Calls `f` with each wave of SE `i`, in order.
+    fn each_wave(
+        &self,
+        i: usize,
+        f: &mut dyn FnMut(WaveRec) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        match self {
+            KernelSrc::Record(r) => r.ses[i].waves.iter().try_for_each(|w| f(*w)),
+            KernelSrc::Analysis { k, .. } => k.ses[i]
+                .analysis
+                .waves
+                .iter()
+                .try_for_each(|w| f(wave_rec(w))),
+        }
+    }
+    /// SE `i`'s active-wave overview (computed here from the analysis: one SE at a time).
+    fn overview(&self, i: usize) -> std::borrow::Cow<'_, [[f64; 2]]> {
+        match self {
+            KernelSrc::Record(r) => std::borrow::Cow::Borrowed(&r.ses[i].overview),
+            KernelSrc::Analysis { k, .. } => std::borrow::Cow::Owned(
+                crate::analysis::occupancy::active_waves(&k.ses[i].wave_x, OVERVIEW_POINTS),
+            ),
+        }
+    }
+}
+
 /// Analyses every kernel with SQTT data of `p` and returns its index records; `progress` gets
-/// (kernels done, total).
+/// (kernels done, total). Holds every kernel's waves twice over: writing a file,
+/// [`crate::wst::write_file_index_streamed`] encodes each kernel as it is analysed instead.
 pub fn build(p: &crate::model::Profile, progress: &dyn Fn(usize, usize)) -> Vec<KernelRecord> {
+    let mut out = Vec::new();
+    each_kernel(p, progress, &mut |a, rows, splits| {
+        out.push(KernelRecord::from_analysis(a, rows, splits));
+        Ok(())
+    })
+    .unwrap_or_default();
+    out
+}
+
+/// The kernels [`build`] and [`build_into`] index (every kernel with SQTT data).
+pub fn kernel_count(p: &crate::model::Profile) -> usize {
+    crate::analysis::kernels_with_sqtt(p).len()
+}
+
+/// What [`each_kernel`] hands each analysed kernel to: its analysis, table and splits.
+type KernelSink<'a> =
+    dyn FnMut(&KernelSqtt, &[InstStat], &KernelSplits) -> std::io::Result<()> + 'a;
+
+/// Analyses each kernel with SQTT data and hands its analysis, table and splits to `f`, one
+/// kernel alive at a time.
+fn each_kernel(
+    p: &crate::model::Profile,
+    progress: &dyn Fn(usize, usize),
+    f: &mut KernelSink<'_>,
+) -> std::io::Result<()> {
     let ks = crate::analysis::kernels_with_sqtt(p);
-    let mut out = Vec::with_capacity(ks.len());
     for (i, &k) in ks.iter().enumerate() {
         // The index keeps waves, their x and the table: none of the per-token detail.
         let opts = crate::analysis::KernelOptions { detail: false };
         if let Some(a) = crate::analysis::analyze_kernel_with(p, k, &|_, _| {}, opts) {
             let splits = crate::analysis::hidden::kernel_splits(&a);
             let rows = crate::analysis::inst_stats_with(&a, &splits);
-            out.push(KernelRecord::from_analysis(&a, &rows, &splits));
+            f(&a, &rows, &splits)?;
         }
         progress(i + 1, ks.len());
     }
-    out
+    Ok(())
+}
+
+/// Analyses every kernel with SQTT data of `p` and writes each one's tables to `w` as soon as
+/// it is analysed (the analysis is dropped before the next kernel's starts).
+pub fn build_into<W: Write + Seek>(
+    w: &mut IndexWriter<W>,
+    p: &crate::model::Profile,
+    progress: &dyn Fn(usize, usize),
+) -> std::io::Result<()> {
+    each_kernel(p, progress, &mut |k, rows, splits| {
+        w.add_src(&KernelSrc::Analysis { k, rows, splits })
+    })
 }
 
 fn put_u32(b: &mut Vec<u8>, v: u32) {
@@ -192,21 +329,6 @@ fn put_i64(b: &mut Vec<u8>, v: i64) {
 }
 fn put_f64(b: &mut Vec<u8>, v: f64) {
     b.extend_from_slice(&v.to_bits().to_le_bytes());
-}
-fn pad8(b: &mut Vec<u8>) {
-    b.resize(b.len().div_ceil(8) * 8, 0);
-}
-
-/// Appends `table` to `body` (8-aligned) and returns its ref.
-fn put_table(body: &mut Vec<u8>, base: usize, table: &[u8], count: usize) -> [u8; 16] {
-    pad8(body);
-    let off = (base + body.len()) as u64;
-    body.extend_from_slice(table);
-    let mut r = [0u8; 16];
-    r[..8].copy_from_slice(&off.to_le_bytes());
-    r[8..12].copy_from_slice(&(count as u32).to_le_bytes());
-    r[12..].copy_from_slice(&crc32fast::hash(table).to_le_bytes());
-    r
 }
 
 fn hidden_fields(h: &HiddenBy) -> [i64; 7] {
@@ -253,46 +375,150 @@ impl Strings {
     }
 }
 
-/// Serializes `kernels` as an index section for a file whose META section is `meta`.
-pub fn encode(kernels: &[KernelRecord], meta: &[u8]) -> Vec<u8> {
-    let dir_off = HEADER_LEN;
-    let body_base = dir_off + kernels.len() * KERNEL_LEN;
-    let mut dir = Vec::with_capacity(kernels.len() * KERNEL_LEN);
-    let mut body = Vec::new();
-    for k in kernels {
+/// Writes an index section to a seekable sink kernel by kernel: each kernel's tables go out as
+/// they are encoded (the wave tables record by record), and only the directory (184 bytes a
+/// kernel) is kept until [`IndexWriter::finish`] writes it, with the header, into the space
+/// reserved at the section's start. Memory stays at one kernel's small tables whatever the
+/// capture's size.
+pub struct IndexWriter<W: Write + Seek> {
+    w: W,
+    /// Absolute position of the section's first byte in `w`.
+    start: u64,
+    /// Bytes written from `start`.
+    pos: u64,
+    /// Directory entries reserved after the header.
+    reserved: usize,
+    dir: Vec<u8>,
+    kernels: usize,
+    meta_len: u64,
+    meta_crc: u32,
+}
+
+/// A table being streamed: its offset in the section, record count and running CRC.
+struct TableOut {
+    off: u64,
+    count: usize,
+    crc: crc32fast::Hasher,
+}
+
+impl TableOut {
+    fn reference(self) -> [u8; 16] {
+        let mut r = [0u8; 16];
+        r[..8].copy_from_slice(&self.off.to_le_bytes());
+        r[8..12].copy_from_slice(&(self.count as u32).to_le_bytes());
+        r[12..].copy_from_slice(&self.crc.finalize().to_le_bytes());
+        r
+    }
+}
+
+impl<W: Write + Seek> IndexWriter<W> {
+    /// Starts a section at `w`'s current position for a file whose META section is `meta`,
+    /// reserving directory room for `kernels` entries (more are refused by `add`; fewer leave
+    /// zero bytes between the directory and the first table, which readers skip).
+    pub fn new(mut w: W, meta: &[u8], kernels: usize) -> std::io::Result<Self> {
+        let start = w.stream_position()?;
+        let reserve = HEADER_LEN + kernels * KERNEL_LEN;
+        w.write_all(&vec![0u8; reserve])?;
+        Ok(IndexWriter {
+            w,
+            start,
+            pos: reserve as u64,
+            reserved: kernels,
+            dir: Vec::with_capacity(kernels * KERNEL_LEN),
+            kernels: 0,
+            meta_len: meta.len() as u64,
+            meta_crc: crc32fast::hash(meta),
+        })
+    }
+
+    fn write(&mut self, b: &[u8]) -> std::io::Result<()> {
+        self.w.write_all(b)?;
+        self.pos += b.len() as u64;
+        Ok(())
+    }
+
+    fn pad8(&mut self) -> std::io::Result<()> {
+        let pad = (self.pos.div_ceil(8) * 8 - self.pos) as usize;
+        self.write(&[0u8; 8][..pad])
+    }
+
+    fn begin(&mut self) -> std::io::Result<TableOut> {
+        self.pad8()?;
+        Ok(TableOut {
+            off: self.pos,
+            count: 0,
+            crc: crc32fast::Hasher::new(),
+        })
+    }
+
+    /// Appends one record (or, for the strings table, one byte run) to table `t`.
+    fn record(&mut self, t: &mut TableOut, b: &[u8], count: usize) -> std::io::Result<()> {
+        t.crc.update(b);
+        t.count += count;
+        self.write(b)
+    }
+
+    /// A whole table at once (the small ones).
+    fn table(&mut self, b: &[u8], count: usize) -> std::io::Result<[u8; 16]> {
+        let mut t = self.begin()?;
+        self.record(&mut t, b, count)?;
+        Ok(t.reference())
+    }
+
+    /// Appends one kernel's tables and its directory entry.
+    pub fn add(&mut self, k: &KernelRecord) -> std::io::Result<()> {
+        self.add_src(&KernelSrc::Record(k))
+    }
+
+    fn add_src(&mut self, k: &KernelSrc<'_>) -> std::io::Result<()> {
+        if self.kernels == self.reserved {
+            return Err(std::io::Error::other(format!(
+                "index writer: more kernels than the {} reserved",
+                self.reserved
+            )));
+        }
         let mut strings = Strings::default();
-        let mut ses = Vec::with_capacity(k.ses.len() * SE_LEN);
-        for s in &k.ses {
-            let mut waves = Vec::with_capacity(s.waves.len() * WAVE_LEN);
-            for w in &s.waves {
-                put_i64(&mut waves, w.start);
-                put_i64(&mut waves, w.end);
-                put_u64(&mut waves, w.start_offset);
-                waves.extend_from_slice(&w.cu.to_le_bytes());
-                waves.push(w.simd);
-                waves.push(w.slot);
-                put_u32(&mut waves, w.insts);
-            }
-            let mut steps = Vec::with_capacity(s.overview.len() * STEP_LEN);
-            for p in &s.overview {
+        let mut ses = Vec::with_capacity(k.se_count() * SE_LEN);
+        let mut waves_total = 0usize;
+        let mut rec = Vec::with_capacity(WAVE_LEN);
+        for i in 0..k.se_count() {
+            let (se, itrace, error, count) = k.se(i);
+            let mut wt = self.begin()?;
+            k.each_wave(i, &mut |w| {
+                rec.clear();
+                put_i64(&mut rec, w.start);
+                put_i64(&mut rec, w.end);
+                put_u64(&mut rec, w.start_offset);
+                rec.extend_from_slice(&w.cu.to_le_bytes());
+                rec.push(w.simd);
+                rec.push(w.slot);
+                put_u32(&mut rec, w.insts);
+                self.record(&mut wt, &rec, 1)
+            })?;
+            debug_assert_eq!(wt.count, count);
+            waves_total += wt.count;
+            let wref = wt.reference();
+            let overview = k.overview(i);
+            let mut steps = Vec::with_capacity(overview.len() * STEP_LEN);
+            for p in overview.iter() {
                 put_f64(&mut steps, p[0]);
                 put_f64(&mut steps, p[1]);
             }
-            let wref = put_table(&mut body, body_base, &waves, s.waves.len());
-            let oref = put_table(&mut body, body_base, &steps, s.overview.len());
-            let (eo, el) = s.error.as_deref().map_or((0, 0), |e| strings.add(e));
-            put_u32(&mut ses, s.se);
+            let oref = self.table(&steps, overview.len())?;
+            let (eo, el) = error.map_or((0, 0), |e| strings.add(e));
+            put_u32(&mut ses, se);
             put_u32(
                 &mut ses,
-                u32::from(s.itrace) | (u32::from(s.error.is_some()) << 1),
+                u32::from(itrace) | (u32::from(error.is_some()) << 1),
             );
             put_u32(&mut ses, eo);
             put_u32(&mut ses, el);
             ses.extend_from_slice(&wref);
             ses.extend_from_slice(&oref);
         }
-        let mut rows = Vec::with_capacity(k.rows.len() * ROW_LEN);
-        for r in &k.rows {
+        let rows_in = k.rows();
+        let mut rows = Vec::with_capacity(rows_in.len() * ROW_LEN);
+        for r in rows_in {
             let (no, nl) = strings.add(&r.name);
             let (ko, kl) = strings.add(&r.key);
             let pos = r
@@ -328,50 +554,80 @@ pub fn encode(kernels: &[KernelRecord], meta: &[u8]) -> Vec<u8> {
             );
             put_u32(&mut rows, 0);
         }
-        let mut wsplits = Vec::with_capacity(k.wave_splits.len() * WSPLIT_LEN);
-        for w in &k.wave_splits {
-            put_u32(&mut wsplits, w.se);
-            wsplits.extend_from_slice(&w.cu.to_le_bytes());
-            wsplits.push(w.simd);
-            wsplits.push(w.slot);
-            put_u64(&mut wsplits, w.wave as u64);
-            put_u64(&mut wsplits, w.instructions as u64);
-            put_split(&mut wsplits, &w.split);
+        let sref = self.table(&ses, k.se_count())?;
+        let rref = self.table(&rows, rows_in.len())?;
+        let tref = self.table(&strings.0, strings.0.len())?;
+        let mut wst = self.begin()?;
+        for w in k.wave_splits() {
+            rec.clear();
+            put_u32(&mut rec, w.se);
+            rec.extend_from_slice(&w.cu.to_le_bytes());
+            rec.push(w.simd);
+            rec.push(w.slot);
+            put_u64(&mut rec, w.wave as u64);
+            put_u64(&mut rec, w.instructions as u64);
+            put_split(&mut rec, &w.split);
+            self.record(&mut wst, &rec, 1)?;
         }
-        let sref = put_table(&mut body, body_base, &ses, k.ses.len());
-        let rref = put_table(&mut body, body_base, &rows, k.rows.len());
-        let tref = put_table(&mut body, body_base, &strings.0, strings.0.len());
-        let wsref = put_table(&mut body, body_base, &wsplits, k.wave_splits.len());
-        let waves: usize = k.ses.iter().map(|s| s.waves.len()).sum();
-        put_u32(&mut dir, k.kernel);
-        put_u32(&mut dir, u32::from(k.unit == XUnit::Cycles));
-        put_u32(&mut dir, u32::from(k.kernel_len.is_some()));
-        put_u32(&mut dir, k.ses.len() as u32);
-        put_f64(&mut dir, k.kernel_len.unwrap_or(0.0));
-        put_f64(&mut dir, k.x_range.0);
-        put_f64(&mut dir, k.x_range.1);
-        put_u64(&mut dir, waves as u64);
-        put_split(&mut dir, &k.latency);
-        dir.extend_from_slice(&sref);
-        dir.extend_from_slice(&rref);
-        dir.extend_from_slice(&tref);
-        dir.extend_from_slice(&wsref);
+        let wsref = wst.reference();
+        let d = &mut self.dir;
+        put_u32(d, k.kernel());
+        put_u32(d, u32::from(k.unit() == XUnit::Cycles));
+        put_u32(d, u32::from(k.kernel_len().is_some()));
+        put_u32(d, k.se_count() as u32);
+        put_f64(d, k.kernel_len().unwrap_or(0.0));
+        let (lo, hi) = k.x_range();
+        put_f64(d, lo);
+        put_f64(d, hi);
+        put_u64(d, waves_total as u64);
+        put_split(d, &k.latency());
+        d.extend_from_slice(&sref);
+        d.extend_from_slice(&rref);
+        d.extend_from_slice(&tref);
+        d.extend_from_slice(&wsref);
+        self.kernels += 1;
+        Ok(())
     }
-    pad8(&mut body);
-    let total = body_base + body.len();
-    let mut out = Vec::with_capacity(total);
-    out.extend_from_slice(&MAGIC);
-    put_u32(&mut out, VERSION);
-    put_u32(&mut out, kernels.len() as u32);
-    put_u64(&mut out, meta.len() as u64);
-    put_u32(&mut out, crc32fast::hash(meta));
-    put_u32(&mut out, crc32fast::hash(&dir));
-    put_u64(&mut out, dir_off as u64);
-    put_u64(&mut out, total as u64);
-    out.resize(HEADER_LEN, 0);
-    out.extend_from_slice(&dir);
-    out.extend_from_slice(&body);
-    out
+
+    /// Kernels added so far.
+    pub fn kernels(&self) -> usize {
+        self.kernels
+    }
+
+    /// Pads the section, writes its header and directory into the reserved space and leaves
+    /// `w` at the section's end; returns the sink and the section's length.
+    pub fn finish(mut self) -> std::io::Result<(W, u64)> {
+        self.pad8()?;
+        let total = self.pos;
+        let mut head = Vec::with_capacity(HEADER_LEN + self.dir.len());
+        head.extend_from_slice(&MAGIC);
+        put_u32(&mut head, VERSION);
+        put_u32(&mut head, self.kernels as u32);
+        put_u64(&mut head, self.meta_len);
+        put_u32(&mut head, self.meta_crc);
+        put_u32(&mut head, crc32fast::hash(&self.dir));
+        put_u64(&mut head, HEADER_LEN as u64);
+        put_u64(&mut head, total);
+        head.resize(HEADER_LEN, 0);
+        head.extend_from_slice(&self.dir);
+        self.w.seek(SeekFrom::Start(self.start))?;
+        self.w.write_all(&head)?;
+        self.w.seek(SeekFrom::Start(self.start + total))?;
+        Ok((self.w, total))
+    }
+}
+
+/// Serializes `kernels` as an index section for a file whose META section is `meta`.
+pub fn encode(kernels: &[KernelRecord], meta: &[u8]) -> Vec<u8> {
+    let write = || -> std::io::Result<Vec<u8>> {
+        let mut w = IndexWriter::new(std::io::Cursor::new(Vec::new()), meta, kernels.len())?;
+        for k in kernels {
+            w.add(k)?;
+        }
+        Ok(w.finish()?.0.into_inner())
+    };
+    // A Vec sink does not fail (and `add` is given no more kernels than reserved).
+    write().unwrap_or_default()
 }
 
 /// A table of fixed-size records, CRC-checked.
@@ -634,6 +890,13 @@ impl<'a> KernelEntry<'a> {
         Ok(s)
     }
 
+    /// Absolute file range of the wave-split table (empty in a version-1 index): what a reader
+    /// that has scanned it may release ([`crate::model::BlobStore::release`]).
+    pub fn wave_split_range(&self) -> std::ops::Range<u64> {
+        self.wave_splits
+            .map_or(0..0, |t| t.at..t.at + t.bytes.len() as u64)
+    }
+
     /// Checks the wave-split table's CRC (a pass over it: done by
     /// [`KernelEntry::wave_splits`]; none in a version-1 index).
     pub fn verify_wave_splits(&self) -> Result<(), IndexError> {
@@ -729,6 +992,12 @@ impl<'a> KernelEntry<'a> {
 impl SeEntry<'_> {
     pub fn wave_count(&self) -> usize {
         self.waves.count
+    }
+
+    /// Absolute file range of the wave table: what a reader that has scanned it may release
+    /// ([`crate::model::BlobStore::release`]).
+    pub fn wave_range(&self) -> std::ops::Range<u64> {
+        self.waves.at..self.waves.at + self.waves.bytes.len() as u64
     }
 
     /// Checks the wave table's CRC (a pass over it: done by [`SeEntry::waves`], or once before

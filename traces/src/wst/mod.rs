@@ -32,7 +32,7 @@ pub mod disk;
 pub mod index;
 
 use std::fs::File;
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -159,6 +159,20 @@ pub fn write_to_indexed<W: Write>(
     idx: Option<&[index::KernelRecord]>,
     mut w: W,
 ) -> Result<(), WstError> {
+    let (meta, gz) = encode_meta(profile)?;
+    // The index names the metadata it was computed for (its CRC), so it is encoded after it.
+    let idx_bytes = idx.map(|k| index::encode(k, &gz));
+    let idx_len = idx_bytes.as_ref().map(|b| b.len() as u64);
+    write_head_and_blobs(profile, &meta, &gz, idx_len, &mut w)?;
+    if let Some(b) = &idx_bytes {
+        w.write_all(b)?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+/// The metadata and its gzipped postcard bytes (the META section).
+fn encode_meta(profile: &Profile) -> Result<(v1::Meta, Vec<u8>), WstError> {
     let mut entries = Vec::with_capacity(profile.blobs.len());
     let mut off = 0u64;
     for b in &profile.blobs {
@@ -169,7 +183,6 @@ pub fn write_to_indexed<W: Write>(
         });
         off += b.len() as u64;
     }
-    let blob_len = off;
     let meta = v1::Meta {
         profile: v1::Profile::from(profile),
         blobs: entries,
@@ -181,10 +194,23 @@ pub fn write_to_indexed<W: Write>(
     let mut gz = GzEncoder::new(Vec::new(), flate2::Compression::fast());
     gz.write_all(&raw)?;
     let gz = gz.finish()?;
+    Ok((meta, gz))
+}
 
-    // The index names the metadata it was computed for (its CRC), so it is encoded after it.
-    let idx_bytes = idx.map(|k| index::encode(k, &gz));
-    let sections = 2 + usize::from(idx_bytes.is_some());
+/// Absolute offset of the index section's `len` field in the section table (the third entry).
+const INDEX_ENTRY_LEN_AT: u64 = (HEADER_LEN + 2 * ENTRY_LEN + 24) as u64;
+
+/// Writes the header, section table, META and BLOB sections and, when an index of `idx_len`
+/// bytes follows, the padding up to it; the index section is the caller's to write next.
+fn write_head_and_blobs<W: Write>(
+    profile: &Profile,
+    meta: &v1::Meta,
+    gz: &[u8],
+    idx_len: Option<u64>,
+    w: &mut W,
+) -> Result<(), WstError> {
+    let blob_len = meta.blobs.last().map_or(0, |e| e.offset + e.len);
+    let sections = 2 + usize::from(idx_len.is_some());
     let sections_start = align((HEADER_LEN + sections * ENTRY_LEN) as u64);
     let meta_off = sections_start;
     let blob_off = align(meta_off + gz.len() as u64);
@@ -199,9 +225,9 @@ pub fn write_to_indexed<W: Write>(
         ),
         (TAG_BLOB, BLOB_SCHEMA, SECTION_REQUIRED, blob_off, blob_len),
     ];
-    if let Some(b) = &idx_bytes {
+    if let Some(len) = idx_len {
         // Not required: a reader without index support opens the file and recomputes.
-        table.push((TAG_INDEX, INDEX_SCHEMA, 0, idx_off, b.len() as u64));
+        table.push((TAG_INDEX, INDEX_SCHEMA, 0, idx_off, len));
     }
     let mut head = Vec::with_capacity(sections_start as usize);
     head.extend_from_slice(&MAGIC);
@@ -220,7 +246,7 @@ pub fn write_to_indexed<W: Write>(
     }
     head.resize(sections_start as usize, 0);
     w.write_all(&head)?;
-    w.write_all(&gz)?;
+    w.write_all(gz)?;
     let zeros = [0u8; ALIGN as usize];
     let meta_end = meta_off + gz.len() as u64;
     w.write_all(&zeros[..(blob_off - meta_end) as usize])?;
@@ -230,12 +256,38 @@ pub fn write_to_indexed<W: Write>(
         w.write_all(b.as_bytes())?;
         pos = e.offset + e.len;
     }
-    if let Some(b) = &idx_bytes {
+    if idx_len.is_some() {
         w.write_all(&zeros[..(idx_off - blob_off - pos) as usize])?;
-        w.write_all(b)?;
     }
-    w.flush()?;
     Ok(())
+}
+
+/// Writes `profile` to `path` atomically with an analysis index computed while writing: each
+/// kernel is analysed, its index tables streamed to the file and its analysis dropped before
+/// the next ([`index::build_into`]), so memory holds one kernel's analysis and never the
+/// encoded index. The file is the one [`write_file_indexed`] with [`index::build`] writes.
+/// Returns the number of kernels indexed.
+pub fn write_file_index_streamed(
+    profile: &Profile,
+    path: &Path,
+    progress: &dyn Fn(usize, usize),
+) -> Result<usize, WstError> {
+    let mut kernels = 0;
+    atomic_write(path, |file| {
+        let (meta, gz) = encode_meta(profile)?;
+        let mut w = BufWriter::with_capacity(1 << 20, file);
+        // The index length goes into the section table once known.
+        write_head_and_blobs(profile, &meta, &gz, Some(0), &mut w)?;
+        let mut iw = index::IndexWriter::new(w, &gz, index::kernel_count(profile))?;
+        index::build_into(&mut iw, profile, progress)?;
+        kernels = iw.kernels();
+        let (mut w, len) = iw.finish()?;
+        w.seek(SeekFrom::Start(INDEX_ENTRY_LEN_AT))?;
+        w.write_all(&len.to_le_bytes())?;
+        w.flush()?;
+        Ok(())
+    })?;
+    Ok(kernels)
 }
 
 /// Writes `profile` to `path` atomically: temp file in the same directory, fsync, rename,
@@ -250,16 +302,27 @@ pub fn write_file_indexed(
     idx: Option<&[index::KernelRecord]>,
     path: &Path,
 ) -> Result<(), WstError> {
+    atomic_write(path, |file| {
+        let mut w = BufWriter::with_capacity(1 << 20, file);
+        write_to_indexed(profile, idx, &mut w)?;
+        w.flush()?;
+        Ok(())
+    })
+}
+
+/// Runs `write` on a temp file in `path`'s directory, then fsyncs it and renames it over
+/// `path` (and fsyncs the directory), so a failed or interrupted write never destroys an
+/// earlier file.
+fn atomic_write(
+    path: &Path,
+    write: impl FnOnce(&File) -> Result<(), WstError>,
+) -> Result<(), WstError> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => std::path::PathBuf::from("."),
     };
     let tmp = crate::open::output_tempfile(path, ".wst-")?;
-    {
-        let mut w = BufWriter::with_capacity(1 << 20, tmp.as_file());
-        write_to_indexed(profile, idx, &mut w)?;
-        w.flush()?;
-    }
+    write(tmp.as_file())?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| WstError::Io(e.error))?;
     #[cfg(unix)]
