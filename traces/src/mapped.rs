@@ -22,7 +22,8 @@ pub(crate) fn release_before(map: &memmap2::Mmap, end: usize) {
 }
 
 /// Lets the kernel drop the whole pages inside `map[start..end]` (a partial page at either
-/// end stays: it may hold bytes of a neighbouring blob still in use).
+/// end stays: it may hold bytes of a neighbouring blob or table still in use): for bytes read
+/// once (a decoded SQTT prefix, a CRC pass over an index table) that need not stay resident.
 pub(crate) fn release_range(map: &memmap2::Mmap, start: usize, end: usize) {
     #[cfg(unix)]
     {
@@ -31,26 +32,6 @@ pub(crate) fn release_range(map: &memmap2::Mmap, start: usize, end: usize) {
         if end > start {
             // SAFETY: DONTNEED on a private, never-written file mapping only drops clean pages;
             // later reads fault them back in from the file with the same contents.
-            let _ = unsafe {
-                map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
-            };
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = (map, start, end);
-}
-
-/// Lets the kernel drop the whole pages inside `map[start..end]` (the range shrunk to page
-/// bounds): for a table read once (a CRC pass, a scan of every record) that need not stay
-/// resident.
-pub(crate) fn release_range(map: &memmap2::Mmap, start: usize, end: usize) {
-    #[cfg(unix)]
-    {
-        let start = start.div_ceil(4096) * 4096;
-        let end = end.min(map.len()) & !4095;
-        if end > start {
-            // SAFETY: as in `release_before`: DONTNEED on a private, never-written file mapping
-            // only drops clean pages, which later reads fault back in with the same contents.
             let _ = unsafe {
                 map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
             };

@@ -178,10 +178,8 @@ impl Blob {
     /// mapped file (a no-op for owned bytes): a reader that streams a large blob once keeps
     /// its memory flat. The bytes stay readable; touched again, they are read from the file.
     pub fn release_prefix(&self, end: usize) {
-        if let BlobStore::Mapped(m) = &*self.store {
-            let end = self.range.start + end.min(self.range.len());
-            crate::mapped::release_range(m, self.range.start, end);
-        }
+        let end = self.range.start + end.min(self.range.len());
+        self.store.release(self.range.start as u64..end as u64);
     }
 
     pub fn is_empty(&self) -> bool {
