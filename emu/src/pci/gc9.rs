@@ -17,7 +17,7 @@ use runtime::pci::{PciError, PciResult};
 use runtime::regs::{IpTable, RegDef, GC_9_4_3, MMHUB_1_8_0, NBIO_7_9_0, OSSSYS_4_4_2, SDMA_4_4_2};
 
 use super::discovery::IpRecord;
-use runtime::pci::am::AmIp;
+use runtime::pci::am::{regs, AmGen, AmIp};
 
 /// PSP firmware type of the gfx9 MEC image (psp_gfx_if.h GFX_FW_TYPE_CP_MEC).
 pub const FW_CP_MEC: u32 = 4;
@@ -159,6 +159,15 @@ impl Gc9 {
         let mut names = HashMap::new();
         let mut xcc = Vec::new();
         for (i, b) in inst(AmIp::Gc).into_iter().enumerate() {
+            // Named only: the driver's session marks, counted by the partial-boot tests (the
+            // generated gc_9_4_3 table the model reads has them only in the driver's list).
+            for r in [regs::SCRATCH_REG6, regs::SCRATCH_REG7] {
+                if let Some(d) = r.on(AmGen::Gc9) {
+                    if let Some(base) = b.get(usize::from(d.base_index)) {
+                        names.insert(base + d.offset, (r.name, i as u32));
+                    }
+                }
+            }
             let mut g = |n: &str| -> PciResult<At> {
                 let a = at(&GC_9_4_3, b, n)?;
                 names.insert(a.addr, (a.def.name, i as u32));
