@@ -135,6 +135,10 @@ fn gfx950_partial_boot_after_a_clean_session() {
         xccs,
         "one GC hub per XCC"
     );
+    // The root directory is zeroed again under MM hubs left programmed: every hub's TLB is
+    // invalidated (each XCC's GC hub, each AID's MM hub).
+    assert_eq!(second.count("GCVM_INVALIDATE_ENG17_REQ"), xccs);
+    assert_eq!(second.count("MMVM_INVALIDATE_ENG17_REQ"), s.g.vmhubs);
     // reset_mec: CP/CPC soft reset set and cleared on every XCC.
     assert_eq!(second.count("GRBM_SOFT_RESET"), 2 * xccs);
     assert!(first.bootloader > 0 && first.psp_cmds > 0);
