@@ -4,8 +4,8 @@
 //! one skips SOC, MM hubs, PSP (firmware) and SMU set-up, counted from the register writes
 //! and mailbox traffic the device saw, and SDMA still copies; a session that did not end
 //! cleanly, a damaged record, or tinygrad's stamp get a full boot. As
-//! runtime/tests/pci_partial_boot.rs for GC 11/12; through `Gc9::boot` since `AmDevice` does
-//! not hand out GC 9 queues yet.
+//! runtime/tests/pci_partial_boot.rs for GC 11/12; here through `Gc9::boot` directly (the
+//! register traffic of the boot alone), there through `runtime::Device` (`pci_gfx950_*`).
 
 #[path = "common/gc9_am.rs"]
 mod gc9_am;
@@ -135,6 +135,10 @@ fn gfx950_partial_boot_after_a_clean_session() {
         xccs,
         "one GC hub per XCC"
     );
+    // The root directory is zeroed again under MM hubs left programmed: every hub's TLB is
+    // invalidated (each XCC's GC hub, each AID's MM hub).
+    assert_eq!(second.count("GCVM_INVALIDATE_ENG17_REQ"), xccs);
+    assert_eq!(second.count("MMVM_INVALIDATE_ENG17_REQ"), s.g.vmhubs);
     // reset_mec: CP/CPC soft reset set and cleared on every XCC.
     assert_eq!(second.count("GRBM_SOFT_RESET"), 2 * xccs);
     assert!(first.bootloader > 0 && first.psp_cmds > 0);
@@ -209,4 +213,27 @@ fn gfx950_a_damaged_record_or_a_foreign_stamp_means_a_full_boot() {
     r.write(regs::SCRATCH_REG7, 0xA000_0008).unwrap();
     let s = open(&gpu, fw.path()).unwrap();
     assert_ne!(s.g.boot_kind, BootKind::Partial);
+}
+
+/// SMU 13.0.12's GfxDriverReset on a running MI350 (a session that never ended) brings the part
+/// back to what a real mode-1 reset leaves: the sOS no longer running (C2PMSG_81 = 0, so the
+/// next boot loads it through the bootloader) and the session marks and GC fault cleared, so
+/// the next driver takes the GPU for a foreign one.
+#[test]
+fn gfx950_gfx_driver_reset_leaves_no_sos_and_no_session_marks() {
+    use runtime::pci::am::{gc9, prior_boot, psp, smu, PriorBoot};
+    let (gpu, fw) = mi350();
+    let s = open(&gpu, fw.path()).expect("boots");
+    let r = &s.g.regs;
+    assert!(psp::sos_alive(r).unwrap(), "the full boot starts the sOS");
+    assert_eq!(
+        prior_boot(r).unwrap(),
+        PriorBoot::Dirty,
+        "a running session"
+    );
+    smu::send(r, gc9::msg::GFX_DRIVER_RESET, 1, 2000).unwrap();
+    assert!(!psp::sos_alive(r).unwrap(), "no sOS after the reset");
+    assert_eq!(r.read(regs::SCRATCH_REG7).unwrap(), 0);
+    assert_eq!(r.read(regs::SCRATCH_REG6).unwrap(), 0);
+    assert_eq!(prior_boot(r).unwrap(), PriorBoot::Foreign);
 }

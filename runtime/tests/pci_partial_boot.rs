@@ -336,3 +336,83 @@ fn a_pending_gc_fault_means_a_reset_and_the_reset_clears_it() {
     assert_eq!(Session::since(&gpu, w, &log).bootloader, 0);
     check_vadd(&mut d, arch, 500, 8);
 }
+
+/// GC 9 (the emulated MI350, 8 XCCs) end to end through `runtime::Device`: the second session
+/// after a clean teardown skips the PSP and SMU setup (tinygrad's family-independent test), still
+/// gets its queues on every XCC and computes the right result; so does a third.
+#[test]
+fn pci_gfx950_partial_boot_after_a_clean_teardown() {
+    let arch = EmuArch::Gfx950;
+    let gpu = EmuPciGpu::new(EmuPciConfig::new(arch)).unwrap();
+    let mut d = open(&gpu, Path::Pci).expect("first session boots");
+    let first = Session::since(&gpu, 0, &FirmwareLog::default());
+    check_vadd(&mut d, arch, 1000, 1);
+    drop(d);
+    for (round, n) in [(2u32, 1000usize), (3, 333)] {
+        let (w, log) = mark(&gpu);
+        let mut d = open(&gpu, Path::Pci).expect("a later session boots");
+        let again = Session::since(&gpu, w, &log);
+        check_vadd(&mut d, arch, n, round);
+        drop(d);
+        assert!(
+            first.bootloader > 0 && first.psp_cmds > 10,
+            "the full boot loads firmware"
+        );
+        assert_eq!(
+            again.bootloader, 0,
+            "session {round}: no SOS component loaded again"
+        );
+        assert_eq!(
+            again.psp_cmds, 0,
+            "session {round}: no firmware loaded again"
+        );
+        assert!(
+            again.writes.len() < first.writes.len(),
+            "session {round}: {} writes, the full boot {}",
+            again.writes.len(),
+            first.writes.len()
+        );
+        for name in ["SCRATCH_REG7", "IH_RB_CNTL"] {
+            assert!(again.count(name) > 0, "session {round} never wrote {name}");
+        }
+    }
+}
+
+/// GC 9 through `runtime::Device`: a session that never tore down (SCRATCH_REG6 still 1) gets
+/// SMU 13.0.12's GfxDriverReset and then the whole full boot (every bootloader step and PSP
+/// command of the first session), computes the right result, and its clean teardown lets the
+/// next session boot partially.
+#[test]
+fn pci_gfx950_a_crashed_session_gets_a_reset_and_a_full_boot() {
+    use emu::pci::gc9::smu_msg;
+    let arch = EmuArch::Gfx950;
+    let gpu = EmuPciGpu::new(EmuPciConfig::new(arch)).unwrap();
+    let mut d = open(&gpu, Path::Pci).expect("first session boots");
+    let first = Session::since(&gpu, 0, &FirmwareLog::default());
+    check_vadd(&mut d, arch, 100, 1);
+    std::mem::forget(d);
+    let (w, log) = mark(&gpu);
+    let mut d = open(&gpu, Path::Pci).expect("a crashed session is recovered");
+    let second = Session::since(&gpu, w, &log);
+    assert_eq!(
+        &second.smu_msgs[..2],
+        &[smu_msg::GET_SMU_VERSION, smu_msg::GFX_DRIVER_RESET],
+        "the SMU is asked for a reset first"
+    );
+    assert!(first.bootloader > 0 && first.psp_cmds > 10);
+    assert_eq!(
+        second.bootloader, first.bootloader,
+        "every sOS component again"
+    );
+    assert_eq!(second.psp_cmds, first.psp_cmds, "every firmware again");
+    check_vadd(&mut d, arch, 1000, 2);
+    drop(d);
+    let (w, log) = mark(&gpu);
+    let mut d = open(&gpu, Path::Pci).expect("a clean reopen boots");
+    let third = Session::since(&gpu, w, &log);
+    assert_eq!(
+        third.psp_cmds, 0,
+        "after the recovered session's teardown: partial"
+    );
+    check_vadd(&mut d, arch, 333, 3);
+}

@@ -17,7 +17,7 @@ use runtime::pci::{PciError, PciResult};
 use runtime::regs::{IpTable, RegDef, GC_9_4_3, MMHUB_1_8_0, NBIO_7_9_0, OSSSYS_4_4_2, SDMA_4_4_2};
 
 use super::discovery::IpRecord;
-use runtime::pci::am::AmIp;
+use runtime::pci::am::{regs, AmGen, AmIp};
 
 /// PSP firmware type of the gfx9 MEC image (psp_gfx_if.h GFX_FW_TYPE_CP_MEC).
 pub const FW_CP_MEC: u32 = 4;
@@ -141,6 +141,8 @@ pub struct Gc9 {
     pub refused: Vec<String>,
     /// Absolute address → (register name, XCC or hub instance).
     pub names: HashMap<u32, (&'static str, u32)>,
+    /// SCRATCH_REG6/7 of every XCC (the driver's session marks, cleared by a reset).
+    pub marks: Vec<u32>,
 }
 
 impl Gc9 {
@@ -157,8 +159,19 @@ impl Gc9 {
                 })
         };
         let mut names = HashMap::new();
+        let mut marks = Vec::new();
         let mut xcc = Vec::new();
         for (i, b) in inst(AmIp::Gc).into_iter().enumerate() {
+            // Named only: the driver's session marks, counted by the partial-boot tests (the
+            // generated gc_9_4_3 table the model reads has them only in the driver's list).
+            for r in [regs::SCRATCH_REG6, regs::SCRATCH_REG7] {
+                if let Some(d) = r.on(AmGen::Gc9) {
+                    if let Some(base) = b.get(usize::from(d.base_index)) {
+                        names.insert(base + d.offset, (r.name, i as u32));
+                        marks.push(base + d.offset);
+                    }
+                }
+            }
             let mut g = |n: &str| -> PciResult<At> {
                 let a = at(&GC_9_4_3, b, n)?;
                 names.insert(a.addr, (a.def.name, i as u32));
@@ -279,6 +292,7 @@ impl Gc9 {
             mec_running: vec![false; n_xcc],
             refused: Vec::new(),
             names,
+            marks,
         })
     }
 
@@ -348,6 +362,20 @@ impl EmuPciGpu {
                     st.queues.clear();
                     st.mem.vm = None;
                     g.mec_running.iter_mut().for_each(|r| *r = false);
+                    // The whole ASIC is reset (as the GC 11/12 model's mode-1 reset): every
+                    // XCC's latched GC fault, HQD and session marks, and the IH ring are back
+                    // at their power-on values.
+                    let per_xcc = g
+                        .xcc
+                        .iter()
+                        .flat_map(|x| x.fault.iter().map(|f| f.addr).chain([x.hqd_active.addr]));
+                    let cleared: Vec<u32> = per_xcc
+                        .chain(g.marks.iter().copied())
+                        .chain([g.ih.cntl.addr])
+                        .collect();
+                    for r in cleared {
+                        st.core.regs.write(r, 0);
+                    }
                 }
             }
             return true;

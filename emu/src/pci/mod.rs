@@ -784,7 +784,8 @@ impl EmuPciGpu {
 
     fn reg_read(&self, m: &mut Model, addr: u32) -> u32 {
         let addr = m.alias.get(&addr).copied().unwrap_or(addr);
-        let st = self.inner.emu.shared.lock();
+        let mut st = self.inner.emu.shared.lock();
+        st.core.regs.set_xcc(0);
         let a = &m.a;
         if addr == RCC_CONFIG_MEMSIZE {
             return (m.cfg.vram_size >> 20) as u32;
@@ -817,6 +818,10 @@ impl EmuPciGpu {
         m.writes.push(RegWrite { addr, value: v });
         let addr = m.alias.get(&addr).copied().unwrap_or(addr);
         let mut st = self.inner.emu.shared.lock();
+        // The host reaches every XCC's registers at that XCC's own addresses: its accesses
+        // must not land in the SE banks of whichever XCC's CP ran last (the CP selects its
+        // own before it runs), or SCRATCH_REG6/7 would read back 0 after a dispatch.
+        st.core.regs.set_xcc(0);
         if addr == m.a.rsmu_index {
             m.rsmu_index = v;
             return;

@@ -619,6 +619,9 @@ impl Gc9 {
         for x in 0..self.xccs {
             self.init_hub(false, x)?;
         }
+        // The root directory was zeroed again (Gc9::new) under MM hubs this boot leaves
+        // programmed: what their TLBs hold from the last session is invalidated (A82).
+        self.flush_tlbs()?;
         // reset_mec: CP and CPC soft reset on GC < 12 (no HQDs of ours to dequeue yet), then
         // _config_mec and _enable_mec.
         for x in 0..self.xccs {
