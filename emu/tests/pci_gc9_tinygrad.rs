@@ -25,7 +25,7 @@ use runtime::pci::am::psp;
 use runtime::pci::am::AmIp;
 use runtime::platform::{IpBases, IpVersions};
 use runtime::queue::{ComputeCmds, CopyCmds, GfxContext, Launch};
-use runtime::regs::{IpTable, GC_9_4_3, MMHUB_1_8_0, NBIO_7_9_0, SDMA_4_4_2};
+use runtime::regs::{IpTable, GC_9_4_3, MMHUB_1_8_0, NBIO_7_9_0, OSSSYS_4_4_2, SDMA_4_4_2};
 
 /// tinygrad's fixed mmRCC_CONFIG_MEMSIZE (amdev.py `_run_discovery`).
 const RCC_CONFIG_MEMSIZE: u32 = 0xde3;
@@ -576,9 +576,23 @@ fn add_kernel_runs_on_every_xcc_queue_with_sqtt_per_xcc_and_se() {
     am.vram_write(am.va(ring), &words);
     let wp = cmds.q.len() as u64;
     am.vram_write(am.va(wptr), &wp.to_le_bytes());
+    // An IH control value the host writes before the rings run (tinygrad's AM_IH fields,
+    // ring not enabled), read back after: it must not depend on which XCC's CP ran last.
+    let ih_cntl = am.reg(&OSSSYS_4_4_2, AmIp::Osssys, 0, "IH_RB_CNTL");
+    let ih_val = Am::field(
+        &OSSSYS_4_4_2,
+        "IH_RB_CNTL",
+        &[("mc_space", 4), ("rb_size", 16), ("mc_snoop", 1)],
+    );
+    am.wreg(ih_cntl, ih_val);
     // Doorbell slot 3 (64-bit doorbells at 8-byte stride in BAR2).
     am.gpu.bar_write(2, 3 * 8, &wp.to_le_bytes()).unwrap();
     am.gpu.wait_interrupt();
+    assert_eq!(
+        am.rreg(ih_cntl),
+        ih_val,
+        "IH_RB_CNTL after rings ran on every XCC"
+    );
 
     assert!(am.gpu.refused().is_empty(), "{:?}", am.gpu.refused());
     let out = am.vram_read(am.va(bufs), 12);

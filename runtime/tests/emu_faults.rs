@@ -1,6 +1,7 @@
 //! Bad kernels on the emulated GPU end in a clear device-hang / memory-fault report within a
 //! bounded time, and the process (and a fresh device) keeps working — on the emulated gfx1100
-//! and gfx1201 (the same sources built for each) behind KFD, and on the PCI and USB gfx1100.
+//! and gfx1201 (the same sources built for each) behind KFD, on the PCI and USB gfx1100 and
+//! gfx1201, and on the PCI gfx950 (8-XCC MI350, its own interpreter).
 
 #[macro_use]
 mod common;
@@ -8,19 +9,30 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{fixture, opts, Target};
-use emu::EmuShaderEngines;
+use emu::{EmuArch, EmuShaderEngines, Gfx9ShaderEngines, ShaderEngines};
 use runtime::error::Error;
 use runtime::platform::AllocKind;
 use runtime::{Device, DeviceOptions};
 
-fn device(t: Target, max_insts: u64) -> Device {
-    let mut se = EmuShaderEngines::new(t.arch());
+/// The interpreting engines of `arch` (gfx950 has its own CDNA interpreter) with an
+/// instruction budget per wave.
+fn engines(arch: EmuArch, max_insts: u64) -> Box<dyn ShaderEngines> {
+    if arch == EmuArch::Gfx950 {
+        let mut se = Gfx9ShaderEngines::new(arch);
+        se.max_wave_instructions = max_insts;
+        return Box::new(se);
+    }
+    let mut se = EmuShaderEngines::new(arch);
     se.max_wave_instructions = max_insts;
+    Box::new(se)
+}
+
+fn device(t: Target, max_insts: u64) -> Device {
     let opts = DeviceOptions {
         wait_timeout: Duration::from_secs(1),
         ..opts()
     };
-    t.open_with(opts, Box::new(se)).0
+    t.open_with(opts, engines(t.arch(), max_insts)).0
 }
 
 fn run(t: Target, name: &str, idx: u32) -> (Error, Duration) {
@@ -79,9 +91,8 @@ fn unknown_instruction_stops_the_queue(t: Target) {
 
 fn unknown_instruction_is_named_with_pc_and_encoding(t: Target) {
     // Through the engines directly: the fault text names the PC and the word.
-    use emu::ShaderEngines;
     let arch = t.arch();
-    let mut se = EmuShaderEngines::new(arch);
+    let mut se = engines(arch, 5_000_000);
     let mut mem = emu::Memory::new();
     let elf = fixture(arch, "bad_inst");
     let co = runtime::kernel::Code::parse(&elf).unwrap();
@@ -102,7 +113,8 @@ fn unknown_instruction_is_named_with_pc_and_encoding(t: Target) {
         user_data: vec![args as u32, (args >> 32) as u32],
         grid: [1, 1, 1],
         local: [32, 1, 1],
-        wave32: true,
+        // gfx950 (CDNA) runs wave64 only.
+        wave32: arch != EmuArch::Gfx950,
         ..Default::default()
     };
     let f = se.dispatch(&regs, &mut mem, &d).unwrap_err();
@@ -125,12 +137,11 @@ fn unknown_instruction_is_named_with_pc_and_encoding(t: Target) {
 
 // Every case above, on every emulated backend; the engines-only case needs no device, so it
 // runs once per generation.
-// pci_gfx950: the fault fixtures have no gfx950 build (tests/fixtures/kernels/emu/gfx950).
 per_target!(
-    infinite_loop_is_a_device_hang except [pci_gfx950],
-    out_of_bounds_store_is_a_memory_fault except [pci_gfx950],
-    unknown_instruction_stops_the_queue except [pci_gfx950],
-    unknown_instruction_is_named_with_pc_and_encoding except [pci_gfx1100, usb_gfx1100, pci_gfx1201, usb_gfx1201, pci_gfx950],
+    infinite_loop_is_a_device_hang,
+    out_of_bounds_store_is_a_memory_fault,
+    unknown_instruction_stops_the_queue,
+    unknown_instruction_is_named_with_pc_and_encoding except [pci_gfx1100, usb_gfx1100, pci_gfx1201, usb_gfx1201],
 );
 
 /// A kernel whose private segment exceeds the scratch the runtime reserves per lane is refused

@@ -65,7 +65,5 @@ fn an_mmu_fault_interrupt_ends_the_wait_with_the_fault(t: Target) {
 
 per_target!(
     props_come_from_the_discovery_table except [kfd_gfx1100, kfd_gfx1201],
-    // pci_gfx950: the emulated MI350 reads IH_RB_CNTL back as 0 when it latches the fault
-    // (the driver wrote rb_enable=1 there), so no IH entry is written: the wait times out.
-    an_mmu_fault_interrupt_ends_the_wait_with_the_fault except [kfd_gfx1100, kfd_gfx1201, pci_gfx950],
+    an_mmu_fault_interrupt_ends_the_wait_with_the_fault except [kfd_gfx1100, kfd_gfx1201],
 );

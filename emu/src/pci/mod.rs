@@ -53,6 +53,11 @@ pub const BAR5_SIZE: u64 = 2 << 20;
 pub const SYS_BASE: u64 = 0x1_0000_0000;
 /// TMR size the emulated PSP asks for in its LOAD_TOC response.
 pub const TMR_SIZE: u32 = 0x10_0000;
+/// The XCC whose view of the register file MMIO (and the fault latch) uses. The register file
+/// banks GRBM_GFX_INDEX and the SE registers per XCC for the command processors; the host reaches
+/// XCC *i* > 0 at that XCC's own register window, so an address in BAR5 means XCC 0's register,
+/// whichever CP ran last (before, a ring on XCC 7 left IH_RB_CNTL reading 0 at fault time).
+const HOST_XCC: u32 = 0;
 
 #[derive(Debug, Clone)]
 pub struct EmuPciConfig {
@@ -785,7 +790,7 @@ impl EmuPciGpu {
     fn reg_read(&self, m: &mut Model, addr: u32) -> u32 {
         let addr = m.alias.get(&addr).copied().unwrap_or(addr);
         let mut st = self.inner.emu.shared.lock();
-        st.core.regs.set_xcc(0);
+        st.core.regs.set_xcc(HOST_XCC);
         let a = &m.a;
         if addr == RCC_CONFIG_MEMSIZE {
             return (m.cfg.vram_size >> 20) as u32;
@@ -821,7 +826,7 @@ impl EmuPciGpu {
         // The host reaches every XCC's registers at that XCC's own addresses: its accesses
         // must not land in the SE banks of whichever XCC's CP ran last (the CP selects its
         // own before it runs), or SCRATCH_REG6/7 would read back 0 after a dispatch.
-        st.core.regs.set_xcc(0);
+        st.core.regs.set_xcc(HOST_XCC);
         if addr == m.a.rsmu_index {
             m.rsmu_index = v;
             return;
@@ -1088,6 +1093,9 @@ impl EmuPciGpu {
         let Some(f) = st.core.fault.take() else {
             return;
         };
+        // The hub and IH registers the fault sets are read by the host, not by the CP that
+        // ran last.
+        st.core.regs.set_xcc(HOST_XCC);
         if m.gc9.is_some() {
             return Self::gc9_fault(m, st, f.va);
         }
