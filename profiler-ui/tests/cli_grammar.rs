@@ -192,6 +192,28 @@ fn every_reporting_command_has_json() {
     assert_eq!(v["kfd"].as_array().unwrap().len(), 1, "{v}");
     assert_eq!(v["kfd"][0]["target"], "gfx1100");
     assert_eq!(v["kfd"][0]["ses"], 6);
+    // Every emulated device `capture --device` accepts is offered, each once.
+    let mut offered: Vec<String> = v["emulated"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["device"].as_str().unwrap().to_string())
+        .collect();
+    offered.sort();
+    assert_eq!(
+        offered,
+        [
+            "emu",
+            "emu-pci",
+            "emu-pci:gfx1201",
+            "emu-pci:gfx950",
+            "emu-usb",
+            "emu-usb:gfx1201",
+            "emu:gfx1201",
+            "emu:gfx950"
+        ],
+        "{v}"
+    );
 
     let v = json(&run(&["disasm", &fixture("vadd.hsaco"), "--json"]));
     assert_eq!(v["target"], "gfx1100");

@@ -45,17 +45,16 @@ impl PciCandidate {
     pub fn family(&self) -> Option<&'static str> {
         self.gc().and_then(gc_family)
     }
-    /// Whether `pci:N` can bring this GPU up: by GC version when it is known.
+    /// Whether `pci:N` can bring this GPU up: by GC version when it is known (the families
+    /// `pci::am` has a bring-up and queues for; the exact IP versions are checked at open).
     pub fn driverless(&self) -> &'static str {
         match self.gc() {
-            Some((11, _, _)) => "supported",
-            Some((12, 0, 0 | 1)) => {
-                "not yet (GC 12: register tables and version checks only, no bring-up; use kfd:N)"
-            }
+            Some((11, _, _)) => "supported (GC 11)",
+            Some((12, 0, 0 | 1)) => "supported (GC 12)",
             Some((9, 4, 3) | (9, 5, 0)) => {
-                "not yet (GC 9.4.3/9.5.0: register bring-up only, no PSP firmware load or queues; use kfd:N)"
+                "supported (GC 9.4.3/9.5.0: one PM4 compute queue per XCC, SDMA 4.4)"
             }
-            Some(_) => "not yet (GC 11 only; use kfd:N)",
+            Some(_) => "not supported (GC 9.4.3/9.5.0, 11.x and 12.0.x only; use kfd:N)",
             None => "GC version unknown until the discovery table is read",
         }
     }
@@ -390,7 +389,10 @@ mod tests {
             r.contains("CDNA4: GC 9.5.0, SDMA0 4.4.5, MP0 13.0.14"),
             "{r}"
         );
-        assert_eq!(l.pci[0].driverless(), "supported");
-        assert!(l.pci[2].driverless().starts_with("not yet (GC 9.4.3/9.5.0"));
+        assert_eq!(l.pci[0].driverless(), "supported (GC 11)");
+        assert_eq!(l.pci[1].driverless(), "supported (GC 12)");
+        assert!(l.pci[2]
+            .driverless()
+            .starts_with("supported (GC 9.4.3/9.5.0"));
     }
 }

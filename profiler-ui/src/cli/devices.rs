@@ -45,16 +45,28 @@ fn emulated() -> Vec<serde_json::Value> {
             "path": path,
         }));
     }
-    // The emulated MI350 (PCI only; it needs the AM driver's
-    // GC 9 bring-up to open).
-    for arch in Arch::ALL {
-        if arch.has_pci_model() && !arch.has_usb_model() {
-            v.push(json!({
-                "device": DeviceSpec::EmuPci(arch).to_string(),
-                "target": arch.target().to_string(),
-                "ses": arch.num_se(),
-                "path": "emulated PCI (AM) driver",
-            }));
+    // The other architectures behind the PCI and USB paths (the MI350 has no USB model).
+    for arch in Arch::ALL.into_iter().filter(|a| *a != Arch::GFX1100) {
+        for (on, spec, path) in [
+            (
+                arch.has_pci_model(),
+                DeviceSpec::EmuPci(arch),
+                "emulated PCI (AM) driver",
+            ),
+            (
+                arch.has_usb_model(),
+                DeviceSpec::EmuUsb(arch),
+                "emulated USB bridge",
+            ),
+        ] {
+            if on {
+                v.push(json!({
+                    "device": spec.to_string(),
+                    "target": arch.target().to_string(),
+                    "ses": arch.num_se(),
+                    "path": path,
+                }));
+            }
         }
     }
     v
