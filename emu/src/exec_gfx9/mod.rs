@@ -2039,6 +2039,34 @@ fn ds(w: &mut Wave9, cx: &mut Ctx9<'_>, i: &Instruction, name: &str, pc: u64) ->
             }
             w.v[vd] = out;
         }
+        "ds_swizzle_b32" => {
+            // No LDS access: lanes exchange ADDR's value. GCN/CDNA has two modes (offset bit
+            // 15: quad permute, else bit masks within 32 lanes); the rotate/FFT forms
+            // (0xC000..) are refused rather than guessed.
+            if off16 >= 0xC000 {
+                return Err(illegal(
+                    pc,
+                    i,
+                    "ds_swizzle_b32 rotate/FFT mode not modelled",
+                ));
+            }
+            let src: Vec<u32> = (0..64).map(|l| get(w, addr, l)).collect();
+            let Some(mut out) = w.v.get(vd).copied() else {
+                return Err(illegal(pc, i, "destination outside the VGPRs"));
+            };
+            for &l in &lanes {
+                let j = if off16 & 0x8000 != 0 {
+                    // Lane l takes lane (l & !3) + off[2(l%4)+1 : 2(l%4)].
+                    (l & !3) + ((off16 >> (2 * (l & 3))) & 3) as usize
+                } else {
+                    // ((l & and) | or) ^ xor within each group of 32 lanes.
+                    let (and, or, xor) = (off16 & 0x1F, (off16 >> 5) & 0x1F, (off16 >> 10) & 0x1F);
+                    (l & !31) | ((((l as u32 & 31) & and) | or) ^ xor) as usize
+                };
+                out[l] = if exec >> j & 1 != 0 { src[j] } else { 0 };
+            }
+            w.v[vd] = out;
+        }
         "ds_nop" => {}
         _ if name.starts_with("ds_read2") || name.starts_with("ds_write2") => {
             let b64 = name.contains("b64");
