@@ -589,9 +589,9 @@ macro_rules! wave32_and_64 {
 // Every case above, on every emulated backend; the fixture cases on both wave sizes.
 // pci_gfx950 runs the gfx950 builds (tests/fixtures/kernels/emu/gfx950, wave64 only); the
 // captured gfx950 gemm sums in another order than this test's reference (it is checked in
-// emu_gfx950.rs). Left out until the gfx9 interpreter models them: `trans` stops at
-// v_div_scale_f32 (the f32 division sequence), `half16` at v_fma_mix_f32 (VOP3P mixed precision);
-// the interpreter's fault does not reach the driver either, so both end as a wait timeout.
+// emu_gfx950.rs). `half16` is left out until the gfx9 interpreter models v_fma_mix_f32 (VOP3P
+// mixed precision), where it stops; the interpreter's fault does not reach the driver either, so
+// it ends as a wait timeout.
 wave32_and_64!(
     vadd_matches_cpu,
     saxpy_matches_cpu_fma,
@@ -599,7 +599,7 @@ wave32_and_64!(
     tiled_matmul_is_bit_exact,
     branches_and_exec_masking,
     scratch_private_array,
-    transcendentals_within_ulps_and_integer_division_exact except [pci_gfx950],
+    transcendentals_within_ulps_and_integer_division_exact,
     captured_plus_kernel_adds_three_floats,
     captured_gemm_kernel_multiplies_32x32 except [pci_gfx950],
     returning_global_atomics,
@@ -611,7 +611,7 @@ wave32_and_64!(
         tiled_matmul_is_bit_exact,
         branches_and_exec_masking,
         scratch_private_array,
-        transcendentals_within_ulps_and_integer_division_exact except [pci_gfx950],
+        transcendentals_within_ulps_and_integer_division_exact,
         returning_global_atomics,
         sixteen_bit_float_and_integer_math except [pci_gfx950],
     ]

@@ -925,6 +925,32 @@ fn valu(w: &mut Wave9, i: &Instruction, name: &str, pc: u64) -> Result<Class9, F
             w.sset64(sd, m);
             return Ok(Class9::Valu);
         }
+        // The f32 division sequence clang emits (scale, rcp, fmas, fixup), as the RDNA
+        // interpreter runs it: operands in the normal range need no 2^64 pre-scaling, so
+        // v_div_scale passes src0 through and clears its mask.
+        "v_div_scale_f32" => {
+            for l in lanes() {
+                w.v[d][l] = fmod(w.v32(s0, l), 0, m3.abs, m3.neg);
+            }
+            w.sset64(sd, 0);
+            return Ok(Class9::Valu);
+        }
+        "v_div_fmas_f32" => {
+            let vcc = w.ssrc64(Src::Scalar(VCC as u8), false);
+            for l in lanes() {
+                let a = fl(fmod(w.v32(s0, l), 0, m3.abs, m3.neg));
+                let b = fl(fmod(w.v32(s1, l), 1, m3.abs, m3.neg));
+                let c = fl(fmod(w.v32(s2, l), 2, m3.abs, m3.neg));
+                let v = a.mul_add(b, c);
+                // A lane v_div_scale flagged: undo its 2^±64 scaling (never set above).
+                w.v[d][l] = fb(if vcc >> l & 1 != 0 {
+                    v * 2f32.powi(64)
+                } else {
+                    v
+                });
+            }
+            return Ok(Class9::Valu);
+        }
         "v_cndmask_b32" => {
             let mask = w.ssrc64(carry_in_src, false);
             for l in lanes() {
@@ -1063,6 +1089,7 @@ fn valu(w: &mut Wave9, i: &Instruction, name: &str, pc: u64) -> Result<Class9, F
     // 32-bit lane ops: f(a, b, c); the mac forms read the old destination as c.
     type F3 = fn(u32, u32, u32) -> u32;
     let fop: Option<fn(f32, f32, f32) -> f32> = match name {
+        "v_div_fixup_f32" => Some(crate::exec::div_fixup),
         "v_add_f32" => Some(|a, b, _| a + b),
         "v_sub_f32" => Some(|a, b, _| a - b),
         "v_subrev_f32" => Some(|a, b, _| b - a),
