@@ -590,8 +590,9 @@ macro_rules! wave32_and_64 {
 // pci_gfx950 runs the gfx950 builds (tests/fixtures/kernels/emu/gfx950, wave64 only); the
 // captured gfx950 gemm sums in another order than this test's reference (it is checked in
 // emu_gfx950.rs). `half16` is left out until the gfx9 interpreter models v_fma_mix_f32 (VOP3P
-// mixed precision), where it stops; the interpreter's fault does not reach the driver either, so
-// it ends as a wait timeout.
+// mixed precision), where it stops, and SDWA (its gfx950 build has v_cmp_lt_i16_sdwa,
+// v_min_f16_sdwa, ...; exec_gfx9 refuses SDWA); the interpreter's fault does not reach the
+// driver either, so it ends as a wait timeout.
 wave32_and_64!(
     vadd_matches_cpu,
     saxpy_matches_cpu_fma,
