@@ -455,10 +455,9 @@ fn bperm(t: Target) {
 }
 
 // Every run above, on every emulated backend (PCI and USB run the gfx1100 builds).
-// pci_gfx950: `ballot` has no gfx950 build in tests/fixtures/kernels/gfx950; `bperm` ends in a
-// page fault on the emulated MI350 (not investigated yet).
+// pci_gfx950: `ballot` has no gfx950 build in tests/fixtures/kernels/gfx950.
 per_target!(
-    bperm except [pci_gfx950],
+    bperm,
     select,
     i64_ops,
     intdiv,

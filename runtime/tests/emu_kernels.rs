@@ -587,30 +587,33 @@ macro_rules! wave32_and_64 {
 }
 
 // Every case above, on every emulated backend; the fixture cases on both wave sizes.
-// pci_gfx950: only vadd, reduce and matmul have gfx950 builds (tests/fixtures/kernels/emu/gfx950,
-// wave64 only); the captured gfx950 gemm sums in another order than this test's reference (it is
-// checked in emu_gfx950.rs).
+// pci_gfx950 runs the gfx950 builds (tests/fixtures/kernels/emu/gfx950, wave64 only); the
+// captured gfx950 gemm sums in another order than this test's reference (it is checked in
+// emu_gfx950.rs). `half16` is left out until the gfx9 interpreter models v_fma_mix_f32 (VOP3P
+// mixed precision), where it stops, and SDWA (its gfx950 build has v_cmp_lt_i16_sdwa,
+// v_min_f16_sdwa, ...; exec_gfx9 refuses SDWA); the interpreter's fault does not reach the
+// driver either, so it ends as a wait timeout.
 wave32_and_64!(
     vadd_matches_cpu,
-    saxpy_matches_cpu_fma except [pci_gfx950],
+    saxpy_matches_cpu_fma,
     reduce_with_lds_barriers_and_atomics,
     tiled_matmul_is_bit_exact,
-    branches_and_exec_masking except [pci_gfx950],
-    scratch_private_array except [pci_gfx950],
-    transcendentals_within_ulps_and_integer_division_exact except [pci_gfx950],
+    branches_and_exec_masking,
+    scratch_private_array,
+    transcendentals_within_ulps_and_integer_division_exact,
     captured_plus_kernel_adds_three_floats,
     captured_gemm_kernel_multiplies_32x32 except [pci_gfx950],
-    returning_global_atomics except [pci_gfx950],
+    returning_global_atomics,
     sixteen_bit_float_and_integer_math except [pci_gfx950];
     wave64 [
         vadd_matches_cpu,
-        saxpy_matches_cpu_fma except [pci_gfx950],
+        saxpy_matches_cpu_fma,
         reduce_with_lds_barriers_and_atomics,
         tiled_matmul_is_bit_exact,
-        branches_and_exec_masking except [pci_gfx950],
-        scratch_private_array except [pci_gfx950],
-        transcendentals_within_ulps_and_integer_division_exact except [pci_gfx950],
-        returning_global_atomics except [pci_gfx950],
+        branches_and_exec_masking,
+        scratch_private_array,
+        transcendentals_within_ulps_and_integer_division_exact,
+        returning_global_atomics,
         sixteen_bit_float_and_integer_math except [pci_gfx950],
     ]
 );

@@ -10,18 +10,43 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use common::{fixture, opts, Target};
-use emu::sqtt_enc::Written;
 use emu::{
-    DeviceFault, DispatchInfo, DispatchResult, EmuShaderEngines, Memory, RegFile, ShaderEngines,
+    DeviceFault, DispatchInfo, DispatchResult, EmuArch, EmuShaderEngines, Gfx9ShaderEngines,
+    Memory, RegFile, ShaderEngines,
 };
 use runtime::platform::AllocKind;
 use runtime::{Device, DeviceOptions};
 use traces::sqtt::{analyze_with, AnalyzeOptions, DecodeOptions, Framing};
 
+/// What one SE stream contained, as the encoder counted it. `markers` is `None` on gfx9,
+/// whose encoder writes no marker packets (the emulated gfx950 does not model them).
+#[derive(Debug, Clone, Copy, Default)]
+struct Written {
+    waves: u64,
+    inst_tokens: u64,
+    markers: Option<u64>,
+}
+
+/// The arch's real engines: the RDNA interpreter, or the gfx9 one on gfx950 (the RDNA engines
+/// cannot execute gfx950 code and fault every dispatch).
+enum Engines {
+    Rdna(EmuShaderEngines),
+    Gfx9(Gfx9ShaderEngines),
+}
+
 /// The real engines, recording what each SE stream contained.
 struct Rec {
-    inner: EmuShaderEngines,
+    inner: Engines,
     out: Arc<Mutex<Vec<Written>>>,
+}
+
+impl Rec {
+    fn engines(&mut self) -> &mut dyn ShaderEngines {
+        match &mut self.inner {
+            Engines::Rdna(e) => e,
+            Engines::Gfx9(e) => e,
+        }
+    }
 }
 
 impl ShaderEngines for Rec {
@@ -31,19 +56,35 @@ impl ShaderEngines for Rec {
         m: &mut Memory,
         d: &DispatchInfo,
     ) -> Result<DispatchResult, DeviceFault> {
-        self.inner.dispatch(r, m, d)
+        self.engines().dispatch(r, m, d)
     }
     fn sqtt_start(&mut self, n: u32) {
-        self.inner.sqtt_start(n);
-        *self.out.lock().unwrap() = vec![Written::default(); n as usize];
+        self.engines().sqtt_start(n);
+        // gfx950: each of the 8 XCCs' queues starts the capture; one capture per device here.
+        let mut out = self.out.lock().unwrap();
+        if out.len() < n as usize {
+            out.resize(n as usize, Written::default());
+        }
     }
     fn sqtt_reg_write(&mut self, a: u32, v: u32, c: u64) {
-        self.inner.sqtt_reg_write(a, v, c)
+        self.engines().sqtt_reg_write(a, v, c)
     }
     fn sqtt_finish(&mut self, se: u32) -> Vec<u8> {
-        let b = self.inner.sqtt_finish(se);
-        if let Some(w) = self.inner.last_written.get(se as usize) {
-            self.out.lock().unwrap()[se as usize] = *w;
+        let b = self.engines().sqtt_finish(se);
+        let w = match &self.inner {
+            Engines::Rdna(e) => e.last_written.get(se as usize).map(|w| Written {
+                waves: w.waves,
+                inst_tokens: w.inst_tokens,
+                markers: Some(w.markers),
+            }),
+            Engines::Gfx9(e) => e.last_written.get(se as usize).map(|w| Written {
+                waves: w.waves,
+                inst_tokens: w.inst_tokens,
+                markers: None,
+            }),
+        };
+        if let Some(w) = w {
+            self.out.lock().unwrap()[se as usize] = w;
         }
         b
     }
@@ -51,8 +92,13 @@ impl ShaderEngines for Rec {
 
 fn device(t: Target, buf: u64) -> (Device, Arc<Mutex<Vec<Written>>>) {
     let out = Arc::new(Mutex::new(Vec::new()));
+    let inner = if t.arch() == EmuArch::Gfx950 {
+        Engines::Gfx9(Gfx9ShaderEngines::new(t.arch()))
+    } else {
+        Engines::Rdna(EmuShaderEngines::new(t.arch()))
+    };
     let rec = Box::new(Rec {
-        inner: EmuShaderEngines::new(t.arch()),
+        inner,
         out: out.clone(),
     });
     let opts = DeviceOptions {
@@ -62,6 +108,16 @@ fn device(t: Target, buf: u64) -> (Device, Arc<Mutex<Vec<Written>>>) {
         ..opts()
     };
     (t.open_with(opts, rec).0, out)
+}
+
+/// Bytes in front of an SE's trace data: gfx9 blobs start with an 8-byte layout header
+/// (runtime::sqtt::blob_header; the real gfx950 captures start the same way).
+fn header_len(t: Target, blob: &[u8]) -> usize {
+    if t.arch() == EmuArch::Gfx950 && !blob.is_empty() {
+        8
+    } else {
+        0
+    }
 }
 
 struct Case {
@@ -137,15 +193,25 @@ fn capture(t: Target, c: &Case, buf: u64) -> Capture {
     (blobs, w, range, dev.warnings().to_vec())
 }
 
+/// The cases with a build for `t`'s arch: gfx950 has vadd, reduce and matmul only
+/// (tests/fixtures/kernels/emu/gfx950).
+fn cases_for(t: Target) -> Vec<Case> {
+    let mut v = cases();
+    if t.arch() == EmuArch::Gfx950 {
+        v.retain(|c| matches!(c.name, "vadd" | "reduce" | "matmul"));
+    }
+    v
+}
+
 fn encoder_output_round_trips_through_our_decoder(t: Target) {
-    for c in cases() {
+    for c in cases_for(t) {
         let (blobs, written, (st, en), warnings) = capture(t, &c, 1 << 20);
         assert!(warnings.is_empty(), "{}: {warnings:?}", c.name);
         assert_eq!(blobs.len(), t.arch().num_se() as usize, "one blob per SE");
         let mut waves = 0u64;
         let mut analyses = Vec::new();
         for (se, blob) in blobs.iter().enumerate() {
-            assert_eq!(blob.len() % 32, 0, "32-byte units");
+            assert_eq!((blob.len() - header_len(t, blob)) % 32, 0, "32-byte units");
             let mut per = Vec::new();
             for framing in [Framing::Reference, Framing::Hardware] {
                 let opts = AnalyzeOptions {
@@ -167,12 +233,9 @@ fn encoder_output_round_trips_through_our_decoder(t: Target) {
                     "{} SE{se} tokens ({framing:?})",
                     c.name
                 );
-                assert_eq!(
-                    a.markers.len() as u64,
-                    written[se].markers,
-                    "{} SE{se} markers",
-                    c.name
-                );
+                if let Some(m) = written[se].markers {
+                    assert_eq!(a.markers.len() as u64, m, "{} SE{se} markers", c.name);
+                }
                 assert!(
                     a.wave_anomalies.is_empty(),
                     "{} SE{se}: {:?}",
@@ -182,17 +245,22 @@ fn encoder_output_round_trips_through_our_decoder(t: Target) {
                 assert!(!a.packet_counts.contains_key("TS_DELTA_S8_W3"));
                 per.push(a);
             }
-            // Same packets both ways.
+            // Same packets both ways, but for the zero padding to 32 bytes: a NOP on RDNA, a
+            // CDNA_MISC on CDNA (a zero low nibble), which Hardware framing also reads in the
+            // last 16 nibbles.
+            let pad = |k: &&str| *k == "NOP" || *k == "CDNA_MISC";
+            let misc = |a: &traces::sqtt::BlobAnalysis| a.packet_counts.get("CDNA_MISC").copied();
+            assert!(misc(&per[0]) <= misc(&per[1]), "{} SE{se}", c.name);
             assert_eq!(
                 per[0]
                     .packet_counts
                     .iter()
-                    .filter(|(k, _)| **k != "NOP")
+                    .filter(|(k, _)| !pad(k))
                     .collect::<Vec<_>>(),
                 per[1]
                     .packet_counts
                     .iter()
-                    .filter(|(k, _)| **k != "NOP")
+                    .filter(|(k, _)| !pad(k))
                     .collect::<Vec<_>>(),
                 "{} SE{se}",
                 c.name
@@ -214,13 +282,20 @@ fn encoder_output_round_trips_through_our_decoder(t: Target) {
             analyses.push(per.swap_remove(0));
         }
         let threads = c.local.iter().product::<u32>();
-        let expect = c.global.iter().product::<u32>() as u64 * threads.div_ceil(32) as u64;
+        // gfx950 runs wave64 only; the RDNA fixtures are wave32 builds.
+        let lanes = if t.arch() == EmuArch::Gfx950 { 64 } else { 32 };
+        let expect = c.global.iter().product::<u32>() as u64 * threads.div_ceil(lanes) as u64;
         assert_eq!(
             waves, expect,
             "{}: every wave of the dispatch has a WAVESTART/WAVEEND",
             c.name
         );
-        // Absolute time: every wave lies inside the kernel's RELEASE_MEM timestamps.
+        // Absolute time: every wave lies inside the kernel's RELEASE_MEM timestamps. The time
+        // map comes from the markers, which the emulated gfx950 does not encode: not checked
+        // there.
+        if written.iter().any(|w| w.markers.is_none()) {
+            continue;
+        }
         let refs: Vec<_> = analyses.iter().collect();
         let maps = traces::sqtt::dispatch_time_maps(&refs, Some(st as u64));
         for (a, m) in analyses.iter().zip(&maps) {
@@ -284,7 +359,7 @@ fn small_buffer_fills_and_warns(t: Target) {
     };
     let (blobs, written, _, warnings) = capture(t, &c, 4096);
     assert!(
-        blobs.iter().any(|b| b.len() == 4096),
+        blobs.iter().any(|b| b.len() - header_len(t, b) == 4096),
         "a full SE buffer holds exactly its size"
     );
     assert!(
@@ -298,9 +373,9 @@ fn small_buffer_fills_and_warns(t: Target) {
 
 // Every check above, on every emulated backend; the tinygrad comparison (about 15 s a run)
 // checks the decoder, not the device path, so it runs on the KFD targets only (one per layout).
-// pci_gfx950: the cases' dispatches time out on the emulated MI350 (not investigated yet).
+// pci_gfx950 runs the cases with a gfx950 build (vadd, reduce, matmul) on the gfx9 engines.
 per_target!(
-    encoder_output_round_trips_through_our_decoder except [pci_gfx950],
+    encoder_output_round_trips_through_our_decoder,
     tinygrad_decoder_reads_the_same_counts except [pci_gfx1100, usb_gfx1100, pci_gfx1201, usb_gfx1201, pci_gfx950],
-    small_buffer_fills_and_warns except [pci_gfx950],
+    small_buffer_fills_and_warns,
 );

@@ -126,5 +126,9 @@ fn gemm_timing_varies_and_tracks_hardware(t: Target) {
     );
 }
 
-// pci_gfx950: no waitcnt or memory instruction varies on the PCI path (not investigated yet).
+// pci_gfx950: not a PCI difference but the gfx9 timing: every traced memory and waitcnt
+// instruction of the emulated gemm shows 4 cycles (s_load_dwordx4 0) in all 8 waves, where the
+// hardware capture's vary (global_load_dword 12..76, s_waitcnt lgkmcnt(2) 4..16, first s_load
+// 432..716; `wavescope stats` on gemm_run_0/profile.pkl). The gfx9 engines' fixed latencies
+// (exec_gfx9 SMEM/VMEM_LATENCY) do not reach the CDNA_INST times. No KFD gfx950 target runs it.
 per_target!(gemm_timing_varies_and_tracks_hardware except [pci_gfx950]);

@@ -417,7 +417,7 @@ fn fclass(x: f32) -> u32 {
     }
 }
 
-fn div_fixup(q: f32, den: f32, num: f32) -> f32 {
+pub(crate) fn div_fixup(q: f32, den: f32, num: f32) -> f32 {
     let sign = den.is_sign_negative() ^ num.is_sign_negative();
     let s = |v: f32| if sign { -v.abs() } else { v.abs() };
     if den.is_nan() || num.is_nan() {

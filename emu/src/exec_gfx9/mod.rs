@@ -925,6 +925,32 @@ fn valu(w: &mut Wave9, i: &Instruction, name: &str, pc: u64) -> Result<Class9, F
             w.sset64(sd, m);
             return Ok(Class9::Valu);
         }
+        // The f32 division sequence clang emits (scale, rcp, fmas, fixup), as the RDNA
+        // interpreter runs it: operands in the normal range need no 2^64 pre-scaling, so
+        // v_div_scale passes src0 through and clears its mask.
+        "v_div_scale_f32" => {
+            for l in lanes() {
+                w.v[d][l] = fmod(w.v32(s0, l), 0, m3.abs, m3.neg);
+            }
+            w.sset64(sd, 0);
+            return Ok(Class9::Valu);
+        }
+        "v_div_fmas_f32" => {
+            let vcc = w.ssrc64(Src::Scalar(VCC as u8), false);
+            for l in lanes() {
+                let a = fl(fmod(w.v32(s0, l), 0, m3.abs, m3.neg));
+                let b = fl(fmod(w.v32(s1, l), 1, m3.abs, m3.neg));
+                let c = fl(fmod(w.v32(s2, l), 2, m3.abs, m3.neg));
+                let v = a.mul_add(b, c);
+                // A lane v_div_scale flagged: undo its 2^±64 scaling (never set above).
+                w.v[d][l] = fb(if vcc >> l & 1 != 0 {
+                    v * 2f32.powi(64)
+                } else {
+                    v
+                });
+            }
+            return Ok(Class9::Valu);
+        }
         "v_cndmask_b32" => {
             let mask = w.ssrc64(carry_in_src, false);
             for l in lanes() {
@@ -1063,6 +1089,7 @@ fn valu(w: &mut Wave9, i: &Instruction, name: &str, pc: u64) -> Result<Class9, F
     // 32-bit lane ops: f(a, b, c); the mac forms read the old destination as c.
     type F3 = fn(u32, u32, u32) -> u32;
     let fop: Option<fn(f32, f32, f32) -> f32> = match name {
+        "v_div_fixup_f32" => Some(crate::exec::div_fixup),
         "v_add_f32" => Some(|a, b, _| a + b),
         "v_sub_f32" => Some(|a, b, _| a - b),
         "v_subrev_f32" => Some(|a, b, _| b - a),
@@ -2036,6 +2063,34 @@ fn ds(w: &mut Wave9, cx: &mut Ctx9<'_>, i: &Instruction, name: &str, pc: u64) ->
                 for &l in &lanes {
                     out[idx[l]] = src[l];
                 }
+            }
+            w.v[vd] = out;
+        }
+        "ds_swizzle_b32" => {
+            // No LDS access: lanes exchange ADDR's value. GCN/CDNA has two modes (offset bit
+            // 15: quad permute, else bit masks within 32 lanes); the rotate/FFT forms
+            // (0xC000..) are refused rather than guessed.
+            if off16 >= 0xC000 {
+                return Err(illegal(
+                    pc,
+                    i,
+                    "ds_swizzle_b32 rotate/FFT mode not modelled",
+                ));
+            }
+            let src: Vec<u32> = (0..64).map(|l| get(w, addr, l)).collect();
+            let Some(mut out) = w.v.get(vd).copied() else {
+                return Err(illegal(pc, i, "destination outside the VGPRs"));
+            };
+            for &l in &lanes {
+                let j = if off16 & 0x8000 != 0 {
+                    // Lane l takes lane (l & !3) + off[2(l%4)+1 : 2(l%4)].
+                    (l & !3) + ((off16 >> (2 * (l & 3))) & 3) as usize
+                } else {
+                    // ((l & and) | or) ^ xor within each group of 32 lanes.
+                    let (and, or, xor) = (off16 & 0x1F, (off16 >> 5) & 0x1F, (off16 >> 10) & 0x1F);
+                    (l & !31) | ((((l as u32 & 31) & and) | or) ^ xor) as usize
+                };
+                out[l] = if exec >> j & 1 != 0 { src[j] } else { 0 };
             }
             w.v[vd] = out;
         }
