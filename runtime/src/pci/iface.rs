@@ -194,22 +194,7 @@ impl PciIface {
             .ok_or_else(|| Error::Invalid("no GC 9 device".into()))?;
         mqd9::setup(g, x, paddr, &spec)?;
         self.dev.gc9_queues.push(x);
-        Ok(QueueDesc {
-            ring: ring_cpu,
-            ring_va: bufs.ring.va,
-            read_ptrs: vec![Slot {
-                mem: gart_cpu.clone(),
-                offset: rptr_off,
-            }],
-            write_ptrs: vec![Slot {
-                mem: gart_cpu,
-                offset: 0x10,
-            }],
-            doorbells: vec![Slot {
-                mem: self.dev.doorbells.clone(),
-                offset: u64::from(spec.doorbell) * 8,
-            }],
-        })
+        Ok(self.queue_desc(ring_cpu, bufs.ring.va, gart_cpu, rptr_off, spec.doorbell))
     }
 
     /// GC 9: SDMA queue 0 (engine 0's SDMA_GFX ring, [`sdma::v4::setup_ring`]).
@@ -229,22 +214,36 @@ impl PciIface {
         let (rptr, wptr) = (bufs.gart.va, bufs.gart.va + 0x10);
         let q = sdma::v4::setup_ring(g, 0, bufs.ring.va, bufs.ring.size, rptr, wptr)?;
         self.dev.sdma_queue = Some(q);
-        Ok(QueueDesc {
-            ring: ring_cpu,
-            ring_va: bufs.ring.va,
+        Ok(self.queue_desc(ring_cpu, bufs.ring.va, gart_cpu, 0, q.doorbell))
+    }
+
+    /// What the runtime sees of a queue: its ring, the read pointer at `rptr_off` and the
+    /// write pointer at +0x10 of the queue-pointer page `gart`, and its doorbell (64-bit
+    /// doorbells at an 8-byte stride).
+    fn queue_desc(
+        &self,
+        ring: Arc<dyn Mmio>,
+        ring_va: u64,
+        gart: Arc<dyn Mmio>,
+        rptr_off: u64,
+        doorbell: u32,
+    ) -> QueueDesc {
+        QueueDesc {
+            ring,
+            ring_va,
             read_ptrs: vec![Slot {
-                mem: gart_cpu.clone(),
-                offset: 0,
+                mem: gart.clone(),
+                offset: rptr_off,
             }],
             write_ptrs: vec![Slot {
-                mem: gart_cpu,
+                mem: gart,
                 offset: 0x10,
             }],
             doorbells: vec![Slot {
                 mem: self.dev.doorbells.clone(),
-                offset: u64::from(q.doorbell) * 8,
+                offset: u64::from(doorbell) * 8,
             }],
-        })
+        }
     }
 
     fn fault_report(&self, context: String) -> FaultReport {
@@ -429,22 +428,7 @@ impl GpuIface for PciIface {
                 q.doorbell
             }
         };
-        Ok(QueueDesc {
-            ring: ring_cpu,
-            ring_va: bufs.ring.va,
-            read_ptrs: vec![Slot {
-                mem: gart_cpu.clone(),
-                offset: 0,
-            }],
-            write_ptrs: vec![Slot {
-                mem: gart_cpu,
-                offset: 0x10,
-            }],
-            doorbells: vec![Slot {
-                mem: self.dev.doorbells.clone(),
-                offset: u64::from(doorbell) * 8,
-            }],
-        })
+        Ok(self.queue_desc(ring_cpu, bufs.ring.va, gart_cpu, 0, doorbell))
     }
 
     /// Waits for an MSI (VFIO) or `ms`, then runs the IH handler; a GPU page fault ends the
