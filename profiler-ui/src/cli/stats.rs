@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::Args;
 use profiler_ui::data::{
-    analyze_kernel_table, analyze_kernel_with, hidden, inst_stats_with, kernels_with_sqtt,
-    occupancy, pressure, source, traced_waves, InstStat, KernelOptions, TracedWave, XUnit,
+    analyze_kernel_table, hidden, inst_stats_with, kernels_with_sqtt, occupancy, pressure, source,
+    InstStat, XUnit,
 };
 use serde::Serialize;
 
@@ -30,7 +30,7 @@ pub struct StatsArgs {
 }
 
 #[derive(Serialize)]
-struct KernelStats {
+struct KernelStats<'a> {
     kernel: String,
     index: usize,
     waves: usize,
@@ -56,40 +56,41 @@ struct KernelStats {
     source_error: Option<String>,
     /// Per traced wave, every instruction it executed: our token time beside AMD's issue
     /// time, stall and duration.
-    traced_waves: Traced,
+    traced_waves: Traced<'a>,
     /// Performance counters of the run: totals and per-instance (SE/SA/WGP) samples.
     pmc: Vec<profiler_ui::data::PmcCounter>,
 }
 
-/// A kernel's traced waves: computed, or (from the index path) the mapped traced SEs, whose
-/// waves are built and written one at a time while the JSON is printed, so the report never
-/// holds every instruction's record and strings.
-enum Traced {
-    Waves(Vec<TracedWave>),
-    Mapped(traces::analysis::KernelSqtt),
+/// A kernel's traced waves: none (the plain table), or kernel `ki` of the profile, whose
+/// instruction-traced SEs are decoded and mapped one at a time while the JSON is printed, each
+/// SE's waves written and its mapped instructions dropped before the next SE: the report never
+/// holds more than one SE's instruction list (most of the memory of a large capture otherwise).
+enum Traced<'a> {
+    None,
+    Kernel(&'a traces::model::Profile, usize),
 }
 
-impl Serialize for Traced {
+impl Serialize for Traced<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeSeq;
-        match self {
-            Traced::Waves(w) => w.serialize(s),
-            Traced::Mapped(k) => {
-                let mut seq = s.serialize_seq(None)?;
-                let mut err = None;
-                traces::analysis::traced_waves_each(k, &mut |w| match seq.serialize_element(&w) {
+        let mut seq = s.serialize_seq(None)?;
+        if let Traced::Kernel(p, ki) = *self {
+            let mut err = None;
+            traced_ses_each(p, ki, &mut |k| {
+                traces::analysis::traced_waves_each(&k, &mut |w| match seq.serialize_element(&w) {
                     Ok(()) => true,
                     Err(e) => {
                         err = Some(e);
                         false
                     }
                 });
-                match err {
-                    Some(e) => Err(e),
-                    None => seq.end(),
-                }
+                err.is_none()
+            });
+            if let Some(e) = err {
+                return Err(e);
             }
         }
+        seq.end()
     }
 }
 
@@ -127,12 +128,8 @@ pub fn run(a: StatsArgs) -> Result<()> {
             out.push(ks);
             continue;
         }
-        // Per-token detail only for the JSON report's traced waves.
-        let analyzed = if a.json {
-            analyze_kernel_with(&profile, k, &|_, _| {}, KernelOptions { detail: true })
-        } else {
-            analyze_kernel_table(&profile, k)
-        };
+        // The table's analysis: the JSON report's traced waves are mapped per SE as printed.
+        let analyzed = analyze_kernel_table(&profile, k);
         bar.inc(1);
         let Some(ks) = analyzed else {
             continue;
@@ -163,11 +160,11 @@ pub fn run(a: StatsArgs) -> Result<()> {
             source_lines,
             source_error,
             // Every instruction of every traced wave: only the JSON report has them.
-            traced_waves: Traced::Waves(if a.json {
-                traced_waves(&ks)
+            traced_waves: if a.json {
+                Traced::Kernel(&profile, k)
             } else {
-                Vec::new()
-            }),
+                Traced::None
+            },
             pmc: profiler_ui::data::pmc_counters(&profile, k),
         });
     }
@@ -266,16 +263,16 @@ fn saved_index<'a>(
 
 /// Kernel `k`'s report from the index, or `None` to recompute it (not indexed, a damaged
 /// entry, or `--json` from a version-1 index, which lacks the per-wave latency splits).
-fn from_index(
+fn from_index<'a>(
     path: &std::path::Path,
     v: &traces::wst::index::IndexView<'_>,
     store: &traces::model::BlobStore,
-    profile: &traces::model::Profile,
+    profile: &'a traces::model::Profile,
     k: usize,
     json: bool,
-) -> Option<KernelStats> {
+) -> Option<KernelStats<'a>> {
     use traces::wst::index::IndexError;
-    let read = || -> Result<Option<KernelStats>, IndexError> {
+    let read = || -> Result<Option<KernelStats<'a>>, IndexError> {
         let Some(e) = v.kernel(k).transpose()? else {
             return Ok(None);
         };
@@ -302,7 +299,7 @@ fn from_index(
             register_pressure: None,
             source_lines: Vec::new(),
             source_error: None,
-            traced_waves: Traced::Waves(Vec::new()),
+            traced_waves: Traced::None,
             pmc,
         };
         if !json {
@@ -346,8 +343,7 @@ fn from_index(
             Ok(t) => (source::line_costs(&t, &ks.instructions), None),
             Err(e) => (Vec::new(), Some(e)),
         };
-        ks.traced_waves =
-            traced_ses_of(profile, k).map_or(Traced::Waves(Vec::new()), Traced::Mapped);
+        ks.traced_waves = Traced::Kernel(profile, k);
         Ok(Some(ks))
     };
     read().unwrap_or_else(|e| {
@@ -356,21 +352,36 @@ fn from_index(
     })
 }
 
-/// The instruction-traced SEs of kernel `ki`, decoded and mapped (what `stats --json` prints
-/// per instruction, [`Traced::Mapped`]): the other SEs' analysis is in the index, and each SE's
-/// mapping depends on its own blob and the code object alone. `None` without the code object.
-fn traced_ses_of(p: &traces::model::Profile, ki: usize) -> Option<traces::analysis::KernelSqtt> {
+/// Kernel `ki`'s instruction-traced SEs, in SE order, each decoded and mapped alone and handed
+/// to `f` as a one-SE [`KernelSqtt`](traces::analysis::KernelSqtt) (what `stats --json` prints
+/// per instruction, [`Traced::Kernel`]); `f` returns false to stop. Each SE's mapping depends on
+/// its own blob and the code object alone. Nothing without the code object.
+fn traced_ses_each(
+    p: &traces::model::Profile,
+    ki: usize,
+    f: &mut dyn FnMut(traces::analysis::KernelSqtt) -> bool,
+) {
     use traces::analysis::{sqtt_matches, KernelSqtt, SeTrace};
-    let k = p.kernels.get(ki)?;
+    let Some(k) = p.kernels.get(ki) else {
+        return;
+    };
     let target = p.props_device(k.device).and_then(|d| d.target());
-    let code = k
+    let Some(code) = k
         .kern
         .and_then(|kern| p.program_for(k.device, kern))
         .and_then(|prog| prog.elf)
-        .and_then(|elf| traces::isa::CodeObject::parse_with_target(p.blob(elf), target).ok())?;
-    let mut ses = Vec::new();
-    let mut disasm = std::collections::HashMap::new();
-    for s in p.sqtt.iter().filter(|s| s.itrace && sqtt_matches(p, k, s)) {
+        .and_then(|elf| traces::isa::CodeObject::parse_with_target(p.blob(elf), target).ok())
+    else {
+        return;
+    };
+    let mut streams: Vec<_> = p
+        .sqtt
+        .iter()
+        .filter(|s| s.itrace && sqtt_matches(p, k, s))
+        .collect();
+    // Stable, as the kernel analysis sorts its SEs.
+    streams.sort_by_key(|s| s.se);
+    for s in streams {
         let blob = p.blob(s.blob);
         let Ok(a) = traces::sqtt::analyze_with(blob, target, Default::default()) else {
             continue;
@@ -380,6 +391,7 @@ fn traced_ses_of(p: &traces::model::Profile, ki: usize) -> Option<traces::analys
         }
         // Traced waves print cycles, not x: no time map needed.
         let mut st = SeTrace::with_detail(s.se, true, a, &|c| c as f64, false);
+        let mut disasm = std::collections::HashMap::new();
         st.map_pcs(blob, &code, &mut disasm);
         // The report needs the waves and their mapped instructions; the token stream and its
         // per-wave index were only the mapping's input.
@@ -388,15 +400,16 @@ fn traced_ses_of(p: &traces::model::Profile, ki: usize) -> Option<traces::analys
         st.token_start = Vec::new();
         st.token_pc = Vec::new();
         st.wave_x = Vec::new();
-        ses.push(st);
+        let go = f(KernelSqtt {
+            kernel: ki,
+            name: k.name.clone(),
+            unit: profiler_ui::data::XUnit::Cycles,
+            ses: vec![st],
+            kernel_len: None,
+            disasm,
+        });
+        if !go {
+            return;
+        }
     }
-    ses.sort_by_key(|s| s.se);
-    Some(KernelSqtt {
-        kernel: ki,
-        name: k.name.clone(),
-        unit: profiler_ui::data::XUnit::Cycles,
-        ses,
-        kernel_len: None,
-        disasm,
-    })
 }
