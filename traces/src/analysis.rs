@@ -10,6 +10,7 @@ pub mod hidden;
 pub mod occupancy;
 pub mod pressure;
 pub mod source;
+pub mod traced;
 
 use crate::model::{KernelExec, Profile};
 use crate::sqtt::{self, AnalyzeOptions, BlobAnalysis, InstToken, TokenKind};

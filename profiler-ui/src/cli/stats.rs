@@ -76,15 +76,12 @@ impl Serialize for Traced<'_> {
         let mut seq = s.serialize_seq(None)?;
         if let Traced::Kernel(p, ki) = *self {
             let mut err = None;
-            traced_ses_each(p, ki, &mut |k| {
-                traces::analysis::traced_waves_each(&k, &mut |w| match seq.serialize_element(&w) {
-                    Ok(()) => true,
-                    Err(e) => {
-                        err = Some(e);
-                        false
-                    }
-                });
-                err.is_none()
+            traced_waves_each(p, ki, &mut |w| match seq.serialize_element(&w) {
+                Ok(()) => true,
+                Err(e) => {
+                    err = Some(e);
+                    false
+                }
             });
             if let Some(e) = err {
                 return Err(e);
@@ -352,16 +349,16 @@ fn from_index<'a>(
     })
 }
 
-/// Kernel `ki`'s instruction-traced SEs, in SE order, each decoded and mapped alone and handed
-/// to `f` as a one-SE [`KernelSqtt`](traces::analysis::KernelSqtt) (what `stats --json` prints
-/// per instruction, [`Traced::Kernel`]); `f` returns false to stop. Each SE's mapping depends on
-/// its own blob and the code object alone. Nothing without the code object.
-fn traced_ses_each(
+/// Kernel `ki`'s traced waves (what `stats --json` prints per instruction, [`Traced::Kernel`]),
+/// in SE then wave order: its instruction-traced SEs each decoded and mapped alone (a mapping
+/// depends on its own blob and the code object alone), so only one SE's instructions are held
+/// at a time. `f` returns false to stop. Nothing without the code object.
+fn traced_waves_each(
     p: &traces::model::Profile,
     ki: usize,
-    f: &mut dyn FnMut(traces::analysis::KernelSqtt) -> bool,
+    f: &mut dyn FnMut(traces::analysis::TracedWave) -> bool,
 ) {
-    use traces::analysis::{sqtt_matches, KernelSqtt, SeTrace};
+    use traces::analysis::sqtt_matches;
     let Some(k) = p.kernels.get(ki) else {
         return;
     };
@@ -383,32 +380,15 @@ fn traced_ses_each(
     streams.sort_by_key(|s| s.se);
     for s in streams {
         let blob = p.blob(s.blob);
-        let Ok(a) = traces::sqtt::analyze_with(blob, target, Default::default()) else {
+        let Ok(mut a) = traces::sqtt::analyze_with(blob, target, Default::default()) else {
             continue;
         };
         if a.tokens.is_empty() {
             continue;
         }
-        // Traced waves print cycles, not x: no time map needed.
-        let mut st = SeTrace::with_detail(s.se, true, a, &|c| c as f64, false);
-        let mut disasm = std::collections::HashMap::new();
-        st.map_pcs(blob, &code, &mut disasm);
-        // The report needs the waves and their mapped instructions; the token stream and its
-        // per-wave index were only the mapping's input.
-        st.analysis.tokens = Vec::new();
-        st.token_order = Vec::new();
-        st.token_start = Vec::new();
-        st.token_pc = Vec::new();
-        st.wave_x = Vec::new();
-        let go = f(KernelSqtt {
-            kernel: ki,
-            name: k.name.clone(),
-            unit: profiler_ui::data::XUnit::Cycles,
-            ses: vec![st],
-            kernel_len: None,
-            disasm,
-        });
-        if !go {
+        // The mapping reads the waves alone: the tokens need not stay while it walks.
+        a.tokens = Vec::new();
+        if !traces::analysis::traced::traced_se_waves_each(s.se, blob, &code, &a, f) {
             return;
         }
     }

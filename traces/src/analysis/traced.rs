@@ -1,0 +1,133 @@
+//! One instruction-traced SE's waves and every instruction each executed ([`super::TracedWave`]),
+//! mapped and written one SE at a time for `stats --json`: what [`super::traced_waves_each`]
+//! prints from a detailed [`super::KernelSqtt`], without holding the SE's full
+//! [`MappedInst`](crate::sqtt::map::MappedInst) list (about 170 bytes an instruction, with its
+//! decoded instruction and op name) or its 40-byte tokens while the program is walked.
+
+use std::collections::HashMap;
+
+use super::{TracedInst, TracedWave};
+use crate::sqtt::map::{map_insts_each, MappedInst};
+use crate::sqtt::{BlobAnalysis, OpName};
+
+/// One mapped instruction, kept until its wave is written: the strings are interned (the
+/// token name per (token, op), the disassembly per PC), 48 bytes an instruction.
+struct Rec {
+    time: i64,
+    issue_time: i64,
+    stall: i64,
+    duration: i64,
+    pc: u64,
+    /// Index of the wave in the analysis (`u32::MAX`: none).
+    wave: u32,
+    name: u32,
+}
+
+/// Maps SE `se`'s blob onto `code` (the same walk and order as [`super::SeTrace::map_pcs`])
+/// and calls `f` with each of its waves that executed a mapped instruction, in wave order.
+/// `analysis` is the blob's: only its waves are read (its tokens may be dropped beforehand).
+/// Returns false when `f` did (to stop).
+pub fn traced_se_waves_each(
+    se: u32,
+    blob: &[u8],
+    code: &crate::isa::CodeObject,
+    analysis: &BlobAnalysis,
+    f: &mut dyn FnMut(TracedWave) -> bool,
+) -> bool {
+    let mut names: Vec<String> = Vec::new();
+    let mut name_ids: HashMap<(&'static str, Option<OpName>), u32> = HashMap::new();
+    let mut disasm: HashMap<u64, String> = HashMap::new();
+    let mut recs: Vec<Rec> = Vec::new();
+    // Why mapping stopped early is not part of the traced waves: what was mapped is listed.
+    let _ = map_insts_each(blob, code, Some(analysis), Default::default(), &mut |m| {
+        let MappedInst {
+            time,
+            issue_time,
+            stall,
+            duration,
+            pc,
+            wave,
+            token,
+            op,
+            ref inst,
+            ..
+        } = m;
+        let Some(wave) = wave else {
+            // Listed under no wave: never printed.
+            return;
+        };
+        let name = *name_ids.entry((token, op)).or_insert_with(|| {
+            names.push(match &op {
+                Some(op) => format!("{token}:{op}"),
+                None => token.to_string(),
+            });
+            names.len() as u32 - 1
+        });
+        disasm.entry(pc).or_insert_with(|| inst.text());
+        recs.push(Rec {
+            time,
+            issue_time,
+            stall,
+            duration,
+            pc,
+            wave,
+            name,
+        });
+    });
+    // Each wave's instructions, in mapping order (a counting sort: 4 bytes each).
+    let waves = analysis.waves.len();
+    let mut start = vec![0u32; waves + 1];
+    for r in &recs {
+        if let Some(c) = start.get_mut(r.wave as usize + 1) {
+            *c += 1;
+        }
+    }
+    for i in 1..start.len() {
+        start[i] += start[i - 1];
+    }
+    let mut fill = start.clone();
+    let mut order = vec![0u32; start.last().copied().unwrap_or(0) as usize];
+    for (i, r) in recs.iter().enumerate() {
+        if let Some(f) = fill.get_mut(r.wave as usize) {
+            if let Some(slot) = order.get_mut(*f as usize) {
+                *slot = i as u32;
+            }
+            *f += 1;
+        }
+    }
+    drop(fill);
+    for (w, wave) in analysis.waves.iter().enumerate() {
+        let (a, b) = (start[w] as usize, start[w + 1] as usize);
+        if a == b {
+            continue;
+        }
+        let instructions = order[a..b]
+            .iter()
+            .map(|&i| {
+                let r = &recs[i as usize];
+                TracedInst {
+                    time: r.time,
+                    issue_time: r.issue_time,
+                    stall: r.stall,
+                    duration: r.duration,
+                    pc: r.pc,
+                    token: names[r.name as usize].clone(),
+                    disasm: disasm.get(&r.pc).cloned().unwrap_or_default(),
+                }
+            })
+            .collect();
+        let go = f(TracedWave {
+            se,
+            cu: wave.cu,
+            simd: wave.simd,
+            slot: wave.wave,
+            start: wave.start,
+            end: wave.end,
+            instructions,
+        });
+        if !go {
+            return false;
+        }
+    }
+    true
+}

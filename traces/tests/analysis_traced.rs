@@ -1,0 +1,102 @@
+//! `analysis::traced::traced_se_waves_each` (each traced SE mapped alone, compact records, what
+//! `stats --json` prints) against `traced_waves` of the full detailed analysis
+//! (`analyze_kernel_par`, which keeps every SE's `MappedInst` list) on every shared real capture
+//! (gfx1100, gfx1200, gfx950): the same waves with the same instructions, field for field.
+
+use std::path::PathBuf;
+
+use traces::analysis::{
+    analyze_kernel_par, kernels_with_sqtt, sqtt_matches, traced::traced_se_waves_each,
+    traced_waves, TracedWave,
+};
+
+fn captures() -> Vec<PathBuf> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces");
+    let mut out = Vec::new();
+    for arch in ["gfx1100", "gfx1200", "gfx950"] {
+        let dir = root.join(arch);
+        let rd = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e} (the shared captures are needed)", dir.display()));
+        for e in rd {
+            let p = e.unwrap().path().join("profile.pkl");
+            if p.exists() {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Kernel `ki`'s traced waves, one SE at a time as `stats --json` maps them.
+fn per_se(p: &traces::model::Profile, ki: usize) -> Vec<TracedWave> {
+    let k = &p.kernels[ki];
+    let target = p.props_device(k.device).and_then(|d| d.target());
+    let Some(code) = k
+        .kern
+        .and_then(|kern| p.program_for(k.device, kern))
+        .and_then(|prog| prog.elf)
+        .and_then(|elf| traces::isa::CodeObject::parse_with_target(p.blob(elf), target).ok())
+    else {
+        return Vec::new();
+    };
+    let mut streams: Vec<_> = p
+        .sqtt
+        .iter()
+        .filter(|s| s.itrace && sqtt_matches(p, k, s))
+        .collect();
+    streams.sort_by_key(|s| s.se);
+    let mut out = Vec::new();
+    for s in streams {
+        let blob = p.blob(s.blob);
+        let Ok(mut a) = traces::sqtt::analyze_with(blob, target, Default::default()) else {
+            continue;
+        };
+        if a.tokens.is_empty() {
+            continue;
+        }
+        a.tokens = Vec::new();
+        assert!(traced_se_waves_each(s.se, blob, &code, &a, &mut |w| {
+            out.push(w);
+            true
+        }));
+    }
+    out
+}
+
+#[test]
+fn per_se_traced_waves_equal_the_full_analysis_on_every_capture() {
+    let caps = captures();
+    assert!(caps.len() >= 9, "shared captures missing: {caps:?}");
+    let (mut waves, mut insts, mut cdna) = (0, 0, 0);
+    for path in caps {
+        let (_, p) = traces::open::open_path(&path).unwrap();
+        for k in kernels_with_sqtt(&p) {
+            let full = traced_waves(&analyze_kernel_par(&p, k, &|_, _| {}).unwrap());
+            let got = per_se(&p, k);
+            let at = format!("{} kernel {k}", path.display());
+            assert_eq!(got.len(), full.len(), "{at}");
+            for (g, f) in got.iter().zip(&full) {
+                assert_eq!(
+                    serde_json::to_string(g).unwrap(),
+                    serde_json::to_string(f).unwrap(),
+                    "{at} SE {} wave at {}",
+                    f.se,
+                    f.start
+                );
+                insts += f.instructions.len();
+            }
+            waves += full.len();
+            if path.to_string_lossy().contains("gfx950") {
+                cdna += full.len();
+            }
+        }
+    }
+    eprintln!("compared {waves} waves, {insts} instructions, {cdna} CDNA waves");
+    // The comparison must have had something to compare, on RDNA and CDNA.
+    assert!(
+        waves >= 3 && insts >= 100,
+        "{waves} waves, {insts} instructions"
+    );
+    assert!(cdna >= 1, "no traced CDNA wave");
+}
