@@ -102,7 +102,11 @@ pub fn occupancy(waves: &[(f64, f64)], max_points: usize) -> Vec<[f64; 2]> {
 
 /// The first frame of a kernel with a saved analysis index, while its detail is decoded: per
 /// SE, the active-wave overview the index holds.
-pub fn show_overview(ui: &mut Ui, k: &crate::data::IndexedKernel) {
+pub fn show_overview(
+    ui: &mut Ui,
+    k: &crate::data::IndexedKernel,
+    layout: Option<traces::model::SeLayout>,
+) {
     ui.label(format!(
         "{} waves on {} SEs (saved analysis; decoding the detail)",
         k.waves,
@@ -117,8 +121,8 @@ pub fn show_overview(ui: &mut Ui, k: &crate::data::IndexedKernel) {
         .fold(1.0f64, f64::max);
     for s in &k.ses {
         ui.label(format!(
-            "SE {}{}",
-            s.se,
+            "{}{}",
+            traces::model::se_label(layout, s.se),
             if s.itrace { " (itrace)" } else { "" }
         ));
         let (rect, _) =
@@ -203,7 +207,7 @@ pub fn row_label(k: &KernelSqtt, kind: RowKind) -> String {
         RowKind::Se { se } => {
             let s = &k.ses[se];
             let it = if s.itrace { ", itrace" } else { "" };
-            format!("SE {}{it}", s.se)
+            format!("{}{it}", k.se_name(s.se))
         }
         RowKind::Cu { cu, .. } => format!("WGP {} SA {}", cu & 7, cu >> 3),
         RowKind::Wave { simd, slot, .. } => format!("SIMD {simd} · W{slot}"),
@@ -241,18 +245,27 @@ pub fn show(ui: &mut Ui, kv: &mut KernelView) -> bool {
     });
     for s in &kv.data.ses {
         if let Some(e) = &s.error {
-            ui.colored_label(Color32::LIGHT_RED, format!("SE {}: {e}", s.se));
+            ui.colored_label(
+                Color32::LIGHT_RED,
+                format!("{}: {e}", kv.data.se_name(s.se)),
+            );
         }
         for w in s.analysis.warnings.iter().take(2) {
             ui.colored_label(
                 Color32::YELLOW,
-                format!("SE {} @nibble {}: {}", s.se, w.offset, w.message),
+                format!(
+                    "{} @nibble {}: {}",
+                    kv.data.se_name(s.se),
+                    w.offset,
+                    w.message
+                ),
             );
         }
     }
     // Occupancy over time per SE, linked to the wave view's window.
     let st = &mut kv.state;
     let occ = &kv.occupancy;
+    let layout = kv.data.se_layout;
     ui.allocate_ui(Vec2::new(ui.available_width(), OCC_H), |ui| {
         ui.horizontal(|ui| {
             ui.add_space(LABEL_W - 60.0);
@@ -272,7 +285,11 @@ pub fn show(ui: &mut Ui, kv: &mut KernelView) -> bool {
                     pu.set_plot_bounds_x(st.view.start..=st.view.end);
                     for (se, pts) in occ {
                         pu.line(
-                            Line::new(format!("SE {se}"), PlotPoints::from(pts.clone())).width(1.5),
+                            Line::new(
+                                traces::model::se_label(layout, *se),
+                                PlotPoints::from(pts.clone()),
+                            )
+                            .width(1.5),
                         );
                     }
                 });
@@ -499,8 +516,8 @@ fn wave_tooltip(k: &KernelSqtt, se: usize, w: u32, fmt: &dyn Fn(f64) -> String) 
     };
     let (a, b) = s.wave_x.get(w as usize).copied().unwrap_or_default();
     format!(
-        "wave #{w} · SE {} WGP {} SIMD {} slot {}\nstart {} · length {} ({} cycles)\n{} instruction tokens",
-        s.se,
+        "wave #{w} · {} WGP {} SIMD {} slot {}\nstart {} · length {} ({} cycles)\n{} instruction tokens",
+        k.se_name(s.se),
         wave.cu,
         wave.simd,
         wave.wave,
