@@ -442,9 +442,14 @@ pub fn show(ui: &mut Ui, kv: &mut KernelView) -> bool {
             if r.width() >= 4.0 && a11y > 0 {
                 a11y -= 1;
                 let wave = &kv.data.ses[se].analysis.waves[w as usize];
+                let n = kv.data.ses[se].se;
+                let unit = match kv.data.se_layout.map(|l| l.split(n)) {
+                    Some((x, e)) => format!("XCC{x} SE{e}"),
+                    None => format!("SE{n}"),
+                };
                 let label = format!(
-                    "wave SE{} CU{} SIMD{} W{} #{w}",
-                    kv.data.ses[se].se, wave.cu, wave.simd, wave.wave
+                    "wave {unit} CU{} SIMD{} W{} #{w}",
+                    wave.cu, wave.simd, wave.wave
                 );
                 let wr = ui.interact(r, ui.scope_id().with(("wave", se, w)), Sense::click());
                 wr.widget_info(|| egui::WidgetInfo::labeled(egui::Role::Button, true, &label));
