@@ -212,4 +212,9 @@ fn app_sqtt_rows_name_xcc_and_se_on_gfx950() {
         "row header of stream 1"
     );
     assert!(h.query_by_label("SE 1, itrace").is_none());
+    assert!(
+        h.query_by_label_contains("waves on 32 SEs (8 XCCs × 4)")
+            .is_some(),
+        "header names the XCCs"
+    );
 }

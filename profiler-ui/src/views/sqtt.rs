@@ -13,6 +13,23 @@ use crate::layout::sqtt::{layout_frame, Cat, Frame, RowKind, SqttRows};
 use crate::layout::view::TimeView;
 
 pub const LABEL_W: f32 = 150.0;
+
+/// "32 SEs (8 XCCs × 4)" on a multi-XCC device, "6 SEs" otherwise.
+fn ses_phrase(layout: Option<traces::model::SeLayout>, n: usize) -> String {
+    match layout {
+        Some(l) => format!("{n} SEs ({} XCCs × {})", l.xccs, l.ses_per_xcc),
+        None => format!("{n} SEs"),
+    }
+}
+
+/// Row-label width: multi-XCC streams ("XCC 7 · SE 3, itrace") need more than "SE 5, itrace".
+pub fn label_width(k: &KernelSqtt) -> f32 {
+    if k.se_layout.is_some() {
+        LABEL_W + 40.0
+    } else {
+        LABEL_W
+    }
+}
 const OCC_H: f32 = 130.0;
 
 /// A kernel opened in the SQTT view, with everything derived from it.
@@ -108,9 +125,9 @@ pub fn show_overview(
     layout: Option<traces::model::SeLayout>,
 ) {
     ui.label(format!(
-        "{} waves on {} SEs (saved analysis; decoding the detail)",
+        "{} waves on {} (saved analysis; decoding the detail)",
         k.waves,
-        k.ses.len()
+        ses_phrase(layout, k.ses.len())
     ));
     let (lo, hi) = k.x_range;
     let span = (hi - lo).max(1e-9);
@@ -227,9 +244,9 @@ pub fn show(ui: &mut Ui, kv: &mut KernelView) -> bool {
     ui.horizontal(|ui| {
         ui.heading(&kv.data.name);
         ui.label(format!(
-            "{} waves on {} SEs · {} · time in {}",
+            "{} waves on {} · {} · time in {}",
             kv.data.wave_count(),
-            kv.data.ses.len(),
+            ses_phrase(kv.data.se_layout, kv.data.ses.len()),
             kv.data
                 .kernel_len
                 .map_or("duration unknown".into(), |l| format!(
@@ -262,13 +279,14 @@ pub fn show(ui: &mut Ui, kv: &mut KernelView) -> bool {
             );
         }
     }
+    let label_w = label_width(&kv.data);
     // Occupancy over time per SE, linked to the wave view's window.
     let st = &mut kv.state;
     let occ = &kv.occupancy;
     let layout = kv.data.se_layout;
     ui.allocate_ui(Vec2::new(ui.available_width(), OCC_H), |ui| {
         ui.horizontal(|ui| {
-            ui.add_space(LABEL_W - 60.0);
+            ui.add_space(label_w - 60.0);
             Plot::new("occupancy")
                 .height(OCC_H)
                 .legend(Legend::default().position(egui_plot::Corner::RightTop))
@@ -300,10 +318,10 @@ pub fn show(ui: &mut Ui, kv: &mut KernelView) -> bool {
     let resp = ui.allocate_rect(full, Sense::click_and_drag());
     let labels_rect = Rect::from_min_max(
         Pos2::new(full.left(), full.top() + RULER_H),
-        Pos2::new(full.left() + LABEL_W, full.bottom()),
+        Pos2::new(full.left() + label_w, full.bottom()),
     );
     let canvas = Rect::from_min_max(
-        Pos2::new(full.left() + LABEL_W, full.top() + RULER_H),
+        Pos2::new(full.left() + label_w, full.top() + RULER_H),
         full.max,
     );
     let ruler_rect = Rect::from_min_max(
@@ -366,7 +384,7 @@ pub fn show(ui: &mut Ui, kv: &mut KernelView) -> bool {
             );
             let lr = Rect::from_min_max(
                 Pos2::new(full.left(), y),
-                Pos2::new(full.left() + LABEL_W, y + h),
+                Pos2::new(full.left() + label_w, y + h),
             )
             .intersect(labels_rect);
             if lr.height() > 0.0 {
