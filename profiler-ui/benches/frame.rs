@@ -118,6 +118,7 @@ fn synth() -> (KernelSqtt, usize) {
             ses: out,
             kernel_len: None,
             disasm: Default::default(),
+            se_layout: None,
         },
         trace_bytes,
     )

@@ -913,7 +913,11 @@ impl Loaded {
                     // Until the detail is there: what the index saved.
                     if let Some(ik) = self.kernel.and_then(|k| self.index.get(&k)) {
                         if *tab == Tab::Sqtt {
-                            sqtt::show_overview(ui, ik);
+                            let layout = self
+                                .kernel
+                                .and_then(|k| self.profile.kernels.get(k))
+                                .and_then(|ke| self.profile.se_layout(ke.device));
+                            sqtt::show_overview(ui, ik, layout);
                         } else {
                             insts::show_saved(ui, ik);
                         }

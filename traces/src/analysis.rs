@@ -171,9 +171,16 @@ pub struct KernelSqtt {
     pub kernel_len: Option<f64>,
     /// Disassembly by PC, for mapped tokens.
     pub disasm: HashMap<u64, String>,
+    /// How the streams split into XCC and SE (`None`: one XCC, streams are SEs).
+    pub se_layout: Option<crate::model::SeLayout>,
 }
 
 impl KernelSqtt {
+    /// Display name of stream `se`: "XCC x · SE y" on a multi-XCC device, else "SE n".
+    pub fn se_name(&self, se: u32) -> String {
+        crate::model::se_label(self.se_layout, se)
+    }
+
     pub fn wave_count(&self) -> usize {
         self.ses.iter().map(|s| s.analysis.waves.len()).sum()
     }
@@ -464,6 +471,7 @@ fn analyze_kernel_impl(
         ses,
         kernel_len,
         disasm,
+        se_layout: p.se_layout(k.device),
     })
 }
 

@@ -283,6 +283,54 @@ impl Device {
     }
 }
 
+/// How a device's SQTT stream numbers split into XCC and SE. Multi-XCC parts (gfx942/gfx950)
+/// record one stream per SE of every XCC, numbered `xcc * ses_per_xcc + se` (tinygrad's
+/// `kern{k}_se{i}`, with `se_cnt = array_count / simd_arrays_per_engine / num_xcc`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SeLayout {
+    pub xccs: u32,
+    pub ses_per_xcc: u32,
+}
+
+impl SeLayout {
+    /// From the KFD properties: `num_xcc`, and `array_count / simd_arrays_per_engine` SEs over
+    /// all XCCs. `None` for single-XCC devices and when the properties are missing or do not
+    /// divide evenly (the stream number alone is then the honest name).
+    pub fn of(dev: &Device) -> Option<SeLayout> {
+        let p = |k: &str| dev.props.get(k).and_then(|&v| u32::try_from(v).ok());
+        let xccs = p("num_xcc")?;
+        let arrays = p("array_count")?;
+        let per_se = p("simd_arrays_per_engine")?;
+        if xccs <= 1 || per_se == 0 || arrays % per_se != 0 {
+            return None;
+        }
+        let ses = arrays / per_se;
+        if ses == 0 || ses % xccs != 0 {
+            return None;
+        }
+        Some(SeLayout {
+            xccs,
+            ses_per_xcc: ses / xccs,
+        })
+    }
+
+    /// (XCC, SE within that XCC) of stream `se`.
+    pub fn split(&self, se: u32) -> (u32, u32) {
+        (se / self.ses_per_xcc, se % self.ses_per_xcc)
+    }
+}
+
+/// A stream's display name: "XCC x · SE y" on a multi-XCC device, else "SE n".
+pub fn se_label(layout: Option<SeLayout>, se: u32) -> String {
+    match layout {
+        Some(l) => {
+            let (x, s) = l.split(se);
+            format!("XCC {x} · SE {s}")
+        }
+        None => format!("SE {se}"),
+    }
+}
+
 /// A timed range (CPU work, a copy, a kernel as seen by the host).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RangeEvent {
@@ -452,6 +500,11 @@ pub struct Profile {
 }
 
 impl Profile {
+    /// The XCC/SE split of device `device`'s SQTT streams (`None`: single XCC or unknown).
+    pub fn se_layout(&self, device: u32) -> Option<SeLayout> {
+        SeLayout::of(self.props_device(device)?)
+    }
+
     pub fn add_blob(&mut self, blob: Blob) -> BlobId {
         self.blobs.push(blob);
         BlobId((self.blobs.len() - 1) as u32)

@@ -181,6 +181,12 @@ pub struct SqttInfo {
     pub kern: i64,
     pub exec_tag: Option<i64>,
     pub se: u32,
+    /// Multi-XCC devices only: the XCC of stream `se` and the SE within it
+    /// ([`crate::model::SeLayout`]); absent on single-XCC devices.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub xcc: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub xcc_se: Option<u32>,
     pub itrace: bool,
     pub bytes: usize,
     pub sha256: String,
@@ -282,18 +288,23 @@ pub fn describe_with(
             .sqtt
             .iter()
             .enumerate()
-            .map(|(i, s)| SqttInfo {
-                device: dev_name(s.device),
-                kern: s.kern,
-                exec_tag: s.exec_tag,
-                se: s.se,
-                itrace: s.itrace,
-                bytes: profile.blob(s.blob).len(),
-                sha256: {
-                    let h = sha256_hex(profile.blob(s.blob));
-                    progress(i + 1, profile.sqtt.len());
-                    h
-                },
+            .map(|(i, s)| {
+                let split = profile.se_layout(s.device).map(|l| l.split(s.se));
+                SqttInfo {
+                    device: dev_name(s.device),
+                    kern: s.kern,
+                    exec_tag: s.exec_tag,
+                    se: s.se,
+                    xcc: split.map(|p| p.0),
+                    xcc_se: split.map(|p| p.1),
+                    itrace: s.itrace,
+                    bytes: profile.blob(s.blob).len(),
+                    sha256: {
+                        let h = sha256_hex(profile.blob(s.blob));
+                        progress(i + 1, profile.sqtt.len());
+                        h
+                    },
+                }
             })
             .collect(),
         pmc: profile

@@ -65,9 +65,12 @@ pub fn run(a: InfoArgs) -> Result<()> {
     for s in &info.sqtt {
         outln!(
             o,
-            "    kern {} se {:>2} itrace {:<5} {:>10} bytes sha256 {}",
+            "    kern {} {} itrace {:<5} {:>10} bytes sha256 {}",
             s.kern,
-            s.se,
+            match (s.xcc, s.xcc_se) {
+                (Some(x), Some(e)) => format!("se {:>2} XCC {x} · SE {e}", s.se),
+                _ => format!("se {:>2}", s.se),
+            },
             s.itrace,
             s.bytes,
             &s.sha256[..16]

@@ -29,6 +29,40 @@ pub struct StatsArgs {
     pub no_index: bool,
 }
 
+/// A stream of a multi-XCC device: `se` is the stream number (as in `itraced_ses`), `xcc`
+/// and `xcc_se` where it sits.
+#[derive(Serialize)]
+struct XccSe {
+    se: u32,
+    xcc: u32,
+    xcc_se: u32,
+}
+
+/// The kernel's XCC/SE split, its itraced streams named by it, and its error lines (the JSON
+/// keeps "SE n: ..." as before; the table names the XCC).
+fn xcc_names(
+    profile: &traces::model::Profile,
+    k: usize,
+    itraced: &[u32],
+    errors: &[(u32, String)],
+) -> (Option<Vec<XccSe>>, Vec<String>) {
+    let layout = profile.se_layout(profile.kernels[k].device);
+    let named = layout.map(|l| {
+        itraced
+            .iter()
+            .map(|&se| {
+                let (xcc, xcc_se) = l.split(se);
+                XccSe { se, xcc, xcc_se }
+            })
+            .collect()
+    });
+    let lines = errors
+        .iter()
+        .map(|(se, e)| format!("{}: {e}", traces::model::se_label(layout, *se)))
+        .collect();
+    (named, lines)
+}
+
 #[derive(Serialize)]
 struct KernelStats<'a> {
     kernel: String,
@@ -59,6 +93,12 @@ struct KernelStats<'a> {
     traced_waves: Traced<'a>,
     /// Performance counters of the run: totals and per-instance (SE/SA/WGP) samples.
     pmc: Vec<profiler_ui::data::PmcCounter>,
+    /// Multi-XCC devices only (absent otherwise): `itraced_ses` as XCC and SE.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    itraced_xcc_ses: Option<Vec<XccSe>>,
+    /// `errors` as the table prints them, streams named by XCC on multi-XCC devices.
+    #[serde(skip)]
+    error_lines: Vec<String>,
 }
 
 /// A kernel's traced waves: none (the plain table), or kernel `ki` of the profile, whose
@@ -137,17 +177,25 @@ pub fn run(a: StatsArgs) -> Result<()> {
             Ok(t) => (source::line_costs(&t, &instructions), None),
             Err(e) => (Vec::new(), Some(e)),
         };
+        let itraced_ses: Vec<u32> = ks.ses.iter().filter(|s| s.itrace).map(|s| s.se).collect();
+        let se_errors: Vec<(u32, String)> = ks
+            .ses
+            .iter()
+            .filter_map(|s| s.error.as_ref().map(|e| (s.se, e.to_string())))
+            .collect();
+        let (itraced_xcc_ses, error_lines) = xcc_names(&profile, k, &itraced_ses, &se_errors);
         out.push(KernelStats {
             kernel: ks.name.clone(),
             index: k,
             waves: ks.wave_count(),
-            itraced_ses: ks.ses.iter().filter(|s| s.itrace).map(|s| s.se).collect(),
+            itraced_ses,
             time_unit: ks.unit,
-            errors: ks
-                .ses
+            errors: se_errors
                 .iter()
-                .filter_map(|s| s.error.as_ref().map(|e| format!("SE {}: {e}", s.se)))
+                .map(|(se, e)| format!("SE {se}: {e}"))
                 .collect(),
+            itraced_xcc_ses,
+            error_lines,
             instructions,
             latency_split: splits.total,
             wave_latency: splits.waves,
@@ -182,11 +230,20 @@ pub fn run(a: StatsArgs) -> Result<()> {
     for k in &out {
         outln!(
             o,
-            "{} (kernel {}): {} waves, itraced SEs {:?}",
+            "{} (kernel {}): {} waves, itraced SEs {}",
             k.kernel,
             k.index,
             k.waves,
-            k.itraced_ses
+            match &k.itraced_xcc_ses {
+                Some(n) => format!(
+                    "[{}]",
+                    n.iter()
+                        .map(|x| format!("XCC {} · SE {}", x.xcc, x.xcc_se))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                None => format!("{:?}", k.itraced_ses),
+            }
         );
         outln!(
             o,
@@ -196,7 +253,7 @@ pub fn run(a: StatsArgs) -> Result<()> {
             k.latency_split.hidden_total(),
             k.latency_split.hidden_share() * 100.0
         );
-        for e in &k.errors {
+        for e in &k.error_lines {
             outln!(o, "  error: {e}");
         }
         for c in &k.pmc {
@@ -275,11 +332,16 @@ fn from_index<'a>(
         };
         let ses = v.ses(&e)?;
         let instructions = e.rows()?;
-        let itraced_ses = ses.iter().filter(|s| s.itrace).map(|s| s.se).collect();
-        let errors = ses
+        let itraced_ses: Vec<u32> = ses.iter().filter(|s| s.itrace).map(|s| s.se).collect();
+        let se_errors: Vec<(u32, String)> = ses
             .iter()
-            .filter_map(|s| s.error.map(|err| format!("SE {}: {err}", s.se)))
+            .filter_map(|s| s.error.map(|err| (s.se, err.to_string())))
             .collect();
+        let errors = se_errors
+            .iter()
+            .map(|(se, e)| format!("SE {se}: {e}"))
+            .collect();
+        let (itraced_xcc_ses, error_lines) = xcc_names(profile, k, &itraced_ses, &se_errors);
         let pmc = profiler_ui::data::pmc_counters(profile, k);
         let mut ks = KernelStats {
             kernel: profile.kernels[k].name.clone(),
@@ -298,6 +360,8 @@ fn from_index<'a>(
             source_error: None,
             traced_waves: Traced::None,
             pmc,
+            itraced_xcc_ses,
+            error_lines,
         };
         if !json {
             // Every SE's wave table (and the wave splits) is checked even unread: a damaged one

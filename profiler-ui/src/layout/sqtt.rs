@@ -497,6 +497,7 @@ mod tests {
             ],
             kernel_len: None,
             disasm: Default::default(),
+            se_layout: None,
         };
         let rows = SqttRows::build(&k);
         let want = by_definition(&k);

@@ -107,8 +107,11 @@ pub fn show_wave(ui: &mut Ui, kv: &KernelView) {
         return;
     };
     ui.strong(format!(
-        "Wave #{w} · SE {} · WGP {} · SIMD {} · slot {}",
-        s.se, wave.cu, wave.simd, wave.wave
+        "Wave #{w} · {} · WGP {} · SIMD {} · slot {}",
+        kv.data.se_name(s.se),
+        wave.cu,
+        wave.simd,
+        wave.wave
     ));
     ui.label(format!(
         "cycles {}..{} ({} cycles)",

@@ -84,8 +84,14 @@ pub fn show(ui: &mut Ui, kv: &KernelView) {
                     .iter()
                     .map(|s| {
                         format!(
-                            "SE{} {:.2} (peak {}, {} SIMDs)",
-                            s.se, s.mean_waves_per_simd, s.peak_waves_per_simd, s.simds
+                            "{} {:.2} (peak {}, {} SIMDs)",
+                            match kv.data.se_layout {
+                                Some(_) => kv.data.se_name(s.se),
+                                None => format!("SE{}", s.se),
+                            },
+                            s.mean_waves_per_simd,
+                            s.peak_waves_per_simd,
+                            s.simds
                         )
                     })
                     .collect();

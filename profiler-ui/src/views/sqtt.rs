@@ -13,6 +13,23 @@ use crate::layout::sqtt::{layout_frame, Cat, Frame, RowKind, SqttRows};
 use crate::layout::view::TimeView;
 
 pub const LABEL_W: f32 = 150.0;
+
+/// "32 SEs (8 XCCs × 4)" on a multi-XCC device, "6 SEs" otherwise.
+fn ses_phrase(layout: Option<traces::model::SeLayout>, n: usize) -> String {
+    match layout {
+        Some(l) => format!("{n} SEs ({} XCCs × {})", l.xccs, l.ses_per_xcc),
+        None => format!("{n} SEs"),
+    }
+}
+
+/// Row-label width: multi-XCC streams ("XCC 7 · SE 3, itrace") need more than "SE 5, itrace".
+pub fn label_width(k: &KernelSqtt) -> f32 {
+    if k.se_layout.is_some() {
+        LABEL_W + 40.0
+    } else {
+        LABEL_W
+    }
+}
 const OCC_H: f32 = 130.0;
 
 /// A kernel opened in the SQTT view, with everything derived from it.
@@ -102,11 +119,15 @@ pub fn occupancy(waves: &[(f64, f64)], max_points: usize) -> Vec<[f64; 2]> {
 
 /// The first frame of a kernel with a saved analysis index, while its detail is decoded: per
 /// SE, the active-wave overview the index holds.
-pub fn show_overview(ui: &mut Ui, k: &crate::data::IndexedKernel) {
+pub fn show_overview(
+    ui: &mut Ui,
+    k: &crate::data::IndexedKernel,
+    layout: Option<traces::model::SeLayout>,
+) {
     ui.label(format!(
-        "{} waves on {} SEs (saved analysis; decoding the detail)",
+        "{} waves on {} (saved analysis; decoding the detail)",
         k.waves,
-        k.ses.len()
+        ses_phrase(layout, k.ses.len())
     ));
     let (lo, hi) = k.x_range;
     let span = (hi - lo).max(1e-9);
@@ -117,8 +138,8 @@ pub fn show_overview(ui: &mut Ui, k: &crate::data::IndexedKernel) {
         .fold(1.0f64, f64::max);
     for s in &k.ses {
         ui.label(format!(
-            "SE {}{}",
-            s.se,
+            "{}{}",
+            traces::model::se_label(layout, s.se),
             if s.itrace { " (itrace)" } else { "" }
         ));
         let (rect, _) =
@@ -203,7 +224,7 @@ pub fn row_label(k: &KernelSqtt, kind: RowKind) -> String {
         RowKind::Se { se } => {
             let s = &k.ses[se];
             let it = if s.itrace { ", itrace" } else { "" };
-            format!("SE {}{it}", s.se)
+            format!("{}{it}", k.se_name(s.se))
         }
         RowKind::Cu { cu, .. } => format!("WGP {} SA {}", cu & 7, cu >> 3),
         RowKind::Wave { simd, slot, .. } => format!("SIMD {simd} · W{slot}"),
@@ -223,9 +244,9 @@ pub fn show(ui: &mut Ui, kv: &mut KernelView) -> bool {
     ui.horizontal(|ui| {
         ui.heading(&kv.data.name);
         ui.label(format!(
-            "{} waves on {} SEs · {} · time in {}",
+            "{} waves on {} · {} · time in {}",
             kv.data.wave_count(),
-            kv.data.ses.len(),
+            ses_phrase(kv.data.se_layout, kv.data.ses.len()),
             kv.data
                 .kernel_len
                 .map_or("duration unknown".into(), |l| format!(
@@ -241,21 +262,31 @@ pub fn show(ui: &mut Ui, kv: &mut KernelView) -> bool {
     });
     for s in &kv.data.ses {
         if let Some(e) = &s.error {
-            ui.colored_label(Color32::LIGHT_RED, format!("SE {}: {e}", s.se));
+            ui.colored_label(
+                Color32::LIGHT_RED,
+                format!("{}: {e}", kv.data.se_name(s.se)),
+            );
         }
         for w in s.analysis.warnings.iter().take(2) {
             ui.colored_label(
                 Color32::YELLOW,
-                format!("SE {} @nibble {}: {}", s.se, w.offset, w.message),
+                format!(
+                    "{} @nibble {}: {}",
+                    kv.data.se_name(s.se),
+                    w.offset,
+                    w.message
+                ),
             );
         }
     }
+    let label_w = label_width(&kv.data);
     // Occupancy over time per SE, linked to the wave view's window.
     let st = &mut kv.state;
     let occ = &kv.occupancy;
+    let layout = kv.data.se_layout;
     ui.allocate_ui(Vec2::new(ui.available_width(), OCC_H), |ui| {
         ui.horizontal(|ui| {
-            ui.add_space(LABEL_W - 60.0);
+            ui.add_space(label_w - 60.0);
             Plot::new("occupancy")
                 .height(OCC_H)
                 .legend(Legend::default().position(egui_plot::Corner::RightTop))
@@ -272,7 +303,11 @@ pub fn show(ui: &mut Ui, kv: &mut KernelView) -> bool {
                     pu.set_plot_bounds_x(st.view.start..=st.view.end);
                     for (se, pts) in occ {
                         pu.line(
-                            Line::new(format!("SE {se}"), PlotPoints::from(pts.clone())).width(1.5),
+                            Line::new(
+                                traces::model::se_label(layout, *se),
+                                PlotPoints::from(pts.clone()),
+                            )
+                            .width(1.5),
                         );
                     }
                 });
@@ -283,10 +318,10 @@ pub fn show(ui: &mut Ui, kv: &mut KernelView) -> bool {
     let resp = ui.allocate_rect(full, Sense::click_and_drag());
     let labels_rect = Rect::from_min_max(
         Pos2::new(full.left(), full.top() + RULER_H),
-        Pos2::new(full.left() + LABEL_W, full.bottom()),
+        Pos2::new(full.left() + label_w, full.bottom()),
     );
     let canvas = Rect::from_min_max(
-        Pos2::new(full.left() + LABEL_W, full.top() + RULER_H),
+        Pos2::new(full.left() + label_w, full.top() + RULER_H),
         full.max,
     );
     let ruler_rect = Rect::from_min_max(
@@ -349,7 +384,7 @@ pub fn show(ui: &mut Ui, kv: &mut KernelView) -> bool {
             );
             let lr = Rect::from_min_max(
                 Pos2::new(full.left(), y),
-                Pos2::new(full.left() + LABEL_W, y + h),
+                Pos2::new(full.left() + label_w, y + h),
             )
             .intersect(labels_rect);
             if lr.height() > 0.0 {
@@ -425,9 +460,14 @@ pub fn show(ui: &mut Ui, kv: &mut KernelView) -> bool {
             if r.width() >= 4.0 && a11y > 0 {
                 a11y -= 1;
                 let wave = &kv.data.ses[se].analysis.waves[w as usize];
+                let n = kv.data.ses[se].se;
+                let unit = match kv.data.se_layout.map(|l| l.split(n)) {
+                    Some((x, e)) => format!("XCC{x} SE{e}"),
+                    None => format!("SE{n}"),
+                };
                 let label = format!(
-                    "wave SE{} CU{} SIMD{} W{} #{w}",
-                    kv.data.ses[se].se, wave.cu, wave.simd, wave.wave
+                    "wave {unit} CU{} SIMD{} W{} #{w}",
+                    wave.cu, wave.simd, wave.wave
                 );
                 let wr = ui.interact(r, ui.scope_id().with(("wave", se, w)), Sense::click());
                 wr.widget_info(|| egui::WidgetInfo::labeled(egui::Role::Button, true, &label));
@@ -499,8 +539,8 @@ fn wave_tooltip(k: &KernelSqtt, se: usize, w: u32, fmt: &dyn Fn(f64) -> String) 
     };
     let (a, b) = s.wave_x.get(w as usize).copied().unwrap_or_default();
     format!(
-        "wave #{w} · SE {} WGP {} SIMD {} slot {}\nstart {} · length {} ({} cycles)\n{} instruction tokens",
-        s.se,
+        "wave #{w} · {} WGP {} SIMD {} slot {}\nstart {} · length {} ({} cycles)\n{} instruction tokens",
+        k.se_name(s.se),
         wave.cu,
         wave.simd,
         wave.wave,
