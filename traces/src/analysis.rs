@@ -298,6 +298,65 @@ fn analyze_kernel_impl(
     token_x: bool,
     wave_x: bool,
 ) -> Option<KernelSqtt> {
+    analyze_kernel_clocked(p, ki, progress, opts, token_x, wave_x, false).map(|(k, _)| k)
+}
+
+/// How one SE's cycles become x: what `SeTrace::wave_x` holds, for a caller that computes it
+/// one SE at a time instead of keeping every SE's ([`analyze_kernel_index`]).
+pub struct SeClock {
+    map: Option<sqtt::TimeMap>,
+    micros: bool,
+    origin_us: f64,
+}
+
+impl SeClock {
+    /// Each wave's (start, end) x, exactly as [`SeTrace::wave_x`] would hold them.
+    pub fn wave_x(&self, waves: &[sqtt::waves::Wave]) -> Vec<(f64, f64)> {
+        match (&self.map, self.micros) {
+            (Some(m), true) => {
+                // The same hinted conversion, in the same order, as `SeTrace::build`.
+                let mut h = [0usize; 2];
+                let mut x = |c: i64| {
+                    m.us_hinted2(c, &mut h)
+                        .map_or(0.0, |us| us - self.origin_us)
+                };
+                waves.iter().map(|w| (x(w.start), x(w.end))).collect()
+            }
+            _ => waves
+                .iter()
+                .map(|w| (w.start as f64, w.end as f64))
+                .collect(),
+        }
+    }
+}
+
+/// What the analysis index needs of kernel `ki` (`wavescope index`): [`analyze_kernel_table`]
+/// with each SE's waves and tokens shrunk to their length once decoded (growth capacity is
+/// most of a large capture's memory otherwise) and, instead of every SE's `wave_x` at once,
+/// each SE's clock, so the index writer computes one SE's x at a time.
+pub fn analyze_kernel_index(p: &Profile, ki: usize) -> Option<(KernelSqtt, Vec<SeClock>)> {
+    analyze_kernel_clocked(
+        p,
+        ki,
+        &|_, _| {},
+        KernelOptions { detail: false },
+        false,
+        false,
+        true,
+    )
+}
+
+/// [`analyze_kernel_impl`] that also returns each SE's clock (in `ses` order); `compact`
+/// shrinks each SE's waves and tokens to their length as soon as it is decoded.
+fn analyze_kernel_clocked(
+    p: &Profile,
+    ki: usize,
+    progress: &(dyn Fn(usize, usize) + Sync),
+    opts: KernelOptions,
+    token_x: bool,
+    wave_x: bool,
+    compact: bool,
+) -> Option<(KernelSqtt, Vec<SeClock>)> {
     use rayon::prelude::*;
     let k = p.kernels.get(ki)?;
     let target = p.props_device(k.device).and_then(|d| d.target());
@@ -331,6 +390,13 @@ fn analyze_kernel_impl(
                 _ => sqtt::analyze_with_progress(blob, target, ao, &mut release).map(|a| (a, None)),
             };
             release(blob.len());
+            let r = r.map(|(mut a, m)| {
+                if compact {
+                    a.waves.shrink_to_fit();
+                    a.tokens.shrink_to_fit();
+                }
+                (a, m)
+            });
             let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
             progress(n, streams.len());
             match r {
@@ -379,7 +445,13 @@ fn analyze_kernel_impl(
         _ => None,
     };
     let mut ses = Vec::new();
+    let mut clocks = Vec::new();
     for ((s, a), m) in streams.iter().zip(analyses).zip(&maps) {
+        clocks.push(SeClock {
+            map: m.clone(),
+            micros: unit == XUnit::Micros,
+            origin_us,
+        });
         match a {
             Ok(a) => {
                 let st = match (m, unit) {
@@ -455,15 +527,21 @@ fn analyze_kernel_impl(
             }
         }
     }
-    ses.sort_by_key(|s| s.se);
-    Some(KernelSqtt {
-        kernel: ki,
-        name: k.name.clone(),
-        unit,
-        ses,
-        kernel_len,
-        disasm,
-    })
+    // Stable, as before; the clocks follow their SEs.
+    let mut pairs: Vec<(SeTrace, SeClock)> = ses.into_iter().zip(clocks).collect();
+    pairs.sort_by_key(|(s, _)| s.se);
+    let (ses, clocks): (Vec<_>, Vec<_>) = pairs.into_iter().unzip();
+    Some((
+        KernelSqtt {
+            kernel: ki,
+            name: k.name.clone(),
+            unit,
+            ses,
+            kernel_len,
+            disasm,
+        },
+        clocks,
+    ))
 }
 
 /// Short display name of a token.

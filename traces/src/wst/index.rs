@@ -151,6 +151,47 @@ impl KernelRecord {
     }
 }
 
+impl KernelRecord {
+    /// [`KernelRecord::from_analysis`] of an analysis without `wave_x`
+    /// ([`crate::analysis::analyze_kernel_index`]): each SE's x comes from its clock.
+    fn from_clocked(
+        k: &KernelSqtt,
+        clocks: &[crate::analysis::SeClock],
+        rows: &[InstStat],
+        splits: &KernelSplits,
+    ) -> Self {
+        let src = KernelSrc::Analysis {
+            k,
+            clocks,
+            rows,
+            splits,
+        };
+        let mut seen = (f64::INFINITY, f64::NEG_INFINITY);
+        let ses = (0..k.ses.len())
+            .map(|i| {
+                let s = &k.ses[i];
+                SeRecord {
+                    se: s.se,
+                    itrace: s.itrace,
+                    error: s.error.clone(),
+                    waves: s.analysis.waves.iter().map(wave_rec).collect(),
+                    overview: src.overview(i, &mut seen).into_owned(),
+                }
+            })
+            .collect();
+        KernelRecord {
+            kernel: k.kernel as u32,
+            unit: k.unit,
+            kernel_len: k.kernel_len,
+            x_range: src.x_range(seen),
+            latency: splits.total,
+            ses,
+            rows: rows.to_vec(),
+            wave_splits: splits.waves.clone(),
+        }
+    }
+}
+
 fn wave_rec(w: &crate::sqtt::waves::Wave) -> WaveRec {
     WaveRec {
         start: w.start,
@@ -170,6 +211,8 @@ enum KernelSrc<'a> {
     Record(&'a KernelRecord),
     Analysis {
         k: &'a KernelSqtt,
+        /// Each SE's clock: `k`'s SEs carry no `wave_x`, it is computed one SE at a time.
+        clocks: &'a [crate::analysis::SeClock],
         rows: &'a [InstStat],
         splits: &'a KernelSplits,
     },
@@ -194,10 +237,19 @@ impl KernelSrc<'_> {
             KernelSrc::Analysis { k, .. } => k.kernel_len,
         }
     }
-    fn x_range(&self) -> (f64, f64) {
+    /// `seen`: the (lowest, highest) x of the waves [`KernelSrc::overview`] went over, which
+    /// is every wave once each SE's overview is written.
+    fn x_range(&self, seen: (f64, f64)) -> (f64, f64) {
         match self {
             KernelSrc::Record(r) => r.x_range,
-            KernelSrc::Analysis { k, .. } => k.x_range(),
+            // As `KernelSqtt::x_range` over every SE's `wave_x`.
+            KernelSrc::Analysis { k, .. } => {
+                if seen.0 > seen.1 {
+                    (0.0, k.kernel_len.unwrap_or(1.0).max(1e-3))
+                } else {
+                    seen
+                }
+            }
         }
     }
     fn latency(&self) -> LatencySplit {
@@ -252,13 +304,24 @@ impl KernelSrc<'_> {
                 .try_for_each(|w| f(wave_rec(w))),
         }
     }
-    /// SE `i`'s active-wave overview (computed here from the analysis: one SE at a time).
-    fn overview(&self, i: usize) -> std::borrow::Cow<'_, [[f64; 2]]> {
+    /// SE `i`'s active-wave overview (computed here from the analysis: one SE's x at a time),
+    /// widening `seen` to its waves' x.
+    fn overview(&self, i: usize, seen: &mut (f64, f64)) -> std::borrow::Cow<'_, [[f64; 2]]> {
         match self {
             KernelSrc::Record(r) => std::borrow::Cow::Borrowed(&r.ses[i].overview),
-            KernelSrc::Analysis { k, .. } => std::borrow::Cow::Owned(
-                crate::analysis::occupancy::active_waves(&k.ses[i].wave_x, OVERVIEW_POINTS),
-            ),
+            KernelSrc::Analysis { k, clocks, .. } => {
+                let x = clocks
+                    .get(i)
+                    .map_or_else(Vec::new, |c| c.wave_x(&k.ses[i].analysis.waves));
+                for &(a, b) in &x {
+                    seen.0 = seen.0.min(a);
+                    seen.1 = seen.1.max(b);
+                }
+                std::borrow::Cow::Owned(crate::analysis::occupancy::active_waves(
+                    &x,
+                    OVERVIEW_POINTS,
+                ))
+            }
         }
     }
 }
@@ -268,8 +331,8 @@ impl KernelSrc<'_> {
 /// [`crate::wst::write_file_index_streamed`] encodes each kernel as it is analysed instead.
 pub fn build(p: &crate::model::Profile, progress: &dyn Fn(usize, usize)) -> Vec<KernelRecord> {
     let mut out = Vec::new();
-    each_kernel(p, progress, &mut |a, rows, splits| {
-        out.push(KernelRecord::from_analysis(a, rows, splits));
+    each_kernel(p, progress, &mut |a, clocks, rows, splits| {
+        out.push(KernelRecord::from_clocked(a, clocks, rows, splits));
         Ok(())
     })
     .unwrap_or_default();
@@ -282,8 +345,13 @@ pub fn kernel_count(p: &crate::model::Profile) -> usize {
 }
 
 /// What [`each_kernel`] hands each analysed kernel to: its analysis, table and splits.
-type KernelSink<'a> =
-    dyn FnMut(&KernelSqtt, &[InstStat], &KernelSplits) -> std::io::Result<()> + 'a;
+type KernelSink<'a> = dyn FnMut(
+        &KernelSqtt,
+        &[crate::analysis::SeClock],
+        &[InstStat],
+        &KernelSplits,
+    ) -> std::io::Result<()>
+    + 'a;
 
 /// Analyses each kernel with SQTT data and hands its analysis, table and splits to `f`, one
 /// kernel alive at a time.
@@ -295,11 +363,10 @@ fn each_kernel(
     let ks = crate::analysis::kernels_with_sqtt(p);
     for (i, &k) in ks.iter().enumerate() {
         // The index keeps waves, their x and the table: none of the per-token detail.
-        let opts = crate::analysis::KernelOptions { detail: false };
-        if let Some(a) = crate::analysis::analyze_kernel_with(p, k, &|_, _| {}, opts) {
+        if let Some((a, clocks)) = crate::analysis::analyze_kernel_index(p, k) {
             let splits = crate::analysis::hidden::kernel_splits(&a);
             let rows = crate::analysis::inst_stats_with(&a, &splits);
-            f(&a, &rows, &splits)?;
+            f(&a, &clocks, &rows, &splits)?;
         }
         progress(i + 1, ks.len());
     }
@@ -313,8 +380,13 @@ pub fn build_into<W: Write + Seek>(
     p: &crate::model::Profile,
     progress: &dyn Fn(usize, usize),
 ) -> std::io::Result<()> {
-    each_kernel(p, progress, &mut |k, rows, splits| {
-        w.add_src(&KernelSrc::Analysis { k, rows, splits })
+    each_kernel(p, progress, &mut |k, clocks, rows, splits| {
+        w.add_src(&KernelSrc::Analysis {
+            k,
+            clocks,
+            rows,
+            splits,
+        })
     })
 }
 
@@ -481,6 +553,7 @@ impl<W: Write + Seek> IndexWriter<W> {
         let mut ses = Vec::with_capacity(k.se_count() * SE_LEN);
         let mut waves_total = 0usize;
         let mut rec = Vec::with_capacity(WAVE_LEN);
+        let mut seen = (f64::INFINITY, f64::NEG_INFINITY);
         for i in 0..k.se_count() {
             let (se, itrace, error, count) = k.se(i);
             let mut wt = self.begin()?;
@@ -498,7 +571,7 @@ impl<W: Write + Seek> IndexWriter<W> {
             debug_assert_eq!(wt.count, count);
             waves_total += wt.count;
             let wref = wt.reference();
-            let overview = k.overview(i);
+            let overview = k.overview(i, &mut seen);
             let mut steps = Vec::with_capacity(overview.len() * STEP_LEN);
             for p in overview.iter() {
                 put_f64(&mut steps, p[0]);
@@ -576,7 +649,7 @@ impl<W: Write + Seek> IndexWriter<W> {
         put_u32(d, u32::from(k.kernel_len().is_some()));
         put_u32(d, k.se_count() as u32);
         put_f64(d, k.kernel_len().unwrap_or(0.0));
-        let (lo, hi) = k.x_range();
+        let (lo, hi) = k.x_range(seen);
         put_f64(d, lo);
         put_f64(d, hi);
         put_u64(d, waves_total as u64);
