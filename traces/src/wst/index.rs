@@ -359,7 +359,7 @@ impl KernelSrc<'_> {
 /// wave records in an unnamed temporary file: writing the index holds one SE's waves at a time
 /// instead of every SE's (the SEs' tables go out in order, and each one's overview needs the
 /// kernel-wide clock that only exists once every SE is decoded).
-pub struct Spill {
+struct Spill {
     file: std::fs::File,
     count: usize,
 }
