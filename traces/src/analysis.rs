@@ -306,6 +306,84 @@ fn analyze_kernel_impl(
     token_x: bool,
     wave_x: bool,
 ) -> Option<KernelSqtt> {
+    analyze_kernel_clocked::<()>(p, ki, progress, opts, token_x, wave_x, false, None)
+        .map(|(k, _, _)| k)
+}
+
+/// Where [`analyze_kernel_index`] hands the waves of an SE without instruction tokens as soon
+/// as it is decoded (the index writes them out; nothing else of the analysis reads them):
+/// `Some` takes them, and the SE's `analysis.waves` is left empty; `None` keeps them.
+pub type WaveSpill<'a, T> = dyn Fn(&[sqtt::waves::Wave]) -> Option<T> + Sync + 'a;
+
+/// How one SE's cycles become x: what `SeTrace::wave_x` holds, for a caller that computes it
+/// one SE at a time instead of keeping every SE's ([`analyze_kernel_index`]).
+pub struct SeClock {
+    map: Option<sqtt::TimeMap>,
+    micros: bool,
+    origin_us: f64,
+}
+
+impl SeClock {
+    /// Each wave's (start, end) x, exactly as [`SeTrace::wave_x`] would hold them.
+    pub fn wave_x(&self, waves: &[sqtt::waves::Wave]) -> Vec<(f64, f64)> {
+        self.x_of(waves.iter().map(|w| (w.start, w.end)))
+    }
+
+    /// [`SeClock::wave_x`] of (start, end) cycles, in wave order.
+    pub fn x_of(&self, spans: impl Iterator<Item = (i64, i64)>) -> Vec<(f64, f64)> {
+        match (&self.map, self.micros) {
+            (Some(m), true) => {
+                // The same hinted conversion, in the same order, as `SeTrace::build`.
+                let mut h = [0usize; 2];
+                let mut x = |c: i64| {
+                    m.us_hinted2(c, &mut h)
+                        .map_or(0.0, |us| us - self.origin_us)
+                };
+                spans.map(|(a, b)| (x(a), x(b))).collect()
+            }
+            _ => spans.map(|(a, b)| (a as f64, b as f64)).collect(),
+        }
+    }
+}
+
+/// What the analysis index needs of kernel `ki` (`wavescope index`): [`analyze_kernel_table`]
+/// with each SE's waves and tokens shrunk to their length once decoded (growth capacity is
+/// most of a large capture's memory otherwise) and, instead of every SE's `wave_x` at once,
+/// each SE's clock, so the index writer computes one SE's x at a time.
+/// `spill`, when given, takes the waves of each SE without tokens as it is decoded (returned
+/// in `ses` order, `None` where kept), so only the SEs being decoded hold their waves.
+#[allow(clippy::type_complexity)]
+pub fn analyze_kernel_index<T: Send>(
+    p: &Profile,
+    ki: usize,
+    spill: Option<&WaveSpill<'_, T>>,
+) -> Option<(KernelSqtt, Vec<SeClock>, Vec<Option<T>>)> {
+    analyze_kernel_clocked(
+        p,
+        ki,
+        &|_, _| {},
+        KernelOptions { detail: false },
+        false,
+        false,
+        true,
+        spill,
+    )
+}
+
+/// [`analyze_kernel_impl`] that also returns each SE's clock (in `ses` order); `compact`
+/// shrinks each SE's waves and tokens to their length as soon as it is decoded; `spill` as in
+/// [`analyze_kernel_index`].
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn analyze_kernel_clocked<T: Send>(
+    p: &Profile,
+    ki: usize,
+    progress: &(dyn Fn(usize, usize) + Sync),
+    opts: KernelOptions,
+    token_x: bool,
+    wave_x: bool,
+    compact: bool,
+    spill: Option<&WaveSpill<'_, T>>,
+) -> Option<(KernelSqtt, Vec<SeClock>, Vec<Option<T>>)> {
     use rayon::prelude::*;
     let k = p.kernels.get(ki)?;
     let target = p.props_device(k.device).and_then(|d| d.target());
@@ -318,7 +396,13 @@ fn analyze_kernel_impl(
         .and_then(|elf| crate::isa::CodeObject::parse_with_target(p.blob(elf), target).ok());
     let done = std::sync::atomic::AtomicUsize::new(0);
     // One decode per SE: an itraced RDNA SE is mapped in the same pass that analyses it.
-    let results: Vec<(Result<BlobAnalysis, String>, Option<crate::pipeline::SeMap>)> = streams
+    #[allow(clippy::type_complexity)]
+    let results: Vec<(
+        Result<BlobAnalysis, String>,
+        Option<crate::pipeline::SeMap>,
+        Option<i64>,
+        Option<T>,
+    )> = streams
         .par_iter()
         .map(|s| {
             let blob = p.blob(s.blob);
@@ -339,15 +423,46 @@ fn analyze_kernel_impl(
                 _ => sqtt::analyze_with_progress(blob, target, ao, &mut release).map(|a| (a, None)),
             };
             release(blob.len());
+            let r = r.map(|(mut a, m)| {
+                if compact {
+                    a.waves.shrink_to_fit();
+                    a.tokens.shrink_to_fit();
+                }
+                (a, m)
+            });
+            // The origin needs each SE's first wave, spilled or not.
+            let first = r
+                .as_ref()
+                .ok()
+                .and_then(|(a, _)| a.waves.first().map(|w| w.start));
+            let mut spilled = None;
+            let r = r.map(|(mut a, m)| {
+                if let Some(f) = spill.filter(|_| a.tokens.is_empty()) {
+                    spilled = f(&a.waves);
+                    if spilled.is_some() {
+                        a.waves = Vec::new();
+                    }
+                }
+                (a, m)
+            });
             let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
             progress(n, streams.len());
             match r {
-                Ok((a, m)) => (Ok(a), m),
-                Err(e) => (Err(e.to_string()), None),
+                Ok((a, m)) => (Ok(a), m, first, spilled),
+                Err(e) => (Err(e.to_string()), None, None, None),
             }
         })
         .collect();
-    let (analyses, se_maps): (Vec<_>, Vec<_>) = results.into_iter().unzip();
+    let mut analyses = Vec::with_capacity(results.len());
+    let mut se_maps = Vec::with_capacity(results.len());
+    let mut firsts = Vec::with_capacity(results.len());
+    let mut spills = Vec::with_capacity(results.len());
+    for (a, m, f, sp) in results {
+        analyses.push(a);
+        se_maps.push(m);
+        firsts.push(f);
+        spills.push(sp);
+    }
     let empty = BlobAnalysis::default();
     let refs: Vec<&BlobAnalysis> = analyses
         .iter()
@@ -370,9 +485,9 @@ fn analyze_kernel_impl(
         Some(t) => t as f64 / 100.0,
         None => {
             let mut lo = f64::INFINITY;
-            for (m, a) in maps.iter().zip(&refs) {
-                if let (Some(m), Some(w)) = (m, a.waves.first()) {
-                    lo = lo.min(m.us(w.start).unwrap_or(f64::INFINITY));
+            for (m, first) in maps.iter().zip(&firsts) {
+                if let (Some(m), Some(start)) = (m, first) {
+                    lo = lo.min(m.us(*start).unwrap_or(f64::INFINITY));
                 }
             }
             if lo.is_finite() {
@@ -387,7 +502,13 @@ fn analyze_kernel_impl(
         _ => None,
     };
     let mut ses = Vec::new();
+    let mut clocks = Vec::new();
     for ((s, a), m) in streams.iter().zip(analyses).zip(&maps) {
+        clocks.push(SeClock {
+            map: m.clone(),
+            micros: unit == XUnit::Micros,
+            origin_us,
+        });
         match a {
             Ok(a) => {
                 let st = match (m, unit) {
@@ -463,16 +584,35 @@ fn analyze_kernel_impl(
             }
         }
     }
-    ses.sort_by_key(|s| s.se);
-    Some(KernelSqtt {
-        kernel: ki,
-        name: k.name.clone(),
-        unit,
-        ses,
-        kernel_len,
-        disasm,
-        se_layout: p.se_layout(k.device),
-    })
+    // Stable, as before; the clocks follow their SEs.
+    let mut all: Vec<(SeTrace, SeClock, Option<T>)> = ses
+        .into_iter()
+        .zip(clocks)
+        .zip(spills)
+        .map(|((s, c), sp)| (s, c, sp))
+        .collect();
+    all.sort_by_key(|(s, _, _)| s.se);
+    let mut ses = Vec::with_capacity(all.len());
+    let mut clocks = Vec::with_capacity(all.len());
+    let mut spills = Vec::with_capacity(all.len());
+    for (s, c, sp) in all {
+        ses.push(s);
+        clocks.push(c);
+        spills.push(sp);
+    }
+    Some((
+        KernelSqtt {
+            kernel: ki,
+            name: k.name.clone(),
+            unit,
+            ses,
+            kernel_len,
+            disasm,
+            se_layout: p.se_layout(k.device),
+        },
+        clocks,
+        spills,
+    ))
 }
 
 /// Short display name of a token.

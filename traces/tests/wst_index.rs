@@ -255,6 +255,7 @@ fn a_damaged_wave_split_table_is_reported_when_read() {
 fn streamed_index_file_equals_the_one_built_from_records() {
     let tmp = tempfile::tempdir().unwrap();
     let mut seen = 0;
+    let mut spilled_ses = 0;
     for dir in capture_dirs() {
         let (_, p) = traces::open::open_path(&dir.join("profile.pkl")).unwrap();
         let path = tmp.path().join("streamed.wst");
@@ -268,7 +269,21 @@ fn streamed_index_file_equals_the_one_built_from_records() {
             dir.display()
         );
         assert!(wst::read_index(&streamed).unwrap().is_some());
+        // SEs with waves but no instruction tokens are the ones whose waves the streamed
+        // writer spills to a temporary file: count them so the spill path is known exercised.
+        for k in kernels_with_sqtt(&p) {
+            let a = analyze_kernel_par(&p, k, &|_, _| {}).unwrap();
+            spilled_ses += a
+                .ses
+                .iter()
+                .filter(|s| s.analysis.tokens.is_empty() && !s.analysis.waves.is_empty())
+                .count();
+        }
         seen += 1;
     }
     assert!(seen > 0, "no capture directories");
+    assert!(
+        spilled_ses > 0,
+        "no capture has an SE whose waves are spilled"
+    );
 }

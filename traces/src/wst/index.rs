@@ -151,6 +151,52 @@ impl KernelRecord {
     }
 }
 
+impl KernelRecord {
+    /// [`KernelRecord::from_analysis`] of an analysis without `wave_x`
+    /// ([`crate::analysis::analyze_kernel_index`]): each SE's x comes from its clock.
+    fn from_clocked(
+        k: &KernelSqtt,
+        clocks: &[crate::analysis::SeClock],
+        rows: &[InstStat],
+        splits: &KernelSplits,
+    ) -> Self {
+        let src = KernelSrc::Analysis {
+            k,
+            clocks,
+            spilled: &[],
+            rows,
+            splits,
+        };
+        let mut seen = (f64::INFINITY, f64::NEG_INFINITY);
+        let ses = (0..k.ses.len())
+            .map(|i| {
+                let s = &k.ses[i];
+                SeRecord {
+                    se: s.se,
+                    itrace: s.itrace,
+                    error: s.error.clone(),
+                    waves: s.analysis.waves.iter().map(wave_rec).collect(),
+                    // Without spills the overview reads no file.
+                    overview: src
+                        .overview(i, &mut seen)
+                        .map(|o| o.into_owned())
+                        .unwrap_or_default(),
+                }
+            })
+            .collect();
+        KernelRecord {
+            kernel: k.kernel as u32,
+            unit: k.unit,
+            kernel_len: k.kernel_len,
+            x_range: src.x_range(seen),
+            latency: splits.total,
+            ses,
+            rows: rows.to_vec(),
+            wave_splits: splits.waves.clone(),
+        }
+    }
+}
+
 fn wave_rec(w: &crate::sqtt::waves::Wave) -> WaveRec {
     WaveRec {
         start: w.start,
@@ -170,6 +216,10 @@ enum KernelSrc<'a> {
     Record(&'a KernelRecord),
     Analysis {
         k: &'a KernelSqtt,
+        /// Each SE's clock: `k`'s SEs carry no `wave_x`, it is computed one SE at a time.
+        clocks: &'a [crate::analysis::SeClock],
+        /// SE `i`'s waves when the analysis handed them to a [`Spill`] (`k` then has none).
+        spilled: &'a [Option<Spill>],
         rows: &'a [InstStat],
         splits: &'a KernelSplits,
     },
@@ -194,10 +244,19 @@ impl KernelSrc<'_> {
             KernelSrc::Analysis { k, .. } => k.kernel_len,
         }
     }
-    fn x_range(&self) -> (f64, f64) {
+    /// `seen`: the (lowest, highest) x of the waves [`KernelSrc::overview`] went over, which
+    /// is every wave once each SE's overview is written.
+    fn x_range(&self, seen: (f64, f64)) -> (f64, f64) {
         match self {
             KernelSrc::Record(r) => r.x_range,
-            KernelSrc::Analysis { k, .. } => k.x_range(),
+            // As `KernelSqtt::x_range` over every SE's `wave_x`.
+            KernelSrc::Analysis { k, .. } => {
+                if seen.0 > seen.1 {
+                    (0.0, k.kernel_len.unwrap_or(1.0).max(1e-3))
+                } else {
+                    seen
+                }
+            }
         }
     }
     fn latency(&self) -> LatencySplit {
@@ -231,9 +290,13 @@ impl KernelSrc<'_> {
                 let s = &r.ses[i];
                 (s.se, s.itrace, s.error.as_deref(), s.waves.len())
             }
-            KernelSrc::Analysis { k, .. } => {
+            KernelSrc::Analysis { k, spilled, .. } => {
                 let s = &k.ses[i];
-                (s.se, s.itrace, s.error.as_deref(), s.analysis.waves.len())
+                let n = match spilled.get(i) {
+                    Some(Some(sp)) => sp.count,
+                    _ => s.analysis.waves.len(),
+                };
+                (s.se, s.itrace, s.error.as_deref(), n)
             }
         }
     }
@@ -245,22 +308,119 @@ impl KernelSrc<'_> {
     ) -> std::io::Result<()> {
         match self {
             KernelSrc::Record(r) => r.ses[i].waves.iter().try_for_each(|w| f(*w)),
-            KernelSrc::Analysis { k, .. } => k.ses[i]
-                .analysis
-                .waves
-                .iter()
-                .try_for_each(|w| f(wave_rec(w))),
+            KernelSrc::Analysis { k, spilled, .. } => match spilled.get(i) {
+                Some(Some(sp)) => sp.each(f),
+                _ => k.ses[i]
+                    .analysis
+                    .waves
+                    .iter()
+                    .try_for_each(|w| f(wave_rec(w))),
+            },
         }
     }
-    /// SE `i`'s active-wave overview (computed here from the analysis: one SE at a time).
-    fn overview(&self, i: usize) -> std::borrow::Cow<'_, [[f64; 2]]> {
-        match self {
+    /// SE `i`'s active-wave overview (computed here from the analysis: one SE's x at a time),
+    /// widening `seen` to its waves' x.
+    fn overview(
+        &self,
+        i: usize,
+        seen: &mut (f64, f64),
+    ) -> std::io::Result<std::borrow::Cow<'_, [[f64; 2]]>> {
+        Ok(match self {
             KernelSrc::Record(r) => std::borrow::Cow::Borrowed(&r.ses[i].overview),
-            KernelSrc::Analysis { k, .. } => std::borrow::Cow::Owned(
-                crate::analysis::occupancy::active_waves(&k.ses[i].wave_x, OVERVIEW_POINTS),
-            ),
-        }
+            KernelSrc::Analysis {
+                k, clocks, spilled, ..
+            } => {
+                let x = match (clocks.get(i), spilled.get(i)) {
+                    (None, _) => Vec::new(),
+                    (Some(c), Some(Some(sp))) => {
+                        let mut spans = Vec::with_capacity(sp.count);
+                        sp.each(&mut |w| {
+                            spans.push((w.start, w.end));
+                            Ok(())
+                        })?;
+                        c.x_of(spans.into_iter())
+                    }
+                    (Some(c), _) => c.wave_x(&k.ses[i].analysis.waves),
+                };
+                for &(a, b) in &x {
+                    seen.0 = seen.0.min(a);
+                    seen.1 = seen.1.max(b);
+                }
+                std::borrow::Cow::Owned(crate::analysis::occupancy::active_waves(
+                    &x,
+                    OVERVIEW_POINTS,
+                ))
+            }
+        })
     }
+}
+
+/// An SE's waves the analysis handed off as soon as it was decoded, encoded as the index's
+/// wave records in an unnamed temporary file: writing the index holds one SE's waves at a time
+/// instead of every SE's (the SEs' tables go out in order, and each one's overview needs the
+/// kernel-wide clock that only exists once every SE is decoded).
+struct Spill {
+    file: std::fs::File,
+    count: usize,
+}
+
+impl Spill {
+    /// Encodes `waves` to a temporary file; `None` (the waves stay in memory) if it fails.
+    fn new(waves: &[crate::sqtt::waves::Wave]) -> Option<Spill> {
+        let mut file = tempfile::tempfile().ok()?;
+        {
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, &mut file);
+            let mut rec = Vec::with_capacity(WAVE_LEN);
+            for w in waves {
+                rec.clear();
+                encode_wave(&mut rec, &wave_rec(w));
+                out.write_all(&rec).ok()?;
+            }
+            out.flush().ok()?;
+        }
+        Some(Spill {
+            file,
+            count: waves.len(),
+        })
+    }
+
+    /// Calls `f` with each wave, in order.
+    fn each(&self, f: &mut dyn FnMut(WaveRec) -> std::io::Result<()>) -> std::io::Result<()> {
+        use std::io::Read;
+        let mut file = &self.file;
+        file.seek(SeekFrom::Start(0))?;
+        let mut r = std::io::BufReader::with_capacity(1 << 16, file);
+        let mut b = [0u8; WAVE_LEN];
+        for _ in 0..self.count {
+            r.read_exact(&mut b)?;
+            let le8 = |o: usize| {
+                let mut v = [0u8; 8];
+                v.copy_from_slice(&b[o..o + 8]);
+                v
+            };
+            f(WaveRec {
+                start: i64::from_le_bytes(le8(0)),
+                end: i64::from_le_bytes(le8(8)),
+                start_offset: u64::from_le_bytes(le8(16)),
+                cu: u16::from_le_bytes([b[24], b[25]]),
+                simd: b[26],
+                slot: b[27],
+                insts: u32::from_le_bytes([b[28], b[29], b[30], b[31]]),
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// One wave record of the index (`WAVE_LEN` bytes).
+fn encode_wave(rec: &mut Vec<u8>, w: &WaveRec) {
+    put_i64(rec, w.start);
+    put_i64(rec, w.end);
+    put_u64(rec, w.start_offset);
+    rec.extend_from_slice(&w.cu.to_le_bytes());
+    rec.push(w.simd);
+    rec.push(w.slot);
+    put_u32(rec, w.insts);
 }
 
 /// Analyses every kernel with SQTT data of `p` and returns its index records; `progress` gets
@@ -268,8 +428,8 @@ impl KernelSrc<'_> {
 /// [`crate::wst::write_file_index_streamed`] encodes each kernel as it is analysed instead.
 pub fn build(p: &crate::model::Profile, progress: &dyn Fn(usize, usize)) -> Vec<KernelRecord> {
     let mut out = Vec::new();
-    each_kernel(p, progress, &mut |a, rows, splits| {
-        out.push(KernelRecord::from_analysis(a, rows, splits));
+    each_kernel(p, progress, false, &mut |a, clocks, _, rows, splits| {
+        out.push(KernelRecord::from_clocked(a, clocks, rows, splits));
         Ok(())
     })
     .unwrap_or_default();
@@ -282,24 +442,33 @@ pub fn kernel_count(p: &crate::model::Profile) -> usize {
 }
 
 /// What [`each_kernel`] hands each analysed kernel to: its analysis, table and splits.
-type KernelSink<'a> =
-    dyn FnMut(&KernelSqtt, &[InstStat], &KernelSplits) -> std::io::Result<()> + 'a;
+type KernelSink<'a> = dyn FnMut(
+        &KernelSqtt,
+        &[crate::analysis::SeClock],
+        &[Option<Spill>],
+        &[InstStat],
+        &KernelSplits,
+    ) -> std::io::Result<()>
+    + 'a;
 
 /// Analyses each kernel with SQTT data and hands its analysis, table and splits to `f`, one
 /// kernel alive at a time.
 fn each_kernel(
     p: &crate::model::Profile,
     progress: &dyn Fn(usize, usize),
+    spill: bool,
     f: &mut KernelSink<'_>,
 ) -> std::io::Result<()> {
     let ks = crate::analysis::kernels_with_sqtt(p);
+    let to_file: &crate::analysis::WaveSpill<'_, Spill> = &Spill::new;
     for (i, &k) in ks.iter().enumerate() {
         // The index keeps waves, their x and the table: none of the per-token detail.
-        let opts = crate::analysis::KernelOptions { detail: false };
-        if let Some(a) = crate::analysis::analyze_kernel_with(p, k, &|_, _| {}, opts) {
+        if let Some((a, clocks, spilled)) =
+            crate::analysis::analyze_kernel_index(p, k, spill.then_some(to_file))
+        {
             let splits = crate::analysis::hidden::kernel_splits(&a);
             let rows = crate::analysis::inst_stats_with(&a, &splits);
-            f(&a, &rows, &splits)?;
+            f(&a, &clocks, &spilled, &rows, &splits)?;
         }
         progress(i + 1, ks.len());
     }
@@ -313,9 +482,20 @@ pub fn build_into<W: Write + Seek>(
     p: &crate::model::Profile,
     progress: &dyn Fn(usize, usize),
 ) -> std::io::Result<()> {
-    each_kernel(p, progress, &mut |k, rows, splits| {
-        w.add_src(&KernelSrc::Analysis { k, rows, splits })
-    })
+    each_kernel(
+        p,
+        progress,
+        true,
+        &mut |k, clocks, spilled, rows, splits| {
+            w.add_src(&KernelSrc::Analysis {
+                k,
+                clocks,
+                spilled,
+                rows,
+                splits,
+            })
+        },
+    )
 }
 
 fn put_u32(b: &mut Vec<u8>, v: u32) {
@@ -481,24 +661,19 @@ impl<W: Write + Seek> IndexWriter<W> {
         let mut ses = Vec::with_capacity(k.se_count() * SE_LEN);
         let mut waves_total = 0usize;
         let mut rec = Vec::with_capacity(WAVE_LEN);
+        let mut seen = (f64::INFINITY, f64::NEG_INFINITY);
         for i in 0..k.se_count() {
             let (se, itrace, error, count) = k.se(i);
             let mut wt = self.begin()?;
             k.each_wave(i, &mut |w| {
                 rec.clear();
-                put_i64(&mut rec, w.start);
-                put_i64(&mut rec, w.end);
-                put_u64(&mut rec, w.start_offset);
-                rec.extend_from_slice(&w.cu.to_le_bytes());
-                rec.push(w.simd);
-                rec.push(w.slot);
-                put_u32(&mut rec, w.insts);
+                encode_wave(&mut rec, &w);
                 self.record(&mut wt, &rec, 1)
             })?;
             debug_assert_eq!(wt.count, count);
             waves_total += wt.count;
             let wref = wt.reference();
-            let overview = k.overview(i);
+            let overview = k.overview(i, &mut seen)?;
             let mut steps = Vec::with_capacity(overview.len() * STEP_LEN);
             for p in overview.iter() {
                 put_f64(&mut steps, p[0]);
@@ -576,7 +751,7 @@ impl<W: Write + Seek> IndexWriter<W> {
         put_u32(d, u32::from(k.kernel_len().is_some()));
         put_u32(d, k.se_count() as u32);
         put_f64(d, k.kernel_len().unwrap_or(0.0));
-        let (lo, hi) = k.x_range();
+        let (lo, hi) = k.x_range(seen);
         put_f64(d, lo);
         put_f64(d, hi);
         put_u64(d, waves_total as u64);
