@@ -139,9 +139,20 @@ impl SeTrace {
 
 /// Counting sort of tokens by wave (stable, so each wave keeps time order).
 fn group_tokens(tokens: &[InstToken], waves: usize) -> (Vec<u32>, Vec<u32>) {
+    group_by_wave(tokens, waves, |t| t.wave)
+}
+
+/// Counting sort of `items` by their wave (stable): the item indices in wave order, and per
+/// wave its start in that order (`waves + 1` entries). Items of a wave past `waves` are left
+/// out.
+pub(crate) fn group_by_wave<T>(
+    items: &[T],
+    waves: usize,
+    wave: impl Fn(&T) -> u32,
+) -> (Vec<u32>, Vec<u32>) {
     let mut start = vec![0u32; waves + 1];
-    for t in tokens {
-        if let Some(c) = start.get_mut(t.wave as usize + 1) {
+    for t in items {
+        if let Some(c) = start.get_mut(wave(t) as usize + 1) {
             *c += 1;
         }
     }
@@ -150,8 +161,8 @@ fn group_tokens(tokens: &[InstToken], waves: usize) -> (Vec<u32>, Vec<u32>) {
     }
     let mut fill = start.clone();
     let mut order = vec![0u32; start.last().copied().unwrap_or(0) as usize];
-    for (i, t) in tokens.iter().enumerate() {
-        if let Some(f) = fill.get_mut(t.wave as usize) {
+    for (i, t) in items.iter().enumerate() {
+        if let Some(f) = fill.get_mut(wave(t) as usize) {
             if let Some(slot) = order.get_mut(*f as usize) {
                 *slot = i as u32;
             }

@@ -76,26 +76,7 @@ pub fn traced_se_waves_each(
     });
     // Each wave's instructions, in mapping order (a counting sort: 4 bytes each).
     let waves = analysis.waves.len();
-    let mut start = vec![0u32; waves + 1];
-    for r in &recs {
-        if let Some(c) = start.get_mut(r.wave as usize + 1) {
-            *c += 1;
-        }
-    }
-    for i in 1..start.len() {
-        start[i] += start[i - 1];
-    }
-    let mut fill = start.clone();
-    let mut order = vec![0u32; start.last().copied().unwrap_or(0) as usize];
-    for (i, r) in recs.iter().enumerate() {
-        if let Some(f) = fill.get_mut(r.wave as usize) {
-            if let Some(slot) = order.get_mut(*f as usize) {
-                *slot = i as u32;
-            }
-            *f += 1;
-        }
-    }
-    drop(fill);
+    let (order, start) = super::group_by_wave(&recs, waves, |r| r.wave);
     for (w, wave) in analysis.waves.iter().enumerate() {
         let (a, b) = (start[w] as usize, start[w + 1] as usize);
         if a == b {
