@@ -400,11 +400,7 @@ fn analyze_kernel_clocked<T: Send>(
     let target = p.props_device(k.device).and_then(|d| d.target());
     let streams: Vec<_> = p.sqtt.iter().filter(|s| sqtt_matches(p, k, s)).collect();
     // The program, to map itraced SEs' tokens to PCs when its code object is in the profile.
-    let code = k
-        .kern
-        .and_then(|kern| p.program_for(k.device, kern))
-        .and_then(|prog| prog.elf)
-        .and_then(|elf| crate::isa::CodeObject::parse_with_target(p.blob(elf), target).ok());
+    let code = p.run_code_object(ki).map(|(c, _)| c);
     let done = std::sync::atomic::AtomicUsize::new(0);
     // One decode per SE: an itraced RDNA SE is mapped in the same pass that analyses it.
     #[allow(clippy::type_complexity)]

@@ -567,6 +567,17 @@ impl Profile {
         })
     }
 
+    /// Kernel run `ki`'s program and its code object, parsed for the device it ran on
+    /// (hand-assembled code objects name no target); `None` when the program, its code object
+    /// or the parse is missing.
+    pub fn run_code_object(&self, ki: usize) -> Option<(crate::isa::CodeObject, &Program)> {
+        let k = self.kernels.get(ki)?;
+        let prog = self.program_for(k.device, k.kern?)?;
+        let target = self.props_device(k.device).and_then(|d| d.target());
+        let code = crate::isa::CodeObject::parse_with_target(self.blob(prog.elf?), target).ok()?;
+        Some((code, prog))
+    }
+
     /// Recomputes `depth` and `parent` of all ranges from their times, per device track.
     pub fn compute_nesting(&mut self) {
         let mut order: Vec<usize> = (0..self.ranges.len()).collect();

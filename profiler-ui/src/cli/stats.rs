@@ -427,12 +427,7 @@ fn traced_waves_each(
         return;
     };
     let target = p.props_device(k.device).and_then(|d| d.target());
-    let Some(code) = k
-        .kern
-        .and_then(|kern| p.program_for(k.device, kern))
-        .and_then(|prog| prog.elf)
-        .and_then(|elf| traces::isa::CodeObject::parse_with_target(p.blob(elf), target).ok())
-    else {
+    let Some((code, _)) = p.run_code_object(ki) else {
         return;
     };
     let mut streams: Vec<_> = p

@@ -612,9 +612,8 @@ pub fn achieved_se(out: &mut Achieved, se: u32, waves: impl Iterator<Item = Wave
 /// profile and its architecture is known (the work-group size is the metadata's bound).
 pub fn kernel_occupancy(p: &crate::model::Profile, ki: usize) -> Option<Occupancy> {
     let k = p.kernels.get(ki)?;
-    let prog = p.program_for(k.device, k.kern?)?;
+    let (code, prog) = p.run_code_object(ki)?;
     let dev_target = p.props_device(k.device).and_then(|d| d.target());
-    let code = crate::isa::CodeObject::parse_with_target(p.blob(prog.elf?), dev_target).ok()?;
     let kernel = code
         .kernels
         .iter()

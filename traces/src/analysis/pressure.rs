@@ -363,9 +363,7 @@ pub fn pressure(code: &[u8], base: u64, target: GfxTarget) -> Pressure {
 /// Register pressure of kernel run `ki` of `p`, when its code object is in the profile.
 pub fn kernel_pressure(p: &crate::model::Profile, ki: usize) -> Option<Pressure> {
     let k = p.kernels.get(ki)?;
-    let prog = p.program_for(k.device, k.kern?)?;
-    let dev_target = p.props_device(k.device).and_then(|d| d.target());
-    let code = isa::CodeObject::parse_with_target(p.blob(prog.elf?), dev_target).ok()?;
+    let (code, prog) = p.run_code_object(ki)?;
     let kernel = code
         .kernels
         .iter()

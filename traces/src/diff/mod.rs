@@ -360,10 +360,7 @@ fn find_kernel<'c>(code: &'c CodeObject, name: &str) -> Option<&'c isa::Kernel> 
 /// run's, then its program's).
 fn run_code(p: &Profile, ki: usize) -> Option<(CodeObject, &str, &str)> {
     let k = p.kernels.get(ki)?;
-    let prog = p.program_for(k.device, k.kern?)?;
-    // Hand-assembled code objects name no target: the device's is the one it ran on.
-    let target = p.props_device(k.device).and_then(|d| d.target());
-    let code = CodeObject::parse_with_target(p.blob(prog.elf?), target).ok()?;
+    let (code, prog) = p.run_code_object(ki)?;
     Some((code, &k.name, &prog.name))
 }
 
