@@ -21,8 +21,10 @@ fn stats_within(file: &Path, limit: u64) -> bool {
         .arg(env!("CARGO_BIN_EXE_wavescope"))
         .arg("stats")
         .arg(file)
-        // glibc reserves 64 MiB of address space per malloc arena; keep that count fixed.
-        .env("MALLOC_ARENA_MAX", "2")
+        // glibc reserves 64 MiB of address space per malloc arena and makes a second one only
+        // when threads contend, which varies run to run (the limit found for the bare binary
+        // then passed or failed by chance): one arena keeps the count fixed.
+        .env("MALLOC_ARENA_MAX", "1")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .status()
