@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::Args;
 use profiler_ui::data::{
-    analyze_kernel_table, hidden, inst_stats_with, kernels_with_sqtt, occupancy, pressure, source,
-    InstStat, XUnit,
+    analyze_kernel_index, hidden, inst_stats_with, kernels_with_sqtt, occupancy, pressure, source,
+    InstStat, WaveSpill, XUnit,
 };
 use serde::Serialize;
 
@@ -166,11 +166,37 @@ pub fn run(a: StatsArgs) -> Result<()> {
             continue;
         }
         // The table's analysis: the JSON report's traced waves are mapped per SE as printed.
-        let analyzed = analyze_kernel_table(&profile, k);
+        // An SE without instruction tokens is folded as soon as it is decoded (its wave count
+        // and achieved occupancy are all the report needs of it) and its waves dropped.
+        let fold: &WaveSpill<'_, (usize, occupancy::Achieved)> = &|waves| {
+            let mut a = occupancy::Achieved::default();
+            occupancy::achieved_se(&mut a, 0, waves.iter().map(occupancy::WaveLife::of));
+            Some((waves.len(), a))
+        };
+        let analyzed = analyze_kernel_index(&profile, k, Some(fold));
         bar.inc(1);
-        let Some(ks) = analyzed else {
+        let Some((ks, _, folded)) = analyzed else {
             continue;
         };
+        let mut waves = 0;
+        let mut achieved = occupancy::Achieved::default();
+        for (s, f) in ks.ses.iter().zip(folded) {
+            match f {
+                Some((n, mut a)) => {
+                    waves += n;
+                    // Folded without its SE number.
+                    a.per_se.iter_mut().for_each(|x| x.se = s.se);
+                    a.per_simd.iter_mut().for_each(|x| x.se = s.se);
+                    achieved.per_se.append(&mut a.per_se);
+                    achieved.per_simd.append(&mut a.per_simd);
+                }
+                None => {
+                    waves += s.analysis.waves.len();
+                    let lives = s.analysis.waves.iter().map(occupancy::WaveLife::of);
+                    occupancy::achieved_se(&mut achieved, s.se, lives);
+                }
+            }
+        }
         let splits = hidden::kernel_splits(&ks);
         let instructions = inst_stats_with(&ks, &splits);
         let (source_lines, source_error) = match source::kernel_lines(&profile, k) {
@@ -187,7 +213,7 @@ pub fn run(a: StatsArgs) -> Result<()> {
         out.push(KernelStats {
             kernel: ks.name.clone(),
             index: k,
-            waves: ks.wave_count(),
+            waves,
             itraced_ses,
             time_unit: ks.unit,
             errors: se_errors
@@ -200,7 +226,7 @@ pub fn run(a: StatsArgs) -> Result<()> {
             latency_split: splits.total,
             wave_latency: splits.waves,
             occupancy: occupancy::kernel_occupancy(&profile, k),
-            achieved_occupancy: Some(occupancy::achieved(&ks)),
+            achieved_occupancy: Some(achieved),
             register_pressure: pressure::kernel_pressure(&profile, k),
             source_lines,
             source_error,
