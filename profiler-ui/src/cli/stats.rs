@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::Args;
 use profiler_ui::data::{
-    analyze_kernel_index, hidden, inst_stats_with, kernels_with_sqtt, occupancy, pressure, source,
-    InstStat, WaveSpill, XUnit,
+    hidden, kernel_table, kernels_with_sqtt, occupancy, pressure, source, InstStat, KernelTable,
+    XUnit,
 };
 use serde::Serialize;
 
@@ -165,40 +165,21 @@ pub fn run(a: StatsArgs) -> Result<()> {
             out.push(ks);
             continue;
         }
-        // The table's analysis: the JSON report's traced waves are mapped per SE as printed.
-        // An SE without instruction tokens is folded as soon as it is decoded (its wave count
-        // and achieved occupancy are all the report needs of it) and its waves dropped.
-        let fold: &WaveSpill<'_, (usize, occupancy::Achieved)> = &|waves| {
-            let mut a = occupancy::Achieved::default();
-            occupancy::achieved_se(&mut a, 0, waves.iter().map(occupancy::WaveLife::of));
-            Some((waves.len(), a))
-        };
-        let analyzed = analyze_kernel_index(&profile, k, Some(fold));
+        // The table's analysis, each SE folded into the table, splits, wave count and achieved
+        // occupancy as it is decoded and then dropped; the JSON report's traced waves are
+        // mapped per SE as printed.
+        let analyzed = kernel_table(&profile, k);
         bar.inc(1);
-        let Some((ks, _, folded)) = analyzed else {
+        let Some(KernelTable {
+            kernel: ks,
+            waves,
+            instructions,
+            splits,
+            achieved,
+        }) = analyzed
+        else {
             continue;
         };
-        let mut waves = 0;
-        let mut achieved = occupancy::Achieved::default();
-        for (s, f) in ks.ses.iter().zip(folded) {
-            match f {
-                Some((n, mut a)) => {
-                    waves += n;
-                    // Folded without its SE number.
-                    a.per_se.iter_mut().for_each(|x| x.se = s.se);
-                    a.per_simd.iter_mut().for_each(|x| x.se = s.se);
-                    achieved.per_se.append(&mut a.per_se);
-                    achieved.per_simd.append(&mut a.per_simd);
-                }
-                None => {
-                    waves += s.analysis.waves.len();
-                    let lives = s.analysis.waves.iter().map(occupancy::WaveLife::of);
-                    occupancy::achieved_se(&mut achieved, s.se, lives);
-                }
-            }
-        }
-        let splits = hidden::kernel_splits(&ks);
-        let instructions = inst_stats_with(&ks, &splits);
         let (source_lines, source_error) = match source::kernel_lines(&profile, k) {
             Ok(t) => (source::line_costs(&t, &instructions), None),
             Err(e) => (Vec::new(), Some(e)),
