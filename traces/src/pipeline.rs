@@ -206,7 +206,7 @@ pub(crate) fn map_se(
 
 /// One SE's PC mapping, folded in the same pass that analyses its blob ([`analyze_mapped`]):
 /// what [`map_se`] would have computed from the finished analysis and a second decode.
-pub(crate) struct SeMap {
+pub struct SeMap {
     pub token_pc: Vec<u64>,
     pub amd_pc: Vec<(u64, i64, i64)>,
     pub error: Option<String>,
@@ -235,7 +235,7 @@ impl SeMap {
 /// AMD's stall and duration to their PC's sums. State beyond the results: the walk's live
 /// slots. Tokens (and mapped instructions) of waves that never ended are dropped with them.
 /// gfx9/CDNA blobs are walked by their issue packets instead ([`map_se`]).
-pub(crate) fn analyze_mapped(
+pub fn analyze_mapped(
     blob: &[u8],
     target: Option<crate::target::GfxTarget>,
     opts: crate::sqtt::AnalyzeOptions,
