@@ -10,6 +10,9 @@
 //! - `analyze mapped`: [`traces::pipeline::analyze_mapped`] on the itraced SEs (analysis and
 //!   PC mapping in one decode, what `stats` runs there), beside the decode of the same blobs.
 //!
+//! `WAVESCOPE_SE_PASS_STEPS=mapped` (any of `waves,tokens,mapped`) runs only those steps beside
+//! the decode (for a profiler's view of one).
+//!
 //! It prints MB of SQTT per CPU second (CPU time of this thread from
 //! `/proc/thread-self/schedstat`, so a loaded machine does not skew it; best of
 //! `WAVESCOPE_SE_PASS_RUNS`, default 3) and the ratio of each step's time to the raw decode's,
@@ -94,22 +97,30 @@ fn main() {
             s / base
         );
     };
+    let steps = std::env::var("WAVESCOPE_SE_PASS_STEPS").unwrap_or_default();
+    let wanted = |s: &str| steps.is_empty() || steps.split(',').any(|x| x == s);
     let dec = best(runs, &all, decode);
     row("decode (all SEs)", all_mb, dec, dec);
-    let waves = best(runs, &all, |b| {
-        let o = AnalyzeOptions {
-            keep_tokens: false,
-            ..Default::default()
-        };
-        sqtt::analyze_with(b, target, o).map_or(0, |a| a.waves.len() as u64)
-    });
-    row("analyze waves (all SEs)", all_mb, waves, dec);
-    let tokens = best(runs, &all, |b| {
-        sqtt::analyze_with(b, target, Default::default()).map_or(0, |a| a.tokens.len() as u64)
-    });
-    row("analyze tokens (all SEs)", all_mb, tokens, dec);
-    let mut worst = tokens / dec;
+    let mut worst = 0f64;
+    if wanted("waves") {
+        let waves = best(runs, &all, |b| {
+            let o = AnalyzeOptions {
+                keep_tokens: false,
+                ..Default::default()
+            };
+            sqtt::analyze_with(b, target, o).map_or(0, |a| a.waves.len() as u64)
+        });
+        row("analyze waves (all SEs)", all_mb, waves, dec);
+    }
+    if wanted("tokens") {
+        let tokens = best(runs, &all, |b| {
+            sqtt::analyze_with(b, target, Default::default()).map_or(0, |a| a.tokens.len() as u64)
+        });
+        row("analyze tokens (all SEs)", all_mb, tokens, dec);
+        worst = worst.max(tokens / dec);
+    }
     match (&code, itraced.is_empty()) {
+        _ if !wanted("mapped") => {}
         (Some(code), false) => {
             let dec_it = best(runs, &itraced, decode);
             row("decode (itraced SEs)", it_mb, dec_it, dec_it);

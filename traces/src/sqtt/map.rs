@@ -198,7 +198,7 @@ pub fn map_insts_each(
     let program = Program::new(code);
     let mut walk = RdnaWalk::new(program);
     for p in Decoder::new(blob, opts) {
-        let r = walk.packet(&p, || wave_at(analysis, p.offset), emit);
+        let r = walk.packet(&p, || wave_at(analysis, p.offset), &mut |m| emit(m.clone()));
         if r.is_err() {
             return r.err();
         }
@@ -266,7 +266,7 @@ impl RdnaWalk {
         &mut self,
         p: &Packet,
         wave: impl FnOnce() -> Option<u32>,
-        emit: &mut dyn FnMut(MappedInst),
+        emit: &mut dyn FnMut(&MappedInst),
     ) -> Result<(), MapError> {
         if !Self::wants(p.ty.kind) {
             return Ok(());
@@ -284,7 +284,7 @@ impl RdnaWalk {
         let amd = &mut self.amd;
         let mut emit = |mut m: MappedInst, how: AmdHow| {
             amd.apply(&mut m, how);
-            emit(m);
+            emit(&m);
         };
         let program = &self.program;
         let live = &mut *self.live;

@@ -320,6 +320,7 @@ pub(crate) fn analyze_hooked(
 ) -> Result<BlobAnalysis, DecodeError> {
     check_header(blob)?;
     let mut a = Analyzer::new(opts);
+    a.reserve_for(blob.len());
     let mut dec = Decoder::new(blob, opts.decode);
     dec.for_each_run(|p, n| {
         let before = a.out.tokens.len();
@@ -429,8 +430,9 @@ pub struct Analyzer {
     /// (named at the end: no map lookup per packet).
     breakdown: [u64; BREAKDOWN.len()],
     anomalies: [u64; ANOMALIES.len()],
-    packets: u64,
     last_time: i64,
+    /// The blob's size when known ([`Analyzer::reserve_for`]), to reserve the token list.
+    blob_bytes: usize,
 }
 
 /// The packet kinds [`Analyzer::detail`] looks at, as a bit set by `Kind as u32` (a kind
@@ -599,14 +601,42 @@ impl Analyzer {
             op_counts: [[0; 256]; 3],
             breakdown: [0; BREAKDOWN.len()],
             anomalies: [0; ANOMALIES.len()],
-            packets: 0,
             last_time: 0,
+            blob_bytes: 0,
         }
     }
 
     fn warn(&mut self, offset: u64, message: String) {
         let max = self.opts.max_warnings;
         self.out.warn(offset, message, max);
+    }
+
+    /// Reserve the wave records for a blob of `bytes` (a low estimate: real streams hold a
+    /// wave per 35-40 bytes). Growing a vector by doubling copies it while it is small enough
+    /// for the heap, faulting its pages twice; the estimate skips most of that, and stays
+    /// below what the records will take, so it adds no memory.
+    pub fn reserve_for(&mut self, bytes: usize) {
+        self.blob_bytes = bytes;
+        self.out.waves.reserve(bytes / 64);
+        self.ended.reserve(bytes / 64);
+    }
+
+    /// The token list is full: on the first token, reserve for the rest of the blob (a low
+    /// estimate: itraced streams hold a token per ~24 bytes), then double.
+    #[cold]
+    #[inline(never)]
+    fn grow_tokens(&mut self, offset: u64) {
+        let t = &mut self.out.tokens;
+        let rest = self.blob_bytes.saturating_sub((offset / 2) as usize);
+        let want = if t.is_empty() { rest / 64 } else { 0 };
+        t.reserve(want.max(t.len()).max(16));
+    }
+
+    /// A warning made only when it happens: the formatting stays out of the per-packet code.
+    #[cold]
+    #[inline(never)]
+    fn warn_with(&mut self, offset: u64, message: impl FnOnce() -> String) {
+        self.warn(offset, message());
     }
 
     /// Where `p`'s fields sit.
@@ -639,6 +669,9 @@ impl Analyzer {
                     w.insts += 1;
                 }
                 if self.opts.keep_tokens {
+                    if self.out.tokens.len() == self.out.tokens.capacity() {
+                        self.grow_tokens(p.offset);
+                    }
                     self.out.tokens.push(InstToken {
                         time: p.time,
                         wave: i as u32,
@@ -676,15 +709,8 @@ impl Analyzer {
     /// Account for a packet repeated `n` times (NOP runs from [`Decoder::for_each_run`]).
     #[inline]
     pub fn packet_run(&mut self, p: &Packet, n: u32) {
-        let l = p.layout as usize;
-        if let Some(c) = self
-            .counts
-            .get_mut(l)
-            .and_then(|c| c.get_mut(p.index as usize))
-        {
-            *c += n as u64;
-        }
-        self.packets += n as u64;
+        // A table holds at most 32 types (`packets` tests it).
+        self.counts[p.layout as usize][p.index as usize & 31] += n as u64;
         if self.first_packet {
             self.out.first_time = Some(p.time);
         }
@@ -696,32 +722,37 @@ impl Analyzer {
         self.detail(p);
     }
 
+    /// A LAYOUT_HEADER (once per blob).
+    #[cold]
+    #[inline(never)]
+    fn layout_header(&mut self, p: &Packet, first: bool) {
+        let g = |n: &str| p.ty.field_named(n).map_or(0, |f| f.get(p.raw) as u32);
+        let h = LayoutHeader {
+            layout: g("layout"),
+            simd: g("simd"),
+            group: g("group"),
+            sel_a: g("sel_a"),
+            sel_b: g("sel_b"),
+            flag4: g("flag4"),
+        };
+        self.layout = match h.layout {
+            3 => self.layout,
+            4 => Layout::Rdna4,
+            _ => Layout::Cdna,
+        };
+        if first {
+            self.out.layout_header = Some(h);
+        } else {
+            self.warn(p.offset, "a second LAYOUT_HEADER in the stream".into());
+        }
+    }
+
     fn detail(&mut self, p: &Packet) {
         let first = std::mem::replace(&mut self.first_packet, false);
         let pl = self.places_of(p);
         let raw = p.raw;
         match p.ty.kind {
-            Kind::LayoutHeader => {
-                let g = |n: &str| p.ty.field_named(n).map_or(0, |f| f.get(raw) as u32);
-                let h = LayoutHeader {
-                    layout: g("layout"),
-                    simd: g("simd"),
-                    group: g("group"),
-                    sel_a: g("sel_a"),
-                    sel_b: g("sel_b"),
-                    flag4: g("flag4"),
-                };
-                self.layout = match h.layout {
-                    3 => self.layout,
-                    4 => Layout::Rdna4,
-                    _ => Layout::Cdna,
-                };
-                if first {
-                    self.out.layout_header = Some(h);
-                } else {
-                    self.warn(p.offset, "a second LAYOUT_HEADER in the stream".into());
-                }
-            }
+            Kind::LayoutHeader => self.layout_header(p, first),
             Kind::WaveStart => {
                 self.out.wave_starts += 1;
                 let (sa, cu, simd, wave) = self.wave_id(p, pl);
@@ -746,10 +777,9 @@ impl Analyzer {
                 self.ended.push(false);
                 if self.live.insert(k, self.out.waves.len() - 1).is_some() {
                     self.anomalies[START_WHILE_LIVE] += 1;
-                    self.warn(
-                        p.offset,
-                        format!("WAVESTART for cu {cu} simd {simd} wave {wave} while it is live"),
-                    );
+                    self.warn_with(p.offset, || {
+                        format!("WAVESTART for cu {cu} simd {simd} wave {wave} while it is live")
+                    });
                 }
             }
             Kind::WaveEnd => {
@@ -781,10 +811,9 @@ impl Analyzer {
                 }
                 if !info.known && !self.unknown_op_warned {
                     self.unknown_op_warned = true;
-                    self.warn(
-                        p.offset,
-                        format!("instruction token with unknown op {op:#x}"),
-                    );
+                    self.warn_with(p.offset, || {
+                        format!("instruction token with unknown op {op:#x}")
+                    });
                 }
                 if self.layout == Layout::Cdna {
                     self.breakdown[CDNA_INST] += 1;
@@ -855,7 +884,9 @@ impl Analyzer {
 
     /// Close the analysis: drop waves that never ended (counted as anomalies).
     pub fn finish(mut self) -> BlobAnalysis {
-        self.out.packet_total = self.packets;
+        // Every packet was counted by its type (a table holds at most 32 types).
+        let packets = self.counts.iter().flatten().sum::<u64>();
+        self.out.packet_total = packets;
         // Named as before: a key only for what was seen (the mask bits with their packets).
         for (i, (name, &c)) in BREAKDOWN.iter().zip(&self.breakdown).enumerate() {
             let seen = if i == MASK_BITS {
@@ -872,7 +903,7 @@ impl Analyzer {
                 self.out.wave_anomalies.insert(name, c);
             }
         }
-        if self.packets > 0 {
+        if packets > 0 {
             self.out.last_time = Some(self.last_time);
         }
         for (layout, counts) in [Layout::Rdna3, Layout::Rdna4, Layout::Cdna]
