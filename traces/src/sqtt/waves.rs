@@ -719,6 +719,14 @@ impl Analyzer {
         if (DETAIL >> p.ty.kind as u32) & 1 == 0 && !self.first_packet {
             return;
         }
+        // Register writes other than the RGP marker dwords (most of them) stop here: a call
+        // per REG packet would cost more than the test.
+        if p.ty.kind == Kind::Reg && !self.first_packet {
+            let addr = self.places_of(p).reg_addr.get(p.raw) as u32;
+            if addr != USERDATA_2 && addr != USERDATA_3 {
+                return;
+            }
+        }
         self.detail(p);
     }
 
