@@ -206,7 +206,7 @@ pub(crate) fn map_se(
 
 /// One SE's PC mapping, folded in the same pass that analyses its blob ([`analyze_mapped`]):
 /// what [`map_se`] would have computed from the finished analysis and a second decode.
-pub(crate) struct SeMap {
+pub struct SeMap {
     pub token_pc: Vec<u64>,
     pub amd_pc: Vec<(u64, i64, i64)>,
     pub error: Option<String>,
@@ -235,7 +235,7 @@ impl SeMap {
 /// AMD's stall and duration to their PC's sums. State beyond the results: the walk's live
 /// slots. Tokens (and mapped instructions) of waves that never ended are dropped with them.
 /// gfx9/CDNA blobs are walked by their issue packets instead ([`map_se`]).
-pub(crate) fn analyze_mapped(
+pub fn analyze_mapped(
     blob: &[u8],
     target: Option<crate::target::GfxTarget>,
     opts: crate::sqtt::AnalyzeOptions,
@@ -244,15 +244,19 @@ pub(crate) fn analyze_mapped(
     progress: &mut dyn FnMut(usize),
 ) -> Result<(crate::sqtt::BlobAnalysis, SeMap), crate::sqtt::DecodeError> {
     use crate::sqtt::map::RdnaWalk;
-    let mut walk = RdnaWalk::new_for(code);
     let slots = PcSlots {
         base: code.text_addr,
         len: code.text.len() / 4 + 1,
     };
-    let mut token_pc: Vec<u64> = Vec::new();
-    let mut sums = PcSums::new(slots);
-    let mut mapped: Vec<MappedInst> = Vec::new();
-    let mut error = None;
+    let mut st = MapState {
+        walk: RdnaWalk::new_for(code),
+        token_pc: Vec::new(),
+        sums: PcSums::new(slots),
+        mapped: Vec::new(),
+        error: None,
+        keep_mapped,
+        blob_bytes: blob.len(),
+    };
     // Set when some wave never ended: which raw tokens stay, and each raw wave's final index.
     let mut kept: Option<(Vec<bool>, Vec<Option<u32>>)> = None;
     let mut countdown = 0u32;
@@ -265,28 +269,10 @@ pub(crate) fn analyze_mapped(
             if countdown & 0xffff == 0 {
                 progress((p.offset / 2) as usize);
             }
-            let now = an.raw_tokens().len();
-            if now > token_pc.len() {
-                token_pc.resize(now, u64::MAX);
-            }
-            if error.is_some() || !RdnaWalk::wants(p.ty.kind) {
-                return;
-            }
-            let r = walk.packet(
-                p,
-                || an.raw_waves().checked_sub(1).map(|w| w as u32),
-                &mut |m| {
-                    for pc in &mut token_pc[before..now] {
-                        *pc = m.pc;
-                    }
-                    sums.add(m.pc, m.stall, m.duration);
-                    if keep_mapped {
-                        mapped.push(m);
-                    }
-                },
-            );
-            if let Err(e) = r {
-                error = Some(e);
+            // Tokens come only from packets the walk wants; the tokens of packets after an
+            // error keep no PC (the list is padded at the end).
+            if RdnaWalk::wants(p.ty.kind) && st.error.is_none() {
+                st.packet(an, p, before);
             }
         },
         |an| {
@@ -310,6 +296,14 @@ pub(crate) fn analyze_mapped(
             kept = Some((keep, index));
         },
     )?;
+    let MapState {
+        walk,
+        mut token_pc,
+        sums,
+        mut mapped,
+        error,
+        ..
+    } = st;
     if let Some((keep, index)) = kept {
         let mut it = keep.iter();
         token_pc.retain(|_| it.next().copied().unwrap_or(false));
@@ -352,6 +346,57 @@ pub(crate) fn analyze_mapped(
             disasm,
         },
     ))
+}
+
+/// What [`analyze_mapped`] folds from the packets the walk wants.
+struct MapState {
+    walk: crate::sqtt::map::RdnaWalk,
+    /// The PC of each raw token so far (`u64::MAX`: none).
+    token_pc: Vec<u64>,
+    sums: PcSums,
+    mapped: Vec<MappedInst>,
+    error: Option<crate::sqtt::map::MapError>,
+    keep_mapped: bool,
+    blob_bytes: usize,
+}
+
+impl MapState {
+    /// One packet of a kind the walk wants, which the analyzer just took (its tokens are
+    /// `an.raw_tokens()[before..]`). Out of line: the per-packet loop stays small.
+    #[inline(never)]
+    fn packet(
+        &mut self,
+        an: &crate::sqtt::waves::Analyzer,
+        p: &crate::sqtt::Packet,
+        before: usize,
+    ) {
+        let now = an.raw_tokens().len();
+        let token_pc = &mut self.token_pc;
+        if now > token_pc.len() {
+            if token_pc.capacity() == 0 {
+                // As the analyzer's token list: a low estimate for the rest of the blob.
+                token_pc.reserve(self.blob_bytes.saturating_sub((p.offset / 2) as usize) / 64);
+            }
+            token_pc.resize(now, u64::MAX);
+        }
+        let (sums, mapped, keep_mapped) = (&mut self.sums, &mut self.mapped, self.keep_mapped);
+        let r = self.walk.packet(
+            p,
+            || an.raw_waves().checked_sub(1).map(|w| w as u32),
+            &mut |m| {
+                for pc in &mut token_pc[before..now] {
+                    *pc = m.pc;
+                }
+                sums.add(m.pc, m.stall, m.duration);
+                if keep_mapped {
+                    mapped.push(m.clone());
+                }
+            },
+        );
+        if let Err(e) = r {
+            self.error = Some(e);
+        }
+    }
 }
 
 /// AMD's stall and duration summed per PC: dense slots for the program's PCs, a map for
