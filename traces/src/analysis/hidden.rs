@@ -305,11 +305,17 @@ pub struct KernelSplits {
 /// compact event list, and each split added to its row and wave at once instead of being
 /// kept per execution. The SEs are independent (a SIMD belongs to one) and run in parallel.
 pub fn kernel_splits(k: &KernelSqtt) -> KernelSplits {
+    splits_of(&k.ses, &k.disasm)
+}
+
+/// [`kernel_splits`] of `ses` alone, whose mapped PCs' disassembly is in `disasm` (one SE's
+/// splits, [`KernelSplits::merge`]d in SE order, are the kernel's).
+pub fn splits_of(ses: &[super::SeTrace], disasm: &HashMap<u64, String>) -> KernelSplits {
     use rayon::prelude::*;
-    let mut rows = crate::pipeline::Rows::new(k);
+    let mut rows = crate::pipeline::Rows::new(ses, disasm);
     // Per SE, each token's row (u32::MAX: in no wave).
-    let mut token_rows: Vec<Vec<u32>> = Vec::with_capacity(k.ses.len());
-    for se in &k.ses {
+    let mut token_rows: Vec<Vec<u32>> = Vec::with_capacity(ses.len());
+    for se in ses {
         let tokens = &se.analysis.tokens;
         let mut tr = vec![u32::MAX; tokens.len()];
         for w in 0..se.analysis.waves.len() {
@@ -333,15 +339,14 @@ pub fn kernel_splits(k: &KernelSqtt) -> KernelSplits {
         .collect();
     let n_rows = rows.rows.len();
     // Per SE: the split of each row (summed) and of each wave.
-    let per_se: Vec<(Vec<LatencySplit>, WaveSplits)> = k
-        .ses
+    let per_se: Vec<(Vec<LatencySplit>, WaveSplits)> = ses
         .par_iter()
         .zip(&token_rows)
         .map(|(se, tr)| se_splits(se, tr, &classes, n_rows))
         .collect();
     let mut by_row = vec![LatencySplit::default(); n_rows];
     let mut out = KernelSplits::default();
-    for (se, (rs, ws)) in k.ses.iter().zip(per_se) {
+    for (se, (rs, ws)) in ses.iter().zip(per_se) {
         for (a, b) in by_row.iter_mut().zip(&rs) {
             a.add(b);
         }
@@ -376,6 +381,17 @@ pub fn kernel_splits(k: &KernelSqtt) -> KernelSplits {
         out.by_inst.insert(rows.inst_key(g as u32), s);
     }
     out
+}
+
+impl KernelSplits {
+    /// Adds the splits of the SEs after these ones'.
+    pub fn merge(&mut self, o: KernelSplits) {
+        for (k, s) in o.by_inst {
+            self.by_inst.entry(k).or_default().add(&s);
+        }
+        self.waves.extend(o.waves);
+        self.total.add(&o.total);
+    }
 }
 
 /// (wave index, split) of the waves of an SE that have tokens, in wave order.

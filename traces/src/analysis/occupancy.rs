@@ -474,12 +474,7 @@ pub struct Achieved {
 pub fn achieved(k: &KernelSqtt) -> Achieved {
     let mut out = Achieved::default();
     for se in &k.ses {
-        let lives = se.analysis.waves.iter().map(|w| WaveLife {
-            start: w.start,
-            end: w.end,
-            cu: w.cu,
-            simd: w.simd,
-        });
+        let lives = se.analysis.waves.iter().map(WaveLife::of);
         achieved_se(&mut out, se.se, lives);
     }
     out
@@ -492,6 +487,17 @@ pub struct WaveLife {
     pub end: i64,
     pub cu: u16,
     pub simd: u8,
+}
+
+impl WaveLife {
+    pub fn of(w: &crate::sqtt::waves::Wave) -> WaveLife {
+        WaveLife {
+            start: w.start,
+            end: w.end,
+            cu: w.cu,
+            simd: w.simd,
+        }
+    }
 }
 
 /// Adds SE `se`'s achieved occupancy to `out` from its waves in stream order (an SE without
