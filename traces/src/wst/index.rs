@@ -471,7 +471,9 @@ type KernelSink<'a> = dyn FnMut(
     + 'a;
 
 /// Analyses each kernel with SQTT data and hands its analysis, table and splits to `f`, one
-/// kernel alive at a time.
+/// kernel alive at a time. `spill`: each SE is folded as it is decoded ([`fold_se`]: the
+/// analysis handed to `f` then holds no waves or tokens, the spills hold the waves); without
+/// it every SE's waves stay in the analysis.
 fn each_kernel(
     p: &crate::model::Profile,
     progress: &dyn Fn(usize, usize),
