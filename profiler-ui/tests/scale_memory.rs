@@ -113,7 +113,10 @@ fn stats_of_10_mib_within_the_memory_goal() {
 }
 
 #[test]
-#[ignore = "fails today (1671 MiB peak against a 448 MiB goal); 256 MiB of SQTT: minutes of CPU"]
+// Needs 648 MiB of address space against the goal's 476 (statsfold, 2026-12-06; 1671 before):
+// the mapped file is 268 MiB of it, and the decoder's growing wave and token vectors reserve
+// up to twice what they fill (resident memory peaks at ~350 MiB, within the 448 MiB goal).
+#[ignore = "fails today (needs 648 MiB of address space against 476); 256 MiB of SQTT: 40 s"]
 fn stats_of_256_mib_within_the_memory_goal() {
     opens_within_goal(256 * MIB);
 }

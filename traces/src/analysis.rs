@@ -521,79 +521,101 @@ fn analyze_kernel_clocked<T: Send>(
     let done = std::sync::atomic::AtomicUsize::new(0);
     // One decode per SE: an itraced RDNA SE is mapped in the same pass that analyses it.
     #[allow(clippy::type_complexity)]
-    let results: Vec<(
+    type Decoded<T> = (
         Result<BlobAnalysis, String>,
         Option<crate::pipeline::SeMap>,
         Option<i64>,
         Option<T>,
-    )> = streams
-        .par_iter()
-        .map(|s| {
-            let blob = p.blob(s.blob);
-            let ao = AnalyzeOptions::default();
-            // A blob is read once, front to back: its decoded pages of a mapped file need not
-            // stay resident (they are most of the memory of a large capture otherwise).
-            let handle = p.blobs.get(s.blob.0 as usize);
-            let mut release = |done: usize| {
-                if let Some(b) = handle {
-                    b.release_prefix(done);
-                }
-            };
-            let r = match &code {
-                Some(c) if s.itrace && !sqtt::map::walks_cdna(blob, c, ao.decode) => {
-                    crate::pipeline::analyze_mapped(blob, target, ao, c, opts.detail, &mut release)
-                        .map(|(a, m)| (a, Some(m)))
-                }
-                _ => sqtt::analyze_with_progress(blob, target, ao, &mut release).map(|a| (a, None)),
-            };
-            release(blob.len());
-            let r = r.map(|(mut a, m)| {
-                if opts.compact {
-                    a.waves.shrink_to_fit();
-                    a.tokens.shrink_to_fit();
+    );
+    let one = |s: &&crate::model::SqttTrace| -> Decoded<T> {
+        let blob = p.blob(s.blob);
+        let ao = AnalyzeOptions::default();
+        // A blob is read once, front to back: its decoded pages of a mapped file need not
+        // stay resident (they are most of the memory of a large capture otherwise).
+        let handle = p.blobs.get(s.blob.0 as usize);
+        let mut release = |done: usize| {
+            if let Some(b) = handle {
+                b.release_prefix(done);
+            }
+        };
+        let r = match &code {
+            Some(c) if s.itrace && !sqtt::map::walks_cdna(blob, c, ao.decode) => {
+                crate::pipeline::analyze_mapped(blob, target, ao, c, opts.detail, &mut release)
+                    .map(|(a, m)| (a, Some(m)))
+            }
+            _ => sqtt::analyze_with_progress(blob, target, ao, &mut release).map(|a| (a, None)),
+        };
+        release(blob.len());
+        let r = r.map(|(mut a, m)| {
+            if opts.compact {
+                a.waves.shrink_to_fit();
+                a.tokens.shrink_to_fit();
+            }
+            (a, m)
+        });
+        // The origin needs each SE's first wave, spilled or not.
+        let first = r
+            .as_ref()
+            .ok()
+            .and_then(|(a, _)| a.waves.first().map(|w| w.start));
+        let mut spilled = None;
+        let r = r.map(|(mut a, m)| match per_se {
+            PerSe::Keep => (a, m),
+            PerSe::Spill(f) => {
+                if a.tokens.is_empty() {
+                    spilled = f(&a.waves);
+                    if spilled.is_some() {
+                        a.waves = Vec::new();
+                    }
                 }
                 (a, m)
-            });
-            // The origin needs each SE's first wave, spilled or not.
-            let first = r
-                .as_ref()
-                .ok()
-                .and_then(|(a, _)| a.waves.first().map(|w| w.start));
-            let mut spilled = None;
-            let r = r.map(|(mut a, m)| match per_se {
-                PerSe::Keep => (a, m),
-                PerSe::Spill(f) => {
-                    if a.tokens.is_empty() {
-                        spilled = f(&a.waves);
-                        if spilled.is_some() {
-                            a.waves = Vec::new();
-                        }
-                    }
-                    (a, m)
-                }
-                PerSe::Fold(f) => {
-                    // Mapped here, without x (a fold has none), then folded and dropped: only
-                    // the counters and markers (for the clocks) stay.
-                    let mut st = SeTrace::build(s.se, s.itrace, a, &|c| c as f64, false, false);
-                    let mut d = HashMap::new();
-                    if let Some(code) = &code {
-                        map_se_trace(&mut st, m, blob, code, opts, &|c| c as f64, &mut d);
-                    }
-                    spilled = Some(f(&st, &d));
-                    let mut a = st.analysis;
-                    a.waves = Vec::new();
-                    a.tokens = Vec::new();
-                    (a, None)
-                }
-            });
-            let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-            progress(n, streams.len());
-            match r {
-                Ok((a, m)) => (Ok(a), m, first, spilled),
-                Err(e) => (Err(e.to_string()), None, None, None),
             }
-        })
-        .collect();
+            PerSe::Fold(f) => {
+                // Mapped here, without x (a fold has none), then folded and dropped: only
+                // the counters and markers (for the clocks) stay.
+                let mut st = SeTrace::build(s.se, s.itrace, a, &|c| c as f64, false, false);
+                let mut d = HashMap::new();
+                if let Some(code) = &code {
+                    map_se_trace(&mut st, m, blob, code, opts, &|c| c as f64, &mut d);
+                }
+                spilled = Some(f(&st, &d));
+                let mut a = st.analysis;
+                a.waves = Vec::new();
+                a.tokens = Vec::new();
+                (a, None)
+            }
+        });
+        let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        progress(n, streams.len());
+        match r {
+            Ok((a, m)) => (Ok(a), m, first, spilled),
+            Err(e) => (Err(e.to_string()), None, None, None),
+        }
+    };
+    let results: Vec<Decoded<T>> = if matches!(per_se, PerSe::Fold(_)) {
+        // An instruction-traced SE holds its tokens (most of the memory) from its decode to
+        // its fold: those go one at a time, the other SEs beside them in parallel.
+        let (traced, rest): (Vec<usize>, Vec<usize>) =
+            (0..streams.len()).partition(|&i| streams[i].itrace);
+        let (a, b) = rayon::join(
+            || {
+                traced
+                    .iter()
+                    .map(|&i| (i, one(&streams[i])))
+                    .collect::<Vec<_>>()
+            },
+            || {
+                rest.par_iter()
+                    .map(|&i| (i, one(&streams[i])))
+                    .collect::<Vec<_>>()
+            },
+        );
+        let mut all: Vec<(usize, Decoded<T>)> = a.into_iter().chain(b).collect();
+        all.sort_by_key(|(i, _)| *i);
+        all.into_iter().map(|(_, r)| r).collect()
+    } else {
+        streams.par_iter().map(one).collect()
+    };
     let mut analyses = Vec::with_capacity(results.len());
     let mut se_maps = Vec::with_capacity(results.len());
     let mut firsts = Vec::with_capacity(results.len());

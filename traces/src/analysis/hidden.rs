@@ -415,20 +415,35 @@ fn se_splits(
         .filter(|&w| !se.wave_tokens(w as usize).is_empty())
         .collect();
     order.sort_by_key(|&w| (waves[w as usize].cu, waves[w as usize].simd));
-    let mut events: Vec<(i64, u32, InstClass)> = Vec::new();
-    for members in order.chunk_by(|&a, &b| {
-        (waves[a as usize].cu, waves[a as usize].simd)
-            == (waves[b as usize].cu, waves[b as usize].simd)
-    }) {
-        events.clear();
-        for &w in members {
-            for &ti in se.wave_tokens(w as usize) {
-                if let Some(t) = tokens.get(ti as usize) {
-                    events.push((t.time, w, classes[token_rows[ti as usize] as usize]));
-                }
-            }
+    let groups: Vec<&[u32]> = order
+        .chunk_by(|&a, &b| {
+            (waves[a as usize].cu, waves[a as usize].simd)
+                == (waves[b as usize].cu, waves[b as usize].simd)
+        })
+        .collect();
+    let mut group_of = vec![u32::MAX; waves.len()];
+    for (g, members) in groups.iter().enumerate() {
+        for &w in *members {
+            group_of[w as usize] = g as u32;
         }
-        events.sort_unstable();
+    }
+    // Each SIMD's issues in stream order, which is time order: only the issues of one cycle
+    // need sorting then (events are whole values, so any sort gives the same list).
+    let mut by_group: Vec<Vec<(i64, u32, InstClass)>> = vec![Vec::new(); groups.len()];
+    for (ti, t) in tokens.iter().enumerate() {
+        if let Some(&g) = group_of.get(t.wave as usize).filter(|&&g| g != u32::MAX) {
+            by_group[g as usize].push((t.time, t.wave, classes[token_rows[ti] as usize]));
+        }
+    }
+    drop(group_of);
+    for (members, mut events) in groups.into_iter().zip(by_group) {
+        if events.is_sorted_by_key(|e| e.0) {
+            for same in events.chunk_by_mut(|a, b| a.0 == b.0) {
+                same.sort_unstable();
+            }
+        } else {
+            events.sort_unstable();
+        }
         for &w in members {
             let mut prev = waves[w as usize].start;
             let mut ws = LatencySplit::default();
