@@ -427,6 +427,18 @@ pub fn analyze_kernel_fold<T: Send>(
         .map(|(k, _, f)| (k, f))
 }
 
+/// [`analyze_kernel_fold`] that also returns each SE's clock (`wavescope index`: every SE's
+/// waves go to the index's spill and its table and splits are folded as it is decoded, so the
+/// writer computes each SE's x from its clock afterwards).
+#[allow(clippy::type_complexity)]
+pub fn analyze_kernel_index_fold<T: Send>(
+    p: &Profile,
+    ki: usize,
+    fold: &SeFold<'_, T>,
+) -> Option<(KernelSqtt, Vec<SeClock>, Vec<Option<T>>)> {
+    analyze_kernel_clocked(p, ki, &|_, _| {}, KernelOptions::INDEX, PerSe::Fold(fold))
+}
+
 /// A kernel's instruction table, latency splits, wave count and achieved occupancy, with each
 /// SE folded into them as soon as it is decoded and then dropped (`wavescope stats`): the
 /// results of [`inst_stats_with`], [`hidden::kernel_splits`], [`KernelSqtt::wave_count`] and
