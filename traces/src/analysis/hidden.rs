@@ -447,6 +447,9 @@ fn se_splits(
         for &w in members {
             let mut prev = waves[w as usize].start;
             let mut ws = LatencySplit::default();
+            // The end of the last token's window: its window ends where the next one's starts
+            // (tokens of a wave come in time order), so only a wave's first token searches.
+            let mut next_lo: Option<usize> = None;
             for &ti in se.wave_tokens(w as usize) {
                 let Some(t) = tokens.get(ti as usize) else {
                     continue;
@@ -456,8 +459,16 @@ fn se_splits(
                     ..Default::default()
                 };
                 // Events in (prev, time]: each distinct cycle another wave issued in is hidden.
-                let lo = events.partition_point(|e| e.0 <= prev);
-                let hi = lo + events[lo..].partition_point(|e| e.0 <= t.time);
+                let lo = match next_lo {
+                    Some(lo) => lo,
+                    None => events.partition_point(|e| e.0 <= prev),
+                };
+                let mut hi = lo;
+                while hi < events.len() && events[hi].0 <= t.time {
+                    hi += 1;
+                }
+                // A token earlier than the last (out of time order) searches again.
+                next_lo = (t.time >= prev).then_some(hi);
                 let mut j = lo;
                 while j < hi {
                     let tj = events[j].0;
