@@ -580,8 +580,7 @@ fn analyze_kernel_clocked<T: Send>(
                 }
                 spilled = Some(f(&st, &d));
                 let mut a = st.analysis;
-                a.waves = Vec::new();
-                a.tokens = Vec::new();
+                sqtt::waves::recycle(std::mem::take(&mut a.waves), std::mem::take(&mut a.tokens));
                 (a, None)
             }
         });
@@ -599,10 +598,12 @@ fn analyze_kernel_clocked<T: Send>(
             (0..streams.len()).partition(|&i| streams[i].itrace);
         let (a, b) = rayon::join(
             || {
-                traced
+                let done = traced
                     .iter()
                     .map(|&i| (i, one(&streams[i])))
-                    .collect::<Vec<_>>()
+                    .collect::<Vec<_>>();
+                sqtt::waves::drop_spare_tokens();
+                done
             },
             || {
                 rest.par_iter()

@@ -586,11 +586,47 @@ fn key(sa: u8, cu: u16, simd: u8, wave: u8) -> u32 {
     (sa as u32) << 28 | (cu as u32) << 12 | (simd as u32) << 8 | wave as u32
 }
 
+thread_local! {
+    /// Wave and token lists handed back by [`recycle`], for the next blob analysed on this
+    /// thread.
+    static SPARE: std::cell::RefCell<(Vec<Wave>, Vec<InstToken>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// Hands the wave and token lists of an analysis its caller has finished with (folded into
+/// counters, written out) back for the next blob this thread analyses: a big blob's lists are
+/// tens of MiB, and new ones are fresh pages the kernel must fault in and zero again, most of
+/// the system time of a large capture's `stats` otherwise.
+pub fn recycle(mut waves: Vec<Wave>, mut tokens: Vec<InstToken>) {
+    waves.clear();
+    tokens.clear();
+    SPARE.with(|s| {
+        let mut s = s.borrow_mut();
+        if waves.capacity() > s.0.capacity() {
+            s.0 = waves;
+        }
+        if tokens.capacity() > s.1.capacity() {
+            s.1 = tokens;
+        }
+    });
+}
+
+/// Drops this thread's spare token list ([`recycle`]) once no more instruction-traced blob
+/// will come to it.
+pub fn drop_spare_tokens() {
+    SPARE.with(|s| s.borrow_mut().1 = Vec::new());
+}
+
 impl Analyzer {
     pub fn new(opts: AnalyzeOptions) -> Self {
+        // The tokens' list is taken at the first token: most SEs have none.
+        let waves = SPARE.with(|s| std::mem::take(&mut s.borrow_mut().0));
         Analyzer {
             opts,
-            out: BlobAnalysis::default(),
+            out: BlobAnalysis {
+                waves,
+                ..Default::default()
+            },
             live: LiveWaves::default(),
             places: places(),
             ended: Vec::new(),
@@ -627,6 +663,12 @@ impl Analyzer {
     #[inline(never)]
     fn grow_tokens(&mut self, offset: u64) {
         let t = &mut self.out.tokens;
+        if t.capacity() == 0 {
+            *t = SPARE.with(|s| std::mem::take(&mut s.borrow_mut().1));
+            if t.capacity() > 0 {
+                return;
+            }
+        }
         let rest = self.blob_bytes.saturating_sub((offset / 2) as usize);
         let want = if t.is_empty() { rest / 64 } else { 0 };
         t.reserve(want.max(t.len()).max(16));
