@@ -978,7 +978,20 @@ impl Analyzer {
             let mut it = self.ended.iter();
             self.out.waves.retain(|_| *it.next().unwrap_or(&false));
         }
+        // The reservations from the blob's size ([`Analyzer::reserve_for`], `grow_tokens`)
+        // are estimates for streams dense in waves and tokens: one of NOPs, or an itraced SE
+        // (few waves, many bytes of tokens), leaves them mostly empty; keep no more than
+        // doubling would have.
+        shrink_overshoot(&mut self.out.waves);
+        shrink_overshoot(&mut self.out.tokens);
         self.out
+    }
+}
+
+/// Gives back a vector's capacity beyond twice its length (what growth by doubling leaves).
+pub(crate) fn shrink_overshoot<T>(v: &mut Vec<T>) {
+    if v.capacity() > (2 * v.len()).max(64) {
+        v.shrink_to_fit();
     }
 }
 
