@@ -613,8 +613,10 @@ impl Analyzer {
 
     /// Reserve the wave records for a blob of `bytes` (a low estimate: real streams hold a
     /// wave per 35-40 bytes). Growing a vector by doubling copies it while it is small enough
-    /// for the heap, faulting its pages twice; the estimate skips most of that, and stays
-    /// below what the records will take, so it adds no memory.
+    /// for the heap, faulting its pages twice; the estimate skips most of that. It is low
+    /// only for streams dense in waves: one of NOPs, or an itraced SE (a few waves, many bytes
+    /// of tokens), reserves address space it never touches while decoding, which
+    /// [`Analyzer::finish`] gives back.
     pub fn reserve_for(&mut self, bytes: usize) {
         self.blob_bytes = bytes;
         self.out.waves.reserve(bytes / 64);
