@@ -314,6 +314,8 @@ pub fn analyze_mapped(
         }
     }
     token_pc.resize(analysis.tokens.len(), u64::MAX);
+    // Reserved from the blob's size (`MapState::packet`): as the analyzer's lists.
+    crate::sqtt::waves::shrink_overshoot(&mut token_pc);
     // Disassembly once per PC a kept token maps to.
     let mut disasm = HashMap::new();
     let mut seen = vec![false; slots.len];

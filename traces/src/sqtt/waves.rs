@@ -649,8 +649,10 @@ impl Analyzer {
 
     /// Reserve the wave records for a blob of `bytes` (a low estimate: real streams hold a
     /// wave per 35-40 bytes). Growing a vector by doubling copies it while it is small enough
-    /// for the heap, faulting its pages twice; the estimate skips most of that, and stays
-    /// below what the records will take, so it adds no memory.
+    /// for the heap, faulting its pages twice; the estimate skips most of that. It is low
+    /// only for streams dense in waves: one of NOPs, or an itraced SE (a few waves, many bytes
+    /// of tokens), reserves address space it never touches while decoding, which
+    /// [`Analyzer::finish`] gives back.
     pub fn reserve_for(&mut self, bytes: usize) {
         self.blob_bytes = bytes;
         self.out.waves.reserve(bytes / 64);
@@ -1020,7 +1022,20 @@ impl Analyzer {
             let mut it = self.ended.iter();
             self.out.waves.retain(|_| *it.next().unwrap_or(&false));
         }
+        // The reservations from the blob's size ([`Analyzer::reserve_for`], `grow_tokens`)
+        // are estimates for streams dense in waves and tokens: one of NOPs, or an itraced SE
+        // (few waves, many bytes of tokens), leaves them mostly empty; keep no more than
+        // doubling would have.
+        shrink_overshoot(&mut self.out.waves);
+        shrink_overshoot(&mut self.out.tokens);
         self.out
+    }
+}
+
+/// Gives back a vector's capacity beyond twice its length (what growth by doubling leaves).
+pub(crate) fn shrink_overshoot<T>(v: &mut Vec<T>) {
+    if v.capacity() > (2 * v.len()).max(64) {
+        v.shrink_to_fit();
     }
 }
 
