@@ -293,6 +293,31 @@ pub fn analyze_kernel_view(
     analyze_kernel_impl(p, ki, progress, KernelOptions { detail: false }, true, true)
 }
 
+/// What the app's SQTT view analyses of kernel `ki`, for a view that keeps its own compact
+/// columns: [`analyze_kernel_view`] without any x (`wave_x`, `token_x`: the view computes x
+/// from cycles with each SE's clock, returned in `ses` order), each SE's waves and tokens
+/// shrunk to their length once decoded, and the waves of every SE without instruction tokens
+/// handed to `spill` as soon as that SE is decoded (its `analysis.waves` is then left empty,
+/// so only the SEs being decoded hold wave records).
+#[allow(clippy::type_complexity)]
+pub fn analyze_kernel_view_spill<T: Send>(
+    p: &Profile,
+    ki: usize,
+    progress: &(dyn Fn(usize, usize) + Sync),
+    spill: &WaveSpill<'_, T>,
+) -> Option<(KernelSqtt, Vec<SeClock>, Vec<Option<T>>)> {
+    analyze_kernel_clocked(
+        p,
+        ki,
+        progress,
+        KernelOptions { detail: false },
+        false,
+        false,
+        true,
+        Some(spill),
+    )
+}
+
 /// What the instruction table, the latency splits and achieved occupancy need of kernel `ki`
 /// (`wavescope stats`): [`analyze_kernel_with`] without detail and without the waves' x
 /// (`SeTrace::wave_x` and so [`KernelSqtt::x_range`] are empty: a view needs them, the table
@@ -328,6 +353,7 @@ pub type WaveSpill<'a, T> = dyn Fn(&[sqtt::waves::Wave]) -> Option<T> + Sync + '
 
 /// How one SE's cycles become x: what `SeTrace::wave_x` holds, for a caller that computes it
 /// one SE at a time instead of keeping every SE's ([`analyze_kernel_index`]).
+#[derive(Clone)]
 pub struct SeClock {
     map: Option<sqtt::TimeMap>,
     micros: bool,
@@ -335,6 +361,30 @@ pub struct SeClock {
 }
 
 impl SeClock {
+    /// The clock of a kernel without markers: x is the cycle count.
+    pub fn cycles() -> SeClock {
+        SeClock {
+            map: None,
+            micros: false,
+            origin_us: 0.0,
+        }
+    }
+
+    /// The x of cycle `c`, exactly as [`SeTrace::wave_x`] and [`SeTrace::token_x`] hold it.
+    pub fn x(&self, c: i64) -> f64 {
+        self.x_hinted(c, &mut [0; 2])
+    }
+
+    /// [`SeClock::x`] for times that mostly move forward: `hint` keeps the last two marker
+    /// intervals used (the same result, without a search per call).
+    #[inline]
+    pub fn x_hinted(&self, c: i64, hint: &mut [usize; 2]) -> f64 {
+        match (&self.map, self.micros) {
+            (Some(m), true) => m.us_hinted2(c, hint).map_or(0.0, |us| us - self.origin_us),
+            _ => c as f64,
+        }
+    }
+
     /// Each wave's (start, end) x, exactly as [`SeTrace::wave_x`] would hold them.
     pub fn wave_x(&self, waves: &[sqtt::waves::Wave]) -> Vec<(f64, f64)> {
         self.x_of(waves.iter().map(|w| (w.start, w.end)))

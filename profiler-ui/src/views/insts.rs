@@ -102,8 +102,7 @@ pub fn show_wave(ui: &mut Ui, kv: &KernelView) {
         ui.label("Click a wave to list its instructions.");
         return;
     };
-    let s = &kv.data.ses[se];
-    let Some(wave) = s.analysis.waves.get(w as usize) else {
+    let (Some(s), Some(wave)) = (kv.data.ses.get(se), kv.wave(se, w)) else {
         return;
     };
     ui.strong(format!(
@@ -111,7 +110,7 @@ pub fn show_wave(ui: &mut Ui, kv: &KernelView) {
         kv.data.se_name(s.se),
         wave.cu,
         wave.simd,
-        wave.wave
+        wave.slot
     ));
     ui.label(format!(
         "cycles {}..{} ({} cycles)",
