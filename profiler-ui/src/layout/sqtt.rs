@@ -50,6 +50,10 @@ pub struct SqttRows {
     pub rows: Vec<Row>,
     /// By SE index (`KernelSqtt::ses` order).
     pub clocks: Vec<SeClock>,
+    /// By SE index, when the SE's analysis keeps only its waves with tokens: their indices
+    /// (ascending) among all its waves, so `k.ses[se].analysis.waves[i]` is wave `traced[i]`.
+    /// `None`: the analysis keeps every wave (or none), indexed as the rows are.
+    pub traced: Vec<Option<Vec<u32>>>,
 }
 
 pub const HEADER_H: f32 = 18.0;
@@ -166,8 +170,15 @@ impl SeWaves {
 
 impl SqttRows {
     /// The rows of `k`: an SE's waves from `grouped` when given (its wave records already
-    /// gone), else from its analysis; `clocks` by SE index.
-    pub fn build(k: &KernelSqtt, clocks: Vec<SeClock>, grouped: Vec<Option<SeWaves>>) -> SqttRows {
+    /// gone), else from its analysis; `clocks` and `traced` ([`SqttRows::traced`]) by SE index
+    /// (either may be shorter).
+    pub fn build(
+        k: &KernelSqtt,
+        clocks: Vec<SeClock>,
+        grouped: Vec<Option<SeWaves>>,
+        mut traced: Vec<Option<Vec<u32>>>,
+    ) -> SqttRows {
+        traced.resize(k.ses.len(), None);
         let mut rows = Vec::new();
         let mut grouped = grouped.into_iter();
         for (si, se) in k.ses.iter().enumerate() {
@@ -175,7 +186,8 @@ impl SqttRows {
                 .next()
                 .flatten()
                 .unwrap_or_else(|| SeWaves::group(&se.analysis.waves));
-            let clock = clocks.get(si).cloned().unwrap_or_else(SeClock::cycles);
+            let cycles = SeClock::cycles();
+            let clock = clocks.get(si).unwrap_or(&cycles);
             rows.push(Row {
                 kind: RowKind::Se { se: si },
                 waves: Vec::new(),
@@ -203,13 +215,26 @@ impl SqttRows {
                     itraced: se.itrace,
                 });
                 for slot in group {
-                    rows.push(wave_row(se, &clock, si, slot));
+                    rows.push(wave_row(se, clock, traced[si].as_deref(), si, slot));
                 }
             }
         }
         let mut clocks = clocks;
         clocks.resize_with(k.ses.len(), SeClock::cycles);
-        SqttRows { rows, clocks }
+        SqttRows {
+            rows,
+            clocks,
+            traced,
+        }
+    }
+
+    /// The index in `k.ses[se]`'s analysis (`analysis.waves`, `wave_tokens`) of its wave `w`
+    /// (`None`: the analysis does not keep it, as it has no tokens).
+    pub fn wave_index(&self, se: usize, w: u32) -> Option<usize> {
+        match self.traced.get(se) {
+            Some(Some(ids)) => ids.binary_search(&w).ok(),
+            _ => Some(w as usize),
+        }
     }
 
     /// The clock of SE index `se`.
@@ -285,7 +310,13 @@ impl SqttRows {
 
 /// The row of one wave slot: its waves sorted by start x (they come nearly so, in WAVESTART
 /// order; stable, so equal starts keep stream order) and the level-of-detail summary.
-fn wave_row(se: &crate::data::SeTrace, clock: &SeClock, si: usize, slot: SlotWaves) -> Row {
+fn wave_row(
+    se: &crate::data::SeTrace,
+    clock: &SeClock,
+    traced: Option<&[u32]>,
+    si: usize,
+    slot: SlotWaves,
+) -> Row {
     let SlotWaves {
         key: (cu, simd, slot),
         mut waves,
@@ -303,9 +334,13 @@ fn wave_row(se: &crate::data::SeTrace, clock: &SeClock, si: usize, slot: SlotWav
     let h = Hinted::new(clock);
     let summary = RowSummary::build(cycles.len(), |i| h.x(cycles[i].0), |i| h.x(cycles[i].1));
     let max_len = summary.max_len();
-    let itraced = waves
-        .iter()
-        .any(|&w| se.token_start.get(w as usize + 1) > se.token_start.get(w as usize));
+    let itraced = match traced {
+        // Only waves with tokens are kept.
+        Some(ids) => waves.iter().any(|w| ids.binary_search(w).is_ok()),
+        None => waves
+            .iter()
+            .any(|&w| se.token_start.get(w as usize + 1) > se.token_start.get(w as usize)),
+    };
     Row {
         kind: RowKind::Wave {
             se: si,
@@ -447,12 +482,12 @@ pub fn layout_frame(
                     Item::Span { index, x0, x1 } => {
                         let w = row.waves.get(index).copied();
                         frame.waves.push((ri, se, w, x0, x1, 1));
-                        if let Some(w) = w {
+                        if let Some(w) = w.and_then(|w| rows.wave_index(se, w)) {
                             if row.itraced && x1 - x0 >= TOKEN_MIN_WAVE_PX {
                                 layout_tokens(
                                     st,
                                     clock,
-                                    w as usize,
+                                    w,
                                     hx.x(cyc(index).1),
                                     y,
                                     view,
@@ -627,7 +662,7 @@ mod tests {
             disasm: Default::default(),
             se_layout: None,
         };
-        let rows = SqttRows::build(&k, vec![SeClock::cycles(); 2], Vec::new());
+        let rows = SqttRows::build(&k, vec![SeClock::cycles(); 2], Vec::new(), Vec::new());
         let want = by_definition(&k);
         let got: Vec<_> = rows
             .rows
@@ -657,7 +692,7 @@ mod tests {
         let grouped = vec![Some(SeWaves::group(&k.ses[0].analysis.waves)), None];
         let mut k2 = k;
         k2.ses[0].analysis.waves = Vec::new();
-        let again = SqttRows::build(&k2, vec![SeClock::cycles(); 2], grouped);
+        let again = SqttRows::build(&k2, vec![SeClock::cycles(); 2], grouped, Vec::new());
         let got2: Vec<_> = again
             .rows
             .iter()

@@ -118,7 +118,12 @@ pub fn show_wave(ui: &mut Ui, kv: &KernelView) {
         wave.end,
         wave.end - wave.start
     ));
-    let insts = wave_insts(&kv.data, se, w as usize);
+    // The analysis keeps the waves with tokens, indexed apart.
+    let insts = kv
+        .rows
+        .wave_index(se, w)
+        .map(|i| wave_insts(&kv.data, se, i))
+        .unwrap_or_default();
     if insts.is_empty() {
         ui.label(if s.itrace {
             "No instruction tokens: only the traced SIMD's waves carry them."

@@ -136,12 +136,18 @@ impl KernelView {
         spilled: Vec<Option<Spilled>>,
         stats: Option<Vec<InstStat>>,
     ) -> KernelView {
-        let stats = stats.unwrap_or_else(|| inst_stats(&data));
-        // Achieved occupancy per SE, in SE order: saved as decoded, or from the wave records.
+        // Achieved occupancy per SE, in SE order: saved as decoded, or from the wave records;
+        // then the SE's waves grouped into rows, and of its wave records only those with
+        // tokens kept (the table and the wave list read them; the rows hold every wave).
         let mut achieved = crate::data::occupancy::Achieved::default();
         let mut grouped = Vec::with_capacity(data.ses.len());
+        let mut traced = Vec::with_capacity(data.ses.len());
         let mut spilled = spilled.into_iter();
-        for s in &data.ses {
+        for s in &mut data.ses {
+            // The clocks are made: the markers (millions in a large capture) are not read
+            // again.
+            s.analysis.markers = Vec::new();
+            s.analysis.userdata_writes = Vec::new();
             match spilled.next().flatten() {
                 Some((g, a)) => {
                     achieved
@@ -153,6 +159,7 @@ impl KernelView {
                             .map(|o| SimdOccupancy { se: s.se, ..o }),
                     );
                     grouped.push(Some(g));
+                    traced.push(None);
                 }
                 None => {
                     crate::data::occupancy::achieved_se(
@@ -168,11 +175,15 @@ impl KernelView {
                                 simd: w.simd,
                             }),
                     );
-                    grouped.push(None);
+                    grouped.push(Some(SeWaves::group(&s.analysis.waves)));
+                    traced.push(Some(keep_waves_with_tokens(s)));
                 }
             }
         }
-        let rows = SqttRows::build(&data, clocks, grouped);
+        // The table reads only waves with tokens, in order: the same rows and sums as over
+        // every wave.
+        let stats = stats.unwrap_or_else(|| inst_stats(&data));
+        let rows = SqttRows::build(&data, clocks, grouped, traced);
         // The SEs' columns stay for as long as the kernel is open, so at their length (a
         // large block shrinks in place, without a copy); x is the rows' business.
         for s in &mut data.ses {
@@ -251,6 +262,29 @@ impl KernelView {
     }
 }
 
+/// Keeps, of `s`'s wave records, only those with tokens (in order, `token_start` to match);
+/// returns their indices among all its waves.
+fn keep_waves_with_tokens(s: &mut crate::data::SeTrace) -> Vec<u32> {
+    let n = s.analysis.waves.len();
+    let ids: Vec<u32> = (0..n)
+        .filter(|&w| !s.wave_tokens(w).is_empty())
+        .map(|w| w as u32)
+        .collect();
+    // A wave without tokens has an empty range: each kept wave's range ends where the next
+    // kept one's starts, the last where every token's does.
+    let mut start: Vec<u32> = ids
+        .iter()
+        .map(|&w| s.token_start.get(w as usize).copied().unwrap_or(0))
+        .collect();
+    start.push(s.token_start.get(n).copied().unwrap_or(0));
+    s.token_start = start;
+    s.analysis.waves = ids
+        .iter()
+        .map(|&w| s.analysis.waves[w as usize].clone())
+        .collect();
+    ids
+}
+
 /// The wave at position `pos` of row `ri` of `rows` (the rows of `data`).
 fn wave_in_row(data: &KernelSqtt, rows: &SqttRows, ri: usize, pos: usize) -> Option<WaveAt> {
     let r = rows.rows.get(ri)?;
@@ -267,10 +301,10 @@ fn wave_in_row(data: &KernelSqtt, rows: &SqttRows, ri: usize, pos: usize) -> Opt
         start,
         end,
         x: (clock.x(start), clock.x(end)),
-        tokens: data
-            .ses
-            .get(se)
-            .map_or(0, |s| s.wave_tokens(w as usize).len()),
+        tokens: match (data.ses.get(se), rows.wave_index(se, w)) {
+            (Some(s), Some(i)) => s.wave_tokens(i).len(),
+            _ => 0,
+        },
     })
 }
 
