@@ -558,14 +558,15 @@ fn analyze_kernel_clocked<T: Send>(
         (Some(a), Some(b)) if unit == XUnit::Micros => Some((b - a) as f64 / 100.0),
         _ => None,
     };
+    if compact {
+        // The maps are made: a large capture's markers (millions) are not read again.
+        for a in analyses.iter_mut().flatten() {
+            a.markers = Vec::new();
+            a.userdata_writes = Vec::new();
+        }
+    }
     let mut ses = Vec::new();
-    let mut clocks = Vec::new();
     for ((s, a), m) in streams.iter().zip(analyses).zip(&maps) {
-        clocks.push(SeClock {
-            map: m.clone(),
-            micros: unit == XUnit::Micros,
-            origin_us,
-        });
         match a {
             Ok(a) => {
                 let st = match (m, unit) {
@@ -641,6 +642,12 @@ fn analyze_kernel_clocked<T: Send>(
             }
         }
     }
+    // The maps become the SEs' clocks (moved: a large capture's are tens of MiB).
+    let clocks = maps.into_iter().map(|map| SeClock {
+        map,
+        micros: unit == XUnit::Micros,
+        origin_us,
+    });
     // Stable, as before; the clocks follow their SEs.
     let mut all: Vec<(SeTrace, SeClock, Option<T>)> = ses
         .into_iter()

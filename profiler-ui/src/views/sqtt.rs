@@ -648,7 +648,7 @@ pub fn show(ui: &mut Ui, kv: &mut KernelView) -> bool {
                     None => format!("{count} waves (zoom in to see them)"),
                 });
                 if resp.clicked() {
-                    clicked_wave = w.map(|w| (se, w));
+                    clicked_wave = w.map(|w| (se, w, ri));
                 }
             }
         }
@@ -668,7 +668,7 @@ pub fn show(ui: &mut Ui, kv: &mut KernelView) -> bool {
                 let wr = ui.interact(r, ui.scope_id().with(("wave", se, w)), Sense::click());
                 wr.widget_info(|| egui::WidgetInfo::labeled(egui::Role::Button, true, &label));
                 if wr.clicked() {
-                    clicked_wave = Some((se, w));
+                    clicked_wave = Some((se, w, ri));
                 }
                 if wr.hovered() {
                     tooltip = Some(wave_tooltip(&kv.data, &kv.rows, se, ri, w, &fmt));
@@ -711,7 +711,15 @@ pub fn show(ui: &mut Ui, kv: &mut KernelView) -> bool {
         st.measure = None;
     }
     let mut changed = false;
-    if let Some(cw) = clicked_wave {
+    if let Some((se, w, ri)) = clicked_wave {
+        // The wave list looks it up every frame: its row is known here.
+        let pos = kv
+            .rows
+            .rows
+            .get(ri)
+            .and_then(|r| r.waves.iter().position(|&x| x == w));
+        kv.found.set(Some(((se, w), pos.map(|p| (ri, p)))));
+        let cw = (se, w);
         st.selected_wave = Some(cw);
         st.measure = None;
         changed = true;
