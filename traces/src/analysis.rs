@@ -52,6 +52,10 @@ pub struct SeTrace {
     /// AMD's stall and duration summed per PC over `mapped` (sorted by PC), kept with or
     /// without the detail.
     pub amd_pc: Vec<(u64, i64, i64)>,
+    /// Empty: `analysis.waves` holds every wave of the SE. Else ([`analyze_kernel_view_spill`])
+    /// it holds only the waves with tokens and these are their indices among all the SE's
+    /// waves (ascending); the tokens' `wave` and `token_start` index the kept ones.
+    pub wave_ids: Vec<u32>,
 }
 
 impl SeTrace {
@@ -122,6 +126,7 @@ impl SeTrace {
             map_error: None,
             mapped: Vec::new(),
             amd_pc: Vec::new(),
+            wave_ids: Vec::new(),
         }
     }
 
@@ -135,6 +140,31 @@ impl SeTrace {
     ) {
         crate::pipeline::map_se(self, blob, code, disasm, true);
     }
+}
+
+/// Keeps, of `a`'s waves, only those with tokens (in order), the tokens' `wave` renumbered to
+/// match; returns their indices among all the waves.
+fn keep_waves_with_tokens(a: &mut BlobAnalysis) -> Vec<u32> {
+    let n = a.waves.len();
+    let mut index = vec![u32::MAX; n];
+    for t in &a.tokens {
+        if let Some(i) = index.get_mut(t.wave as usize) {
+            *i = 0;
+        }
+    }
+    let mut ids = Vec::new();
+    for (w, i) in index.iter_mut().enumerate() {
+        if *i == 0 {
+            *i = ids.len() as u32;
+            ids.push(w as u32);
+        }
+    }
+    // A token of no wave stays of none.
+    for t in &mut a.tokens {
+        t.wave = index.get(t.wave as usize).copied().unwrap_or(u32::MAX);
+    }
+    a.waves = ids.iter().map(|&w| a.waves[w as usize].clone()).collect();
+    ids
 }
 
 /// Counting sort of tokens by wave (stable, so each wave keeps time order).
@@ -298,7 +328,9 @@ pub fn analyze_kernel_view(
 /// from cycles with each SE's clock, returned in `ses` order), each SE's waves and tokens
 /// shrunk to their length once decoded, and the waves of every SE without instruction tokens
 /// handed to `spill` as soon as that SE is decoded (its `analysis.waves` is then left empty,
-/// so only the SEs being decoded hold wave records).
+/// so only the SEs being decoded hold wave records). The waves of an SE with tokens go to
+/// `spill` too when its tokens are mapped in the same pass (RDNA) or not at all, and then only
+/// its waves with tokens stay (`SeTrace::wave_ids`).
 #[allow(clippy::type_complexity)]
 pub fn analyze_kernel_view_spill<T: Send>(
     p: &Profile,
@@ -315,6 +347,7 @@ pub fn analyze_kernel_view_spill<T: Send>(
         false,
         true,
         Some(spill),
+        true,
     )
 }
 
@@ -342,7 +375,7 @@ fn analyze_kernel_impl(
     token_x: bool,
     wave_x: bool,
 ) -> Option<KernelSqtt> {
-    analyze_kernel_clocked::<()>(p, ki, progress, opts, token_x, wave_x, false, None)
+    analyze_kernel_clocked::<()>(p, ki, progress, opts, token_x, wave_x, false, None, false)
         .map(|(k, _, _)| k)
 }
 
@@ -428,6 +461,7 @@ pub fn analyze_kernel_index<T: Send>(
         false,
         true,
         spill,
+        false,
     )
 }
 
@@ -444,6 +478,7 @@ fn analyze_kernel_clocked<T: Send>(
     wave_x: bool,
     compact: bool,
     spill: Option<&WaveSpill<'_, T>>,
+    traced_only: bool,
 ) -> Option<(KernelSqtt, Vec<SeClock>, Vec<Option<T>>)> {
     use rayon::prelude::*;
     let k = p.kernels.get(ki)?;
@@ -459,6 +494,7 @@ fn analyze_kernel_clocked<T: Send>(
         Option<crate::pipeline::SeMap>,
         Option<i64>,
         Option<T>,
+        Vec<u32>,
     )> = streams
         .par_iter()
         .map(|s| {
@@ -493,11 +529,20 @@ fn analyze_kernel_clocked<T: Send>(
                 .ok()
                 .and_then(|(a, _)| a.waves.first().map(|w| w.start));
             let mut spilled = None;
+            let mut ids = Vec::new();
             let r = r.map(|(mut a, m)| {
                 if let Some(f) = spill.filter(|_| a.tokens.is_empty()) {
                     spilled = f(&a.waves);
                     if spilled.is_some() {
                         a.waves = Vec::new();
+                    }
+                } else if let Some(f) = spill.filter(|_| traced_only) {
+                    // Not when the SE is mapped later (the CDNA walk reads every wave).
+                    if m.is_some() || code.is_none() {
+                        spilled = f(&a.waves);
+                        if spilled.is_some() {
+                            ids = keep_waves_with_tokens(&mut a);
+                        }
                     }
                 }
                 (a, m)
@@ -505,8 +550,8 @@ fn analyze_kernel_clocked<T: Send>(
             let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
             progress(n, streams.len());
             match r {
-                Ok((a, m)) => (Ok(a), m, first, spilled),
-                Err(e) => (Err(e.to_string()), None, None, None),
+                Ok((a, m)) => (Ok(a), m, first, spilled, ids),
+                Err(e) => (Err(e.to_string()), None, None, None, Vec::new()),
             }
         })
         .collect();
@@ -514,11 +559,13 @@ fn analyze_kernel_clocked<T: Send>(
     let mut se_maps = Vec::with_capacity(results.len());
     let mut firsts = Vec::with_capacity(results.len());
     let mut spills = Vec::with_capacity(results.len());
-    for (a, m, f, sp) in results {
+    let mut wave_ids = Vec::with_capacity(results.len());
+    for (a, m, f, sp, ids) in results {
         analyses.push(a);
         se_maps.push(m);
         firsts.push(f);
         spills.push(sp);
+        wave_ids.push(ids);
     }
     let empty = BlobAnalysis::default();
     let refs: Vec<&BlobAnalysis> = analyses
@@ -566,10 +613,10 @@ fn analyze_kernel_clocked<T: Send>(
         }
     }
     let mut ses = Vec::new();
-    for ((s, a), m) in streams.iter().zip(analyses).zip(&maps) {
+    for (((s, a), m), ids) in streams.iter().zip(analyses).zip(&maps).zip(wave_ids) {
         match a {
             Ok(a) => {
-                let st = match (m, unit) {
+                let mut st = match (m, unit) {
                     (Some(m), XUnit::Micros) => {
                         // Tokens come in time order, wave starts and ends each nearly so:
                         // remember the last two marker intervals.
@@ -590,6 +637,7 @@ fn analyze_kernel_clocked<T: Send>(
                     }
                     _ => SeTrace::build(s.se, s.itrace, a, &|c| c as f64, token_x, wave_x),
                 };
+                st.wave_ids = ids;
                 ses.push(st);
             }
             Err(e) => {

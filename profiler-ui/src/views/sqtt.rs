@@ -58,8 +58,11 @@ pub struct KernelView {
     pub lines: Option<Result<crate::data::source::LineTable, String>>,
     /// The last wave looked up by (SE index, wave): its (row, position), so the wave list
     /// drawn every frame does not search the rows each time.
-    found: Cell<Option<((usize, u32), Option<(usize, usize)>)>>,
+    found: Cell<Option<Found>>,
 }
+
+/// A wave looked up: (SE index, wave) and its (row, position) if the view has it.
+type Found = ((usize, u32), Option<(usize, usize)>);
 
 /// One wave of the view, as the tooltip and the wave list show it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -159,7 +162,10 @@ impl KernelView {
                             .map(|o| SimdOccupancy { se: s.se, ..o }),
                     );
                     grouped.push(Some(g));
-                    traced.push(None);
+                    // With tokens, the analysis kept only the waves that have some.
+                    traced.push(
+                        (!s.analysis.tokens.is_empty()).then(|| std::mem::take(&mut s.wave_ids)),
+                    );
                 }
                 None => {
                     crate::data::occupancy::achieved_se(
