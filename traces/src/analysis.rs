@@ -289,17 +289,62 @@ pub fn analyze_kernel_par(
     ki: usize,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Option<KernelSqtt> {
-    analyze_kernel_with(p, ki, progress, KernelOptions { detail: true })
+    analyze_kernel_with(p, ki, progress, KernelOptions::FULL)
 }
 
-/// What [`analyze_kernel_with`] keeps beyond the waves, tokens and the instruction table's
-/// inputs.
+/// What the kernel analysis keeps of each SE beyond its waves, tokens and the instruction
+/// table's inputs: one set of flags for every entry point.
 #[derive(Debug, Clone, Copy)]
 pub struct KernelOptions {
-    /// Per-token detail: each token's x (`SeTrace::token_x`) and every mapped instruction with
-    /// its disassembly (`SeTrace::mapped`, for [`traced_waves`]). The app's views need it; the
-    /// table, the splits and occupancy do not, and it is most of the memory.
+    /// Every mapped instruction with its disassembly (`SeTrace::mapped`, for
+    /// [`traced_waves`]): most of the memory, and only the full analysis keeps it.
     pub detail: bool,
+    /// Every token's x (`SeTrace::token_x`; 8 bytes per token): the app's view draws them.
+    pub token_x: bool,
+    /// Every wave's x (`SeTrace::wave_x` and so [`KernelSqtt::x_range`]; 16 bytes and two
+    /// clock conversions per wave): a view needs them, the table does not.
+    pub wave_x: bool,
+    /// Each SE's waves and tokens shrunk to their length as soon as it is decoded (growth
+    /// capacity is most of a large capture's memory otherwise).
+    pub compact: bool,
+}
+
+impl KernelOptions {
+    /// Everything ([`analyze_kernel_par`]).
+    pub const FULL: KernelOptions = KernelOptions {
+        detail: true,
+        token_x: true,
+        wave_x: true,
+        compact: false,
+    };
+    /// The app's SQTT view ([`analyze_kernel_view`]).
+    pub const VIEW: KernelOptions = KernelOptions {
+        detail: false,
+        token_x: true,
+        wave_x: true,
+        compact: false,
+    };
+    /// Waves with their x and the table's inputs, no per-token detail (the diff engine).
+    pub const WAVES: KernelOptions = KernelOptions {
+        detail: false,
+        token_x: false,
+        wave_x: true,
+        compact: false,
+    };
+    /// The instruction table's inputs alone ([`analyze_kernel_table`]).
+    pub const TABLE: KernelOptions = KernelOptions {
+        detail: false,
+        token_x: false,
+        wave_x: false,
+        compact: false,
+    };
+    /// [`KernelOptions::TABLE`], compact ([`analyze_kernel_index`], [`kernel_table`]).
+    pub const INDEX: KernelOptions = KernelOptions {
+        detail: false,
+        token_x: false,
+        wave_x: false,
+        compact: true,
+    };
 }
 
 /// [`analyze_kernel_par`] with options.
@@ -309,7 +354,7 @@ pub fn analyze_kernel_with(
     progress: &(dyn Fn(usize, usize) + Sync),
     opts: KernelOptions,
 ) -> Option<KernelSqtt> {
-    analyze_kernel_impl(p, ki, progress, opts, opts.detail, true)
+    analyze_kernel_clocked::<()>(p, ki, progress, opts, PerSe::Keep).map(|(k, _, _)| k)
 }
 
 /// What the app's SQTT view needs: every token's x (it draws them) but not the list of mapped
@@ -320,7 +365,7 @@ pub fn analyze_kernel_view(
     ki: usize,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Option<KernelSqtt> {
-    analyze_kernel_impl(p, ki, progress, KernelOptions { detail: false }, true, true)
+    analyze_kernel_with(p, ki, progress, KernelOptions::VIEW)
 }
 
 /// What the app's SQTT view analyses of kernel `ki`, for a view that keeps its own compact
@@ -338,51 +383,38 @@ pub fn analyze_kernel_view_spill<T: Send>(
     progress: &(dyn Fn(usize, usize) + Sync),
     spill: &WaveSpill<'_, T>,
 ) -> Option<(KernelSqtt, Vec<SeClock>, Vec<Option<T>>)> {
-    analyze_kernel_clocked(
-        p,
-        ki,
-        progress,
-        KernelOptions { detail: false },
-        false,
-        false,
-        true,
-        Some(spill),
-        true,
-    )
+    analyze_kernel_clocked(p, ki, progress, KernelOptions::INDEX, PerSe::View(spill))
 }
 
-/// What the instruction table, the latency splits and achieved occupancy need of kernel `ki`
-/// (`wavescope stats`): [`analyze_kernel_with`] without detail and without the waves' x
-/// (`SeTrace::wave_x` and so [`KernelSqtt::x_range`] are empty: a view needs them, the table
-/// does not).
+/// What the instruction table, the latency splits and achieved occupancy need of kernel `ki`:
+/// [`analyze_kernel_with`] without detail and without the waves' x.
 pub fn analyze_kernel_table(p: &Profile, ki: usize) -> Option<KernelSqtt> {
-    analyze_kernel_impl(
-        p,
-        ki,
-        &|_, _| {},
-        KernelOptions { detail: false },
-        false,
-        false,
-    )
-}
-
-/// `token_x`: every token's x (`SeTrace::token_x`); `wave_x`: every wave's (`SeTrace::wave_x`).
-fn analyze_kernel_impl(
-    p: &Profile,
-    ki: usize,
-    progress: &(dyn Fn(usize, usize) + Sync),
-    opts: KernelOptions,
-    token_x: bool,
-    wave_x: bool,
-) -> Option<KernelSqtt> {
-    analyze_kernel_clocked::<()>(p, ki, progress, opts, token_x, wave_x, false, None, false)
-        .map(|(k, _, _)| k)
+    analyze_kernel_with(p, ki, &|_, _| {}, KernelOptions::TABLE)
 }
 
 /// Where [`analyze_kernel_index`] hands the waves of an SE without instruction tokens as soon
 /// as it is decoded (the index writes them out; nothing else of the analysis reads them):
 /// `Some` takes them, and the SE's `analysis.waves` is left empty; `None` keeps them.
 pub type WaveSpill<'a, T> = dyn Fn(&[sqtt::waves::Wave]) -> Option<T> + Sync + 'a;
+
+/// Where [`kernel_table`]'s analysis hands each decoded SE, with its tokens mapped to PCs
+/// (`token_pc`, `amd_pc`) and the disassembly of those PCs, in the SE's decoding thread; its
+/// waves, tokens and mapping are dropped once this returns. The SE has no x.
+pub type SeFold<'a, T> = dyn Fn(&SeTrace, &HashMap<u64, String>) -> T + Sync + 'a;
+
+/// What becomes of each SE as soon as it is decoded.
+#[derive(Clone, Copy)]
+enum PerSe<'a, T> {
+    /// Kept in the result.
+    Keep,
+    /// The waves of an SE without tokens go to the spill ([`analyze_kernel_index`]).
+    Spill(&'a WaveSpill<'a, T>),
+    /// Every decoded SE goes to the fold and only its counters stay ([`kernel_table`]).
+    Fold(&'a SeFold<'a, T>),
+    /// [`PerSe::Spill`]; an SE with tokens mapped in its decoding pass (or not mapped) goes to
+    /// the spill too and keeps only its waves with tokens ([`analyze_kernel_view_spill`]).
+    View(&'a WaveSpill<'a, T>),
+}
 
 /// How one SE's cycles become x: what `SeTrace::wave_x` holds, for a caller that computes it
 /// one SE at a time instead of keeping every SE's ([`analyze_kernel_index`]).
@@ -440,10 +472,9 @@ impl SeClock {
     }
 }
 
-/// What the analysis index needs of kernel `ki` (`wavescope index`): [`analyze_kernel_table`]
-/// with each SE's waves and tokens shrunk to their length once decoded (growth capacity is
-/// most of a large capture's memory otherwise) and, instead of every SE's `wave_x` at once,
-/// each SE's clock, so the index writer computes one SE's x at a time.
+/// What the analysis index needs of kernel `ki` (`wavescope index`): [`KernelOptions::INDEX`]
+/// and, instead of every SE's `wave_x` at once, each SE's clock, so the index writer computes
+/// one SE's x at a time.
 /// `spill`, when given, takes the waves of each SE without tokens as it is decoded (returned
 /// in `ses` order, `None` where kept), so only the SEs being decoded hold their waves.
 #[allow(clippy::type_complexity)]
@@ -452,33 +483,110 @@ pub fn analyze_kernel_index<T: Send>(
     ki: usize,
     spill: Option<&WaveSpill<'_, T>>,
 ) -> Option<(KernelSqtt, Vec<SeClock>, Vec<Option<T>>)> {
-    analyze_kernel_clocked(
-        p,
-        ki,
-        &|_, _| {},
-        KernelOptions { detail: false },
-        false,
-        false,
-        true,
-        spill,
-        false,
-    )
+    let per_se = match spill {
+        Some(f) => PerSe::Spill(f),
+        None => PerSe::Keep,
+    };
+    analyze_kernel_clocked(p, ki, &|_, _| {}, KernelOptions::INDEX, per_se)
 }
 
-/// [`analyze_kernel_impl`] that also returns each SE's clock (in `ses` order); `compact`
-/// shrinks each SE's waves and tokens to their length as soon as it is decoded; `spill` as in
-/// [`analyze_kernel_index`].
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+/// Kernel `ki` with each SE handed to `fold` as soon as it is decoded and mapped, and then
+/// dropped: what a report that only sums over the SEs needs (`wavescope stats`). Returns the
+/// kernel with its SEs' names, errors and unit but no waves or tokens, and each SE's fold
+/// (in `ses` order; `None` for an SE that could not be decoded).
+pub fn analyze_kernel_fold<T: Send>(
+    p: &Profile,
+    ki: usize,
+    fold: &SeFold<'_, T>,
+) -> Option<(KernelSqtt, Vec<Option<T>>)> {
+    analyze_kernel_clocked(p, ki, &|_, _| {}, KernelOptions::INDEX, PerSe::Fold(fold))
+        .map(|(k, _, f)| (k, f))
+}
+
+/// [`analyze_kernel_fold`] that also returns each SE's clock (`wavescope index`: every SE's
+/// waves go to the index's spill and its table and splits are folded as it is decoded, so the
+/// writer computes each SE's x from its clock afterwards).
+#[allow(clippy::type_complexity)]
+pub fn analyze_kernel_index_fold<T: Send>(
+    p: &Profile,
+    ki: usize,
+    fold: &SeFold<'_, T>,
+) -> Option<(KernelSqtt, Vec<SeClock>, Vec<Option<T>>)> {
+    analyze_kernel_clocked(p, ki, &|_, _| {}, KernelOptions::INDEX, PerSe::Fold(fold))
+}
+
+/// A kernel's instruction table, latency splits, wave count and achieved occupancy, with each
+/// SE folded into them as soon as it is decoded and then dropped (`wavescope stats`): the
+/// results of [`inst_stats_with`], [`hidden::kernel_splits`], [`KernelSqtt::wave_count`] and
+/// [`occupancy::achieved`] on [`analyze_kernel_table`]'s analysis, holding only the SEs being
+/// decoded instead of every SE's waves and tokens.
+pub struct KernelTable {
+    /// The kernel with its SEs' names, itrace flags, errors and unit, but no waves or tokens.
+    pub kernel: KernelSqtt,
+    pub waves: usize,
+    pub instructions: Vec<InstStat>,
+    pub splits: hidden::KernelSplits,
+    pub achieved: occupancy::Achieved,
+}
+
+/// [`KernelTable`] of kernel `ki`.
+pub fn kernel_table(p: &Profile, ki: usize) -> Option<KernelTable> {
+    use crate::pipeline::TablePart;
+    struct Part {
+        waves: usize,
+        achieved: occupancy::Achieved,
+        table: TablePart,
+        splits: hidden::KernelSplits,
+    }
+    let fold = |st: &SeTrace, disasm: &HashMap<u64, String>| {
+        let mut achieved = occupancy::Achieved::default();
+        let lives = st.analysis.waves.iter().map(occupancy::WaveLife::of);
+        occupancy::achieved_se(&mut achieved, st.se, lives);
+        // Only waves with tokens have rows and splits.
+        let (table, splits) = if st.analysis.tokens.is_empty() {
+            Default::default()
+        } else {
+            let one = std::slice::from_ref(st);
+            (TablePart::of(one, disasm), hidden::splits_of(one, disasm))
+        };
+        Part {
+            waves: st.analysis.waves.len(),
+            achieved,
+            table,
+            splits,
+        }
+    };
+    let (kernel, parts) = analyze_kernel_fold(p, ki, &fold)?;
+    let mut waves = 0;
+    let mut achieved = occupancy::Achieved::default();
+    let mut table = TablePart::default();
+    let mut splits = hidden::KernelSplits::default();
+    // In SE order, as the whole kernel's analysis meets them.
+    for mut part in parts.into_iter().flatten() {
+        waves += part.waves;
+        achieved.per_se.append(&mut part.achieved.per_se);
+        achieved.per_simd.append(&mut part.achieved.per_simd);
+        table.merge(part.table);
+        splits.merge(part.splits);
+    }
+    Some(KernelTable {
+        kernel,
+        waves,
+        instructions: table.finish(&splits.by_inst),
+        splits,
+        achieved,
+    })
+}
+
+/// The kernel analysis: each SE decoded (and mapped) in parallel, then aligned on the GPU
+/// clock; each SE's clock in `ses` order; what `per_se` made of each SE.
+#[allow(clippy::type_complexity)]
 fn analyze_kernel_clocked<T: Send>(
     p: &Profile,
     ki: usize,
     progress: &(dyn Fn(usize, usize) + Sync),
     opts: KernelOptions,
-    token_x: bool,
-    wave_x: bool,
-    compact: bool,
-    spill: Option<&WaveSpill<'_, T>>,
-    traced_only: bool,
+    per_se: PerSe<'_, T>,
 ) -> Option<(KernelSqtt, Vec<SeClock>, Vec<Option<T>>)> {
     use rayon::prelude::*;
     let k = p.kernels.get(ki)?;
@@ -489,54 +597,55 @@ fn analyze_kernel_clocked<T: Send>(
     let done = std::sync::atomic::AtomicUsize::new(0);
     // One decode per SE: an itraced RDNA SE is mapped in the same pass that analyses it.
     #[allow(clippy::type_complexity)]
-    let results: Vec<(
+    type Decoded<T> = (
         Result<BlobAnalysis, String>,
         Option<crate::pipeline::SeMap>,
         Option<i64>,
         Option<T>,
         Vec<u32>,
-    )> = streams
-        .par_iter()
-        .map(|s| {
-            let blob = p.blob(s.blob);
-            let ao = AnalyzeOptions::default();
-            // A blob is read once, front to back: its decoded pages of a mapped file need not
-            // stay resident (they are most of the memory of a large capture otherwise).
-            let handle = p.blobs.get(s.blob.0 as usize);
-            let mut release = |done: usize| {
-                if let Some(b) = handle {
-                    b.release_prefix(done);
-                }
-            };
-            let r = match &code {
-                Some(c) if s.itrace && !sqtt::map::walks_cdna(blob, c, ao.decode) => {
-                    crate::pipeline::analyze_mapped(blob, target, ao, c, opts.detail, &mut release)
-                        .map(|(a, m)| (a, Some(m)))
-                }
-                _ => sqtt::analyze_with_progress(blob, target, ao, &mut release).map(|a| (a, None)),
-            };
-            release(blob.len());
-            let r = r.map(|(mut a, m)| {
-                if compact {
-                    a.waves.shrink_to_fit();
-                    a.tokens.shrink_to_fit();
-                }
-                (a, m)
-            });
-            // The origin needs each SE's first wave, spilled or not.
-            let first = r
-                .as_ref()
-                .ok()
-                .and_then(|(a, _)| a.waves.first().map(|w| w.start));
-            let mut spilled = None;
-            let mut ids = Vec::new();
-            let r = r.map(|(mut a, m)| {
-                if let Some(f) = spill.filter(|_| a.tokens.is_empty()) {
+    );
+    let one = |s: &&crate::model::SqttTrace| -> Decoded<T> {
+        let blob = p.blob(s.blob);
+        let ao = AnalyzeOptions::default();
+        // A blob is read once, front to back: its decoded pages of a mapped file need not
+        // stay resident (they are most of the memory of a large capture otherwise).
+        let handle = p.blobs.get(s.blob.0 as usize);
+        let mut release = |done: usize| {
+            if let Some(b) = handle {
+                b.release_prefix(done);
+            }
+        };
+        let r = match &code {
+            Some(c) if s.itrace && !sqtt::map::walks_cdna(blob, c, ao.decode) => {
+                crate::pipeline::analyze_mapped(blob, target, ao, c, opts.detail, &mut release)
+                    .map(|(a, m)| (a, Some(m)))
+            }
+            _ => sqtt::analyze_with_progress(blob, target, ao, &mut release).map(|a| (a, None)),
+        };
+        release(blob.len());
+        let r = r.map(|(mut a, m)| {
+            if opts.compact {
+                a.waves.shrink_to_fit();
+                a.tokens.shrink_to_fit();
+            }
+            (a, m)
+        });
+        // The origin needs each SE's first wave, spilled or not.
+        let first = r
+            .as_ref()
+            .ok()
+            .and_then(|(a, _)| a.waves.first().map(|w| w.start));
+        let mut spilled = None;
+        let mut ids = Vec::new();
+        let r = r.map(|(mut a, m)| match per_se {
+            PerSe::Keep => (a, m),
+            PerSe::Spill(f) | PerSe::View(f) => {
+                if a.tokens.is_empty() {
                     spilled = f(&a.waves);
                     if spilled.is_some() {
                         a.waves = Vec::new();
                     }
-                } else if let Some(f) = spill.filter(|_| traced_only) {
+                } else if matches!(per_se, PerSe::View(_)) {
                     // Not when the SE is mapped later (the CDNA walk reads every wave).
                     if m.is_some() || code.is_none() {
                         spilled = f(&a.waves);
@@ -546,15 +655,53 @@ fn analyze_kernel_clocked<T: Send>(
                     }
                 }
                 (a, m)
-            });
-            let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-            progress(n, streams.len());
-            match r {
-                Ok((a, m)) => (Ok(a), m, first, spilled, ids),
-                Err(e) => (Err(e.to_string()), None, None, None, Vec::new()),
             }
-        })
-        .collect();
+            PerSe::Fold(f) => {
+                // Mapped here, without x (a fold has none), then folded and dropped: only
+                // the counters and markers (for the clocks) stay.
+                let mut st = SeTrace::build(s.se, s.itrace, a, &|c| c as f64, false, false);
+                let mut d = HashMap::new();
+                if let Some(code) = &code {
+                    map_se_trace(&mut st, m, blob, code, opts, &|c| c as f64, &mut d);
+                }
+                spilled = Some(f(&st, &d));
+                let mut a = st.analysis;
+                a.waves = Vec::new();
+                a.tokens = Vec::new();
+                (a, None)
+            }
+        });
+        let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        progress(n, streams.len());
+        match r {
+            Ok((a, m)) => (Ok(a), m, first, spilled, ids),
+            Err(e) => (Err(e.to_string()), None, None, None, Vec::new()),
+        }
+    };
+    let results: Vec<Decoded<T>> = if matches!(per_se, PerSe::Fold(_)) {
+        // An instruction-traced SE holds its tokens (most of the memory) from its decode to
+        // its fold: those go one at a time, the other SEs beside them in parallel.
+        let (traced, rest): (Vec<usize>, Vec<usize>) =
+            (0..streams.len()).partition(|&i| streams[i].itrace);
+        let (a, b) = rayon::join(
+            || {
+                traced
+                    .iter()
+                    .map(|&i| (i, one(&streams[i])))
+                    .collect::<Vec<_>>()
+            },
+            || {
+                rest.par_iter()
+                    .map(|&i| (i, one(&streams[i])))
+                    .collect::<Vec<_>>()
+            },
+        );
+        let mut all: Vec<(usize, Decoded<T>)> = a.into_iter().chain(b).collect();
+        all.sort_by_key(|(i, _)| *i);
+        all.into_iter().map(|(_, r)| r).collect()
+    } else {
+        streams.par_iter().map(one).collect()
+    };
     let mut analyses = Vec::with_capacity(results.len());
     let mut se_maps = Vec::with_capacity(results.len());
     let mut firsts = Vec::with_capacity(results.len());
@@ -605,7 +752,7 @@ fn analyze_kernel_clocked<T: Send>(
         (Some(a), Some(b)) if unit == XUnit::Micros => Some((b - a) as f64 / 100.0),
         _ => None,
     };
-    if compact {
+    if opts.compact {
         // The maps are made: a large capture's markers (millions) are not read again.
         for a in analyses.iter_mut().flatten() {
             a.markers = Vec::new();
@@ -631,11 +778,13 @@ fn analyze_kernel_clocked<T: Send>(
                                 hint.set(h);
                                 x
                             },
-                            token_x,
-                            wave_x,
+                            opts.token_x,
+                            opts.wave_x,
                         )
                     }
-                    _ => SeTrace::build(s.se, s.itrace, a, &|c| c as f64, token_x, wave_x),
+                    _ => {
+                        SeTrace::build(s.se, s.itrace, a, &|c| c as f64, opts.token_x, opts.wave_x)
+                    }
                 };
                 st.wave_ids = ids;
                 ses.push(st);
@@ -657,30 +806,11 @@ fn analyze_kernel_clocked<T: Send>(
             .zip(se_maps)
             .map(|(((st, s), m), se_map)| {
                 let mut d = HashMap::new();
-                if st.itrace && st.error.is_none() && !st.analysis.tokens.is_empty() {
-                    // The CDNA walk's issue list becomes the SE's token stream, so CDNA keeps it.
-                    let cdna = code.target.major == 9;
-                    match se_map {
-                        Some(sm) => sm.apply(st, &mut d),
-                        None => crate::pipeline::map_se(
-                            st,
-                            p.blob(s.blob),
-                            code,
-                            &mut d,
-                            opts.detail || cdna,
-                        ),
-                    }
-                    if cdna::mapped_by_issue(st) {
-                        let to_x = |c: i64| match (m, unit) {
-                            (Some(m), XUnit::Micros) => m.us(c).map_or(0.0, |us| us - origin_us),
-                            _ => c as f64,
-                        };
-                        cdna::use_issue_stream(st, &mut d, &to_x);
-                    }
-                    if !opts.detail {
-                        st.mapped = Vec::new();
-                    }
-                }
+                let to_x = |c: i64| match (m, unit) {
+                    (Some(m), XUnit::Micros) => m.us(c).map_or(0.0, |us| us - origin_us),
+                    _ => c as f64,
+                };
+                map_se_trace(st, se_map, p.blob(s.blob), code, opts, &to_x, &mut d);
                 d
             })
             .collect();
@@ -725,6 +855,35 @@ fn analyze_kernel_clocked<T: Send>(
         clocks,
         spills,
     ))
+}
+
+/// Maps an itraced SE's tokens to PCs of `code`: with the mapping folded into its decode
+/// (`se_map`) or by a walk over `blob`; on CDNA the walk's issue list becomes its tokens, with
+/// `to_x` for their x. The disassembly of the mapped PCs goes to `disasm`.
+fn map_se_trace(
+    st: &mut SeTrace,
+    se_map: Option<crate::pipeline::SeMap>,
+    blob: &[u8],
+    code: &crate::isa::CodeObject,
+    opts: KernelOptions,
+    to_x: &dyn Fn(i64) -> f64,
+    disasm: &mut HashMap<u64, String>,
+) {
+    if !(st.itrace && st.error.is_none() && !st.analysis.tokens.is_empty()) {
+        return;
+    }
+    // The CDNA walk's issue list becomes the SE's token stream, so CDNA keeps it.
+    let cdna = code.target.major == 9;
+    match se_map {
+        Some(sm) => sm.apply(st, disasm),
+        None => crate::pipeline::map_se(st, blob, code, disasm, opts.detail || cdna),
+    }
+    if cdna::mapped_by_issue(st) {
+        cdna::use_issue_stream(st, disasm, to_x);
+    }
+    if !opts.detail {
+        st.mapped = Vec::new();
+    }
 }
 
 /// Short display name of a token.

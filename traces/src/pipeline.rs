@@ -206,7 +206,7 @@ pub(crate) fn map_se(
 
 /// One SE's PC mapping, folded in the same pass that analyses its blob ([`analyze_mapped`]):
 /// what [`map_se`] would have computed from the finished analysis and a second decode.
-pub(crate) struct SeMap {
+pub struct SeMap {
     pub token_pc: Vec<u64>,
     pub amd_pc: Vec<(u64, i64, i64)>,
     pub error: Option<String>,
@@ -235,7 +235,7 @@ impl SeMap {
 /// AMD's stall and duration to their PC's sums. State beyond the results: the walk's live
 /// slots. Tokens (and mapped instructions) of waves that never ended are dropped with them.
 /// gfx9/CDNA blobs are walked by their issue packets instead ([`map_se`]).
-pub(crate) fn analyze_mapped(
+pub fn analyze_mapped(
     blob: &[u8],
     target: Option<crate::target::GfxTarget>,
     opts: crate::sqtt::AnalyzeOptions,
@@ -244,15 +244,19 @@ pub(crate) fn analyze_mapped(
     progress: &mut dyn FnMut(usize),
 ) -> Result<(crate::sqtt::BlobAnalysis, SeMap), crate::sqtt::DecodeError> {
     use crate::sqtt::map::RdnaWalk;
-    let mut walk = RdnaWalk::new_for(code);
     let slots = PcSlots {
         base: code.text_addr,
         len: code.text.len() / 4 + 1,
     };
-    let mut token_pc: Vec<u64> = Vec::new();
-    let mut sums = PcSums::new(slots);
-    let mut mapped: Vec<MappedInst> = Vec::new();
-    let mut error = None;
+    let mut st = MapState {
+        walk: RdnaWalk::new_for(code),
+        token_pc: Vec::new(),
+        sums: PcSums::new(slots),
+        mapped: Vec::new(),
+        error: None,
+        keep_mapped,
+        blob_bytes: blob.len(),
+    };
     // Set when some wave never ended: which raw tokens stay, and each raw wave's final index.
     let mut kept: Option<(Vec<bool>, Vec<Option<u32>>)> = None;
     let mut countdown = 0u32;
@@ -265,28 +269,10 @@ pub(crate) fn analyze_mapped(
             if countdown & 0xffff == 0 {
                 progress((p.offset / 2) as usize);
             }
-            let now = an.raw_tokens().len();
-            if now > token_pc.len() {
-                token_pc.resize(now, u64::MAX);
-            }
-            if error.is_some() || !RdnaWalk::wants(p.ty.kind) {
-                return;
-            }
-            let r = walk.packet(
-                p,
-                || an.raw_waves().checked_sub(1).map(|w| w as u32),
-                &mut |m| {
-                    for pc in &mut token_pc[before..now] {
-                        *pc = m.pc;
-                    }
-                    sums.add(m.pc, m.stall, m.duration);
-                    if keep_mapped {
-                        mapped.push(m);
-                    }
-                },
-            );
-            if let Err(e) = r {
-                error = Some(e);
+            // Tokens come only from packets the walk wants; the tokens of packets after an
+            // error keep no PC (the list is padded at the end).
+            if RdnaWalk::wants(p.ty.kind) && st.error.is_none() {
+                st.packet(an, p, before);
             }
         },
         |an| {
@@ -310,6 +296,14 @@ pub(crate) fn analyze_mapped(
             kept = Some((keep, index));
         },
     )?;
+    let MapState {
+        walk,
+        mut token_pc,
+        sums,
+        mut mapped,
+        error,
+        ..
+    } = st;
     if let Some((keep, index)) = kept {
         let mut it = keep.iter();
         token_pc.retain(|_| it.next().copied().unwrap_or(false));
@@ -352,6 +346,57 @@ pub(crate) fn analyze_mapped(
             disasm,
         },
     ))
+}
+
+/// What [`analyze_mapped`] folds from the packets the walk wants.
+struct MapState {
+    walk: crate::sqtt::map::RdnaWalk,
+    /// The PC of each raw token so far (`u64::MAX`: none).
+    token_pc: Vec<u64>,
+    sums: PcSums,
+    mapped: Vec<MappedInst>,
+    error: Option<crate::sqtt::map::MapError>,
+    keep_mapped: bool,
+    blob_bytes: usize,
+}
+
+impl MapState {
+    /// One packet of a kind the walk wants, which the analyzer just took (its tokens are
+    /// `an.raw_tokens()[before..]`). Out of line: the per-packet loop stays small.
+    #[inline(never)]
+    fn packet(
+        &mut self,
+        an: &crate::sqtt::waves::Analyzer,
+        p: &crate::sqtt::Packet,
+        before: usize,
+    ) {
+        let now = an.raw_tokens().len();
+        let token_pc = &mut self.token_pc;
+        if now > token_pc.len() {
+            if token_pc.capacity() == 0 {
+                // As the analyzer's token list: a low estimate for the rest of the blob.
+                token_pc.reserve(self.blob_bytes.saturating_sub((p.offset / 2) as usize) / 64);
+            }
+            token_pc.resize(now, u64::MAX);
+        }
+        let (sums, mapped, keep_mapped) = (&mut self.sums, &mut self.mapped, self.keep_mapped);
+        let r = self.walk.packet(
+            p,
+            || an.raw_waves().checked_sub(1).map(|w| w as u32),
+            &mut |m| {
+                for pc in &mut token_pc[before..now] {
+                    *pc = m.pc;
+                }
+                sums.add(m.pc, m.stall, m.duration);
+                if keep_mapped {
+                    mapped.push(m.clone());
+                }
+            },
+        );
+        if let Err(e) = r {
+            self.error = Some(e);
+        }
+    }
 }
 
 /// AMD's stall and duration summed per PC: dense slots for the program's PCs, a map for
@@ -457,7 +502,7 @@ pub(crate) struct RowKey {
 /// string built or hashed per token. [`inst_stats`] and
 /// [`crate::analysis::hidden::kernel_splits`] group executions the same way through it.
 pub(crate) struct Rows<'k> {
-    k: &'k KernelSqtt,
+    disasm: &'k HashMap<u64, String>,
     names: Names,
     slots: Option<PcSlots>,
     by_slot: Vec<u32>,
@@ -468,15 +513,15 @@ pub(crate) struct Rows<'k> {
 }
 
 impl<'k> Rows<'k> {
-    pub fn new(k: &'k KernelSqtt) -> Rows<'k> {
-        let pcs = k
-            .ses
+    /// The rows of `ses`, whose mapped PCs' disassembly is in `disasm`.
+    pub fn new(ses: &[SeTrace], disasm: &'k HashMap<u64, String>) -> Rows<'k> {
+        let pcs = ses
             .iter()
             .flat_map(|s| s.token_pc.iter().copied().filter(|&p| p != u64::MAX));
         let slots = PcSlots::covering(pcs);
         let by_slot = vec![u32::MAX; slots.as_ref().map_or(0, |s| s.len)];
         Rows {
-            k,
+            disasm,
             names: Names::default(),
             slots,
             by_slot,
@@ -509,7 +554,7 @@ impl<'k> Rows<'k> {
                     None => self.by_pc.entry(pc).or_insert(u32::MAX),
                 };
                 if *cell == u32::MAX {
-                    *cell = if self.k.disasm.contains_key(&pc) {
+                    *cell = if self.disasm.contains_key(&pc) {
                         self.rows.push(RowKey {
                             pc: Some(pc),
                             index: 0,
@@ -548,7 +593,7 @@ impl<'k> Rows<'k> {
     pub fn row_name(&self, g: u32) -> String {
         let r = &self.rows[g as usize];
         match r.pc {
-            Some(pc) => self.k.disasm.get(&pc).cloned().unwrap_or_default(),
+            Some(pc) => self.disasm.get(&pc).cloned().unwrap_or_default(),
             None => self.name(r.name).to_string(),
         }
     }
@@ -576,12 +621,30 @@ impl Gaps {
             Gaps::Narrow(v) => match u32::try_from(gap) {
                 Ok(g) => v.push(g),
                 Err(_) => {
-                    let mut w: Vec<i64> = v.iter().map(|&g| g as i64).collect();
-                    w.push(gap);
-                    *self = Gaps::Wide(w);
+                    self.widen();
+                    self.push(gap);
                 }
             },
             Gaps::Wide(v) => v.push(gap),
+        }
+    }
+
+    fn widen(&mut self) {
+        if let Gaps::Narrow(v) = self {
+            *self = Gaps::Wide(v.iter().map(|&g| g as i64).collect());
+        }
+    }
+
+    /// Adds another row's latencies (the median is of the values, not their order).
+    fn append(&mut self, o: Gaps) {
+        match (&mut *self, o) {
+            (Gaps::Narrow(a), Gaps::Narrow(mut b)) => a.append(&mut b),
+            (Gaps::Wide(a), Gaps::Wide(mut b)) => a.append(&mut b),
+            (Gaps::Wide(a), Gaps::Narrow(b)) => a.extend(b.iter().map(|&g| g as i64)),
+            (Gaps::Narrow(_), b @ Gaps::Wide(_)) => {
+                self.widen();
+                self.append(b);
+            }
         }
     }
 
@@ -601,14 +664,36 @@ impl Gaps {
     }
 }
 
-/// One row being accumulated.
+/// One row being accumulated; `kinds`: how many of its executions had each token name (by
+/// name id), for the stall beyond each name's best case.
 struct Acc {
     count: u64,
     total: i64,
     min: i64,
     max: i64,
-    stall: i64,
     gaps: Gaps,
+    kinds: Vec<(u32, u64)>,
+}
+
+impl Acc {
+    fn new() -> Acc {
+        Acc {
+            count: 0,
+            total: 0,
+            min: i64::MAX,
+            max: i64::MIN,
+            gaps: Gaps::Narrow(Vec::new()),
+            kinds: Vec::new(),
+        }
+    }
+
+    #[inline]
+    fn add_kind(&mut self, kind: u32, n: u64) {
+        match self.kinds.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, c)) => *c += n,
+            None => self.kinds.push((kind, n)),
+        }
+    }
 }
 
 /// [`crate::analysis::inst_stats`]: every execution of every instruction of the kernel's
@@ -637,108 +722,188 @@ fn each_token(se: &SeTrace, mut f: impl FnMut(usize, i64, &InstToken, usize)) {
 
 /// [`inst_stats`] with the kernel's exposed/hidden split already computed
 /// ([`crate::analysis::hidden::kernel_splits`]), for callers that also report it.
-///
-/// Two streaming passes over the tokens: the first finds each row and the best case of each
-/// token name, the second sums the stall beyond it; per execution only its latency is kept
-/// (for the median), as a u32 when it fits.
 pub fn inst_stats_with(
     k: &KernelSqtt,
     splits: &HashMap<crate::analysis::hidden::InstKey, crate::analysis::hidden::LatencySplit>,
 ) -> Vec<InstStat> {
-    let mut rows = Rows::new(k);
-    let mut best: Vec<i64> = Vec::new();
-    let mut acc: Vec<Acc> = Vec::new();
-    let pc_of = |se: &SeTrace, ti: usize| se.token_pc.get(ti).copied().unwrap_or(u64::MAX);
-    for se in &k.ses {
-        each_token(se, |i, gap, t, ti| {
-            let kind = rows.name_id(t);
-            if best.len() <= kind as usize {
-                best.resize(kind as usize + 1, i64::MAX);
-            }
-            best[kind as usize] = best[kind as usize].min(gap);
-            let g = rows.row(i, kind, pc_of(se, ti)) as usize;
-            if acc.len() <= g {
-                acc.push(Acc {
-                    count: 0,
-                    total: 0,
-                    min: i64::MAX,
-                    max: i64::MIN,
-                    stall: 0,
-                    gaps: Gaps::Narrow(Vec::new()),
-                });
-            }
-            let a = &mut acc[g];
-            a.count += 1;
-            a.total += gap;
-            a.min = a.min.min(gap);
-            a.max = a.max.max(gap);
-            a.gaps.push(gap);
-        });
-    }
-    // Every row exists now: the second pass only looks them up.
-    for se in &k.ses {
-        each_token(se, |i, gap, t, ti| {
-            let kind = rows.name_id(t);
-            let g = rows.row(i, kind, pc_of(se, ti)) as usize;
-            acc[g].stall += (gap - best[kind as usize]).max(0);
-        });
-    }
-    let grand: i64 = acc.iter().map(|a| a.total).sum();
-    // AMD's stall and duration summed per PC of a row.
-    let mut amd_sums = PcSums::new(rows.slots.unwrap_or(PcSlots::NONE));
-    for se in &k.ses {
-        for &(pc, stall, duration) in &se.amd_pc {
-            amd_sums.add(pc, stall, duration);
+    TablePart::of(&k.ses, &k.disasm).finish(splits)
+}
+
+/// The instruction table of some SEs before its stall and median are taken: the rows (keyed
+/// as the latency splits are, in the order first met), each one's executions, and each token
+/// name's best case. One SE's part can be made as soon as it is decoded and the SE dropped;
+/// parts merged in SE order are the part of those SEs together.
+///
+/// One streaming pass over the tokens; per execution only its latency is kept (for the
+/// median), as a u32 when it fits. The stall of an execution is its latency beyond its token
+/// name's best case over the kernel, which is never more than the latency, so a row's stall
+/// is its total minus, per name, its executions of that name times the name's best case: no
+/// second pass once the best cases are known.
+#[derive(Default)]
+pub struct TablePart {
+    keys: Vec<crate::analysis::hidden::InstKey>,
+    acc: Vec<Acc>,
+    names: Vec<String>,
+    best: Vec<i64>,
+    /// AMD's stall and duration per PC, summed per SE.
+    amd: Vec<(u64, i64, i64)>,
+}
+
+impl TablePart {
+    /// The part of `ses`, whose mapped PCs' disassembly is in `disasm`.
+    pub fn of(ses: &[SeTrace], disasm: &HashMap<u64, String>) -> TablePart {
+        let mut rows = Rows::new(ses, disasm);
+        let mut best: Vec<i64> = Vec::new();
+        let mut acc: Vec<Acc> = Vec::new();
+        let pc_of = |se: &SeTrace, ti: usize| se.token_pc.get(ti).copied().unwrap_or(u64::MAX);
+        for se in ses {
+            each_token(se, |i, gap, t, ti| {
+                let kind = rows.name_id(t);
+                if best.len() <= kind as usize {
+                    best.resize(kind as usize + 1, i64::MAX);
+                }
+                best[kind as usize] = best[kind as usize].min(gap);
+                let g = rows.row(i, kind, pc_of(se, ti)) as usize;
+                if acc.len() <= g {
+                    acc.push(Acc::new());
+                }
+                let a = &mut acc[g];
+                a.count += 1;
+                a.total += gap;
+                a.min = a.min.min(gap);
+                a.max = a.max.max(gap);
+                a.gaps.push(gap);
+                a.add_kind(kind, 1);
+            });
+        }
+        TablePart {
+            keys: (0..rows.rows.len() as u32)
+                .map(|g| rows.inst_key(g))
+                .collect(),
+            acc,
+            names: rows.names.names,
+            best,
+            amd: ses.iter().flat_map(|s| s.amd_pc.iter().copied()).collect(),
         }
     }
-    let amd = |pc: u64| amd_sums.get(pc);
-    let mut out: Vec<InstStat> = acc
-        .into_iter()
-        .enumerate()
-        .map(|(g, mut a)| {
-            let r = rows.rows[g];
-            let key = rows.inst_key(g as u32);
-            let split = splits.get(&key).copied().unwrap_or_default();
-            let name = key.2;
-            let total = a.total;
-            let n = a.count.max(1);
-            let am = r.pc.and_then(amd);
-            InstStat {
-                key: match r.pc {
-                    Some(pc) => format!("0x{pc:x}"),
-                    None => format!("#{}", r.index),
-                },
-                pc: r.pc,
-                name,
-                count: a.count,
-                total,
-                mean: total as f64 / n as f64,
-                min: a.min,
-                median: a.gaps.median(),
-                max: a.max,
-                share: if grand > 0 {
-                    total as f64 / grand as f64
-                } else {
-                    0.0
-                },
-                stall: a.stall,
-                stall_share: if total > 0 {
-                    a.stall as f64 / total as f64
-                } else {
-                    0.0
-                },
-                amd_stall: am.map(|a| a.0),
-                amd_duration: am.map(|a| a.1),
-                exposed: split.exposed,
-                hidden: split.hidden,
-                hidden_share: split.hidden_share(),
+
+    /// Adds the part of the SEs after this one's.
+    pub fn merge(&mut self, o: TablePart) {
+        let name_ids: Vec<u32> = o
+            .names
+            .into_iter()
+            .zip(o.best)
+            .map(|(n, b)| {
+                let id = match self.names.iter().position(|x| *x == n) {
+                    Some(i) => i,
+                    None => {
+                        self.names.push(n);
+                        self.best.push(i64::MAX);
+                        self.names.len() - 1
+                    }
+                };
+                self.best[id] = self.best[id].min(b);
+                id as u32
+            })
+            .collect();
+        let mut index: HashMap<crate::analysis::hidden::InstKey, usize> = self
+            .keys
+            .iter()
+            .cloned()
+            .enumerate()
+            .map(|(i, k)| (k, i))
+            .collect();
+        for (key, mut a) in o.keys.into_iter().zip(o.acc) {
+            for k in &mut a.kinds {
+                k.0 = name_ids[k.0 as usize];
             }
-        })
-        .collect();
-    // PCs in address order, then unmapped positions (first-seen order among equal positions).
-    out.sort_by_key(|r| match r.pc {
-        Some(pc) => (false, pc),
-        None => (true, r.key[1..].parse().unwrap_or(0)),
-    });
-    out
+            match index.get(&key) {
+                Some(&g) => {
+                    let m = &mut self.acc[g];
+                    m.count += a.count;
+                    m.total += a.total;
+                    m.min = m.min.min(a.min);
+                    m.max = m.max.max(a.max);
+                    m.gaps.append(a.gaps);
+                    for (k, n) in a.kinds {
+                        m.add_kind(k, n);
+                    }
+                }
+                None => {
+                    index.insert(key.clone(), self.keys.len());
+                    self.keys.push(key);
+                    self.acc.push(a);
+                }
+            }
+        }
+        self.amd.extend(o.amd);
+    }
+
+    /// The table, with each row's exposed/hidden split from `splits`.
+    pub fn finish(
+        self,
+        splits: &HashMap<crate::analysis::hidden::InstKey, crate::analysis::hidden::LatencySplit>,
+    ) -> Vec<InstStat> {
+        let grand: i64 = self.acc.iter().map(|a| a.total).sum();
+        // AMD's stall and duration summed per PC of a row.
+        let slots = PcSlots::covering(self.keys.iter().map(|k| k.0).filter(|&p| p != u64::MAX));
+        let mut amd_sums = PcSums::new(slots.unwrap_or(PcSlots::NONE));
+        for &(pc, stall, duration) in &self.amd {
+            amd_sums.add(pc, stall, duration);
+        }
+        let best = &self.best;
+        let mut out: Vec<InstStat> = self
+            .keys
+            .into_iter()
+            .zip(self.acc)
+            .map(|(key, mut a)| {
+                let pc = (key.0 != u64::MAX).then_some(key.0);
+                let split = splits.get(&key).copied().unwrap_or_default();
+                let total = a.total;
+                let n = a.count.max(1);
+                let stall = total
+                    - a.kinds
+                        .iter()
+                        .map(|&(k, c)| c as i64 * best[k as usize])
+                        .sum::<i64>();
+                let am = pc.and_then(|pc| amd_sums.get(pc));
+                InstStat {
+                    key: match pc {
+                        Some(pc) => format!("0x{pc:x}"),
+                        None => format!("#{}", key.1),
+                    },
+                    pc,
+                    name: key.2,
+                    count: a.count,
+                    total,
+                    mean: total as f64 / n as f64,
+                    min: a.min,
+                    median: a.gaps.median(),
+                    max: a.max,
+                    share: if grand > 0 {
+                        total as f64 / grand as f64
+                    } else {
+                        0.0
+                    },
+                    stall,
+                    stall_share: if total > 0 {
+                        stall as f64 / total as f64
+                    } else {
+                        0.0
+                    },
+                    amd_stall: am.map(|a| a.0),
+                    amd_duration: am.map(|a| a.1),
+                    exposed: split.exposed,
+                    hidden: split.hidden,
+                    hidden_share: split.hidden_share(),
+                }
+            })
+            .collect();
+        // PCs in address order, then unmapped positions (first-seen order among equal positions).
+        out.sort_by_key(|r| match r.pc {
+            Some(pc) => (false, pc),
+            None => (true, r.key[1..].parse().unwrap_or(0)),
+        });
+        out
+    }
 }

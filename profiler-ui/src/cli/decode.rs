@@ -100,7 +100,13 @@ pub fn run(a: DecodeArgs) -> Result<()> {
             let analysis = analyze(&file, target, opts, false)?;
             report_warnings(&name, &analysis);
             let se = a.se.or_else(|| se_from_name(&a.blob));
-            let v = summary_json(&analysis, se, blob, opts);
+            // The canonical stream's hash decodes the blob a second time: its pages are handed
+            // back behind that pass too, so only the waves stay in memory.
+            let sha = canonical::stream_sha256_with_progress(blob, opts, &mut |done| {
+                file.release_before(done)
+            });
+            file.release_before(blob.len());
+            let v = summary_json(&analysis, se, sha);
             with_stdout(|out| {
                 serde_json::to_writer_pretty(&mut *out, &v)?;
                 writeln!(out)
@@ -150,9 +156,13 @@ fn analyze(
     };
     let bar = super::progress_bar(file.bytes().len() as u64, "decode");
     let r = file.analyze_with_progress(target, opts, &mut |consumed| {
-        bar.set_position(consumed as u64)
+        bar.set_position(consumed as u64);
+        // Every few thousand packets (not only every 64 MiB): a single blob is a few MiB to
+        // a few hundred, and none of it need stay resident once decoded.
+        file.release_before(consumed);
     });
     bar.finish_and_clear();
+    file.release_before(file.bytes().len());
     Ok(r?)
 }
 
@@ -165,27 +175,20 @@ fn report_warnings(name: &str, a: &BlobAnalysis) {
     }
 }
 
-/// The summary JSON: the reference's per-blob fields, plus what wavescope adds. Its `waves`
-/// (a million at real sizes) are written one at a time, never held as JSON values together.
-pub fn summary_json<'a>(
-    a: &'a BlobAnalysis,
-    se: Option<u32>,
-    blob: &[u8],
-    opts: DecodeOptions,
-) -> Summary<'a> {
-    let top = summary_fields(a, se, blob, opts);
-    Summary {
-        top,
-        waves: &a.waves,
-        se,
-    }
+/// The summary JSON: the reference's per-blob fields, plus what wavescope adds;
+/// `stream_sha256` is [`canonical::stream_sha256`] of the blob. Its `waves` (a million at real
+/// sizes), markers and userdata writes (hundreds of thousands) are written one at a time from
+/// the analysis, never held as JSON values together.
+pub fn summary_json(a: &BlobAnalysis, se: Option<u32>, stream_sha256: String) -> Summary<'_> {
+    let top = summary_fields(a, se, stream_sha256);
+    Summary { top, a, se }
 }
 
-/// [`summary_json`]'s result: the fields in the order a JSON object of them has, `waves`
-/// streamed in its place.
+/// [`summary_json`]'s result: the fields in the order a JSON object of them has, the long
+/// lists streamed in their places.
 pub struct Summary<'a> {
     top: serde_json::Map<String, Value>,
-    waves: &'a [sqtt::Wave],
+    a: &'a BlobAnalysis,
     se: Option<u32>,
 }
 
@@ -202,12 +205,49 @@ impl serde::Serialize for Summary<'_> {
                 seq.end()
             }
         }
+        /// `markers`: its fields in sorted order, as a `serde_json` map has them.
+        struct Markers<'w>(&'w BlobAnalysis);
+        impl serde::Serialize for Markers<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let a = self.0;
+                let mut m = s.serialize_map(Some(3))?;
+                m.serialize_entry("all", &MarkerList(&a.markers))?;
+                m.serialize_entry("count", &a.markers.len())?;
+                m.serialize_entry("shader_clock_hz_estimate", &a.shader_clock_hz_estimate())?;
+                m.end()
+            }
+        }
+        /// Each marker as the array `[time, realtime]`.
+        struct MarkerList<'w>(&'w [sqtt::Marker]);
+        impl serde::Serialize for MarkerList<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_seq(self.0.iter().map(|m| (m.time, m.realtime)))
+            }
+        }
+        /// Each write as `{"reg", "time", "value"}` (sorted keys).
+        struct Userdata<'w>(&'w [sqtt::UserdataWrite]);
+        impl serde::Serialize for Userdata<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                struct One<'u>(&'u sqtt::UserdataWrite);
+                impl serde::Serialize for One<'_> {
+                    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                        let mut m = s.serialize_map(Some(3))?;
+                        m.serialize_entry("reg", self.0.reg_name())?;
+                        m.serialize_entry("time", &self.0.time)?;
+                        m.serialize_entry("value", &self.0.value)?;
+                        m.end()
+                    }
+                }
+                s.collect_seq(self.0.iter().map(One))
+            }
+        }
         let mut m = s.serialize_map(Some(self.top.len()))?;
         for (k, v) in &self.top {
-            if k == "waves" {
-                m.serialize_entry(k, &Waves(self.waves, self.se))?;
-            } else {
-                m.serialize_entry(k, v)?;
+            match k.as_str() {
+                "waves" => m.serialize_entry(k, &Waves(&self.a.waves, self.se))?,
+                "markers" => m.serialize_entry(k, &Markers(self.a))?,
+                "userdata_writes" => m.serialize_entry(k, &Userdata(&self.a.userdata_writes))?,
+                _ => m.serialize_entry(k, v)?,
             }
         }
         m.end()
@@ -244,23 +284,13 @@ impl serde::Serialize for WaveJson<'_> {
     }
 }
 
-/// Every summary field; `waves` is a placeholder holding its key's place.
+/// Every summary field; `waves`, `markers` and `userdata_writes` are placeholders holding
+/// their keys' places ([`Summary`] writes them from the analysis).
 fn summary_fields(
     a: &BlobAnalysis,
     se: Option<u32>,
-    blob: &[u8],
-    opts: DecodeOptions,
+    stream_sha256: String,
 ) -> serde_json::Map<String, Value> {
-    let markers: Vec<Value> = a
-        .markers
-        .iter()
-        .map(|m| json!([m.time, m.realtime]))
-        .collect();
-    let userdata: Vec<Value> = a
-        .userdata_writes
-        .iter()
-        .map(|u| json!({"time": u.time, "reg": u.reg_name(), "value": u.value}))
-        .collect();
     let v = json!({
         "se": se,
         "layout": a.layout.map(|l| l.name()),
@@ -279,13 +309,9 @@ fn summary_fields(
         "wave_count": a.waves.len(),
         "wave_anomalies": a.wave_anomalies,
         "waves": Value::Null,
-        "markers": {
-            "count": a.markers.len(),
-            "all": markers,
-            "shader_clock_hz_estimate": a.shader_clock_hz_estimate(),
-        },
-        "userdata_writes": userdata,
-        "stream_sha256": canonical::stream_sha256(blob, opts),
+        "markers": Value::Null,
+        "userdata_writes": Value::Null,
+        "stream_sha256": stream_sha256,
         "warnings": a.warnings,
     });
     match v {

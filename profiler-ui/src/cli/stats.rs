@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::Args;
 use profiler_ui::data::{
-    analyze_kernel_table, hidden, inst_stats_with, kernels_with_sqtt, occupancy, pressure, source,
-    InstStat, XUnit,
+    hidden, kernel_table, kernels_with_sqtt, occupancy, pressure, source, InstStat, KernelTable,
+    XUnit,
 };
 use serde::Serialize;
 
@@ -165,14 +165,21 @@ pub fn run(a: StatsArgs) -> Result<()> {
             out.push(ks);
             continue;
         }
-        // The table's analysis: the JSON report's traced waves are mapped per SE as printed.
-        let analyzed = analyze_kernel_table(&profile, k);
+        // The table's analysis, each SE folded into the table, splits, wave count and achieved
+        // occupancy as it is decoded and then dropped; the JSON report's traced waves are
+        // mapped per SE as printed.
+        let analyzed = kernel_table(&profile, k);
         bar.inc(1);
-        let Some(ks) = analyzed else {
+        let Some(KernelTable {
+            kernel: ks,
+            waves,
+            instructions,
+            splits,
+            achieved,
+        }) = analyzed
+        else {
             continue;
         };
-        let splits = hidden::kernel_splits(&ks);
-        let instructions = inst_stats_with(&ks, &splits);
         let (source_lines, source_error) = match source::kernel_lines(&profile, k) {
             Ok(t) => (source::line_costs(&t, &instructions), None),
             Err(e) => (Vec::new(), Some(e)),
@@ -187,7 +194,7 @@ pub fn run(a: StatsArgs) -> Result<()> {
         out.push(KernelStats {
             kernel: ks.name.clone(),
             index: k,
-            waves: ks.wave_count(),
+            waves,
             itraced_ses,
             time_unit: ks.unit,
             errors: se_errors
@@ -200,7 +207,7 @@ pub fn run(a: StatsArgs) -> Result<()> {
             latency_split: splits.total,
             wave_latency: splits.waves,
             occupancy: occupancy::kernel_occupancy(&profile, k),
-            achieved_occupancy: Some(occupancy::achieved(&ks)),
+            achieved_occupancy: Some(achieved),
             register_pressure: pressure::kernel_pressure(&profile, k),
             source_lines,
             source_error,

@@ -305,11 +305,17 @@ pub struct KernelSplits {
 /// compact event list, and each split added to its row and wave at once instead of being
 /// kept per execution. The SEs are independent (a SIMD belongs to one) and run in parallel.
 pub fn kernel_splits(k: &KernelSqtt) -> KernelSplits {
+    splits_of(&k.ses, &k.disasm)
+}
+
+/// [`kernel_splits`] of `ses` alone, whose mapped PCs' disassembly is in `disasm` (one SE's
+/// splits, [`KernelSplits::merge`]d in SE order, are the kernel's).
+pub fn splits_of(ses: &[super::SeTrace], disasm: &HashMap<u64, String>) -> KernelSplits {
     use rayon::prelude::*;
-    let mut rows = crate::pipeline::Rows::new(k);
+    let mut rows = crate::pipeline::Rows::new(ses, disasm);
     // Per SE, each token's row (u32::MAX: in no wave).
-    let mut token_rows: Vec<Vec<u32>> = Vec::with_capacity(k.ses.len());
-    for se in &k.ses {
+    let mut token_rows: Vec<Vec<u32>> = Vec::with_capacity(ses.len());
+    for se in ses {
         let tokens = &se.analysis.tokens;
         let mut tr = vec![u32::MAX; tokens.len()];
         for w in 0..se.analysis.waves.len() {
@@ -333,15 +339,14 @@ pub fn kernel_splits(k: &KernelSqtt) -> KernelSplits {
         .collect();
     let n_rows = rows.rows.len();
     // Per SE: the split of each row (summed) and of each wave.
-    let per_se: Vec<(Vec<LatencySplit>, WaveSplits)> = k
-        .ses
+    let per_se: Vec<(Vec<LatencySplit>, WaveSplits)> = ses
         .par_iter()
         .zip(&token_rows)
         .map(|(se, tr)| se_splits(se, tr, &classes, n_rows))
         .collect();
     let mut by_row = vec![LatencySplit::default(); n_rows];
     let mut out = KernelSplits::default();
-    for (se, (rs, ws)) in k.ses.iter().zip(per_se) {
+    for (se, (rs, ws)) in ses.iter().zip(per_se) {
         for (a, b) in by_row.iter_mut().zip(&rs) {
             a.add(b);
         }
@@ -378,6 +383,17 @@ pub fn kernel_splits(k: &KernelSqtt) -> KernelSplits {
     out
 }
 
+impl KernelSplits {
+    /// Adds the splits of the SEs after these ones'.
+    pub fn merge(&mut self, o: KernelSplits) {
+        for (k, s) in o.by_inst {
+            self.by_inst.entry(k).or_default().add(&s);
+        }
+        self.waves.extend(o.waves);
+        self.total.add(&o.total);
+    }
+}
+
 /// (wave index, split) of the waves of an SE that have tokens, in wave order.
 type WaveSplits = Vec<(u32, LatencySplit)>;
 
@@ -399,20 +415,35 @@ fn se_splits(
         .filter(|&w| !se.wave_tokens(w as usize).is_empty())
         .collect();
     order.sort_by_key(|&w| (waves[w as usize].cu, waves[w as usize].simd));
-    let mut events: Vec<(i64, u32, InstClass)> = Vec::new();
-    for members in order.chunk_by(|&a, &b| {
-        (waves[a as usize].cu, waves[a as usize].simd)
-            == (waves[b as usize].cu, waves[b as usize].simd)
-    }) {
-        events.clear();
-        for &w in members {
-            for &ti in se.wave_tokens(w as usize) {
-                if let Some(t) = tokens.get(ti as usize) {
-                    events.push((t.time, w, classes[token_rows[ti as usize] as usize]));
-                }
-            }
+    let groups: Vec<&[u32]> = order
+        .chunk_by(|&a, &b| {
+            (waves[a as usize].cu, waves[a as usize].simd)
+                == (waves[b as usize].cu, waves[b as usize].simd)
+        })
+        .collect();
+    let mut group_of = vec![u32::MAX; waves.len()];
+    for (g, members) in groups.iter().enumerate() {
+        for &w in *members {
+            group_of[w as usize] = g as u32;
         }
-        events.sort_unstable();
+    }
+    // Each SIMD's issues in stream order, which is time order: only the issues of one cycle
+    // need sorting then (events are whole values, so any sort gives the same list).
+    let mut by_group: Vec<Vec<(i64, u32, InstClass)>> = vec![Vec::new(); groups.len()];
+    for (ti, t) in tokens.iter().enumerate() {
+        if let Some(&g) = group_of.get(t.wave as usize).filter(|&&g| g != u32::MAX) {
+            by_group[g as usize].push((t.time, t.wave, classes[token_rows[ti] as usize]));
+        }
+    }
+    drop(group_of);
+    for (members, mut events) in groups.into_iter().zip(by_group) {
+        if events.is_sorted_by_key(|e| e.0) {
+            for same in events.chunk_by_mut(|a, b| a.0 == b.0) {
+                same.sort_unstable();
+            }
+        } else {
+            events.sort_unstable();
+        }
         for &w in members {
             let mut prev = waves[w as usize].start;
             let mut ws = LatencySplit::default();

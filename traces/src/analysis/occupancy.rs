@@ -474,12 +474,7 @@ pub struct Achieved {
 pub fn achieved(k: &KernelSqtt) -> Achieved {
     let mut out = Achieved::default();
     for se in &k.ses {
-        let lives = se.analysis.waves.iter().map(|w| WaveLife {
-            start: w.start,
-            end: w.end,
-            cu: w.cu,
-            simd: w.simd,
-        });
+        let lives = se.analysis.waves.iter().map(WaveLife::of);
         achieved_se(&mut out, se.se, lives);
     }
     out
@@ -492,6 +487,17 @@ pub struct WaveLife {
     pub end: i64,
     pub cu: u16,
     pub simd: u8,
+}
+
+impl WaveLife {
+    pub fn of(w: &crate::sqtt::waves::Wave) -> WaveLife {
+        WaveLife {
+            start: w.start,
+            end: w.end,
+            cu: w.cu,
+            simd: w.simd,
+        }
+    }
 }
 
 /// Adds SE `se`'s achieved occupancy to `out` from its waves in stream order (an SE without
@@ -567,26 +573,9 @@ pub fn achieved_se(out: &mut Achieved, se: u32, waves: impl Iterator<Item = Wave
         let g = g as usize;
         let (cu, simd) = keys[g];
         let busy = busy[g];
-        // Peak concurrency: starts and ends merged in time order, ends first at equal
-        // times. Waves come in WAVESTART order, so only the ends need sorting.
         let starts = &mut starts[first[g]..first[g + 1]];
-        if !starts.is_sorted() {
-            starts.sort_unstable();
-        }
         let ends = &mut ends[first[g]..first[g + 1]];
-        if !ends.is_sorted() {
-            ends.sort_unstable();
-        }
-        let (mut cur, mut peak) = (0i32, 0i32);
-        let mut j = 0;
-        for &a in starts.iter() {
-            while j < ends.len() && ends[j] <= a {
-                cur -= 1;
-                j += 1;
-            }
-            cur += 1;
-            peak = peak.max(cur);
-        }
+        let peak = peak_waves(starts, ends);
         let mean = busy as f64 / span as f64;
         sum += mean;
         peak_all = peak_all.max(peak as usize);
@@ -606,6 +595,57 @@ pub fn achieved_se(out: &mut Achieved, se: u32, waves: impl Iterator<Item = Wave
         mean_waves_per_simd: sum / count.max(1) as f64,
         peak_waves_per_simd: peak_all,
     });
+}
+
+/// Most waves resident at once on one SIMD: its waves' starts and ends (`end >= start`, in
+/// the same order) swept in time order, ends first at equal times. Waves come in WAVESTART
+/// order, so the starts are sorted; the ends then need no sort of their own: a heap holds the
+/// live waves' ends (few at once).
+fn peak_waves(starts: &mut [i64], ends: &mut [i64]) -> i32 {
+    if starts.is_sorted() && !ends.is_sorted() {
+        let mut live = std::collections::BinaryHeap::new();
+        let (mut gone, mut peak) = (0usize, 0usize);
+        let mut i = 0;
+        while i < starts.len() {
+            // Every wave starting at `a`, then every end at or before `a` (of any wave started
+            // by then; a later wave ends after `a`) leaves.
+            let a = starts[i];
+            let mut j = i;
+            while j < starts.len() && starts[j] == a {
+                live.push(std::cmp::Reverse(ends[j]));
+                j += 1;
+            }
+            while live.peek().is_some_and(|e| e.0 <= a) {
+                live.pop();
+                gone += 1;
+            }
+            peak = peak.max(j - gone);
+            i = j;
+        }
+        return peak as i32;
+    }
+    merged_peak(starts, ends)
+}
+
+/// [`peak_waves`] by sorting the starts and the ends apart and merging them.
+fn merged_peak(starts: &mut [i64], ends: &mut [i64]) -> i32 {
+    if !starts.is_sorted() {
+        starts.sort_unstable();
+    }
+    if !ends.is_sorted() {
+        ends.sort_unstable();
+    }
+    let (mut cur, mut peak) = (0i32, 0i32);
+    let mut j = 0;
+    for &a in starts.iter() {
+        while j < ends.len() && ends[j] <= a {
+            cur -= 1;
+            j += 1;
+        }
+        cur += 1;
+        peak = peak.max(cur);
+    }
+    peak
 }
 
 /// The theoretical occupancy of kernel run `ki` of `p`, when its code object is in the
@@ -694,7 +734,57 @@ pub fn active_waves(waves: &[(f64, f64)], max_points: usize) -> Vec<[f64; 2]> {
 
 #[cfg(test)]
 mod tests {
-    use super::active_waves;
+    use super::{active_waves, merged_peak, peak_waves};
+
+    /// The peak by its definition: at each start (in time order), the waves started so far
+    /// less those ended at or before it.
+    fn peak_by_definition(waves: &[(i64, i64)]) -> i32 {
+        let mut starts: Vec<i64> = waves.iter().map(|w| w.0).collect();
+        starts.sort_unstable();
+        (0..starts.len())
+            .map(|i| {
+                let a = starts[i];
+                let ended = waves.iter().filter(|w| w.1 <= a).count();
+                // Every wave starting at `a` is in by then.
+                let started = starts.iter().filter(|&&s| s <= a).count();
+                started as i32 - ended as i32
+            })
+            .max()
+            .unwrap_or(0)
+            .max(0)
+    }
+
+    #[test]
+    fn peak_waves_by_heap_equals_the_sorted_merge_and_the_definition() {
+        // A small generator (no dependency): waves in start order with lifetimes that cross,
+        // ties of starts and ends, and zero-length waves.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for case in 0..2000 {
+            let n = 1 + next(40) as usize;
+            let mut t = 0i64;
+            let mut waves = Vec::new();
+            for _ in 0..n {
+                t += next(4) as i64;
+                let life = if next(5) == 0 { 0 } else { next(30) as i64 };
+                waves.push((t, t + life));
+            }
+            let want = peak_by_definition(&waves);
+            let (mut s, mut e): (Vec<i64>, Vec<i64>) = waves.iter().copied().unzip();
+            let (mut s2, mut e2) = (s.clone(), e.clone());
+            assert_eq!(peak_waves(&mut s, &mut e), want, "case {case}: {waves:?}");
+            assert_eq!(
+                merged_peak(&mut s2, &mut e2),
+                want,
+                "case {case}: {waves:?}"
+            );
+        }
+    }
 
     /// The definition: every start and end as a (+1/-1) event, sorted by x with ends first at
     /// equal x, binned as `active_waves` bins them.

@@ -247,7 +247,7 @@ impl KernelData {
     pub fn from_profile(p: &Profile, ki: usize) -> Option<KernelData> {
         let analysis = if p.sqtt.iter().any(|s| sqtt_matches(p, &p.kernels[ki], s)) {
             // The table and wave counts only: no per-token detail.
-            analyze_kernel_with(p, ki, &|_, _| {}, KernelOptions { detail: false })
+            analyze_kernel_with(p, ki, &|_, _| {}, KernelOptions::WAVES)
         } else {
             None
         };

@@ -36,6 +36,16 @@ pub fn write_blob<W: Write + ?Sized>(
 /// sha256 (hex) of a blob's canonical lines, each followed by a newline: the reference's
 /// `stream_sha256`.
 pub fn stream_sha256(blob: &[u8], opts: DecodeOptions) -> String {
+    stream_sha256_with_progress(blob, opts, &mut |_| {})
+}
+
+/// [`stream_sha256`], calling `progress` with the bytes decoded so far every few thousand
+/// packets (to release the pages of a memory-mapped blob behind the decoder).
+pub fn stream_sha256_with_progress(
+    blob: &[u8],
+    opts: DecodeOptions,
+    progress: &mut dyn FnMut(usize),
+) -> String {
     struct HashWriter(Sha256);
     impl Write for HashWriter {
         fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
@@ -47,8 +57,15 @@ pub fn stream_sha256(blob: &[u8], opts: DecodeOptions) -> String {
         }
     }
     let mut w = io::BufWriter::with_capacity(1 << 16, HashWriter(Sha256::new()));
-    // Writing to a hasher cannot fail.
-    let _ = write_blob(&mut w, blob, opts);
+    let mut countdown = 0u32;
+    for p in Decoder::new(blob, opts) {
+        // Writing to a hasher cannot fail.
+        let _ = write_line(&mut w, &p);
+        countdown = countdown.wrapping_sub(1);
+        if countdown & 0xffff == 0 {
+            progress((p.offset / 2) as usize);
+        }
+    }
     let hasher = match w.into_inner() {
         Ok(h) => h.0,
         Err(_) => return String::new(),

@@ -2,7 +2,7 @@
 //! lookup per packet, no allocation per packet.
 
 use super::packets::{
-    Field, Info, Layout, PacketType, Rule, Table, TimeRule, CDNA_MISC_INFO, CDNA_TABLE,
+    places, Info, Layout, PacketType, Places, Rule, Table, TimeRule, CDNA_MISC_INFO, CDNA_TABLE,
     FLAG_CDNA_TIMESTAMP, FLAG_MARKER, FLAG_SPECIAL, RDNA3_BY_LOW5, RDNA3_TABLE, RDNA4_BY_LOW5,
     RDNA4_TABLE,
 };
@@ -44,66 +44,6 @@ impl Default for DecodeOptions {
     }
 }
 
-/// The fields that place a wave packet (WAVESTART, WAVEEND, ...) of one type, looked up once
-/// per type: the analyzer reads them on every wave packet, where a search of the type's fields
-/// by role and name would cost more than the rest of the packet.
-#[derive(Clone, Copy)]
-pub(crate) struct WaveFields {
-    ty: &'static PacketType,
-    layout: Layout,
-    pub simd: Option<&'static Field>,
-    pub wave: Option<&'static Field>,
-    pub sa: Option<&'static Field>,
-    cu: Option<&'static Field>,
-    wgp: Option<&'static Field>,
-    /// RDNA WAVESTART `id7`.
-    pub index: Option<&'static Field>,
-    /// CDNA WAVESTART `count`.
-    pub count: Option<&'static Field>,
-}
-
-impl WaveFields {
-    pub(crate) fn of(ty: &'static PacketType, layout: Layout) -> WaveFields {
-        use super::packets::Role;
-        WaveFields {
-            ty,
-            layout,
-            simd: ty.field(Role::Simd),
-            wave: ty.field(Role::Wave),
-            sa: ty.field(Role::Sa),
-            cu: ty.field(Role::Cu),
-            wgp: ty.field(Role::Wgp),
-            index: ty.field(Role::WaveIndex),
-            count: ty.field_named("count"),
-        }
-    }
-
-    /// Whether these are the fields of `p`'s type.
-    #[inline]
-    pub(crate) fn fits(&self, p: &Packet) -> bool {
-        std::ptr::eq(self.ty, p.ty) && self.layout == p.layout
-    }
-
-    /// A field's value in `raw`, if the type has the field.
-    #[inline]
-    pub(crate) fn get(f: Option<&'static Field>, raw: u64) -> Option<u64> {
-        f.map(|f| f.get(raw))
-    }
-
-    /// [`Packet::cu`].
-    #[inline]
-    pub(crate) fn cu(&self, raw: u64) -> u16 {
-        match self.layout {
-            Layout::Cdna => Self::get(self.cu, raw).unwrap_or(0) as u16,
-            _ => {
-                let wgp = Self::get(self.wgp, raw).unwrap_or(0) as u16;
-                let shift = self.wgp.map_or(3, |f| f.width());
-                wgp | (Self::get(self.sa, raw).unwrap_or(0) as u16) << shift
-            }
-        }
-    }
-}
-
 /// One decoded packet. `raw` holds the packet's first 64 bits (its fields never reach higher).
 #[derive(Clone, Copy)]
 pub struct Packet {
@@ -137,7 +77,13 @@ impl Packet {
     /// above the WGP field: bit 3 on layout 3, bit 4 with layout 4's 4-bit WGPs), CDNA `cu`.
     /// 0 for packets without those fields.
     pub fn cu(&self) -> u16 {
-        WaveFields::of(self.ty, self.layout).cu(self.raw)
+        self.places().cu(self.layout, self.raw)
+    }
+
+    /// Where the fields the analysis reads sit in this packet's type.
+    #[inline]
+    pub fn places(&self) -> &'static Places {
+        &places()[self.layout as usize][self.index as usize]
     }
 
     /// All printable fields with their values, in canonical order.
@@ -151,7 +97,7 @@ impl Packet {
     /// True for a TS_DELTA_OR_MARK packet that carries the realtime clock (`rt=1, pl=0`).
     #[inline]
     pub fn is_marker(&self) -> bool {
-        self.ty.time == TimeRule::DeltaOrMarker && is_marker(self.ty, self.raw)
+        self.ty.time == TimeRule::DeltaOrMarker && self.places().is_marker(self.raw)
     }
 }
 
@@ -163,13 +109,6 @@ impl std::fmt::Debug for Packet {
         }
         Ok(())
     }
-}
-
-#[inline(always)]
-fn is_marker(ty: &PacketType, raw: u64) -> bool {
-    let rt = ty.field(super::packets::Role::Rt).map_or(0, |f| f.get(raw));
-    let pl = ty.field(super::packets::Role::Pl).map_or(0, |f| f.get(raw));
-    rt == 1 && pl == 0
 }
 
 /// The reference decoder's own window state, used after its window quirk has fired (see

@@ -203,6 +203,53 @@ pub fn op_name(layout: Layout, op: u32) -> OpName {
     OpName::Unknown(op)
 }
 
+/// An op's name and what the analysis asks of it, worked out once per layout and value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct OpInfo {
+    pub name: OpName,
+    pub known: bool,
+    pub other_simd: bool,
+    pub jump: bool,
+    pub jump_taken: bool,
+    /// Cycles the op keeps the wave busy in AMD's reading: the cycle count at the end of the
+    /// op's name (`VALUB_2`, `SGMEM_RD_2`, `LDS_WR_2`, `OTHER_<cat>_<n>`), else 1.
+    pub cycles: i64,
+}
+
+impl OpInfo {
+    fn of(name: OpName) -> OpInfo {
+        OpInfo {
+            name,
+            known: name.is_known(),
+            other_simd: name.is_other_simd(),
+            jump: name.is_jump(),
+            jump_taken: name.is_jump_taken(),
+            cycles: match name {
+                OpName::Named(n) => n.rsplit('_').next().and_then(|n| n.parse::<i64>().ok()),
+                OpName::Other(_, n) => Some(n as i64),
+                OpName::Unknown(_) => None,
+            }
+            .unwrap_or(1),
+        }
+    }
+}
+
+/// [`op_name`] and its tests by table (a search of the names and a string compare per token
+/// otherwise): every op value of 8 bits, the others worked out.
+#[inline]
+pub(crate) fn op_info(layout: Layout, op: u32) -> OpInfo {
+    static T: std::sync::LazyLock<Vec<[OpInfo; 256]>> = std::sync::LazyLock::new(|| {
+        [Layout::Rdna3, Layout::Rdna4, Layout::Cdna]
+            .iter()
+            .map(|&l| std::array::from_fn(|v| OpInfo::of(op_name(l, v as u32))))
+            .collect()
+    });
+    match T[layout as usize].get(op as usize) {
+        Some(i) => *i,
+        None => OpInfo::of(op_name(layout, op)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,5 +264,32 @@ mod tests {
         assert!(op_name(Layout::Rdna4, 0x77).is_other_simd());
         assert_eq!(op_name(Layout::Rdna3, 0x7f), OpName::Unknown(0x7f));
         assert_eq!(op_name(Layout::Cdna, 28).to_string(), "VALU_MAI");
+    }
+
+    /// The table answers as the names and their tests do.
+    #[test]
+    fn op_info_is_op_name() {
+        for layout in [Layout::Rdna3, Layout::Rdna4, Layout::Cdna] {
+            for op in 0..600u32 {
+                let n = op_name(layout, op);
+                let i = op_info(layout, op);
+                assert_eq!(i.name, n);
+                // The count ends the displayed name, if anywhere.
+                let shown = n.to_string();
+                let tail = shown.rsplit('_').next().and_then(|t| t.parse::<i64>().ok());
+                let unknown = matches!(n, OpName::Unknown(_));
+                assert_eq!(i.cycles, if unknown { 1 } else { tail.unwrap_or(1) });
+                assert_eq!(
+                    (i.known, i.other_simd, i.jump, i.jump_taken),
+                    (
+                        n.is_known(),
+                        n.is_other_simd(),
+                        n.is_jump(),
+                        n.is_jump_taken()
+                    ),
+                    "{layout:?} {op:#x}"
+                );
+            }
+        }
     }
 }

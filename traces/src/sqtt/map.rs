@@ -16,7 +16,7 @@
 //! where the two decoders still differ.
 
 use super::decoder::{DecodeOptions, Decoder, Packet};
-use super::inst_op::op_name;
+use super::inst_op::{op_info, op_name, OpInfo};
 use super::packets::{Kind, Layout, Role};
 use crate::isa::{self, CodeObject, Instruction};
 use std::collections::{BTreeMap, HashMap};
@@ -81,7 +81,23 @@ impl InstMap {
 struct Program {
     base: u64,
     insts: Vec<Option<Instruction>>,
+    /// Per slot: what the walk asks of its instruction ([`SKIPPED`], [`BRANCH`],
+    /// [`AMD_IMMEDIATE`]), worked out once rather than from its mnemonic per token.
+    flags: Vec<u8>,
     entry: u64,
+}
+
+/// An instruction that never produces a token (`s_delay_alu`, `s_wait_alu`, `s_barrier_wait`).
+const SKIPPED: u8 = 1;
+/// s_branch / s_cbranch_*.
+const BRANCH: u8 = 2;
+/// An internal instruction AMD's decoder files as IMMED ([`amd_immediate`]).
+const AMD_IMMEDIATE: u8 = 4;
+
+fn flags_of(i: &Instruction) -> u8 {
+    (skipped(i) as u8 * SKIPPED)
+        | (i.is_branch() as u8 * BRANCH)
+        | (amd_immediate(i) as u8 * AMD_IMMEDIATE)
 }
 
 impl Program {
@@ -100,11 +116,27 @@ impl Program {
                 }
             }
         }
+        let flags = insts
+            .iter()
+            .map(|i| i.as_ref().map_or(0, flags_of))
+            .collect();
         Program {
             base,
             insts,
+            flags,
             entry: code.text_addr,
         }
+    }
+
+    /// The instruction at `pc` and its [`flags_of`].
+    #[inline]
+    fn get_flagged(&self, pc: u64) -> Option<(Instruction, u8)> {
+        let d = pc.checked_sub(self.base)?;
+        if d % 4 != 0 {
+            return None;
+        }
+        let i = (d / 4) as usize;
+        Some(((*self.insts.get(i)?)?, *self.flags.get(i)?))
     }
 
     #[inline]
@@ -166,7 +198,7 @@ pub fn map_insts_each(
     let program = Program::new(code);
     let mut walk = RdnaWalk::new(program);
     for p in Decoder::new(blob, opts) {
-        let r = walk.packet(&p, || wave_at(analysis, p.offset), emit);
+        let r = walk.packet(&p, || wave_at(analysis, p.offset), &mut |m| emit(m.clone()));
         if r.is_err() {
             return r.err();
         }
@@ -234,16 +266,15 @@ impl RdnaWalk {
         &mut self,
         p: &Packet,
         wave: impl FnOnce() -> Option<u32>,
-        emit: &mut dyn FnMut(MappedInst),
+        emit: &mut dyn FnMut(&MappedInst),
     ) -> Result<(), MapError> {
         if !Self::wants(p.ty.kind) {
             return Ok(());
         }
         let layout = p.layout;
+        let pl = p.places();
         // Only the traced unit: CU 0, SIMD 0 (packets without those fields pass).
-        let simd = p.get(Role::Simd).unwrap_or(0);
-        let cu = p.cu();
-        if cu != 0 || simd != 0 {
+        if pl.cu(layout, p.raw) != 0 || pl.simd.get(p.raw) != 0 {
             return Ok(());
         }
         let fail = |message: String| MapError {
@@ -251,13 +282,13 @@ impl RdnaWalk {
             message,
         };
         let amd = &mut self.amd;
-        let mut emit = |mut m: MappedInst| {
-            amd.apply(&mut m);
-            emit(m);
+        let mut emit = |mut m: MappedInst, how: AmdHow| {
+            amd.apply(&mut m, how);
+            emit(&m);
         };
         let program = &self.program;
         let live = &mut *self.live;
-        let slot = p.get(Role::Wave).unwrap_or(0) as u8;
+        let slot = pl.wave.get(p.raw) as u8;
         match p.ty.kind {
             Kind::WaveStart => {
                 if live[slot as usize].is_some() {
@@ -276,22 +307,25 @@ impl RdnaWalk {
                         "slot {slot} ends at {pc:#x}, outside the program"
                     )));
                 };
-                emit(MappedInst {
-                    time: p.time,
-                    pc,
-                    slot,
-                    wave,
-                    token: p.ty.name,
-                    op: None,
-                    inst,
-                    offset: p.offset,
-                    issue_time: p.time,
-                    stall: 0,
-                    duration: 0,
-                });
+                emit(
+                    MappedInst {
+                        time: p.time,
+                        pc,
+                        slot,
+                        wave,
+                        token: p.ty.name,
+                        op: None,
+                        inst,
+                        offset: p.offset,
+                        issue_time: p.time,
+                        stall: 0,
+                        duration: 0,
+                    },
+                    AmdHow::End,
+                );
             }
             Kind::ImmediateMask => {
-                let mask = p.get(Role::Mask).unwrap_or(0);
+                let mask = pl.mask.get(p.raw);
                 for s in 0..16u8 {
                     if mask & (1 << s) == 0 {
                         continue;
@@ -300,8 +334,8 @@ impl RdnaWalk {
                 }
             }
             Kind::Inst | Kind::ValuInst | Kind::Immediate if layout != Layout::Cdna => {
-                let op = p.get(Role::Op).map(|v| op_name(layout, v as u32));
-                if op.is_some_and(|o| o.is_other_simd()) {
+                let op = pl.op.opt(p.raw).map(|v| op_info(layout, v as u32));
+                if op.is_some_and(|o| o.other_simd) {
                     return Ok(());
                 }
                 step(program, live, &mut emit, p, slot, op).map_err(fail)?;
@@ -312,33 +346,29 @@ impl RdnaWalk {
     }
 }
 
-/// Cycles an RDNA instruction token's op keeps the wave busy in AMD's reading: the cycle count
-/// at the end of the op's name (`VALUB_2`, `SGMEM_RD_2`, `LDS_WR_2`), else 1.
-fn rdna_exec_cycles(op: Option<super::OpName>) -> i64 {
-    use super::OpName;
-    match op {
-        Some(OpName::Named(n)) => n.rsplit('_').next().and_then(|n| n.parse::<i64>().ok()),
-        // Displayed `OTHER_<cat>_<n>`: the count is `n`.
-        Some(OpName::Other(_, n)) => Some(n as i64),
-        // Displayed `0x..`: no count.
-        Some(OpName::Unknown(_)) | None => None,
-    }
-    .unwrap_or(1)
-}
-
 /// Internal instructions AMD's decoder files as IMMED (0.1.6 decides by the text: s_waitcnt,
-/// s_nop, s_clause, s_barrier, ... every SOPP that is not a branch, message or s_endpgm).
-fn amd_immediate(i: &MappedInst) -> bool {
-    if matches!(i.token, "IMMEDIATE" | "IMMEDIATE_MASK") {
-        return true;
-    }
-    let m = i.inst.mnemonic();
-    i.inst.is_sopp()
-        && !i.inst.is_branch()
+/// s_nop, s_clause, s_barrier, ... every SOPP that is not a branch, message or s_endpgm); the
+/// IMMEDIATE and IMMEDIATE_MASK tokens are IMMED whatever their instruction.
+fn amd_immediate(i: &Instruction) -> bool {
+    let m = i.mnemonic();
+    i.is_sopp()
+        && !i.is_branch()
         && !m.starts_with("s_endpgm")
         && !m.starts_with("s_sendmsg")
         && !m.starts_with("s_call")
         && !m.starts_with("s_trap")
+}
+
+/// How AMD reads a mapped instruction ([`AmdRdna::apply`]).
+#[derive(Clone, Copy)]
+enum AmdHow {
+    /// The final `s_endpgm`, at WAVEEND.
+    End,
+    /// An internal instruction (IMMED).
+    Immediate,
+    /// Any other, busy for this many cycles: the cycle count at the end of the op's name
+    /// (`VALUB_2`, `SGMEM_RD_2`, `LDS_WR_2`), else 1 ([`super::inst_op::OpInfo::cycles`]).
+    Exec(i64),
 }
 
 /// AMD's time / stall / duration of RDNA instructions, per wave (a wave's list ends at its
@@ -356,26 +386,23 @@ struct AmdRdna {
 
 impl AmdRdna {
     /// Fills in AMD's reading of `i`, the next mapped instruction in stream order.
-    fn apply(&mut self, i: &mut MappedInst) {
+    fn apply(&mut self, i: &mut MappedInst, how: AmdHow) {
         if self.prev.is_empty() {
             self.prev = vec![None; 256];
         }
         let prev = &mut self.prev[i.slot as usize];
         let ready = prev.map(|(t, d)| t + d);
-        let end = i.token.contains("WAVEEND");
-        let immediate = !end && amd_immediate(i);
-        let start = match ready {
-            Some(r) if immediate || end => r.min(i.time),
+        let end = matches!(how, AmdHow::End);
+        let start = match (ready, how) {
+            (Some(r), AmdHow::End | AmdHow::Immediate) => r.min(i.time),
             _ => i.time,
         };
         i.issue_time = start;
         i.stall = if end { 0 } else { i.time - start };
-        i.duration = if end {
-            i.time - start
-        } else if immediate {
-            i.stall + 1
-        } else {
-            i.stall + rdna_exec_cycles(i.op)
+        i.duration = match how {
+            AmdHow::End => i.time - start,
+            AmdHow::Immediate => i.stall + 1,
+            AmdHow::Exec(cycles) => i.stall + cycles,
         };
         *prev = if end {
             None
@@ -389,10 +416,10 @@ impl AmdRdna {
 fn step(
     program: &Program,
     live: &mut LiveSlots,
-    emit: &mut impl FnMut(MappedInst),
+    emit: &mut impl FnMut(MappedInst, AmdHow),
     p: &Packet,
     slot: u8,
-    op: Option<super::OpName>,
+    op: Option<OpInfo>,
 ) -> Result<(), String> {
     let Some((pc, wave)) = live[slot as usize].as_mut() else {
         return Err(format!(
@@ -400,17 +427,17 @@ fn step(
             p.ty.name
         ));
     };
-    let mut inst = program
-        .get(*pc)
+    let (mut inst, mut flags) = program
+        .get_flagged(*pc)
         .ok_or_else(|| format!("slot {slot} reached {pc:#x}, outside the program"))?;
-    while skipped(&inst) {
+    while flags & SKIPPED != 0 {
         *pc += inst.len() as u64;
-        inst = program
-            .get(*pc)
+        (inst, flags) = program
+            .get_flagged(*pc)
             .ok_or_else(|| format!("slot {slot} reached {pc:#x}, outside the program"))?;
     }
-    let jump = op.filter(|o| o.is_jump());
-    if inst.is_branch() && jump.is_none() {
+    let jump = op.filter(|o| o.jump);
+    if flags & BRANCH != 0 && jump.is_none() {
         return Err(format!(
             "{} at {pc:#x} must be matched by a JUMP token, got {}",
             inst.mnemonic(),
@@ -418,26 +445,36 @@ fn step(
         ));
     }
     let at = *pc;
-    let taken = jump.is_some_and(|o| o.is_jump_taken());
+    let taken = jump.is_some_and(|o| o.jump_taken);
     let offset = if taken {
         inst.simm16().unwrap_or(0) as i64 * 4
     } else {
         0
     };
     *pc = (at as i64 + inst.len() as i64 + offset) as u64;
-    emit(MappedInst {
-        time: p.time,
-        pc: at,
-        slot,
-        wave: *wave,
-        token: p.ty.name,
-        op,
-        inst,
-        offset: p.offset,
-        issue_time: p.time,
-        stall: 0,
-        duration: 0,
-    });
+    let how = if matches!(p.ty.kind, Kind::Immediate | Kind::ImmediateMask)
+        || flags & AMD_IMMEDIATE != 0
+    {
+        AmdHow::Immediate
+    } else {
+        AmdHow::Exec(op.map_or(1, |o| o.cycles))
+    };
+    emit(
+        MappedInst {
+            time: p.time,
+            pc: at,
+            slot,
+            wave: *wave,
+            token: p.ty.name,
+            op: op.map(|o| o.name),
+            inst,
+            offset: p.offset,
+            issue_time: p.time,
+            stall: 0,
+            duration: 0,
+        },
+        how,
+    );
     Ok(())
 }
 

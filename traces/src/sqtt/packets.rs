@@ -1073,6 +1073,128 @@ impl Table {
     }
 }
 
+/// Where one field of a packet type sits: its value is `(raw >> lo) & mask`; `mask` is 0 when
+/// the type has no such field (its value reads as 0, as `Packet::get(..).unwrap_or(0)` did).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Bits {
+    pub lo: u8,
+    pub mask: u64,
+}
+
+impl Bits {
+    fn of(f: Option<&Field>) -> Bits {
+        match f {
+            Some(f) if f.width() >= 64 => Bits {
+                lo: f.lo,
+                mask: u64::MAX,
+            },
+            Some(f) => Bits {
+                lo: f.lo,
+                mask: (1u64 << f.width()) - 1,
+            },
+            None => Bits::default(),
+        }
+    }
+
+    #[inline(always)]
+    pub fn get(self, raw: u64) -> u64 {
+        (raw >> self.lo) & self.mask
+    }
+
+    /// Whether the type has the field.
+    #[inline(always)]
+    pub fn present(self) -> bool {
+        self.mask != 0
+    }
+
+    /// The value, when the type has the field.
+    #[inline(always)]
+    pub fn opt(self, raw: u64) -> Option<u64> {
+        self.present().then(|| self.get(raw))
+    }
+}
+
+/// The fields the analysis reads from a packet type, resolved once per type: the analysis
+/// reads them on most packets it looks at, where a search of the type's fields by role would
+/// cost more than the rest of the packet.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Places {
+    pub wave: Bits,
+    pub simd: Bits,
+    pub sa: Bits,
+    pub cu: Bits,
+    pub wgp: Bits,
+    /// RDNA: where the SA bit goes in a wave's `cu` (just above the WGP field).
+    pub sa_shift: u8,
+    pub op: Bits,
+    pub mask: Bits,
+    /// RDNA WAVESTART `id7`, CDNA WAVESTART `count`.
+    pub index: Bits,
+    pub count: Bits,
+    pub reg_addr: Bits,
+    pub reg_data: Bits,
+    pub reg_hi: Bits,
+    pub delta: Bits,
+    pub rt: Bits,
+    pub pl: Bits,
+}
+
+impl Places {
+    fn of(t: &PacketType) -> Places {
+        let r = |role| Bits::of(t.field(role));
+        Places {
+            wave: r(Role::Wave),
+            simd: r(Role::Simd),
+            sa: r(Role::Sa),
+            cu: r(Role::Cu),
+            wgp: r(Role::Wgp),
+            sa_shift: t.field(Role::Wgp).map_or(3, |f| f.width() as u8),
+            op: r(Role::Op),
+            mask: r(Role::Mask),
+            index: r(Role::WaveIndex),
+            count: Bits::of(t.field_named("count")),
+            reg_addr: r(Role::RegAddr),
+            reg_data: r(Role::RegData),
+            reg_hi: r(Role::RegHi),
+            delta: r(Role::Delta),
+            rt: r(Role::Rt),
+            pl: r(Role::Pl),
+        }
+    }
+
+    /// The compute unit of a wave packet (see `Packet::cu`).
+    #[inline(always)]
+    pub fn cu(&self, layout: Layout, raw: u64) -> u16 {
+        match layout {
+            Layout::Cdna => self.cu.get(raw) as u16,
+            _ => self.wgp.get(raw) as u16 | (self.sa.get(raw) as u16) << self.sa_shift,
+        }
+    }
+
+    /// A TS_DELTA_OR_MARK packet that carries the realtime clock (`rt=1, pl=0`).
+    #[inline(always)]
+    pub fn is_marker(&self, raw: u64) -> bool {
+        self.rt.get(raw) == 1 && self.pl.get(raw) == 0
+    }
+}
+
+/// Every type's [`Places`] by layout and index in its table (`Packet::index`); 32 per layout.
+pub type PlacesTable = [[Places; 32]; 3];
+
+/// The [`PlacesTable`], built once.
+pub fn places() -> &'static PlacesTable {
+    static P: std::sync::LazyLock<PlacesTable> = std::sync::LazyLock::new(|| {
+        let mut t = [[Places::default(); 32]; 3];
+        for layout in [Layout::Rdna3, Layout::Rdna4, Layout::Cdna] {
+            for (i, ty) in Table::for_layout(layout).types.iter().enumerate() {
+                t[layout as usize][i] = Places::of(ty);
+            }
+        }
+        t
+    });
+    &P
+}
+
 /// Every packet type of every family, for lookups by name.
 pub fn all_types() -> impl Iterator<Item = &'static PacketType> {
     RDNA3.iter().chain(RDNA4.iter()).chain(CDNA.iter())
@@ -1081,6 +1203,40 @@ pub fn all_types() -> impl Iterator<Item = &'static PacketType> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The places table holds every type, and reads each role's field as the search by role
+    /// does, on every bit pattern's low and high bits.
+    #[test]
+    fn places_read_what_the_fields_say() {
+        let all = places();
+        for layout in [Layout::Rdna3, Layout::Rdna4, Layout::Cdna] {
+            let types = Table::for_layout(layout).types;
+            assert!(types.len() <= 32, "{layout:?}: {} types", types.len());
+            for (i, ty) in types.iter().enumerate() {
+                let pl = &all[layout as usize][i];
+                for raw in [0u64, u64::MAX, 0x0123_4567_89ab_cdef, 0xfedc_ba98_7654_3210] {
+                    let want = |role| ty.field(role).map(|f: &Field| f.get(raw));
+                    assert_eq!(pl.wave.opt(raw), want(Role::Wave), "{}", ty.name);
+                    assert_eq!(pl.simd.opt(raw), want(Role::Simd), "{}", ty.name);
+                    assert_eq!(pl.sa.opt(raw), want(Role::Sa), "{}", ty.name);
+                    assert_eq!(pl.cu.opt(raw), want(Role::Cu), "{}", ty.name);
+                    assert_eq!(pl.wgp.opt(raw), want(Role::Wgp), "{}", ty.name);
+                    assert_eq!(pl.op.opt(raw), want(Role::Op), "{}", ty.name);
+                    assert_eq!(pl.mask.opt(raw), want(Role::Mask), "{}", ty.name);
+                    assert_eq!(pl.index.opt(raw), want(Role::WaveIndex), "{}", ty.name);
+                    assert_eq!(pl.reg_addr.opt(raw), want(Role::RegAddr), "{}", ty.name);
+                    assert_eq!(pl.reg_data.opt(raw), want(Role::RegData), "{}", ty.name);
+                    assert_eq!(pl.reg_hi.opt(raw), want(Role::RegHi), "{}", ty.name);
+                    assert_eq!(
+                        pl.count.opt(raw),
+                        ty.field_named("count").map(|f| f.get(raw)),
+                        "{}",
+                        ty.name
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn sizes_follow_the_highest_bit() {

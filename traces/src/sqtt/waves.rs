@@ -1,9 +1,9 @@
 //! Wave reconstruction and per-blob analysis: WAVESTART/WAVEEND pairing, instruction tokens
 //! attributed to their wave, realtime markers, RGP userdata register writes, packet statistics.
 
-use super::decoder::{DecodeOptions, Decoder, Packet, WaveFields};
-use super::inst_op::{op_name, OpName};
-use super::packets::{Kind, Layout, Role};
+use super::decoder::{DecodeOptions, Decoder, Packet};
+use super::inst_op::{op_info, op_name, OpName};
+use super::packets::{places, Kind, Layout, Places, PlacesTable, TimeRule};
 use crate::target::{Family, GfxTarget};
 use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasherDefault;
@@ -320,6 +320,7 @@ pub(crate) fn analyze_hooked(
 ) -> Result<BlobAnalysis, DecodeError> {
     check_header(blob)?;
     let mut a = Analyzer::new(opts);
+    a.reserve_for(blob.len());
     let mut dec = Decoder::new(blob, opts.decode);
     dec.for_each_run(|p, n| {
         let before = a.out.tokens.len();
@@ -415,8 +416,8 @@ pub struct Analyzer {
     out: BlobAnalysis,
     /// Live waves: key -> index in `out.waves` (waves are pushed at WAVESTART).
     live: LiveWaves,
-    /// [`Analyzer::wave_fields`]: of the last WAVESTART type, and of the last other.
-    wave_fields: [Option<WaveFields>; 2],
+    /// Where each packet type's fields sit ([`places`]).
+    places: &'static PlacesTable,
     /// Whether each wave in `out.waves` has seen its WAVEEND.
     ended: Vec<bool>,
     layout: Layout,
@@ -425,9 +426,68 @@ pub struct Analyzer {
     /// Packets by layout and type index, and INST ops by layout and value (named at the end).
     counts: [[u64; 32]; 3],
     op_counts: [[u64; 256]; 3],
-    packets: u64,
+    /// `instruction_breakdown` and `wave_anomalies` by [`BREAKDOWN`] and [`ANOMALIES`] index
+    /// (named at the end: no map lookup per packet).
+    breakdown: [u64; BREAKDOWN.len()],
+    anomalies: [u64; ANOMALIES.len()],
     last_time: i64,
+    /// The blob's size when known ([`Analyzer::reserve_for`]), to reserve the token list.
+    blob_bytes: usize,
 }
+
+/// The packet kinds [`Analyzer::detail`] looks at, as a bit set by `Kind as u32` (a kind
+/// added to its `match` must be added here).
+const DETAIL: u32 = {
+    let kinds = [
+        Kind::LayoutHeader,
+        Kind::WaveStart,
+        Kind::WaveEnd,
+        Kind::Inst,
+        Kind::ValuInst,
+        Kind::Immediate,
+        Kind::ImmediateMask,
+        Kind::DeltaOrMarker,
+        Kind::Reg,
+        Kind::CdnaTimestamp,
+    ];
+    let mut bits = 0u32;
+    let mut i = 0;
+    while i < kinds.len() {
+        bits |= 1 << kinds[i] as u32;
+        i += 1;
+    }
+    bits
+};
+const _: () = assert!((Kind::RegCs as u32) < 32, "Kind must fit DETAIL's bits");
+
+/// The keys of [`BlobAnalysis::instruction_breakdown`], by [`Analyzer`] counter index.
+const BREAKDOWN: [&str; 7] = [
+    "cdna_inst",
+    "inst_other_simd",
+    "inst",
+    "valuinst",
+    "immediate",
+    "immediate_mask_packets",
+    "immediate_mask_bits",
+];
+const CDNA_INST: usize = 0;
+const INST_OTHER_SIMD: usize = 1;
+const INST: usize = 2;
+const VALUINST: usize = 3;
+const IMMEDIATE: usize = 4;
+const MASK_PACKETS: usize = 5;
+const MASK_BITS: usize = 6;
+
+/// The keys of [`BlobAnalysis::wave_anomalies`] counted per packet, by [`Analyzer`] counter
+/// index (`start_without_end` is counted at the end).
+const ANOMALIES: [&str; 3] = [
+    "start_while_live",
+    "end_without_start",
+    "token_without_live_wave",
+];
+const START_WHILE_LIVE: usize = 0;
+const END_WITHOUT_START: usize = 1;
+const TOKEN_WITHOUT_LIVE_WAVE: usize = 2;
 
 /// The live-wave table's hash: keys are small packed integers, looked up per WAVESTART,
 /// WAVEEND and token, so a multiply-and-fold (no SipHash) is enough. Only lookups use it.
@@ -494,7 +554,10 @@ impl LiveWaves {
                 }
                 let old = std::mem::replace(&mut self.direct[s], v);
                 // A key may have moved here from the map when an index overflowed u32.
-                let spilled = self.other.remove(&k);
+                let spilled = match self.other.is_empty() {
+                    true => None,
+                    false => self.other.remove(&k),
+                };
                 (old != 0).then(|| old as usize - 1).or(spilled)
             }
             (Some(s), Err(_)) => {
@@ -510,6 +573,7 @@ impl LiveWaves {
     fn remove(&mut self, k: u32) -> Option<usize> {
         match Self::slot(k) {
             Some(s) => match self.direct.get_mut(s).map_or(0, std::mem::take) {
+                0 if self.other.is_empty() => None,
                 0 => self.other.remove(&k),
                 v => Some(v as usize - 1),
             },
@@ -528,15 +592,17 @@ impl Analyzer {
             opts,
             out: BlobAnalysis::default(),
             live: LiveWaves::default(),
-            wave_fields: [None; 2],
+            places: places(),
             ended: Vec::new(),
             layout: Layout::Rdna3,
             first_packet: true,
             unknown_op_warned: false,
             counts: [[0; 32]; 3],
             op_counts: [[0; 256]; 3],
-            packets: 0,
+            breakdown: [0; BREAKDOWN.len()],
+            anomalies: [0; ANOMALIES.len()],
             last_time: 0,
+            blob_bytes: 0,
         }
     }
 
@@ -545,36 +611,56 @@ impl Analyzer {
         self.out.warn(offset, message, max);
     }
 
-    /// The place fields of a wave packet's type (remembered for the last WAVESTART type and
-    /// the last of any other).
-    #[inline]
-    fn wave_fields(&mut self, p: &Packet) -> WaveFields {
-        let i = (p.ty.kind != Kind::WaveStart) as usize;
-        match self.wave_fields[i] {
-            Some(f) if f.fits(p) => f,
-            _ => {
-                let f = WaveFields::of(p.ty, p.layout);
-                self.wave_fields[i] = Some(f);
-                f
-            }
-        }
+    /// Reserve the wave records for a blob of `bytes` (a low estimate: real streams hold a
+    /// wave per 35-40 bytes). Growing a vector by doubling copies it while it is small enough
+    /// for the heap, faulting its pages twice; the estimate skips most of that, and stays
+    /// below what the records will take, so it adds no memory.
+    pub fn reserve_for(&mut self, bytes: usize) {
+        self.blob_bytes = bytes;
+        self.out.waves.reserve(bytes / 64);
+        self.ended.reserve(bytes / 64);
     }
 
-    /// The (sa, cu, simd, wave) of a wave packet, and its type's fields.
-    #[inline]
-    fn wave_id(&mut self, p: &Packet) -> ((u8, u16, u8, u8), WaveFields) {
-        let f = self.wave_fields(p);
-        let simd = WaveFields::get(f.simd, p.raw).unwrap_or(0) as u8;
-        let wave = WaveFields::get(f.wave, p.raw).unwrap_or(0) as u8;
+    /// The token list is full: on the first token, reserve for the rest of the blob (a low
+    /// estimate: itraced streams hold a token per ~24 bytes), then double.
+    #[cold]
+    #[inline(never)]
+    fn grow_tokens(&mut self, offset: u64) {
+        let t = &mut self.out.tokens;
+        let rest = self.blob_bytes.saturating_sub((offset / 2) as usize);
+        let want = if t.is_empty() { rest / 64 } else { 0 };
+        t.reserve(want.max(t.len()).max(16));
+    }
+
+    /// A warning made only when it happens: the formatting stays out of the per-packet code.
+    #[cold]
+    #[inline(never)]
+    fn warn_with(&mut self, offset: u64, message: impl FnOnce() -> String) {
+        self.warn(offset, message());
+    }
+
+    /// Where `p`'s fields sit.
+    #[inline(always)]
+    fn places_of(&self, p: &Packet) -> &'static Places {
+        let t: &'static PlacesTable = self.places;
+        &t[p.layout as usize][p.index as usize & 31]
+    }
+
+    /// The (sa, cu, simd, wave) of a wave packet.
+    #[inline(always)]
+    fn wave_id(&self, p: &Packet, pl: &Places) -> (u8, u16, u8, u8) {
+        let simd = pl.simd.get(p.raw) as u8;
+        let wave = pl.wave.get(p.raw) as u8;
         let sh = match self.layout {
-            Layout::Cdna => WaveFields::get(f.sa, p.raw).unwrap_or(0) as u8,
+            Layout::Cdna => pl.sa.get(p.raw) as u8,
             // On RDNA the SA bit is part of `cu`.
             _ => 0,
         };
-        ((sh, f.cu(p.raw), simd, wave), f)
+        (sh, pl.cu(p.layout, p.raw), simd, wave)
     }
 
     /// Attribute an instruction token to the live wave in `slot` on the traced unit.
+    #[inline(always)]
     fn token(&mut self, p: &Packet, simd: u8, slot: u8, kind: TokenKind, op: Option<OpName>) {
         let k = key(0, 0, simd, slot);
         match self.live.get(k) {
@@ -583,6 +669,9 @@ impl Analyzer {
                     w.insts += 1;
                 }
                 if self.opts.keep_tokens {
+                    if self.out.tokens.len() == self.out.tokens.capacity() {
+                        self.grow_tokens(p.offset);
+                    }
                     self.out.tokens.push(InstToken {
                         time: p.time,
                         wave: i as u32,
@@ -592,13 +681,7 @@ impl Analyzer {
                     });
                 }
             }
-            None => {
-                *self
-                    .out
-                    .wave_anomalies
-                    .entry("token_without_live_wave")
-                    .or_default() += 1;
-            }
+            None => self.anomalies[TOKEN_WITHOUT_LIVE_WAVE] += 1,
         }
     }
 
@@ -626,72 +709,68 @@ impl Analyzer {
     /// Account for a packet repeated `n` times (NOP runs from [`Decoder::for_each_run`]).
     #[inline]
     pub fn packet_run(&mut self, p: &Packet, n: u32) {
-        let l = p.layout as usize;
-        if let Some(c) = self
-            .counts
-            .get_mut(l)
-            .and_then(|c| c.get_mut(p.index as usize))
-        {
-            *c += n as u64;
-        }
-        self.packets += n as u64;
+        // A table holds at most 32 types (`packets` tests it).
+        self.counts[p.layout as usize][p.index as usize & 31] += n as u64;
         if self.first_packet {
             self.out.first_time = Some(p.time);
         }
         self.last_time = p.time;
-        if matches!(
-            p.ty.kind,
-            Kind::Nop
-                | Kind::TimeDelta
-                | Kind::WaveState
-                | Kind::Event
-                | Kind::AluExec
-                | Kind::VmemExec
-        ) && !self.first_packet
-        {
+        // Only the kinds `detail` reads (and the first packet, whatever it is) go there.
+        if (DETAIL >> p.ty.kind as u32) & 1 == 0 && !self.first_packet {
             return;
+        }
+        // Register writes other than the RGP marker dwords (most of them) stop here: a call
+        // per REG packet would cost more than the test.
+        if p.ty.kind == Kind::Reg && !self.first_packet {
+            let addr = self.places_of(p).reg_addr.get(p.raw) as u32;
+            if addr != USERDATA_2 && addr != USERDATA_3 {
+                return;
+            }
         }
         self.detail(p);
     }
 
+    /// A LAYOUT_HEADER (once per blob).
+    #[cold]
+    #[inline(never)]
+    fn layout_header(&mut self, p: &Packet, first: bool) {
+        let g = |n: &str| p.ty.field_named(n).map_or(0, |f| f.get(p.raw) as u32);
+        let h = LayoutHeader {
+            layout: g("layout"),
+            simd: g("simd"),
+            group: g("group"),
+            sel_a: g("sel_a"),
+            sel_b: g("sel_b"),
+            flag4: g("flag4"),
+        };
+        self.layout = match h.layout {
+            3 => self.layout,
+            4 => Layout::Rdna4,
+            _ => Layout::Cdna,
+        };
+        if first {
+            self.out.layout_header = Some(h);
+        } else {
+            self.warn(p.offset, "a second LAYOUT_HEADER in the stream".into());
+        }
+    }
+
     fn detail(&mut self, p: &Packet) {
-        let o = &mut self.out;
         let first = std::mem::replace(&mut self.first_packet, false);
+        let pl = self.places_of(p);
+        let raw = p.raw;
         match p.ty.kind {
-            Kind::LayoutHeader => {
-                let g = |n: &str| p.ty.field_named(n).map_or(0, |f| f.get(p.raw) as u32);
-                let h = LayoutHeader {
-                    layout: g("layout"),
-                    simd: g("simd"),
-                    group: g("group"),
-                    sel_a: g("sel_a"),
-                    sel_b: g("sel_b"),
-                    flag4: g("flag4"),
-                };
-                self.layout = match h.layout {
-                    3 => self.layout,
-                    4 => Layout::Rdna4,
-                    _ => Layout::Cdna,
-                };
-                if first {
-                    o.layout_header = Some(h);
-                } else {
-                    self.warn(p.offset, "a second LAYOUT_HEADER in the stream".into());
-                }
-            }
+            Kind::LayoutHeader => self.layout_header(p, first),
             Kind::WaveStart => {
-                o.wave_starts += 1;
-                let ((sa, cu, simd, wave), f) = self.wave_id(p);
+                self.out.wave_starts += 1;
+                let (sa, cu, simd, wave) = self.wave_id(p, pl);
                 let k = key(sa, cu, simd, wave);
                 let w = Wave {
                     cu,
                     simd,
                     wave,
                     sa: (self.layout == Layout::Cdna).then_some(sa),
-                    tag: match (
-                        WaveFields::get(f.index, p.raw),
-                        WaveFields::get(f.count, p.raw),
-                    ) {
+                    tag: match (pl.index.opt(raw), pl.count.opt(raw)) {
                         (Some(v), _) => WaveTag::Id7(v as u32),
                         (None, Some(c)) => WaveTag::Count(c as u32),
                         (None, None) => WaveTag::None,
@@ -705,20 +784,15 @@ impl Analyzer {
                 self.out.waves.push(w);
                 self.ended.push(false);
                 if self.live.insert(k, self.out.waves.len() - 1).is_some() {
-                    *self
-                        .out
-                        .wave_anomalies
-                        .entry("start_while_live")
-                        .or_default() += 1;
-                    self.warn(
-                        p.offset,
-                        format!("WAVESTART for cu {cu} simd {simd} wave {wave} while it is live"),
-                    );
+                    self.anomalies[START_WHILE_LIVE] += 1;
+                    self.warn_with(p.offset, || {
+                        format!("WAVESTART for cu {cu} simd {simd} wave {wave} while it is live")
+                    });
                 }
             }
             Kind::WaveEnd => {
-                o.wave_ends += 1;
-                let ((sa, cu, simd, wave), _) = self.wave_id(p);
+                self.out.wave_ends += 1;
+                let (sa, cu, simd, wave) = self.wave_id(p, pl);
                 match self.live.remove(key(sa, cu, simd, wave)) {
                     Some(i) => {
                         if let Some(w) = self.out.waves.get_mut(i) {
@@ -734,106 +808,83 @@ impl Analyzer {
                             *e = true;
                         }
                     }
-                    None => {
-                        *self
-                            .out
-                            .wave_anomalies
-                            .entry("end_without_start")
-                            .or_default() += 1;
-                    }
+                    None => self.anomalies[END_WITHOUT_START] += 1,
                 }
             }
             Kind::Inst => {
-                let op = p.get(Role::Op).unwrap_or(0) as u32;
-                let name = op_name(self.layout, op);
-                if let Some(c) = self
-                    .op_counts
-                    .get_mut(self.layout as usize)
-                    .and_then(|c| c.get_mut(op as usize))
-                {
+                let op = pl.op.get(raw) as u32;
+                let info = op_info(self.layout, op);
+                if let Some(c) = self.op_counts[self.layout as usize].get_mut(op as usize) {
                     *c += 1;
                 }
-                if !name.is_known() && !self.unknown_op_warned {
+                if !info.known && !self.unknown_op_warned {
                     self.unknown_op_warned = true;
-                    self.warn(
-                        p.offset,
-                        format!("instruction token with unknown op {op:#x}"),
-                    );
+                    self.warn_with(p.offset, || {
+                        format!("instruction token with unknown op {op:#x}")
+                    });
                 }
                 if self.layout == Layout::Cdna {
-                    *self
-                        .out
-                        .instruction_breakdown
-                        .entry("cdna_inst")
-                        .or_default() += 1;
+                    self.breakdown[CDNA_INST] += 1;
                     self.out.instruction_packets += 1;
-                    let simd = p.get(Role::Simd).unwrap_or(0) as u8;
-                    let slot = p.get(Role::Wave).unwrap_or(0) as u8;
-                    self.token(p, simd, slot, TokenKind::Inst, Some(name));
-                } else if name.is_other_simd() {
-                    *self
-                        .out
-                        .instruction_breakdown
-                        .entry("inst_other_simd")
-                        .or_default() += 1;
+                    let simd = pl.simd.get(raw) as u8;
+                    let slot = pl.wave.get(raw) as u8;
+                    self.token(p, simd, slot, TokenKind::Inst, Some(info.name));
+                } else if info.other_simd {
+                    self.breakdown[INST_OTHER_SIMD] += 1;
                 } else {
-                    *self.out.instruction_breakdown.entry("inst").or_default() += 1;
+                    self.breakdown[INST] += 1;
                     self.out.instruction_packets += 1;
-                    let slot = p.get(Role::Wave).unwrap_or(0) as u8;
+                    let slot = pl.wave.get(raw) as u8;
                     let simd = self.opts.traced_simd;
-                    self.token(p, simd, slot, TokenKind::Inst, Some(name));
+                    self.token(p, simd, slot, TokenKind::Inst, Some(info.name));
                 }
             }
             Kind::ValuInst | Kind::Immediate => {
-                let (label, kind) = if p.ty.kind == Kind::ValuInst {
-                    ("valuinst", TokenKind::ValuInst)
+                let (counter, kind) = if p.ty.kind == Kind::ValuInst {
+                    (VALUINST, TokenKind::ValuInst)
                 } else {
-                    ("immediate", TokenKind::Immediate)
+                    (IMMEDIATE, TokenKind::Immediate)
                 };
-                *o.instruction_breakdown.entry(label).or_default() += 1;
-                o.instruction_packets += 1;
-                let slot = p.get(Role::Wave).unwrap_or(0) as u8;
+                self.breakdown[counter] += 1;
+                self.out.instruction_packets += 1;
+                let slot = pl.wave.get(raw) as u8;
                 let simd = self.opts.traced_simd;
                 self.token(p, simd, slot, kind, None);
             }
             Kind::ImmediateMask => {
-                let mask = p.get(Role::Mask).unwrap_or(0);
-                *o.instruction_breakdown
-                    .entry("immediate_mask_packets")
-                    .or_default() += 1;
-                *o.instruction_breakdown
-                    .entry("immediate_mask_bits")
-                    .or_default() += mask.count_ones() as u64;
-                o.instruction_packets += mask.count_ones() as u64;
+                let mask = pl.mask.get(raw);
+                self.breakdown[MASK_PACKETS] += 1;
+                self.breakdown[MASK_BITS] += mask.count_ones() as u64;
+                self.out.instruction_packets += mask.count_ones() as u64;
                 let simd = self.opts.traced_simd;
-                for slot in 0..16u8 {
-                    if mask & (1 << slot) != 0 {
-                        self.token(p, simd, slot, TokenKind::ImmediateMask, None);
-                    }
+                // Set bits below 16, lowest first.
+                let mut bits = mask & 0xffff;
+                while bits != 0 {
+                    let slot = bits.trailing_zeros() as u8;
+                    bits &= bits - 1;
+                    self.token(p, simd, slot, TokenKind::ImmediateMask, None);
                 }
             }
-            Kind::DeltaOrMarker if p.is_marker() => {
-                let realtime = p.get(Role::Delta).unwrap_or(0);
-                o.markers.push(Marker {
+            Kind::DeltaOrMarker if p.ty.time == TimeRule::DeltaOrMarker && pl.is_marker(raw) => {
+                self.out.markers.push(Marker {
                     time: p.time,
-                    realtime,
+                    realtime: pl.delta.get(raw),
                 });
             }
             Kind::Reg => {
-                let addr = p.get(Role::RegAddr).unwrap_or(0) as u32;
+                let addr = pl.reg_addr.get(raw) as u32;
                 // RDNA: hi_byte bit 7 marks an SH-register offset, not an absolute address.
-                let absolute = p.get(Role::RegHi).is_none_or(|h| h & 0x80 == 0);
+                let absolute = !pl.reg_hi.present() || pl.reg_hi.get(raw) & 0x80 == 0;
                 if absolute && (addr == USERDATA_2 || addr == USERDATA_3) {
-                    let value = p.get(Role::RegData).unwrap_or(0) as u32;
-                    o.userdata_writes.push(UserdataWrite {
+                    self.out.userdata_writes.push(UserdataWrite {
                         time: p.time,
                         reg: addr,
-                        value,
+                        value: pl.reg_data.get(raw) as u32,
                     });
                 }
             }
-            Kind::CdnaTimestamp if (p.raw >> 4) & 0xfff == 0 => {
-                o.cdna_timestamps.push(p.raw >> 16);
+            Kind::CdnaTimestamp if (raw >> 4) & 0xfff == 0 => {
+                self.out.cdna_timestamps.push(raw >> 16);
             }
             _ => {}
         }
@@ -841,8 +892,26 @@ impl Analyzer {
 
     /// Close the analysis: drop waves that never ended (counted as anomalies).
     pub fn finish(mut self) -> BlobAnalysis {
-        self.out.packet_total = self.packets;
-        if self.packets > 0 {
+        // Every packet was counted by its type (a table holds at most 32 types).
+        let packets = self.counts.iter().flatten().sum::<u64>();
+        self.out.packet_total = packets;
+        // Named as before: a key only for what was seen (the mask bits with their packets).
+        for (i, (name, &c)) in BREAKDOWN.iter().zip(&self.breakdown).enumerate() {
+            let seen = if i == MASK_BITS {
+                self.breakdown[MASK_PACKETS] > 0
+            } else {
+                c > 0
+            };
+            if seen {
+                self.out.instruction_breakdown.insert(name, c);
+            }
+        }
+        for (name, &c) in ANOMALIES.iter().zip(&self.anomalies) {
+            if c > 0 {
+                self.out.wave_anomalies.insert(name, c);
+            }
+        }
+        if packets > 0 {
             self.out.last_time = Some(self.last_time);
         }
         for (layout, counts) in [Layout::Rdna3, Layout::Rdna4, Layout::Cdna]

@@ -293,7 +293,7 @@ impl KernelSrc<'_> {
             KernelSrc::Analysis { k, spilled, .. } => {
                 let s = &k.ses[i];
                 let n = match spilled.get(i) {
-                    Some(Some(sp)) => sp.count,
+                    Some(Some(sp)) => sp.count(),
                     _ => s.analysis.waves.len(),
                 };
                 (s.se, s.itrace, s.error.as_deref(), n)
@@ -333,7 +333,7 @@ impl KernelSrc<'_> {
                 let x = match (clocks.get(i), spilled.get(i)) {
                     (None, _) => Vec::new(),
                     (Some(c), Some(Some(sp))) => {
-                        let mut spans = Vec::with_capacity(sp.count);
+                        let mut spans = Vec::with_capacity(sp.count());
                         sp.each(&mut |w| {
                             spans.push((w.start, w.end));
                             Ok(())
@@ -359,14 +359,22 @@ impl KernelSrc<'_> {
 /// wave records in an unnamed temporary file: writing the index holds one SE's waves at a time
 /// instead of every SE's (the SEs' tables go out in order, and each one's overview needs the
 /// kernel-wide clock that only exists once every SE is decoded).
-struct Spill {
-    file: std::fs::File,
-    count: usize,
+enum Spill {
+    File {
+        file: std::fs::File,
+        count: usize,
+    },
+    /// Where no temporary file could be written: the records, in memory.
+    Mem(Vec<WaveRec>),
 }
 
 impl Spill {
-    /// Encodes `waves` to a temporary file; `None` (the waves stay in memory) if it fails.
-    fn new(waves: &[crate::sqtt::waves::Wave]) -> Option<Spill> {
+    /// Encodes `waves` to a temporary file, or keeps their records if that fails.
+    fn new(waves: &[crate::sqtt::waves::Wave]) -> Spill {
+        Self::to_file(waves).unwrap_or_else(|| Spill::Mem(waves.iter().map(wave_rec).collect()))
+    }
+
+    fn to_file(waves: &[crate::sqtt::waves::Wave]) -> Option<Spill> {
         let mut file = tempfile::tempfile().ok()?;
         {
             let mut out = std::io::BufWriter::with_capacity(1 << 16, &mut file);
@@ -378,20 +386,31 @@ impl Spill {
             }
             out.flush().ok()?;
         }
-        Some(Spill {
+        Some(Spill::File {
             file,
             count: waves.len(),
         })
     }
 
+    fn count(&self) -> usize {
+        match self {
+            Spill::File { count, .. } => *count,
+            Spill::Mem(v) => v.len(),
+        }
+    }
+
     /// Calls `f` with each wave, in order.
     fn each(&self, f: &mut dyn FnMut(WaveRec) -> std::io::Result<()>) -> std::io::Result<()> {
         use std::io::Read;
-        let mut file = &self.file;
+        let (file, count) = match self {
+            Spill::File { file, count } => (file, *count),
+            Spill::Mem(v) => return v.iter().try_for_each(|w| f(*w)),
+        };
+        let mut file = file;
         file.seek(SeekFrom::Start(0))?;
         let mut r = std::io::BufReader::with_capacity(1 << 16, file);
         let mut b = [0u8; WAVE_LEN];
-        for _ in 0..self.count {
+        for _ in 0..count {
             r.read_exact(&mut b)?;
             let le8 = |o: usize| {
                 let mut v = [0u8; 8];
@@ -452,7 +471,9 @@ type KernelSink<'a> = dyn FnMut(
     + 'a;
 
 /// Analyses each kernel with SQTT data and hands its analysis, table and splits to `f`, one
-/// kernel alive at a time.
+/// kernel alive at a time. `spill`: each SE is folded as it is decoded ([`fold_se`]: the
+/// analysis handed to `f` then holds no waves or tokens, the spills hold the waves); without
+/// it every SE's waves stay in the analysis.
 fn each_kernel(
     p: &crate::model::Profile,
     progress: &dyn Fn(usize, usize),
@@ -460,11 +481,28 @@ fn each_kernel(
     f: &mut KernelSink<'_>,
 ) -> std::io::Result<()> {
     let ks = crate::analysis::kernels_with_sqtt(p);
-    let to_file: &crate::analysis::WaveSpill<'_, Spill> = &Spill::new;
     for (i, &k) in ks.iter().enumerate() {
         // The index keeps waves, their x and the table: none of the per-token detail.
-        if let Some((a, clocks, spilled)) =
-            crate::analysis::analyze_kernel_index(p, k, spill.then_some(to_file))
+        if spill {
+            if let Some((a, clocks, parts)) =
+                crate::analysis::analyze_kernel_index_fold(p, k, &fold_se)
+            {
+                let mut table = crate::pipeline::TablePart::default();
+                let mut splits = KernelSplits::default();
+                let mut spilled = Vec::with_capacity(parts.len());
+                // In SE order, as the whole kernel's table and splits meet them.
+                for part in parts {
+                    spilled.push(part.map(|pt| {
+                        table.merge(pt.table);
+                        splits.merge(pt.splits);
+                        pt.waves
+                    }));
+                }
+                let rows = table.finish(&splits.by_inst);
+                f(&a, &clocks, &spilled, &rows, &splits)?;
+            }
+        } else if let Some((a, clocks, spilled)) =
+            crate::analysis::analyze_kernel_index::<Spill>(p, k, None)
         {
             let splits = crate::analysis::hidden::kernel_splits(&a);
             let rows = crate::analysis::inst_stats_with(&a, &splits);
@@ -473,6 +511,38 @@ fn each_kernel(
         progress(i + 1, ks.len());
     }
     Ok(())
+}
+
+/// What [`fold_se`] keeps of an SE: its waves (spilled) and its part of the kernel's table and
+/// splits.
+struct SePart {
+    waves: Spill,
+    table: crate::pipeline::TablePart,
+    splits: KernelSplits,
+}
+
+/// Each SE as soon as it is decoded and mapped (in its decoding thread; the analysis drops it
+/// after): its waves to a spill, its tokens folded into its table and splits, so the index
+/// holds no SE's tokens and no waves beyond the SEs being decoded.
+fn fold_se(
+    st: &crate::analysis::SeTrace,
+    disasm: &std::collections::HashMap<u64, String>,
+) -> SePart {
+    // Only waves with tokens have rows and splits.
+    let (table, splits) = if st.analysis.tokens.is_empty() {
+        Default::default()
+    } else {
+        let one = std::slice::from_ref(st);
+        (
+            crate::pipeline::TablePart::of(one, disasm),
+            crate::analysis::hidden::splits_of(one, disasm),
+        )
+    };
+    SePart {
+        waves: Spill::new(&st.analysis.waves),
+        table,
+        splits,
+    }
 }
 
 /// Analyses every kernel with SQTT data of `p` and writes each one's tables to `w` as soon as

@@ -1,0 +1,155 @@
+//! `analysis::kernel_table` (each SE folded into the table as soon as it is decoded and then
+//! dropped: what `wavescope stats` runs) against the whole kernel's analysis, and the
+//! instruction table's rows against a plain per-execution recomputation from the decoded
+//! tokens, on every shared capture, with its code object and without it (then rows are keyed
+//! by position in the wave and token name, and token names merge across SEs).
+
+mod formats_common;
+use formats_common::*;
+
+use std::collections::HashMap;
+use traces::analysis::{
+    analyze_kernel_par, hidden, inst_stats, inst_stats_with, kernel_table, kernels_with_sqtt,
+    occupancy, token_name,
+};
+use traces::model::Profile;
+
+/// The capture as recorded, and the same without any program's code object.
+fn variants(dir: &std::path::Path) -> Vec<(String, Profile)> {
+    let (_, p) = traces::open::open_path(&dir.join("profile.pkl")).unwrap();
+    let mut bare = p.clone();
+    for prog in &mut bare.programs {
+        prog.elf = None;
+    }
+    vec![
+        (format!("{}", dir.display()), p),
+        (format!("{} without code", dir.display()), bare),
+    ]
+}
+
+#[test]
+fn kernel_table_equals_the_whole_kernel_analysis() {
+    let (mut mapped_rows, mut unmapped_rows, mut multi_se) = (0, 0, 0);
+    for dir in capture_dirs() {
+        for (what, p) in variants(&dir) {
+            for k in kernels_with_sqtt(&p) {
+                let what = format!("{what} kernel {k}");
+                let a = analyze_kernel_par(&p, k, &|_, _| {}).unwrap();
+                let splits = hidden::kernel_splits(&a);
+                let rows = inst_stats_with(&a, &splits);
+                let t = kernel_table(&p, k).unwrap();
+                assert_eq!(json(&t.instructions), json(&rows), "{what}");
+                let pcs = |r: &[traces::analysis::InstStat]| -> Vec<_> {
+                    r.iter().map(|r| r.pc).collect()
+                };
+                assert_eq!(pcs(&t.instructions), pcs(&rows), "{what}");
+                assert_eq!(json(&t.splits.waves), json(&splits.waves), "{what}");
+                assert_eq!(t.splits.total, splits.total, "{what}");
+                let by = |m: &HashMap<hidden::InstKey, hidden::LatencySplit>| {
+                    let mut v: Vec<_> = m.iter().map(|(k, s)| (k.clone(), *s)).collect();
+                    v.sort_by(|x, y| x.0.cmp(&y.0));
+                    v
+                };
+                assert_eq!(by(&t.splits.by_inst), by(&splits.by_inst), "{what}");
+                assert_eq!(t.achieved, occupancy::achieved(&a), "{what}");
+                assert_eq!(t.waves, a.wave_count(), "{what}");
+                assert_eq!(t.kernel.unit, a.unit, "{what}");
+                let ses = |k: &traces::analysis::KernelSqtt| -> Vec<_> {
+                    k.ses
+                        .iter()
+                        .map(|s| (s.se, s.itrace, s.error.clone()))
+                        .collect()
+                };
+                assert_eq!(ses(&t.kernel), ses(&a), "{what}");
+                // Neither waves nor tokens stay in the folded kernel.
+                assert!(t
+                    .kernel
+                    .ses
+                    .iter()
+                    .all(|s| s.analysis.waves.is_empty() && s.analysis.tokens.is_empty()));
+                mapped_rows += rows.iter().filter(|r| r.pc.is_some()).count();
+                unmapped_rows += rows.iter().filter(|r| r.pc.is_none()).count();
+                multi_se += usize::from(
+                    a.ses
+                        .iter()
+                        .filter(|s| !s.analysis.tokens.is_empty())
+                        .count()
+                        > 1,
+                );
+            }
+        }
+    }
+    // Both kinds of row, and SEs merged, were compared.
+    assert!(mapped_rows > 0 && unmapped_rows > 0 && multi_se > 0);
+}
+
+#[test]
+fn table_rows_equal_a_per_execution_recomputation() {
+    let mut compared = 0;
+    for dir in capture_dirs() {
+        for (what, p) in variants(&dir) {
+            for k in kernels_with_sqtt(&p) {
+                let what = format!("{what} kernel {k}");
+                let a = analyze_kernel_par(&p, k, &|_, _| {}).unwrap();
+                // Every execution: (row key, token name, latency), as documented on `InstStat`.
+                let mut execs: Vec<((u64, usize, String), String, i64)> = Vec::new();
+                for se in &a.ses {
+                    for (w, wave) in se.analysis.waves.iter().enumerate() {
+                        let mut prev = wave.start;
+                        for (i, &ti) in se.wave_tokens(w).iter().enumerate() {
+                            let t = &se.analysis.tokens[ti as usize];
+                            let gap = t.time - prev;
+                            prev = t.time;
+                            let pc = se.token_pc.get(ti as usize).copied();
+                            let key = match pc.and_then(|pc| a.disasm.get(&pc).map(|d| (pc, d))) {
+                                Some((pc, d)) => (pc, 0, d.clone()),
+                                None => (u64::MAX, i, token_name(t)),
+                            };
+                            execs.push((key, token_name(t), gap));
+                        }
+                    }
+                }
+                let mut best: HashMap<&str, i64> = HashMap::new();
+                for (_, name, gap) in &execs {
+                    let b = best.entry(name.as_str()).or_insert(i64::MAX);
+                    *b = (*b).min(*gap);
+                }
+                let mut by_key: HashMap<&(u64, usize, String), (Vec<i64>, i64)> = HashMap::new();
+                for (key, name, gap) in &execs {
+                    let e = by_key.entry(key).or_default();
+                    e.0.push(*gap);
+                    e.1 += (gap - best[name.as_str()]).max(0);
+                }
+                let rows = inst_stats(&a);
+                assert_eq!(rows.len(), by_key.len(), "{what}");
+                for r in &rows {
+                    let key = match r.pc {
+                        Some(pc) => (pc, 0, r.name.clone()),
+                        None => (u64::MAX, r.key[1..].parse().unwrap(), r.name.clone()),
+                    };
+                    let (gaps, stall) = by_key.get_mut(&key).expect("a row of the executions");
+                    gaps.sort_unstable();
+                    let row = |r: &traces::analysis::InstStat| {
+                        (r.count, r.total, r.min, r.median, r.max, r.stall)
+                    };
+                    let want = (
+                        gaps.len() as u64,
+                        gaps.iter().sum::<i64>(),
+                        gaps[0],
+                        gaps[gaps.len() / 2],
+                        gaps[gaps.len() - 1],
+                        *stall,
+                    );
+                    assert_eq!(row(r), want, "{what} row {}", r.key);
+                    compared += 1;
+                }
+            }
+        }
+    }
+    assert!(compared > 0);
+}
+
+/// What the report prints, for comparing through it.
+fn json<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap()
+}
