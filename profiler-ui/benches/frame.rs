@@ -349,7 +349,7 @@ fn app_opens(ctx: &egui::Context, wst: &std::path::Path, sqtt: u64) -> (KernelVi
         .loaded_mut()
         .and_then(|l| l.kernel_view.take())
         .expect("the app analysed the kernel");
-    let waves = kv.data.wave_count();
+    let waves = kv.waves;
     let tokens: usize = kv.data.ses.iter().map(|s| s.analysis.tokens.len()).sum();
     println!(
         "app model: {waves} waves, {tokens} tokens, {} rows from {:.0} MiB of SQTT; resident (RssAnon) grew {} MiB = {:.0} B per wave, {:.2}x the SQTT",
@@ -367,9 +367,7 @@ fn app_opens(ctx: &egui::Context, wst: &std::path::Path, sqtt: u64) -> (KernelVi
     }
     let parts = [
         ("waves", col(&|s| b(&s.analysis.waves))),
-        ("wave_x", col(&|s| b(&s.wave_x))),
         ("tokens", col(&|s| b(&s.analysis.tokens))),
-        ("token_x", col(&|s| b(&s.token_x))),
         (
             "token_order+start",
             col(&|s| b(&s.token_order) + b(&s.token_start)),
@@ -381,7 +379,7 @@ fn app_opens(ctx: &egui::Context, wst: &std::path::Path, sqtt: u64) -> (KernelVi
             kv.rows
                 .rows
                 .iter()
-                .map(|r| b(&r.waves) + b(&r.x))
+                .map(|r| b(&r.waves) + b(&r.cycles))
                 .sum::<usize>(),
         ),
     ];
@@ -424,45 +422,51 @@ fn main() {
     if synthetic {
         println!(
             "synthetic trace: {} waves, {tokens} tokens, {} rows; built in {:.1} s",
-            kv.data.wave_count(),
+            kv.waves,
             kv.rows.rows.len(),
             t.elapsed().as_secs_f64()
         );
     }
     // The budget is for this size; a smaller trace would not prove it.
     assert!(
-        kv.data.wave_count() >= WAVES && (!synthetic || tokens >= TOKENS),
+        kv.waves >= WAVES && (!synthetic || tokens >= TOKENS),
         "the trace is smaller than {WAVES} waves (and, synthetic, {TOKENS} tokens): {} waves, {tokens} tokens; raise WAVESCOPE_FRAME_SQTT",
-        kv.data.wave_count()
+        kv.waves
     );
-    let (a, b) = kv.data.x_range();
+    let (a, b) = kv.x_range;
     // Zoomed in: a window of about four waves, where each wave and its tokens are drawn.
-    let mut lens: Vec<f64> = kv
-        .data
-        .ses
+    // Each SE's waves' x, from its rows (row by row; a few per row are enough for lengths).
+    let se_x = |si: usize| -> Vec<(f64, f64)> {
+        let clock = kv.rows.clock(si);
+        kv.rows
+            .rows
+            .iter()
+            .filter(|r| matches!(r.kind, profiler_ui::layout::sqtt::RowKind::Wave { se, .. } if se == si))
+            .flat_map(|r| (0..r.waves.len()).map(move |i| (r, i)))
+            .map(|(r, i)| r.x(&clock, i))
+            .collect()
+    };
+    let per_se: Vec<Vec<(f64, f64)>> = (0..kv.data.ses.len()).map(se_x).collect();
+    let mut lens: Vec<f64> = per_se
         .iter()
-        .flat_map(|s| s.wave_x.iter().take(1000).map(|w| w.1 - w.0))
+        .flat_map(|x| x.iter().take(1000).map(|w| w.1 - w.0))
         .collect();
     lens.sort_by(f64::total_cmp);
     let wave_len = lens.get(lens.len() / 2).copied().unwrap_or(1.0).max(1e-6);
     println!(
         "x range {a:.1}..{b:.1} {:?}, median wave {wave_len:.2}; per SE: {}",
         kv.data.unit,
-        kv.data
-            .ses
+        per_se
             .iter()
-            .map(|s| {
-                let lo = s.wave_x.iter().map(|w| w.0).fold(f64::INFINITY, f64::min);
-                let hi = s
-                    .wave_x
-                    .iter()
-                    .map(|w| w.1)
-                    .fold(f64::NEG_INFINITY, f64::max);
+            .map(|x| {
+                let lo = x.iter().map(|w| w.0).fold(f64::INFINITY, f64::min);
+                let hi = x.iter().map(|w| w.1).fold(f64::NEG_INFINITY, f64::max);
                 format!("{lo:.1}..{hi:.1}")
             })
             .collect::<Vec<_>>()
             .join(", ")
     );
+    drop(per_se);
     // The first wave row on screen: its waves' starts, in time order.
     let starts: Vec<f64> = kv
         .state
@@ -475,10 +479,8 @@ fn main() {
                 profiler_ui::layout::sqtt::RowKind::Wave { se, .. } => se,
                 _ => 0,
             };
-            r.waves
-                .iter()
-                .map(|&w| kv.data.ses[se].wave_x[w as usize].0)
-                .collect()
+            let clock = kv.rows.clock(se);
+            (0..r.waves.len()).map(|i| r.x(&clock, i).0).collect()
         })
         .unwrap_or_default();
     let mid = (a + b) / 2.0;

@@ -9,9 +9,7 @@ use std::time::Instant;
 use egui::{Color32, RichText, Ui};
 use traces::model::Profile;
 
-use crate::data::{
-    analyze_kernel_view, kernels_with_sqtt, pmc_counters, pmc_rows, PmcCounter, PmcRow,
-};
+use crate::data::{kernels_with_sqtt, pmc_counters, pmc_rows, PmcCounter, PmcRow};
 use crate::layout::ruler::format_us;
 use crate::layout::timeline::{Target, TimelineModel};
 use crate::views::insts::SortState;
@@ -720,9 +718,8 @@ impl Loaded {
                         );
                     }
                 };
-                analyze_kernel_view(&profile, k, &cb)
-                    .map(|d| {
-                        let mut kv = KernelView::with_rows(d, rows);
+                KernelView::analyze(&profile, k, &cb, rows)
+                    .map(|mut kv| {
                         kv.theoretical = crate::data::occupancy::kernel_occupancy(&profile, k);
                         kv.pressure = crate::data::pressure::kernel_pressure(&profile, k);
                         kv.lines = Some(crate::data::source::kernel_lines(&profile, k));

@@ -90,7 +90,7 @@ fn kernel_on_timeline_click_opens_sqtt_and_a_wave_lists_instructions() {
         .kernel_view
         .as_ref()
         .expect("no SQTT view");
-    assert_eq!(kv.data.wave_count(), reference_waves());
+    assert_eq!(kv.waves, reference_waves());
     let shown = format!("{} waves on 6 SEs", reference_waves());
     assert!(
         h.query_by_label_contains(&shown).is_some(),

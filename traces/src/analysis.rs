@@ -52,6 +52,10 @@ pub struct SeTrace {
     /// AMD's stall and duration summed per PC over `mapped` (sorted by PC), kept with or
     /// without the detail.
     pub amd_pc: Vec<(u64, i64, i64)>,
+    /// Empty: `analysis.waves` holds every wave of the SE. Else ([`analyze_kernel_view_spill`])
+    /// it holds only the waves with tokens and these are their indices among all the SE's
+    /// waves (ascending); the tokens' `wave` and `token_start` index the kept ones.
+    pub wave_ids: Vec<u32>,
 }
 
 impl SeTrace {
@@ -122,6 +126,7 @@ impl SeTrace {
             map_error: None,
             mapped: Vec::new(),
             amd_pc: Vec::new(),
+            wave_ids: Vec::new(),
         }
     }
 
@@ -135,6 +140,31 @@ impl SeTrace {
     ) {
         crate::pipeline::map_se(self, blob, code, disasm, true);
     }
+}
+
+/// Keeps, of `a`'s waves, only those with tokens (in order), the tokens' `wave` renumbered to
+/// match; returns their indices among all the waves.
+fn keep_waves_with_tokens(a: &mut BlobAnalysis) -> Vec<u32> {
+    let n = a.waves.len();
+    let mut index = vec![u32::MAX; n];
+    for t in &a.tokens {
+        if let Some(i) = index.get_mut(t.wave as usize) {
+            *i = 0;
+        }
+    }
+    let mut ids = Vec::new();
+    for (w, i) in index.iter_mut().enumerate() {
+        if *i == 0 {
+            *i = ids.len() as u32;
+            ids.push(w as u32);
+        }
+    }
+    // A token of no wave stays of none.
+    for t in &mut a.tokens {
+        t.wave = index.get(t.wave as usize).copied().unwrap_or(u32::MAX);
+    }
+    a.waves = ids.iter().map(|&w| a.waves[w as usize].clone()).collect();
+    ids
 }
 
 /// Counting sort of tokens by wave (stable, so each wave keeps time order).
@@ -338,6 +368,24 @@ pub fn analyze_kernel_view(
     analyze_kernel_with(p, ki, progress, KernelOptions::VIEW)
 }
 
+/// What the app's SQTT view analyses of kernel `ki`, for a view that keeps its own compact
+/// columns: [`analyze_kernel_view`] without any x (`wave_x`, `token_x`: the view computes x
+/// from cycles with each SE's clock, returned in `ses` order), each SE's waves and tokens
+/// shrunk to their length once decoded, and the waves of every SE without instruction tokens
+/// handed to `spill` as soon as that SE is decoded (its `analysis.waves` is then left empty,
+/// so only the SEs being decoded hold wave records). The waves of an SE with tokens go to
+/// `spill` too when its tokens are mapped in the same pass (RDNA) or not at all, and then only
+/// its waves with tokens stay (`SeTrace::wave_ids`).
+#[allow(clippy::type_complexity)]
+pub fn analyze_kernel_view_spill<T: Send>(
+    p: &Profile,
+    ki: usize,
+    progress: &(dyn Fn(usize, usize) + Sync),
+    spill: &WaveSpill<'_, T>,
+) -> Option<(KernelSqtt, Vec<SeClock>, Vec<Option<T>>)> {
+    analyze_kernel_clocked(p, ki, progress, KernelOptions::INDEX, PerSe::View(spill))
+}
+
 /// What the instruction table, the latency splits and achieved occupancy need of kernel `ki`:
 /// [`analyze_kernel_with`] without detail and without the waves' x.
 pub fn analyze_kernel_table(p: &Profile, ki: usize) -> Option<KernelSqtt> {
@@ -363,10 +411,14 @@ enum PerSe<'a, T> {
     Spill(&'a WaveSpill<'a, T>),
     /// Every decoded SE goes to the fold and only its counters stay ([`kernel_table`]).
     Fold(&'a SeFold<'a, T>),
+    /// [`PerSe::Spill`]; an SE with tokens mapped in its decoding pass (or not mapped) goes to
+    /// the spill too and keeps only its waves with tokens ([`analyze_kernel_view_spill`]).
+    View(&'a WaveSpill<'a, T>),
 }
 
 /// How one SE's cycles become x: what `SeTrace::wave_x` holds, for a caller that computes it
 /// one SE at a time instead of keeping every SE's ([`analyze_kernel_index`]).
+#[derive(Clone)]
 pub struct SeClock {
     map: Option<sqtt::TimeMap>,
     micros: bool,
@@ -374,6 +426,30 @@ pub struct SeClock {
 }
 
 impl SeClock {
+    /// The clock of a kernel without markers: x is the cycle count.
+    pub fn cycles() -> SeClock {
+        SeClock {
+            map: None,
+            micros: false,
+            origin_us: 0.0,
+        }
+    }
+
+    /// The x of cycle `c`, exactly as [`SeTrace::wave_x`] and [`SeTrace::token_x`] hold it.
+    pub fn x(&self, c: i64) -> f64 {
+        self.x_hinted(c, &mut [0; 2])
+    }
+
+    /// [`SeClock::x`] for times that mostly move forward: `hint` keeps the last two marker
+    /// intervals used (the same result, without a search per call).
+    #[inline]
+    pub fn x_hinted(&self, c: i64, hint: &mut [usize; 2]) -> f64 {
+        match (&self.map, self.micros) {
+            (Some(m), true) => m.us_hinted2(c, hint).map_or(0.0, |us| us - self.origin_us),
+            _ => c as f64,
+        }
+    }
+
     /// Each wave's (start, end) x, exactly as [`SeTrace::wave_x`] would hold them.
     pub fn wave_x(&self, waves: &[sqtt::waves::Wave]) -> Vec<(f64, f64)> {
         self.x_of(waves.iter().map(|w| (w.start, w.end)))
@@ -526,6 +602,7 @@ fn analyze_kernel_clocked<T: Send>(
         Option<crate::pipeline::SeMap>,
         Option<i64>,
         Option<T>,
+        Vec<u32>,
     );
     let one = |s: &&crate::model::SqttTrace| -> Decoded<T> {
         let blob = p.blob(s.blob);
@@ -559,13 +636,22 @@ fn analyze_kernel_clocked<T: Send>(
             .ok()
             .and_then(|(a, _)| a.waves.first().map(|w| w.start));
         let mut spilled = None;
+        let mut ids = Vec::new();
         let r = r.map(|(mut a, m)| match per_se {
             PerSe::Keep => (a, m),
-            PerSe::Spill(f) => {
+            PerSe::Spill(f) | PerSe::View(f) => {
                 if a.tokens.is_empty() {
                     spilled = f(&a.waves);
                     if spilled.is_some() {
                         a.waves = Vec::new();
+                    }
+                } else if matches!(per_se, PerSe::View(_)) {
+                    // Not when the SE is mapped later (the CDNA walk reads every wave).
+                    if m.is_some() || code.is_none() {
+                        spilled = f(&a.waves);
+                        if spilled.is_some() {
+                            ids = keep_waves_with_tokens(&mut a);
+                        }
                     }
                 }
                 (a, m)
@@ -587,8 +673,8 @@ fn analyze_kernel_clocked<T: Send>(
         let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         progress(n, streams.len());
         match r {
-            Ok((a, m)) => (Ok(a), m, first, spilled),
-            Err(e) => (Err(e.to_string()), None, None, None),
+            Ok((a, m)) => (Ok(a), m, first, spilled, ids),
+            Err(e) => (Err(e.to_string()), None, None, None, Vec::new()),
         }
     };
     let results: Vec<Decoded<T>> = if matches!(per_se, PerSe::Fold(_)) {
@@ -621,11 +707,13 @@ fn analyze_kernel_clocked<T: Send>(
     let mut se_maps = Vec::with_capacity(results.len());
     let mut firsts = Vec::with_capacity(results.len());
     let mut spills = Vec::with_capacity(results.len());
-    for (a, m, f, sp) in results {
+    let mut wave_ids = Vec::with_capacity(results.len());
+    for (a, m, f, sp, ids) in results {
         analyses.push(a);
         se_maps.push(m);
         firsts.push(f);
         spills.push(sp);
+        wave_ids.push(ids);
     }
     let empty = BlobAnalysis::default();
     let refs: Vec<&BlobAnalysis> = analyses
@@ -665,17 +753,18 @@ fn analyze_kernel_clocked<T: Send>(
         (Some(a), Some(b)) if unit == XUnit::Micros => Some((b - a) as f64 / 100.0),
         _ => None,
     };
+    if opts.compact {
+        // The maps are made: a large capture's markers (millions) are not read again.
+        for a in analyses.iter_mut().flatten() {
+            a.markers = Vec::new();
+            a.userdata_writes = Vec::new();
+        }
+    }
     let mut ses = Vec::new();
-    let mut clocks = Vec::new();
-    for ((s, a), m) in streams.iter().zip(analyses).zip(&maps) {
-        clocks.push(SeClock {
-            map: m.clone(),
-            micros: unit == XUnit::Micros,
-            origin_us,
-        });
+    for (((s, a), m), ids) in streams.iter().zip(analyses).zip(&maps).zip(wave_ids) {
         match a {
             Ok(a) => {
-                let st = match (m, unit) {
+                let mut st = match (m, unit) {
                     (Some(m), XUnit::Micros) => {
                         // Tokens come in time order, wave starts and ends each nearly so:
                         // remember the last two marker intervals.
@@ -698,6 +787,7 @@ fn analyze_kernel_clocked<T: Send>(
                         SeTrace::build(s.se, s.itrace, a, &|c| c as f64, opts.token_x, opts.wave_x)
                     }
                 };
+                st.wave_ids = ids;
                 ses.push(st);
             }
             Err(e) => {
@@ -731,6 +821,12 @@ fn analyze_kernel_clocked<T: Send>(
             }
         }
     }
+    // The maps become the SEs' clocks (moved: a large capture's are tens of MiB).
+    let clocks = maps.into_iter().map(|map| SeClock {
+        map,
+        micros: unit == XUnit::Micros,
+        origin_us,
+    });
     // Stable, as before; the clocks follow their SEs.
     let mut all: Vec<(SeTrace, SeClock, Option<T>)> = ses
         .into_iter()

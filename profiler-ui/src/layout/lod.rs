@@ -65,6 +65,16 @@ impl RowSummary {
         }
         RowSummary { chunks }
     }
+
+    /// The longest span (0 for none).
+    pub fn max_len(&self) -> f64 {
+        self.chunks.iter().map(|c| c.max_len).fold(0.0, f64::max)
+    }
+
+    /// The latest end of every span (`None` for none).
+    pub fn max_end(&self) -> Option<f64> {
+        self.chunks.last().map(|c| c.max_end)
+    }
 }
 
 /// Lays out one row: `start(i)`/`end(i)` give span `i`'s times, starts sorted ascending;

@@ -1,13 +1,14 @@
 //! Rows of a kernel's SQTT view: SE -> CU/WGP -> SIMD/wave-slot rows, each holding its waves
 //! sorted by start, and the per-frame layout of the visible rows with level of detail.
 
+use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap};
 
 use traces::sqtt::{InstToken, OpName, TokenKind};
 
 use super::lod::{layout_row, Item, RowSummary};
 use super::view::TimeView;
-use crate::data::KernelSqtt;
+use crate::data::{KernelSqtt, SeClock};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RowKind {
@@ -29,11 +30,12 @@ pub enum RowKind {
 #[derive(Debug, Clone)]
 pub struct Row {
     pub kind: RowKind,
-    /// Wave indices (into the SE's waves) sorted by start; empty for headers.
+    /// Wave indices (into the SE's waves, stream order) sorted by start; empty for headers.
     pub waves: Vec<u32>,
-    /// Their x (start, end), in the same order: a frame reads a row's times in sequence, not
-    /// scattered over the SE's columns (16 bytes per wave).
-    pub x: Vec<(f64, f64)>,
+    /// Their (start, end) in shader cycles, in the same order: the row's only copy of its
+    /// waves' times (20 bytes per wave with the index). x comes from the SE's clock as a frame
+    /// reads the row, in sequence.
+    pub cycles: Vec<(i64, i64)>,
     pub max_len: f64,
     /// The waves' level-of-detail summary (empty for headers).
     pub summary: RowSummary,
@@ -42,10 +44,16 @@ pub struct Row {
     pub itraced: bool,
 }
 
-/// Every row of a kernel, in display order.
-#[derive(Debug, Clone, Default)]
+/// Every row of a kernel, in display order, and each SE's clock (cycles to x).
+#[derive(Clone, Default)]
 pub struct SqttRows {
     pub rows: Vec<Row>,
+    /// By SE index (`KernelSqtt::ses` order).
+    pub clocks: Vec<SeClock>,
+    /// By SE index, when the SE's analysis keeps only its waves with tokens: their indices
+    /// (ascending) among all its waves, so `k.ses[se].analysis.waves[i]` is wave `traced[i]`.
+    /// `None`: the analysis keeps every wave (or none), indexed as the rows are.
+    pub traced: Vec<Option<Vec<u32>>>,
 }
 
 pub const HEADER_H: f32 = 18.0;
@@ -58,43 +66,180 @@ impl Row {
             _ => HEADER_H,
         }
     }
+
+    /// The (start, end) x of every wave of the row, in order.
+    pub fn xs<'a>(&'a self, clock: &'a SeClock) -> impl Iterator<Item = (f64, f64)> + 'a {
+        let mut h = [0usize; 2];
+        self.cycles
+            .iter()
+            .map(move |&(a, b)| (clock.x_hinted(a, &mut h), clock.x_hinted(b, &mut h)))
+    }
+
+    /// The (start, end) x of the row's `i`-th wave.
+    pub fn x(&self, clock: &SeClock, i: usize) -> (f64, f64) {
+        let (a, b) = self.cycles.get(i).copied().unwrap_or((0, 0));
+        (clock.x(a), clock.x(b))
+    }
+}
+
+/// `clock.x` for a sequence of times that mostly moves forward (a row's waves, a wave's
+/// tokens), behind `Fn` closures: the hint lives in a cell.
+struct Hinted<'a> {
+    clock: &'a SeClock,
+    hint: Cell<[usize; 2]>,
+}
+
+impl<'a> Hinted<'a> {
+    fn new(clock: &'a SeClock) -> Self {
+        Hinted {
+            clock,
+            hint: Cell::new([0; 2]),
+        }
+    }
+
+    #[inline]
+    fn x(&self, c: i64) -> f64 {
+        let mut h = self.hint.get();
+        let x = self.clock.x_hinted(c, &mut h);
+        self.hint.set(h);
+        x
+    }
+}
+
+/// The waves of one slot (CU, SIMD, wave slot) in stream order, with their cycles.
+#[derive(Debug, Clone, Default)]
+pub struct SlotWaves {
+    pub key: (u16, u8, u8),
+    pub waves: Vec<u32>,
+    pub cycles: Vec<(i64, i64)>,
+}
+
+/// An SE's waves grouped by slot, slots in key order: what its rows are made of before x is
+/// known. Made as soon as the SE is decoded, so its 48-byte wave records can go then.
+#[derive(Debug, Clone, Default)]
+pub struct SeWaves {
+    pub count: usize,
+    pub slots: Vec<SlotWaves>,
+}
+
+impl SeWaves {
+    /// One counting pass, each slot's lists allocated at their exact size.
+    pub fn group(waves: &[traces::sqtt::Wave]) -> SeWaves {
+        let key = |w: &traces::sqtt::Wave| (w.cu, w.simd, w.wave);
+        // The distinct slots (a few hundred per SE) and a dense id per wave.
+        let mut keys: Vec<(u16, u8, u8)> = Vec::new();
+        let mut ids: HashMap<(u16, u8, u8), u32> = HashMap::new();
+        let mut last: Option<((u16, u8, u8), u32)> = None;
+        let mut wave_id: Vec<u32> = Vec::with_capacity(waves.len());
+        let mut counts: Vec<usize> = Vec::new();
+        for w in waves {
+            let k = key(w);
+            let id = match last {
+                Some((lk, id)) if lk == k => id,
+                _ => *ids.entry(k).or_insert_with(|| {
+                    keys.push(k);
+                    counts.push(0);
+                    (keys.len() - 1) as u32
+                }),
+            };
+            last = Some((k, id));
+            counts[id as usize] += 1;
+            wave_id.push(id);
+        }
+        let mut slots: Vec<SlotWaves> = keys
+            .into_iter()
+            .zip(&counts)
+            .map(|(key, &n)| SlotWaves {
+                key,
+                waves: Vec::with_capacity(n),
+                cycles: Vec::with_capacity(n),
+            })
+            .collect();
+        for ((wi, &id), w) in wave_id.iter().enumerate().zip(waves) {
+            let s = &mut slots[id as usize];
+            s.waves.push(wi as u32);
+            s.cycles.push((w.start, w.end));
+        }
+        slots.sort_unstable_by_key(|s| s.key);
+        SeWaves {
+            count: waves.len(),
+            slots,
+        }
+    }
 }
 
 impl SqttRows {
-    pub fn build(k: &KernelSqtt) -> SqttRows {
+    /// The rows of `k`: an SE's waves from `grouped` when given (its wave records already
+    /// gone), else from its analysis; `clocks` and `traced` ([`SqttRows::traced`]) by SE index
+    /// (either may be shorter).
+    pub fn build(
+        k: &KernelSqtt,
+        clocks: Vec<SeClock>,
+        grouped: Vec<Option<SeWaves>>,
+        mut traced: Vec<Option<Vec<u32>>>,
+    ) -> SqttRows {
+        traced.resize(k.ses.len(), None);
         let mut rows = Vec::new();
+        let mut grouped = grouped.into_iter();
         for (si, se) in k.ses.iter().enumerate() {
+            let g = grouped
+                .next()
+                .flatten()
+                .unwrap_or_else(|| SeWaves::group(&se.analysis.waves));
+            let cycles = SeClock::cycles();
+            let clock = clocks.get(si).unwrap_or(&cycles);
             rows.push(Row {
                 kind: RowKind::Se { se: si },
                 waves: Vec::new(),
-                x: Vec::new(),
+                cycles: Vec::new(),
                 max_len: 0.0,
                 summary: RowSummary::default(),
-                wave_count: se.analysis.waves.len(),
+                wave_count: g.count,
                 itraced: se.itrace,
             });
-            let mut slots = group_by_slot(se).into_iter().peekable();
-            while let Some(((cu, simd, slot), waves)) = slots.next() {
+            let mut slots = g.slots.into_iter().peekable();
+            while let Some(first) = slots.next() {
                 // A CU's header, then the rows of its slots (which follow, in key order).
-                let mut group = vec![((cu, simd, slot), waves)];
-                while let Some(next) = slots.next_if(|s| s.0 .0 == cu) {
+                let cu = first.key.0;
+                let mut group = vec![first];
+                while let Some(next) = slots.next_if(|s| s.key.0 == cu) {
                     group.push(next);
                 }
                 rows.push(Row {
                     kind: RowKind::Cu { se: si, cu },
                     waves: Vec::new(),
-                    x: Vec::new(),
+                    cycles: Vec::new(),
                     max_len: 0.0,
                     summary: RowSummary::default(),
-                    wave_count: group.iter().map(|g| g.1.len()).sum(),
+                    wave_count: group.iter().map(|g| g.waves.len()).sum(),
                     itraced: se.itrace,
                 });
-                for (key, waves) in group {
-                    rows.push(wave_row(se, si, key, waves));
+                for slot in group {
+                    rows.push(wave_row(se, clock, traced[si].as_deref(), si, slot));
                 }
             }
         }
-        SqttRows { rows }
+        let mut clocks = clocks;
+        clocks.resize_with(k.ses.len(), SeClock::cycles);
+        SqttRows {
+            rows,
+            clocks,
+            traced,
+        }
+    }
+
+    /// The index in `k.ses[se]`'s analysis (`analysis.waves`, `wave_tokens`) of its wave `w`
+    /// (`None`: the analysis does not keep it, as it has no tokens).
+    pub fn wave_index(&self, se: usize, w: u32) -> Option<usize> {
+        match self.traced.get(se) {
+            Some(Some(ids)) => ids.binary_search(&w).ok(),
+            _ => Some(w as usize),
+        }
+    }
+
+    /// The clock of SE index `se`.
+    pub fn clock(&self, se: usize) -> SeClock {
+        self.clocks.get(se).cloned().unwrap_or_else(SeClock::cycles)
     }
 
     /// Indices of the rows shown when the headers in `collapsed` are folded.
@@ -126,62 +271,76 @@ impl SqttRows {
         }
         out
     }
+
+    /// The x range covered by all waves (`None` without waves): as `KernelSqtt::x_range`
+    /// over the x the rows draw.
+    pub fn x_range(&self) -> Option<(f64, f64)> {
+        let mut lo = f64::INFINITY;
+        let mut hi = f64::NEG_INFINITY;
+        for r in &self.rows {
+            let RowKind::Wave { se, .. } = r.kind else {
+                continue;
+            };
+            let clock = self.clocks.get(se);
+            let (Some(clock), Some(&(a, _))) = (clock, r.cycles.first()) else {
+                continue;
+            };
+            // Starts are sorted; the latest end is the summary's.
+            lo = lo.min(clock.x(a));
+            if let Some(e) = r.summary.max_end() {
+                hi = hi.max(e);
+            }
+        }
+        (lo <= hi).then_some((lo, hi))
+    }
+
+    /// Where wave `w` of SE index `se` is: (row, position in it).
+    pub fn find(&self, se: usize, w: u32) -> Option<(usize, usize)> {
+        self.rows
+            .iter()
+            .enumerate()
+            .find_map(|(ri, r)| match r.kind {
+                RowKind::Wave { se: s, .. } if s == se => {
+                    r.waves.iter().position(|&x| x == w).map(|p| (ri, p))
+                }
+                _ => None,
+            })
+    }
 }
 
-/// The SE's waves by slot (CU, SIMD, wave slot), slots in key order, each slot's waves in
-/// stream order: one counting pass, each row's list allocated at its exact size.
-fn group_by_slot(se: &crate::data::SeTrace) -> Vec<((u16, u8, u8), Vec<u32>)> {
-    let waves = &se.analysis.waves;
-    let key = |w: &traces::sqtt::Wave| (w.cu, w.simd, w.wave);
-    // The distinct slots (a few hundred per SE) and a dense id per wave.
-    let mut keys: Vec<(u16, u8, u8)> = Vec::new();
-    let mut ids: HashMap<(u16, u8, u8), u32> = HashMap::new();
-    let mut last: Option<((u16, u8, u8), u32)> = None;
-    let mut wave_id: Vec<u32> = Vec::with_capacity(waves.len());
-    let mut counts: Vec<usize> = Vec::new();
-    for w in waves {
-        let k = key(w);
-        let id = match last {
-            Some((lk, id)) if lk == k => id,
-            _ => *ids.entry(k).or_insert_with(|| {
-                keys.push(k);
-                counts.push(0);
-                (keys.len() - 1) as u32
-            }),
-        };
-        last = Some((k, id));
-        counts[id as usize] += 1;
-        wave_id.push(id);
-    }
-    let mut lists: Vec<Vec<u32>> = counts.iter().map(|&n| Vec::with_capacity(n)).collect();
-    for (wi, &id) in wave_id.iter().enumerate() {
-        lists[id as usize].push(wi as u32);
-    }
-    drop(wave_id);
-    let mut out: Vec<_> = keys.into_iter().zip(lists).collect();
-    out.sort_unstable_by_key(|e| e.0);
-    out
-}
-
-/// The row of one wave slot: its waves sorted by start (they come nearly so, in WAVESTART
-/// order), their x in that order and the level-of-detail summary.
+/// The row of one wave slot: its waves sorted by start x (they come nearly so, in WAVESTART
+/// order; stable, so equal starts keep stream order) and the level-of-detail summary.
 fn wave_row(
     se: &crate::data::SeTrace,
+    clock: &SeClock,
+    traced: Option<&[u32]>,
     si: usize,
-    (cu, simd, slot): (u16, u8, u8),
-    mut waves: Vec<u32>,
+    slot: SlotWaves,
 ) -> Row {
-    let x = |w: &u32| se.wave_x.get(*w as usize).copied().unwrap_or((0.0, 0.0));
-    if !waves.is_sorted_by(|a, b| x(a).0.total_cmp(&x(b).0).is_le()) {
-        // Stable: equal starts keep stream order.
-        waves.sort_by(|a, b| x(a).0.total_cmp(&x(b).0));
+    let SlotWaves {
+        key: (cu, simd, slot),
+        mut waves,
+        mut cycles,
+    } = slot;
+    let h = Hinted::new(clock);
+    let starts: Vec<f64> = cycles.iter().map(|c| h.x(c.0)).collect();
+    if !starts.is_sorted_by(|a, b| a.total_cmp(b).is_le()) {
+        let mut order: Vec<u32> = (0..waves.len() as u32).collect();
+        order.sort_by(|&a, &b| starts[a as usize].total_cmp(&starts[b as usize]));
+        waves = order.iter().map(|&i| waves[i as usize]).collect();
+        cycles = order.iter().map(|&i| cycles[i as usize]).collect();
     }
-    let xs: Vec<(f64, f64)> = waves.iter().map(x).collect();
-    let max_len = xs.iter().map(|w| w.1 - w.0).fold(0.0, f64::max);
-    let summary = RowSummary::build(xs.len(), |i| xs[i].0, |i| xs[i].1);
-    let itraced = waves
-        .iter()
-        .any(|&w| se.token_start.get(w as usize + 1) > se.token_start.get(w as usize));
+    drop(starts);
+    let h = Hinted::new(clock);
+    let summary = RowSummary::build(cycles.len(), |i| h.x(cycles[i].0), |i| h.x(cycles[i].1));
+    let max_len = summary.max_len();
+    let itraced = match traced {
+        // Only waves with tokens are kept.
+        Some(ids) => waves.iter().any(|w| ids.binary_search(w).is_ok()),
+        None => waves
+            .iter()
+            .any(|&w| se.token_start.get(w as usize + 1) > se.token_start.get(w as usize)),
+    };
     Row {
         kind: RowKind::Wave {
             se: si,
@@ -191,7 +350,7 @@ fn wave_row(
         },
         wave_count: waves.len(),
         waves,
-        x: xs,
+        cycles,
         max_len,
         summary,
         itraced,
@@ -300,16 +459,17 @@ pub fn layout_frame(
         }
         frame.rows.push((ri, y));
         if let RowKind::Wave { se, .. } = row.kind {
-            let Some(st) = k.ses.get(se) else {
+            let (Some(st), Some(clock)) = (k.ses.get(se), rows.clocks.get(se)) else {
                 y += h;
                 continue;
             };
-            let wx = |i: usize| row.x.get(i).copied().unwrap_or((0.0, 0.0));
+            let hx = Hinted::new(clock);
+            let cyc = |i: usize| row.cycles.get(i).copied().unwrap_or((0, 0));
             items.clear();
             layout_row(
                 row.waves.len(),
-                |i| wx(i).0,
-                |i| wx(i).1,
+                |i| hx.x(cyc(i).0),
+                |i| hx.x(cyc(i).1),
                 row.max_len,
                 Some(&row.summary),
                 view,
@@ -322,11 +482,13 @@ pub fn layout_frame(
                     Item::Span { index, x0, x1 } => {
                         let w = row.waves.get(index).copied();
                         frame.waves.push((ri, se, w, x0, x1, 1));
-                        if let Some(w) = w {
+                        if let Some(w) = w.and_then(|w| rows.wave_index(se, w)) {
                             if row.itraced && x1 - x0 >= TOKEN_MIN_WAVE_PX {
                                 layout_tokens(
                                     st,
-                                    w as usize,
+                                    clock,
+                                    w,
+                                    hx.x(cyc(index).1),
                                     y,
                                     view,
                                     left,
@@ -350,7 +512,9 @@ pub fn layout_frame(
 #[allow(clippy::too_many_arguments)]
 fn layout_tokens(
     st: &crate::data::SeTrace,
+    clock: &SeClock,
     w: usize,
+    wave_end: f64,
     y: f32,
     view: &TimeView,
     left: f32,
@@ -362,12 +526,11 @@ fn layout_tokens(
     if toks.is_empty() {
         return;
     }
-    let wave_end = st.wave_x.get(w).map_or(0.0, |x| x.1);
+    let hx = Hinted::new(clock);
     let tx = |i: usize| {
         toks.get(i)
-            .and_then(|&t| st.token_x.get(t as usize))
-            .copied()
-            .unwrap_or(wave_end)
+            .and_then(|&t| st.analysis.tokens.get(t as usize))
+            .map_or(wave_end, |t| hx.x(t.time))
     };
     // Each token spans from its issue to the next one's issue (the wave's end for the last).
     let end = |i: usize| {
@@ -499,7 +662,7 @@ mod tests {
             disasm: Default::default(),
             se_layout: None,
         };
-        let rows = SqttRows::build(&k);
+        let rows = SqttRows::build(&k, vec![SeClock::cycles(); 2], Vec::new(), Vec::new());
         let want = by_definition(&k);
         let got: Vec<_> = rows
             .rows
@@ -511,8 +674,35 @@ mod tests {
             let se = &k.ses[match r.kind {
                 RowKind::Se { se } | RowKind::Cu { se, .. } | RowKind::Wave { se, .. } => se,
             }];
-            let x: Vec<(f64, f64)> = r.waves.iter().map(|&w| se.wave_x[w as usize]).collect();
-            assert_eq!(r.x, x);
+            let c: Vec<(i64, i64)> = r
+                .waves
+                .iter()
+                .map(|&w| {
+                    let w = &se.analysis.waves[w as usize];
+                    (w.start, w.end)
+                })
+                .collect();
+            assert_eq!(r.cycles, c);
+            // x as the analysis computes it (here, cycles).
+            for (i, &w) in r.waves.iter().enumerate() {
+                assert_eq!(r.x(&rows.clocks[0], i), se.wave_x[w as usize]);
+            }
         }
+        // The rows of an SE grouped as it was decoded (its wave records gone) are the same.
+        let grouped = vec![Some(SeWaves::group(&k.ses[0].analysis.waves)), None];
+        let mut k2 = k;
+        k2.ses[0].analysis.waves = Vec::new();
+        let again = SqttRows::build(&k2, vec![SeClock::cycles(); 2], grouped, Vec::new());
+        let got2: Vec<_> = again
+            .rows
+            .iter()
+            .map(|r| (r.kind, r.waves.clone(), r.cycles.clone(), r.wave_count))
+            .collect();
+        let got1: Vec<_> = rows
+            .rows
+            .iter()
+            .map(|r| (r.kind, r.waves.clone(), r.cycles.clone(), r.wave_count))
+            .collect();
+        assert_eq!(got1, got2);
     }
 }

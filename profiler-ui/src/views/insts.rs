@@ -102,8 +102,7 @@ pub fn show_wave(ui: &mut Ui, kv: &KernelView) {
         ui.label("Click a wave to list its instructions.");
         return;
     };
-    let s = &kv.data.ses[se];
-    let Some(wave) = s.analysis.waves.get(w as usize) else {
+    let (Some(s), Some(wave)) = (kv.data.ses.get(se), kv.wave(se, w)) else {
         return;
     };
     ui.strong(format!(
@@ -111,7 +110,7 @@ pub fn show_wave(ui: &mut Ui, kv: &KernelView) {
         kv.data.se_name(s.se),
         wave.cu,
         wave.simd,
-        wave.wave
+        wave.slot
     ));
     ui.label(format!(
         "cycles {}..{} ({} cycles)",
@@ -119,7 +118,12 @@ pub fn show_wave(ui: &mut Ui, kv: &KernelView) {
         wave.end,
         wave.end - wave.start
     ));
-    let insts = wave_insts(&kv.data, se, w as usize);
+    // The analysis keeps the waves with tokens, indexed apart.
+    let insts = kv
+        .rows
+        .wave_index(se, w)
+        .map(|i| wave_insts(&kv.data, se, i))
+        .unwrap_or_default();
     if insts.is_empty() {
         ui.label(if s.itrace {
             "No instruction tokens: only the traced SIMD's waves carry them."

@@ -1,15 +1,17 @@
 //! A kernel's SQTT view: occupancy per SE, then SE -> CU/WGP -> SIMD/slot rows with wave bars
 //! and, on itraced waves, instruction tokens coloured by category.
 
+use std::cell::Cell;
 use std::collections::BTreeSet;
 
 use egui::{Align2, Color32, FontId, Pos2, Rect, Sense, Stroke, Ui, Vec2};
 use egui_plot::{Legend, Line, Plot, PlotPoints};
 
 use super::{mesh_rect, navigate, paint_measure, paint_ruler, RULER_H};
-use crate::data::{inst_stats, InstStat, KernelSqtt, XUnit};
+use crate::data::occupancy::{SeOccupancy, SimdOccupancy};
+use crate::data::{inst_stats, InstStat, KernelSqtt, SeClock, XUnit};
 use crate::layout::ruler::{format_cycles, format_us};
-use crate::layout::sqtt::{layout_frame, Cat, Frame, RowKind, SqttRows};
+use crate::layout::sqtt::{layout_frame, Cat, Frame, RowKind, SeWaves, SqttRows};
 use crate::layout::view::TimeView;
 
 pub const LABEL_W: f32 = 150.0;
@@ -34,9 +36,16 @@ const OCC_H: f32 = 130.0;
 
 /// A kernel opened in the SQTT view, with everything derived from it.
 pub struct KernelView {
+    /// The analysis: every SE's name, errors, warnings, and the instruction-traced SEs' wave
+    /// records and tokens (the wave list and the table need them). The waves of SEs without
+    /// tokens are only in `rows` (their records went as each SE was decoded).
     pub data: KernelSqtt,
     pub rows: SqttRows,
     pub stats: Vec<InstStat>,
+    /// Waves of every SE.
+    pub waves: usize,
+    /// The x range covered by all waves.
+    pub x_range: (f64, f64),
     /// Active waves over time, per SE: (x, count) steps, at most ~2000 points each.
     pub occupancy: Vec<(u32, Vec<[f64; 2]>)>,
     pub state: SqttState,
@@ -47,6 +56,27 @@ pub struct KernelView {
     pub pressure: Option<crate::data::pressure::Pressure>,
     /// The code object's line table, or why there is none (set by the app).
     pub lines: Option<Result<crate::data::source::LineTable, String>>,
+    /// The last wave looked up by (SE index, wave): its (row, position), so the wave list
+    /// drawn every frame does not search the rows each time.
+    found: Cell<Option<Found>>,
+}
+
+/// A wave looked up: (SE index, wave) and its (row, position) if the view has it.
+type Found = ((usize, u32), Option<(usize, usize)>);
+
+/// One wave of the view, as the tooltip and the wave list show it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WaveAt {
+    pub cu: u16,
+    pub simd: u8,
+    pub slot: u8,
+    /// Shader cycles.
+    pub start: i64,
+    pub end: i64,
+    /// In view units.
+    pub x: (f64, f64),
+    /// Its instruction tokens.
+    pub tokens: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -60,35 +90,139 @@ pub struct SqttState {
     pub visible: Vec<usize>,
 }
 
+/// What the analysis keeps of an SE without instruction tokens, made as it is decoded: its
+/// waves grouped into the view's rows and its achieved occupancy.
+type Spilled = (SeWaves, crate::data::occupancy::Achieved);
+
 impl KernelView {
-    pub fn new(data: KernelSqtt) -> KernelView {
-        Self::with_rows(data, None)
+    /// The view of kernel `k` of `p`, analysed for it: the SEs decoded in parallel (`progress`
+    /// gets (done, total) as each finishes), each SE without instruction tokens reduced to its
+    /// rows as soon as it is decoded, the instruction table from `stats` when known (the .wst's
+    /// analysis index) or computed. `None` when `k` is not a kernel of `p`.
+    pub fn analyze(
+        p: &traces::model::Profile,
+        k: usize,
+        progress: &(dyn Fn(usize, usize) + Sync),
+        stats: Option<Vec<InstStat>>,
+    ) -> Option<KernelView> {
+        let spill = |waves: &[traces::sqtt::Wave]| -> Option<Spilled> {
+            let mut achieved = crate::data::occupancy::Achieved::default();
+            // The SE's number is set when the SEs are put together.
+            crate::data::occupancy::achieved_se(
+                &mut achieved,
+                0,
+                waves.iter().map(|w| crate::data::occupancy::WaveLife {
+                    start: w.start,
+                    end: w.end,
+                    cu: w.cu,
+                    simd: w.simd,
+                }),
+            );
+            Some((SeWaves::group(waves), achieved))
+        };
+        let (data, clocks, spilled) =
+            crate::data::analyze_kernel_view_spill(p, k, progress, &spill)?;
+        Some(Self::build(data, clocks, spilled, stats))
     }
 
-    /// [`KernelView::new`] with the instruction table already known (from the .wst's
-    /// analysis index), so it is not computed again.
-    pub fn with_rows(mut data: KernelSqtt, stats: Option<Vec<InstStat>>) -> KernelView {
-        // The analysis grows its columns as it decodes (up to twice the length); the view
-        // keeps them for as long as the kernel is open, so at their length (a large block
-        // shrinks in place, without a copy).
+    /// The view of an analysed kernel whose x is its cycles (no markers: `XUnit::Cycles`).
+    pub fn new(data: KernelSqtt) -> KernelView {
+        let clocks = vec![SeClock::cycles(); data.ses.len()];
+        Self::build(data, clocks, Vec::new(), None)
+    }
+
+    /// The view of `data` with each SE's clock; `spilled` (by SE, may be shorter) holds what
+    /// the analysis kept of the SEs whose wave records it let go.
+    fn build(
+        mut data: KernelSqtt,
+        clocks: Vec<SeClock>,
+        spilled: Vec<Option<Spilled>>,
+        stats: Option<Vec<InstStat>>,
+    ) -> KernelView {
+        // Achieved occupancy per SE, in SE order: saved as decoded, or from the wave records;
+        // then the SE's waves grouped into rows, and of its wave records only those with
+        // tokens kept (the table and the wave list read them; the rows hold every wave).
+        let mut achieved = crate::data::occupancy::Achieved::default();
+        let mut grouped = Vec::with_capacity(data.ses.len());
+        let mut traced = Vec::with_capacity(data.ses.len());
+        let mut spilled = spilled.into_iter();
+        for s in &mut data.ses {
+            // The clocks are made: the markers (millions in a large capture) are not read
+            // again.
+            s.analysis.markers = Vec::new();
+            s.analysis.userdata_writes = Vec::new();
+            match spilled.next().flatten() {
+                Some((g, a)) => {
+                    achieved
+                        .per_se
+                        .extend(a.per_se.into_iter().map(|o| SeOccupancy { se: s.se, ..o }));
+                    achieved.per_simd.extend(
+                        a.per_simd
+                            .into_iter()
+                            .map(|o| SimdOccupancy { se: s.se, ..o }),
+                    );
+                    grouped.push(Some(g));
+                    // With tokens, the analysis kept only the waves that have some.
+                    traced.push(
+                        (!s.analysis.tokens.is_empty()).then(|| std::mem::take(&mut s.wave_ids)),
+                    );
+                }
+                None => {
+                    crate::data::occupancy::achieved_se(
+                        &mut achieved,
+                        s.se,
+                        s.analysis
+                            .waves
+                            .iter()
+                            .map(|w| crate::data::occupancy::WaveLife {
+                                start: w.start,
+                                end: w.end,
+                                cu: w.cu,
+                                simd: w.simd,
+                            }),
+                    );
+                    grouped.push(Some(SeWaves::group(&s.analysis.waves)));
+                    traced.push(Some(keep_waves_with_tokens(s)));
+                }
+            }
+        }
+        // The table reads only waves with tokens, in order: the same rows and sums as over
+        // every wave.
+        let stats = stats.unwrap_or_else(|| inst_stats(&data));
+        let rows = SqttRows::build(&data, clocks, grouped, traced);
+        // The SEs' columns stay for as long as the kernel is open, so at their length (a
+        // large block shrinks in place, without a copy); x is the rows' business.
         for s in &mut data.ses {
             s.analysis.waves.shrink_to_fit();
             s.analysis.tokens.shrink_to_fit();
-            s.wave_x.shrink_to_fit();
-            s.token_x.shrink_to_fit();
+            s.wave_x = Vec::new();
+            s.token_x = Vec::new();
             s.token_order.shrink_to_fit();
             s.token_start.shrink_to_fit();
             s.token_pc.shrink_to_fit();
         }
-        let rows = SqttRows::build(&data);
-        let stats = stats.unwrap_or_else(|| inst_stats(&data));
+        let mut waves = 0;
         let occupancy = data
             .ses
             .iter()
-            .map(|s| (s.se, occupancy(&s.wave_x, 2000)))
+            .enumerate()
+            .map(|(si, s)| {
+                // One SE's x at a time (order does not matter to the overview).
+                let clock = rows.clock(si);
+                let mut x = Vec::new();
+                for r in &rows.rows {
+                    match r.kind {
+                        RowKind::Wave { se, .. } if se == si => x.extend(r.xs(&clock)),
+                        RowKind::Se { se } if se == si => waves += r.wave_count,
+                        _ => {}
+                    }
+                }
+                (s.se, occupancy(&x, 2000))
+            })
             .collect();
-        let (a, b) = data.x_range();
-        let achieved = crate::data::occupancy::achieved(&data);
+        let (a, b) = rows
+            .x_range()
+            .unwrap_or((0.0, data.kernel_len.unwrap_or(1.0).max(1e-3)));
         let collapsed = BTreeSet::new();
         let visible = rows.visible(&collapsed);
         KernelView {
@@ -103,13 +237,81 @@ impl KernelView {
             data,
             rows,
             stats,
+            waves,
+            x_range: (a, b),
             occupancy,
             theoretical: None,
             achieved,
             pressure: None,
             lines: None,
+            found: Cell::new(None),
         }
     }
+
+    /// Wave `w` of SE index `se`, if the view has it.
+    pub fn wave(&self, se: usize, w: u32) -> Option<WaveAt> {
+        let at = match self.found.get() {
+            Some((key, at)) if key == (se, w) => at,
+            _ => {
+                let at = self.rows.find(se, w);
+                self.found.set(Some(((se, w), at)));
+                at
+            }
+        };
+        let (ri, pos) = at?;
+        self.wave_in_row(ri, pos)
+    }
+
+    /// The wave at position `pos` of row `ri`.
+    pub fn wave_in_row(&self, ri: usize, pos: usize) -> Option<WaveAt> {
+        wave_in_row(&self.data, &self.rows, ri, pos)
+    }
+}
+
+/// Keeps, of `s`'s wave records, only those with tokens (in order, `token_start` to match);
+/// returns their indices among all its waves.
+fn keep_waves_with_tokens(s: &mut crate::data::SeTrace) -> Vec<u32> {
+    let n = s.analysis.waves.len();
+    let ids: Vec<u32> = (0..n)
+        .filter(|&w| !s.wave_tokens(w).is_empty())
+        .map(|w| w as u32)
+        .collect();
+    // A wave without tokens has an empty range: each kept wave's range ends where the next
+    // kept one's starts, the last where every token's does.
+    let mut start: Vec<u32> = ids
+        .iter()
+        .map(|&w| s.token_start.get(w as usize).copied().unwrap_or(0))
+        .collect();
+    start.push(s.token_start.get(n).copied().unwrap_or(0));
+    s.token_start = start;
+    s.analysis.waves = ids
+        .iter()
+        .map(|&w| s.analysis.waves[w as usize].clone())
+        .collect();
+    ids
+}
+
+/// The wave at position `pos` of row `ri` of `rows` (the rows of `data`).
+fn wave_in_row(data: &KernelSqtt, rows: &SqttRows, ri: usize, pos: usize) -> Option<WaveAt> {
+    let r = rows.rows.get(ri)?;
+    let RowKind::Wave { se, cu, simd, slot } = r.kind else {
+        return None;
+    };
+    let w = *r.waves.get(pos)?;
+    let (start, end) = *r.cycles.get(pos)?;
+    let clock = rows.clocks.get(se)?;
+    Some(WaveAt {
+        cu,
+        simd,
+        slot,
+        start,
+        end,
+        x: (clock.x(start), clock.x(end)),
+        tokens: match (data.ses.get(se), rows.wave_index(se, w)) {
+            (Some(s), Some(i)) => s.wave_tokens(i).len(),
+            _ => 0,
+        },
+    })
 }
 
 /// Active-wave count over time (kept in traces, where the .wst index saves it too).
@@ -245,7 +447,7 @@ pub fn show(ui: &mut Ui, kv: &mut KernelView) -> bool {
         ui.heading(&kv.data.name);
         ui.label(format!(
             "{} waves on {} · {} · time in {}",
-            kv.data.wave_count(),
+            kv.waves,
             ses_phrase(kv.data.se_layout, kv.data.ses.len()),
             kv.data
                 .kernel_len
@@ -332,7 +534,7 @@ pub fn show(ui: &mut Ui, kv: &mut KernelView) -> bool {
     if ui.input(|i| i.key_pressed(egui::Key::F) || i.key_pressed(egui::Key::Home))
         && !ui.ctx().egui_wants_keyboard_input()
     {
-        let (a, b) = kv.data.x_range();
+        let (a, b) = kv.x_range;
         st.view = TimeView::around(a, b, 0.02);
     }
     let total_h: f32 = st.visible.iter().map(|&r| kv.rows.rows[r].height()).sum();
@@ -448,34 +650,34 @@ pub fn show(ui: &mut Ui, kv: &mut KernelView) -> bool {
         if let Some(p) = hover {
             if r.contains(p) {
                 tooltip = Some(match w {
-                    Some(w) => wave_tooltip(&kv.data, se, w, &fmt),
+                    Some(w) => wave_tooltip(&kv.data, &kv.rows, se, ri, w, &fmt),
                     None => format!("{count} waves (zoom in to see them)"),
                 });
                 if resp.clicked() {
-                    clicked_wave = w.map(|w| (se, w));
+                    clicked_wave = w.map(|w| (se, w, ri));
                 }
             }
         }
         if let Some(w) = w {
             if r.width() >= 4.0 && a11y > 0 {
                 a11y -= 1;
-                let wave = &kv.data.ses[se].analysis.waves[w as usize];
+                let (cu, simd, slot) = match row.kind {
+                    RowKind::Wave { cu, simd, slot, .. } => (cu, simd, slot),
+                    _ => (0, 0, 0),
+                };
                 let n = kv.data.ses[se].se;
                 let unit = match kv.data.se_layout.map(|l| l.split(n)) {
                     Some((x, e)) => format!("XCC{x} SE{e}"),
                     None => format!("SE{n}"),
                 };
-                let label = format!(
-                    "wave {unit} CU{} SIMD{} W{} #{w}",
-                    wave.cu, wave.simd, wave.wave
-                );
+                let label = format!("wave {unit} CU{cu} SIMD{simd} W{slot} #{w}");
                 let wr = ui.interact(r, ui.scope_id().with(("wave", se, w)), Sense::click());
                 wr.widget_info(|| egui::WidgetInfo::labeled(egui::Role::Button, true, &label));
                 if wr.clicked() {
-                    clicked_wave = Some((se, w));
+                    clicked_wave = Some((se, w, ri));
                 }
                 if wr.hovered() {
-                    tooltip = Some(wave_tooltip(&kv.data, se, w, &fmt));
+                    tooltip = Some(wave_tooltip(&kv.data, &kv.rows, se, ri, w, &fmt));
                 }
             }
         }
@@ -515,7 +717,15 @@ pub fn show(ui: &mut Ui, kv: &mut KernelView) -> bool {
         st.measure = None;
     }
     let mut changed = false;
-    if let Some(cw) = clicked_wave {
+    if let Some((se, w, ri)) = clicked_wave {
+        // The wave list looks it up every frame: its row is known here.
+        let pos = kv
+            .rows
+            .rows
+            .get(ri)
+            .and_then(|r| r.waves.iter().position(|&x| x == w));
+        kv.found.set(Some(((se, w), pos.map(|p| (ri, p)))));
+        let cw = (se, w);
         st.selected_wave = Some(cw);
         st.measure = None;
         changed = true;
@@ -532,21 +742,35 @@ pub fn show(ui: &mut Ui, kv: &mut KernelView) -> bool {
     changed
 }
 
-fn wave_tooltip(k: &KernelSqtt, se: usize, w: u32, fmt: &dyn Fn(f64) -> String) -> String {
-    let s = &k.ses[se];
-    let Some(wave) = s.analysis.waves.get(w as usize) else {
+fn wave_tooltip(
+    data: &KernelSqtt,
+    rows: &SqttRows,
+    se: usize,
+    ri: usize,
+    w: u32,
+    fmt: &dyn Fn(f64) -> String,
+) -> String {
+    // The hovered wave is in row `ri`.
+    let pos = rows
+        .rows
+        .get(ri)
+        .and_then(|r| r.waves.iter().position(|&x| x == w));
+    let (Some(wave), Some(s)) = (
+        pos.and_then(|p| wave_in_row(data, rows, ri, p)),
+        data.ses.get(se),
+    ) else {
         return String::new();
     };
-    let (a, b) = s.wave_x.get(w as usize).copied().unwrap_or_default();
+    let (a, b) = wave.x;
     format!(
         "wave #{w} · {} WGP {} SIMD {} slot {}\nstart {} · length {} ({} cycles)\n{} instruction tokens",
-        k.se_name(s.se),
+        data.se_name(s.se),
         wave.cu,
         wave.simd,
-        wave.wave,
+        wave.slot,
         fmt(a),
         fmt(b - a),
         wave.end - wave.start,
-        s.wave_tokens(w as usize).len()
+        wave.tokens
     )
 }

@@ -51,6 +51,8 @@ impl TimeMap {
                 points.push((m.time, full as f64));
             }
         }
+        // Kept for as long as the kernel's view (a large capture has millions of markers).
+        points.shrink_to_fit();
         Some(TimeMap {
             points,
             fallback_slope: None,
