@@ -863,11 +863,11 @@ impl TablePart {
                 let split = splits.get(&key).copied().unwrap_or_default();
                 let total = a.total;
                 let n = a.count.max(1);
-                let stall = total
-                    - a.kinds
-                        .iter()
-                        .map(|&(k, c)| c as i64 * best[k as usize])
-                        .sum::<i64>();
+                // Wrapping, as the per-execution sum it replaces: the exact result whenever
+                // that sum fits, even when a product on the way does not (extreme CDNA times).
+                let stall = total.wrapping_sub(a.kinds.iter().fold(0i64, |s, &(k, c)| {
+                    s.wrapping_add((c as i64).wrapping_mul(best[k as usize]))
+                }));
                 let am = pc.and_then(|pc| amd_sums.get(pc));
                 InstStat {
                     key: match pc {
