@@ -57,6 +57,31 @@ pub fn shared(rel: &str) -> PathBuf {
     require_shared(rel).unwrap_or_else(|| panic!("shared data {rel} is missing"))
 }
 
+/// Every shared capture's `profile.pkl` (`shared/traces/<arch>/<case>/profile.pkl`, sorted),
+/// for tests that hold an analysis to the same result on all of them; panics when the shared
+/// captures are missing (outside CI too).
+pub fn shared_profiles() -> Vec<PathBuf> {
+    let root = shared("traces");
+    let mut out = Vec::new();
+    let dirs = |d: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(d)
+            .unwrap_or_else(|e| panic!("{}: {e} (the shared captures are needed)", d.display()))
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_dir())
+            .collect()
+    };
+    for arch in dirs(&root) {
+        for case in dirs(&arch) {
+            let p = case.join("profile.pkl");
+            if p.exists() {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 /// The path of executable `name` on `PATH`; otherwise [`missing`] and `None`.
 pub fn require_tool(name: &str) -> Option<PathBuf> {
     let found = std::env::var_os("PATH").and_then(|paths| {

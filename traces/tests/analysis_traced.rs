@@ -3,30 +3,10 @@
 //! (`analyze_kernel_par`, which keeps every SE's `MappedInst` list) on every shared real capture
 //! (gfx1100, gfx1200, gfx950): the same waves with the same instructions, field for field.
 
-use std::path::PathBuf;
-
 use traces::analysis::{
     analyze_kernel_par, kernels_with_sqtt, sqtt_matches, traced::traced_se_waves_each,
     traced_waves, TracedWave,
 };
-
-fn captures() -> Vec<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces");
-    let mut out = Vec::new();
-    for arch in ["gfx1100", "gfx1200", "gfx950"] {
-        let dir = root.join(arch);
-        let rd = std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("{}: {e} (the shared captures are needed)", dir.display()));
-        for e in rd {
-            let p = e.unwrap().path().join("profile.pkl");
-            if p.exists() {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
-}
 
 /// Kernel `ki`'s traced waves, one SE at a time as `stats --json` maps them.
 fn per_se(p: &traces::model::Profile, ki: usize) -> Vec<TracedWave> {
@@ -66,7 +46,7 @@ fn per_se(p: &traces::model::Profile, ki: usize) -> Vec<TracedWave> {
 
 #[test]
 fn per_se_traced_waves_equal_the_full_analysis_on_every_capture() {
-    let caps = captures();
+    let caps = testdata::shared_profiles();
     assert!(caps.len() >= 9, "shared captures missing: {caps:?}");
     let (mut waves, mut insts, mut cdna) = (0, 0, 0);
     for path in caps {

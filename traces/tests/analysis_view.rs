@@ -3,31 +3,11 @@
 //! same tokens at the same x, the same PCs and disassembly; only the list of mapped
 //! instructions is left out.
 
-use std::path::PathBuf;
-
 use traces::analysis::{analyze_kernel_par, analyze_kernel_view, kernels_with_sqtt};
-
-fn captures() -> Vec<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces");
-    let mut out = Vec::new();
-    for arch in ["gfx1100", "gfx1200", "gfx950"] {
-        let dir = root.join(arch);
-        let rd = std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("{}: {e} (the shared captures are needed)", dir.display()));
-        for e in rd {
-            let p = e.unwrap().path().join("profile.pkl");
-            if p.exists() {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
-}
 
 #[test]
 fn the_view_sees_what_the_full_analysis_sees_without_the_mapped_list() {
-    let caps = captures();
+    let caps = testdata::shared_profiles();
     assert!(caps.len() >= 9, "shared captures missing: {caps:?}");
     let mut kernels = 0;
     let mut mapped_full = 0;

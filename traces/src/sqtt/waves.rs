@@ -458,7 +458,8 @@ const DETAIL: u32 = {
     }
     bits
 };
-const _: () = assert!((Kind::RegCs as u32) < 32, "Kind must fit DETAIL's bits");
+// A kind numbered 32 or more cannot be listed (the shift above fails to compile) and reads as
+// not listed below (`checked_shr`), so adding kinds cannot make the set wrap.
 
 /// The keys of [`BlobAnalysis::instruction_breakdown`], by [`Analyzer`] counter index.
 const BREAKDOWN: [&str; 7] = [
@@ -760,7 +761,7 @@ impl Analyzer {
         }
         self.last_time = p.time;
         // Only the kinds `detail` reads (and the first packet, whatever it is) go there.
-        if (DETAIL >> p.ty.kind as u32) & 1 == 0 && !self.first_packet {
+        if DETAIL.checked_shr(p.ty.kind as u32).unwrap_or(0) & 1 == 0 && !self.first_packet {
             return;
         }
         // Register writes other than the RGP marker dwords (most of them) stop here: a call
