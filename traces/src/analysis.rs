@@ -677,9 +677,11 @@ fn analyze_kernel_clocked<T: Send>(
             Err(e) => (Err(e.to_string()), None, None, None, Vec::new()),
         }
     };
-    let results: Vec<Decoded<T>> = if matches!(per_se, PerSe::Fold(_)) {
+    let results: Vec<Decoded<T>> = if matches!(per_se, PerSe::Fold(_) | PerSe::View(_)) {
         // An instruction-traced SE holds its tokens (most of the memory) from its decode to
-        // its fold: those go one at a time, the other SEs beside them in parallel.
+        // its fold: those go one at a time, the other SEs beside them in parallel. The view
+        // keeps each traced SE's tokens, but one decode at a time means one decode's
+        // scratch (its token list before shrinking, its mapping) at a time.
         let (traced, rest): (Vec<usize>, Vec<usize>) =
             (0..streams.len()).partition(|&i| streams[i].itrace);
         let (a, b) = rayon::join(
@@ -1097,6 +1099,22 @@ pub struct InstStat {
 /// for kernels with divergent control flow.
 pub fn inst_stats(k: &KernelSqtt) -> Vec<InstStat> {
     crate::pipeline::inst_stats(k)
+}
+
+/// [`inst_stats`] made one SE at a time and merged in SE order (the same table, as
+/// [`kernel_table`] makes it): only one SE's per-token scratch (its tokens' rows) at a time
+/// beside the kernel's tokens, instead of every SE's.
+pub fn inst_stats_by_se(k: &KernelSqtt) -> Vec<InstStat> {
+    use crate::pipeline::TablePart;
+    let mut table = TablePart::default();
+    let mut splits = hidden::KernelSplits::default();
+    // Only waves with tokens have rows and splits.
+    for s in k.ses.iter().filter(|s| !s.analysis.tokens.is_empty()) {
+        let one = std::slice::from_ref(s);
+        table.merge(TablePart::of(one, &k.disasm));
+        splits.merge(hidden::splits_of(one, &k.disasm));
+    }
+    table.finish(&splits.by_inst)
 }
 
 /// [`inst_stats`] with the exposed/hidden split the caller already has from
