@@ -677,34 +677,41 @@ fn analyze_kernel_clocked<T: Send>(
             Err(e) => (Err(e.to_string()), None, None, None, Vec::new()),
         }
     };
-    let results: Vec<Decoded<T>> = if matches!(per_se, PerSe::Fold(_) | PerSe::View(_)) {
-        // An instruction-traced SE holds its tokens (most of the memory) from its decode to
-        // its fold: those go one at a time, the other SEs beside them in parallel. The view
-        // keeps each traced SE's tokens, but one decode at a time means one decode's
-        // scratch (its token list before shrinking, its mapping) at a time.
-        let (traced, rest): (Vec<usize>, Vec<usize>) =
-            (0..streams.len()).partition(|&i| streams[i].itrace);
-        let (a, b) = rayon::join(
-            || {
-                let done = traced
-                    .iter()
-                    .map(|&i| (i, one(&streams[i])))
-                    .collect::<Vec<_>>();
-                sqtt::waves::drop_spare_tokens();
-                done
-            },
-            || {
-                rest.par_iter()
-                    .map(|&i| (i, one(&streams[i])))
-                    .collect::<Vec<_>>()
-            },
-        );
-        let mut all: Vec<(usize, Decoded<T>)> = a.into_iter().chain(b).collect();
-        all.sort_by_key(|(i, _)| *i);
-        all.into_iter().map(|(_, r)| r).collect()
-    } else {
-        streams.par_iter().map(one).collect()
+    // An instruction-traced SE holds its tokens (most of the memory) from its decode on.
+    let (traced, rest): (Vec<usize>, Vec<usize>) =
+        (0..streams.len()).partition(|&i| streams[i].itrace);
+    let mut all: Vec<(usize, Decoded<T>)> = match per_se {
+        // Folded at once: the traced SEs go one at a time, the other SEs beside them in
+        // parallel.
+        PerSe::Fold(_) => {
+            let (a, b) = rayon::join(
+                || {
+                    let done = traced
+                        .iter()
+                        .map(|&i| (i, one(&streams[i])))
+                        .collect::<Vec<_>>();
+                    sqtt::waves::drop_spare_tokens();
+                    done
+                },
+                || {
+                    rest.par_iter()
+                        .map(|&i| (i, one(&streams[i])))
+                        .collect::<Vec<_>>()
+                },
+            );
+            a.into_iter().chain(b).collect()
+        }
+        // Kept: the other SEs (only their rows stay) first, in parallel, then the traced
+        // ones one at a time, so no other decode's scratch sits beside the kept tokens.
+        PerSe::View(_) => {
+            let mut done: Vec<_> = rest.par_iter().map(|&i| (i, one(&streams[i]))).collect();
+            done.extend(traced.iter().map(|&i| (i, one(&streams[i]))));
+            done
+        }
+        _ => streams.par_iter().map(one).enumerate().collect(),
     };
+    all.sort_by_key(|(i, _)| *i);
+    let results: Vec<Decoded<T>> = all.into_iter().map(|(_, r)| r).collect();
     let mut analyses = Vec::with_capacity(results.len());
     let mut se_maps = Vec::with_capacity(results.len());
     let mut firsts = Vec::with_capacity(results.len());
