@@ -677,32 +677,41 @@ fn analyze_kernel_clocked<T: Send>(
             Err(e) => (Err(e.to_string()), None, None, None, Vec::new()),
         }
     };
-    let results: Vec<Decoded<T>> = if matches!(per_se, PerSe::Fold(_)) {
-        // An instruction-traced SE holds its tokens (most of the memory) from its decode to
-        // its fold: those go one at a time, the other SEs beside them in parallel.
-        let (traced, rest): (Vec<usize>, Vec<usize>) =
-            (0..streams.len()).partition(|&i| streams[i].itrace);
-        let (a, b) = rayon::join(
-            || {
-                let done = traced
-                    .iter()
-                    .map(|&i| (i, one(&streams[i])))
-                    .collect::<Vec<_>>();
-                sqtt::waves::drop_spare_tokens();
-                done
-            },
-            || {
-                rest.par_iter()
-                    .map(|&i| (i, one(&streams[i])))
-                    .collect::<Vec<_>>()
-            },
-        );
-        let mut all: Vec<(usize, Decoded<T>)> = a.into_iter().chain(b).collect();
-        all.sort_by_key(|(i, _)| *i);
-        all.into_iter().map(|(_, r)| r).collect()
-    } else {
-        streams.par_iter().map(one).collect()
+    // An instruction-traced SE holds its tokens (most of the memory) from its decode on.
+    let (traced, rest): (Vec<usize>, Vec<usize>) =
+        (0..streams.len()).partition(|&i| streams[i].itrace);
+    let mut all: Vec<(usize, Decoded<T>)> = match per_se {
+        // Folded at once: the traced SEs go one at a time, the other SEs beside them in
+        // parallel.
+        PerSe::Fold(_) => {
+            let (a, b) = rayon::join(
+                || {
+                    let done = traced
+                        .iter()
+                        .map(|&i| (i, one(&streams[i])))
+                        .collect::<Vec<_>>();
+                    sqtt::waves::drop_spare_tokens();
+                    done
+                },
+                || {
+                    rest.par_iter()
+                        .map(|&i| (i, one(&streams[i])))
+                        .collect::<Vec<_>>()
+                },
+            );
+            a.into_iter().chain(b).collect()
+        }
+        // Kept: the other SEs (only their rows stay) first, in parallel, then the traced
+        // ones one at a time, so no other decode's scratch sits beside the kept tokens.
+        PerSe::View(_) => {
+            let mut done: Vec<_> = rest.par_iter().map(|&i| (i, one(&streams[i]))).collect();
+            done.extend(traced.iter().map(|&i| (i, one(&streams[i]))));
+            done
+        }
+        _ => streams.par_iter().map(one).enumerate().collect(),
     };
+    all.sort_by_key(|(i, _)| *i);
+    let results: Vec<Decoded<T>> = all.into_iter().map(|(_, r)| r).collect();
     let mut analyses = Vec::with_capacity(results.len());
     let mut se_maps = Vec::with_capacity(results.len());
     let mut firsts = Vec::with_capacity(results.len());
@@ -1097,6 +1106,22 @@ pub struct InstStat {
 /// for kernels with divergent control flow.
 pub fn inst_stats(k: &KernelSqtt) -> Vec<InstStat> {
     crate::pipeline::inst_stats(k)
+}
+
+/// [`inst_stats`] made one SE at a time and merged in SE order (the same table, as
+/// [`kernel_table`] makes it): only one SE's per-token scratch (its tokens' rows) at a time
+/// beside the kernel's tokens, instead of every SE's.
+pub fn inst_stats_by_se(k: &KernelSqtt) -> Vec<InstStat> {
+    use crate::pipeline::TablePart;
+    let mut table = TablePart::default();
+    let mut splits = hidden::KernelSplits::default();
+    // Only waves with tokens have rows and splits.
+    for s in k.ses.iter().filter(|s| !s.analysis.tokens.is_empty()) {
+        let one = std::slice::from_ref(s);
+        table.merge(TablePart::of(one, &k.disasm));
+        splits.merge(hidden::splits_of(one, &k.disasm));
+    }
+    table.finish(&splits.by_inst)
 }
 
 /// [`inst_stats`] with the exposed/hidden split the caller already has from

@@ -9,8 +9,8 @@ use formats_common::*;
 
 use std::collections::HashMap;
 use traces::analysis::{
-    analyze_kernel_par, hidden, inst_stats, inst_stats_with, kernel_table, kernels_with_sqtt,
-    occupancy, token_name,
+    analyze_kernel_par, hidden, inst_stats, inst_stats_by_se, inst_stats_with, kernel_table,
+    kernels_with_sqtt, occupancy, token_name,
 };
 use traces::model::Profile;
 
@@ -43,6 +43,10 @@ fn kernel_table_equals_the_whole_kernel_analysis() {
                     r.iter().map(|r| r.pc).collect()
                 };
                 assert_eq!(pcs(&t.instructions), pcs(&rows), "{what}");
+                // The view's table, made one SE at a time over the kept analysis.
+                let by_se = inst_stats_by_se(&a);
+                assert_eq!(json(&by_se), json(&rows), "{what}");
+                assert_eq!(pcs(&by_se), pcs(&rows), "{what}");
                 assert_eq!(json(&t.splits.waves), json(&splits.waves), "{what}");
                 assert_eq!(t.splits.total, splits.total, "{what}");
                 let by = |m: &HashMap<hidden::InstKey, hidden::LatencySplit>| {

@@ -9,7 +9,7 @@ use egui_plot::{Legend, Line, Plot, PlotPoints};
 
 use super::{mesh_rect, navigate, paint_measure, paint_ruler, RULER_H};
 use crate::data::occupancy::{SeOccupancy, SimdOccupancy};
-use crate::data::{inst_stats, InstStat, KernelSqtt, SeClock, XUnit};
+use crate::data::{inst_stats_by_se, InstStat, KernelSqtt, SeClock, XUnit};
 use crate::layout::ruler::{format_cycles, format_us};
 use crate::layout::sqtt::{layout_frame, Cat, Frame, RowKind, SeWaves, SqttRows};
 use crate::layout::view::TimeView;
@@ -187,8 +187,8 @@ impl KernelView {
             }
         }
         // The table reads only waves with tokens, in order: the same rows and sums as over
-        // every wave.
-        let stats = stats.unwrap_or_else(|| inst_stats(&data));
+        // every wave; one SE at a time, so one SE's scratch beside the kernel's tokens.
+        let stats = stats.unwrap_or_else(|| inst_stats_by_se(&data));
         let rows = SqttRows::build(&data, clocks, grouped, traced);
         // The SEs' columns stay for as long as the kernel is open, so at their length (a
         // large block shrinks in place, without a copy); x is the rows' business.
@@ -209,7 +209,14 @@ impl KernelView {
             .map(|(si, s)| {
                 // One SE's x at a time (order does not matter to the overview).
                 let clock = rows.clock(si);
-                let mut x = Vec::new();
+                // At its length: a doubling list of a million waves' x is tens of MiB more.
+                let n: usize = rows
+                    .rows
+                    .iter()
+                    .filter(|r| matches!(r.kind, RowKind::Wave { se, .. } if se == si))
+                    .map(|r| r.cycles.len())
+                    .sum();
+                let mut x = Vec::with_capacity(n);
                 for r in &rows.rows {
                     match r.kind {
                         RowKind::Wave { se, .. } if se == si => x.extend(r.xs(&clock)),
