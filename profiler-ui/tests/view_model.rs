@@ -5,33 +5,13 @@
 //! x and cycles, every token of a wave at the same x with the same PC, the same instruction
 //! table, achieved occupancy, overview and x range.
 
-use std::path::PathBuf;
-
 use profiler_ui::data::{analyze_kernel_par, inst_stats, kernels_with_sqtt, occupancy, wave_insts};
 use profiler_ui::layout::sqtt::RowKind;
 use profiler_ui::views::sqtt::KernelView;
 
-fn captures() -> Vec<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces");
-    let mut out = Vec::new();
-    for arch in ["gfx1100", "gfx1200", "gfx950"] {
-        let dir = root.join(arch);
-        let rd = std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("{}: {e} (the shared captures are needed)", dir.display()));
-        for e in rd {
-            let p = e.unwrap().path().join("profile.pkl");
-            if p.exists() {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 #[test]
 fn the_compact_view_shows_what_the_full_analysis_holds() {
-    let caps = captures();
+    let caps = testdata::shared_profiles();
     assert!(caps.len() >= 9, "shared captures missing: {caps:?}");
     let (mut kernels, mut waves_seen, mut tokens_seen) = (0, 0usize, 0usize);
     for path in caps {
