@@ -116,13 +116,13 @@ fn stats_of_10_mib_within_the_memory_goal() {
 // Needs 648 MiB of address space against the goal's 476 (statsfold, 2026-12-06; 1671 before):
 // the mapped file is 268 MiB of it, and the decoder's growing wave and token vectors reserve
 // up to twice what they fill (resident memory peaks at ~350 MiB, within the 448 MiB goal).
-#[ignore = "fails today (needs 648 MiB of address space against 476); 256 MiB of SQTT: 40 s"]
+#[ignore = "fails today: needs 728 MiB of address space against 476 (the mapped SQTT and the untouched growth room of the wave and token lists; its peak RSS, 379 MiB in the scale bench, meets the goal); 256 MiB of SQTT: 40 s"]
 fn stats_of_256_mib_within_the_memory_goal() {
     opens_within_goal(256 * MIB);
 }
 
 #[test]
-#[ignore = "fails today (about 6.5x the SQTT); 1.5 GiB of SQTT: many minutes of CPU, 1.5 GiB of temp files"]
+#[ignore = "address space not measured since session 8 (then about 6.5x the SQTT; peak RSS 1976 MiB against 2368 in the scale bench of session 9); 1.5 GiB of SQTT: many minutes of CPU, 1.5 GiB of temp files"]
 fn stats_of_1_5_gib_within_the_memory_goal() {
     opens_within_goal(1536 * MIB);
 }
