@@ -122,7 +122,7 @@ fn stats_of_256_mib_within_the_memory_goal() {
 }
 
 #[test]
-#[ignore = "address space not measured since session 8 (then about 6.5x the SQTT; peak RSS 1976 MiB against 2368 in the scale bench of session 9); 1.5 GiB of SQTT: many minutes of CPU, 1.5 GiB of temp files"]
+#[ignore = "fails today: needs 4064 MiB of address space against 2396 (the mapped SQTT and the untouched growth room of the wave and token lists; its peak RSS, 1976 MiB in the scale bench, meets the goal); 1.5 GiB of SQTT: 80 s, 1.5 GiB of temp files"]
 fn stats_of_1_5_gib_within_the_memory_goal() {
     opens_within_goal(1536 * MIB);
 }
