@@ -376,8 +376,11 @@ impl MapState {
         let token_pc = &mut self.token_pc;
         if now > token_pc.len() {
             if token_pc.capacity() == 0 {
-                // As the analyzer's token list: a low estimate for the rest of the blob.
-                token_pc.reserve(self.blob_bytes.saturating_sub((p.offset / 2) as usize) / 64);
+                // As the analyzer's token list.
+                token_pc.reserve(crate::sqtt::waves::tokens_left_estimate(
+                    self.blob_bytes,
+                    p.offset,
+                ));
             }
             token_pc.resize(now, u64::MAX);
         }

@@ -116,7 +116,9 @@ impl Serialize for Traced<'_> {
         let mut seq = s.serialize_seq(None)?;
         if let Traced::Kernel(p, ki) = *self {
             let mut err = None;
-            traced_waves_each(p, ki, &mut |w| match seq.serialize_element(&w) {
+            traces::analysis::traced::run_traced_waves_each(p, ki, &mut |w| match seq
+                .serialize_element(&w)
+            {
                 Ok(()) => true,
                 Err(e) => {
                     err = Some(e);
@@ -418,44 +420,4 @@ fn from_index<'a>(
         super::warn_index(path, &e);
         None
     })
-}
-
-/// Kernel `ki`'s traced waves (what `stats --json` prints per instruction, [`Traced::Kernel`]),
-/// in SE then wave order: its instruction-traced SEs each decoded and mapped alone (a mapping
-/// depends on its own blob and the code object alone), so only one SE's instructions are held
-/// at a time. `f` returns false to stop. Nothing without the code object.
-fn traced_waves_each(
-    p: &traces::model::Profile,
-    ki: usize,
-    f: &mut dyn FnMut(traces::analysis::TracedWave) -> bool,
-) {
-    use traces::analysis::sqtt_matches;
-    let Some(k) = p.kernels.get(ki) else {
-        return;
-    };
-    let target = p.props_device(k.device).and_then(|d| d.target());
-    let Some((code, _)) = p.run_code_object(ki) else {
-        return;
-    };
-    let mut streams: Vec<_> = p
-        .sqtt
-        .iter()
-        .filter(|s| s.itrace && sqtt_matches(p, k, s))
-        .collect();
-    // Stable, as the kernel analysis sorts its SEs.
-    streams.sort_by_key(|s| s.se);
-    for s in streams {
-        let blob = p.blob(s.blob);
-        let Ok(mut a) = traces::sqtt::analyze_with(blob, target, Default::default()) else {
-            continue;
-        };
-        if a.tokens.is_empty() {
-            continue;
-        }
-        // The mapping reads the waves alone: the tokens need not stay while it walks.
-        a.tokens = Vec::new();
-        if !traces::analysis::traced::traced_se_waves_each(s.se, blob, &code, &a, f) {
-            return;
-        }
-    }
 }

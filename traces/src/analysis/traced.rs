@@ -23,6 +23,46 @@ struct Rec {
     name: u32,
 }
 
+/// Kernel `ki`'s traced waves (what `stats --json` prints per instruction),
+/// in SE then wave order: its instruction-traced SEs each decoded and mapped alone (a mapping
+/// depends on its own blob and the code object alone), so only one SE's instructions are held
+/// at a time. `f` returns false to stop. Nothing without the code object.
+pub fn run_traced_waves_each(
+    p: &crate::model::Profile,
+    ki: usize,
+    f: &mut dyn FnMut(TracedWave) -> bool,
+) {
+    use super::sqtt_matches;
+    let Some(k) = p.kernels.get(ki) else {
+        return;
+    };
+    let target = p.props_device(k.device).and_then(|d| d.target());
+    let Some((code, _)) = p.run_code_object(ki) else {
+        return;
+    };
+    let mut streams: Vec<_> = p
+        .sqtt
+        .iter()
+        .filter(|s| s.itrace && sqtt_matches(p, k, s))
+        .collect();
+    // Stable, as the kernel analysis sorts its SEs.
+    streams.sort_by_key(|s| s.se);
+    for s in streams {
+        let blob = p.blob(s.blob);
+        let Ok(mut a) = crate::sqtt::analyze_with(blob, target, Default::default()) else {
+            continue;
+        };
+        if a.tokens.is_empty() {
+            continue;
+        }
+        // The mapping reads the waves alone: the tokens need not stay while it walks.
+        a.tokens = Vec::new();
+        if !traced_se_waves_each(s.se, blob, &code, &a, f) {
+            return;
+        }
+    }
+}
+
 /// Maps SE `se`'s blob onto `code` (the same walk and order as [`super::SeTrace::map_pcs`])
 /// and calls `f` with each of its waves that executed a mapped instruction, in wave order.
 /// `analysis` is the blob's: only its waves are read (its tokens may be dropped beforehand).

@@ -612,6 +612,13 @@ pub fn recycle(mut waves: Vec<Wave>, mut tokens: Vec<InstToken>) {
     });
 }
 
+/// A low estimate of the instruction tokens left in a blob of `blob_bytes` from nibble
+/// `offset` on (itraced streams hold a token per ~24 bytes), what the token list and the
+/// lists that follow it ([`crate::pipeline`]'s PCs) reserve at their first token.
+pub(crate) fn tokens_left_estimate(blob_bytes: usize, offset: u64) -> usize {
+    blob_bytes.saturating_sub((offset / 2) as usize) / 64
+}
+
 /// Drops this thread's spare token list ([`recycle`]) once no more instruction-traced blob
 /// will come to it.
 pub fn drop_spare_tokens() {
@@ -672,8 +679,11 @@ impl Analyzer {
                 return;
             }
         }
-        let rest = self.blob_bytes.saturating_sub((offset / 2) as usize);
-        let want = if t.is_empty() { rest / 64 } else { 0 };
+        let want = if t.is_empty() {
+            tokens_left_estimate(self.blob_bytes, offset)
+        } else {
+            0
+        };
         t.reserve(want.max(t.len()).max(16));
     }
 
