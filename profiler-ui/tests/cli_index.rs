@@ -345,3 +345,52 @@ fn a_version_1_index_is_still_read() {
     assert!(j2.stderr.is_empty());
     assert_eq!(j2.stdout, json.stdout);
 }
+
+/// A capture whose first instruction-traced SE lost the first WAVESTART of the traced unit
+/// (`sqtt::synth::without_first`): its instruction mapping stops early, and `stats` says so
+/// in the table and the JSON, alike from a fresh analysis and from the saved index.
+#[test]
+fn stats_says_where_instruction_mapping_stopped() {
+    use traces::sqtt::{Kind, Role};
+    let src = testdata::shared("traces/gfx1100/gemm_run_0/profile.pkl");
+    let (_, mut p) = traces::open::open_path(&src).unwrap();
+    let i = p.sqtt.iter().position(|s| s.itrace).expect("an itraced SE");
+    let se = p.sqtt[i].se;
+    let blob = traces::sqtt::synth::without_first(p.blob(p.sqtt[i].blob), |pk| {
+        pk.ty.kind == Kind::WaveStart
+            && pk.cu() == 0
+            && pk.get(Role::Sa).unwrap_or(0) == 0
+            && pk.get(Role::Simd).unwrap_or(0) == 0
+    })
+    .expect("a WAVESTART of the traced unit");
+    p.sqtt[i].blob = p.add_blob(traces::model::Blob::from_vec(blob));
+    let tmp = tempfile::tempdir().unwrap();
+    let plain = tmp.path().join("damaged.wst");
+    traces::wst::write_file(&p, &plain).unwrap();
+    let indexed = tmp.path().join("indexed.wst");
+    run(&[
+        "index".as_ref(),
+        plain.as_os_str(),
+        "-o".as_ref(),
+        indexed.as_os_str(),
+    ]);
+    let want = format!("SE {se}: instruction mapping stopped at nibble ");
+    for file in [&plain, &indexed] {
+        let table = String::from_utf8(stats(file, &[]).stdout).unwrap();
+        assert!(
+            table.contains(&format!("  note: {want}")),
+            "{}: no note in the table:\n{table}",
+            file.display()
+        );
+        let json: serde_json::Value =
+            serde_json::from_slice(&stats(file, &["--json"]).stdout).expect("stats --json");
+        let notes = &json[0]["notes"];
+        assert!(
+            notes.as_array().is_some_and(|n| n
+                .iter()
+                .any(|n| n.as_str().is_some_and(|n| n.starts_with(&want)))),
+            "{}: no note in the JSON: {notes}",
+            file.display()
+        );
+    }
+}

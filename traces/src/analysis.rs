@@ -58,7 +58,32 @@ pub struct SeTrace {
     pub wave_ids: Vec<u32>,
 }
 
+/// How many of an SE's decoder warnings [`SeTrace::notes`] lists before it counts the rest.
+const NOTE_WARNINGS: usize = 3;
+
 impl SeTrace {
+    /// What the user must be told of this SE's results when its blob did decode: the decoder's
+    /// warnings (a truncated or damaged stream; the first few, then how many more) and where
+    /// instruction mapping stopped early (its instruction statistics then cover the SE's
+    /// tokens up to there). Empty for a clean SE.
+    pub fn notes(&self) -> Vec<String> {
+        let w = &self.analysis.warnings;
+        let mut n: Vec<String> = w
+            .iter()
+            .take(NOTE_WARNINGS)
+            .map(|w| format!("nibble {}: {}", w.offset, w.message))
+            .collect();
+        if w.len() > NOTE_WARNINGS {
+            n.push(format!("{} more decoder warnings", w.len() - NOTE_WARNINGS));
+        }
+        if let Some(e) = &self.map_error {
+            n.push(format!(
+                "instruction mapping stopped at {e}; the instructions after it are not counted"
+            ));
+        }
+        n
+    }
+
     /// Token indices of wave `w`, in time order.
     pub fn wave_tokens(&self, w: usize) -> &[u32] {
         let a = self.token_start.get(w).copied().unwrap_or(0) as usize;
@@ -603,6 +628,7 @@ fn analyze_kernel_clocked<T: Send>(
         Option<i64>,
         Option<T>,
         Vec<u32>,
+        Option<String>,
     );
     let one = |s: &&crate::model::SqttTrace| -> Decoded<T> {
         let blob = p.blob(s.blob);
@@ -637,6 +663,8 @@ fn analyze_kernel_clocked<T: Send>(
             .and_then(|(a, _)| a.waves.first().map(|w| w.start));
         let mut spilled = None;
         let mut ids = Vec::new();
+        // Where a folded SE's mapping stopped (the fold drops the SE, not this).
+        let mut map_error = None;
         let r = r.map(|(mut a, m)| match per_se {
             PerSe::Keep => (a, m),
             PerSe::Spill(f) | PerSe::View(f) => {
@@ -665,6 +693,7 @@ fn analyze_kernel_clocked<T: Send>(
                     map_se_trace(&mut st, m, blob, code, opts, &|c| c as f64, &mut d);
                 }
                 spilled = Some(f(&st, &d));
+                map_error = st.map_error.take();
                 let mut a = st.analysis;
                 sqtt::waves::recycle(std::mem::take(&mut a.waves), std::mem::take(&mut a.tokens));
                 (a, None)
@@ -673,8 +702,8 @@ fn analyze_kernel_clocked<T: Send>(
         let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         progress(n, streams.len());
         match r {
-            Ok((a, m)) => (Ok(a), m, first, spilled, ids),
-            Err(e) => (Err(e.to_string()), None, None, None, Vec::new()),
+            Ok((a, m)) => (Ok(a), m, first, spilled, ids, map_error),
+            Err(e) => (Err(e.to_string()), None, None, None, Vec::new(), None),
         }
     };
     // An instruction-traced SE holds its tokens (most of the memory) from its decode on.
@@ -717,12 +746,14 @@ fn analyze_kernel_clocked<T: Send>(
     let mut firsts = Vec::with_capacity(results.len());
     let mut spills = Vec::with_capacity(results.len());
     let mut wave_ids = Vec::with_capacity(results.len());
-    for (a, m, f, sp, ids) in results {
+    let mut map_errors = Vec::with_capacity(results.len());
+    for (a, m, f, sp, ids, me) in results {
         analyses.push(a);
         se_maps.push(m);
         firsts.push(f);
         spills.push(sp);
         wave_ids.push(ids);
+        map_errors.push(me);
     }
     let empty = BlobAnalysis::default();
     let refs: Vec<&BlobAnalysis> = analyses
@@ -770,7 +801,13 @@ fn analyze_kernel_clocked<T: Send>(
         }
     }
     let mut ses = Vec::new();
-    for (((s, a), m), ids) in streams.iter().zip(analyses).zip(&maps).zip(wave_ids) {
+    for ((((s, a), m), ids), map_error) in streams
+        .iter()
+        .zip(analyses)
+        .zip(&maps)
+        .zip(wave_ids)
+        .zip(map_errors)
+    {
         match a {
             Ok(a) => {
                 let mut st = match (m, unit) {
@@ -797,6 +834,7 @@ fn analyze_kernel_clocked<T: Send>(
                     }
                 };
                 st.wave_ids = ids;
+                st.map_error = map_error;
                 ses.push(st);
             }
             Err(e) => {

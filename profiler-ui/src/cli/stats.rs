@@ -99,6 +99,18 @@ struct KernelStats<'a> {
     /// `errors` as the table prints them, streams named by XCC on multi-XCC devices.
     #[serde(skip)]
     error_lines: Vec<String>,
+    /// What the results of an SE that decoded do not cover ("SE n: ..."): the decoder's
+    /// warnings, where instruction mapping stopped early (absent when there is none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    notes: Vec<String>,
+    /// `notes` as the table prints them (named as `error_lines`).
+    #[serde(skip)]
+    note_lines: Vec<String>,
+}
+
+/// "SE n: text" of each (SE, text), as the JSON keeps errors and notes.
+fn se_lines(v: &[(u32, String)]) -> Vec<String> {
+    v.iter().map(|(se, e)| format!("SE {se}: {e}")).collect()
 }
 
 /// A kernel's traced waves: none (the plain table), or kernel `ki` of the profile, whose
@@ -193,18 +205,23 @@ pub fn run(a: StatsArgs) -> Result<()> {
             .filter_map(|s| s.error.as_ref().map(|e| (s.se, e.to_string())))
             .collect();
         let (itraced_xcc_ses, error_lines) = xcc_names(&profile, k, &itraced_ses, &se_errors);
+        let se_notes: Vec<(u32, String)> = ks
+            .ses
+            .iter()
+            .flat_map(|s| s.notes().into_iter().map(move |n| (s.se, n)))
+            .collect();
+        let (_, note_lines) = xcc_names(&profile, k, &itraced_ses, &se_notes);
         out.push(KernelStats {
             kernel: ks.name.clone(),
             index: k,
             waves,
             itraced_ses,
             time_unit: ks.unit,
-            errors: se_errors
-                .iter()
-                .map(|(se, e)| format!("SE {se}: {e}"))
-                .collect(),
+            errors: se_lines(&se_errors),
             itraced_xcc_ses,
             error_lines,
+            notes: se_lines(&se_notes),
+            note_lines,
             instructions,
             latency_split: splits.total,
             wave_latency: splits.waves,
@@ -264,6 +281,9 @@ pub fn run(a: StatsArgs) -> Result<()> {
         );
         for e in &k.error_lines {
             outln!(o, "  error: {e}");
+        }
+        for n in &k.note_lines {
+            outln!(o, "  note: {n}");
         }
         for c in &k.pmc {
             outln!(
@@ -346,11 +366,19 @@ fn from_index<'a>(
             .iter()
             .filter_map(|s| s.error.map(|err| (s.se, err.to_string())))
             .collect();
-        let errors = se_errors
-            .iter()
-            .map(|(se, e)| format!("SE {se}: {e}"))
-            .collect();
+        let errors = se_lines(&se_errors);
         let (itraced_xcc_ses, error_lines) = xcc_names(profile, k, &itraced_ses, &se_errors);
+        // The index keeps an SE's notes as one string, a line each.
+        let se_notes: Vec<(u32, String)> = ses
+            .iter()
+            .flat_map(|s| {
+                s.note
+                    .into_iter()
+                    .flat_map(str::lines)
+                    .map(|n| (s.se, n.into()))
+            })
+            .collect();
+        let (_, note_lines) = xcc_names(profile, k, &itraced_ses, &se_notes);
         let pmc = profiler_ui::data::pmc_counters(profile, k);
         let mut ks = KernelStats {
             kernel: profile.kernels[k].name.clone(),
@@ -371,6 +399,8 @@ fn from_index<'a>(
             pmc,
             itraced_xcc_ses,
             error_lines,
+            notes: se_lines(&se_notes),
+            note_lines,
         };
         if !json {
             // Every SE's wave table (and the wave splits) is checked even unread: a damaged one

@@ -476,16 +476,9 @@ pub fn show(ui: &mut Ui, kv: &mut KernelView) -> bool {
                 format!("{}: {e}", kv.data.se_name(s.se)),
             );
         }
-        for w in s.analysis.warnings.iter().take(2) {
-            ui.colored_label(
-                Color32::YELLOW,
-                format!(
-                    "{} @nibble {}: {}",
-                    kv.data.se_name(s.se),
-                    w.offset,
-                    w.message
-                ),
-            );
+        // The decoder's warnings and where instruction mapping stopped early.
+        for n in s.notes() {
+            ui.colored_label(Color32::YELLOW, format!("{}: {n}", kv.data.se_name(s.se)));
         }
     }
     let label_w = label_width(&kv.data);

@@ -111,3 +111,24 @@ pub fn tile<W: std::io::Write>(
     }
     Ok((written, reps))
 }
+
+/// A damaged copy of a real stream for robustness tests: its packets re-framed (hardware
+/// framing) without the first one `drop` picks, then padded to whole 32-byte units as a trace
+/// buffer is. `None` when `drop` picks none.
+pub fn without_first(blob: &[u8], drop: impl Fn(&super::Packet) -> bool) -> Option<Vec<u8>> {
+    let opts = DecodeOptions {
+        framing: Framing::Hardware,
+        ..DecodeOptions::default()
+    };
+    let mut w = NibbleWriter::with_capacity(blob.len() + 32);
+    let mut dropped = false;
+    for p in Decoder::new(blob, opts) {
+        if !dropped && drop(&p) {
+            dropped = true;
+            continue;
+        }
+        w.push(p.raw, p.nibbles);
+    }
+    w.pad_to(32);
+    dropped.then(|| w.into_bytes())
+}

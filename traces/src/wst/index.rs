@@ -19,8 +19,10 @@
 //!   120 table ref SEs (48-byte records)   136 table ref rows (200-byte records)
 //!   152 table ref strings (UTF-8 bytes)   168 table ref wave splits (96-byte records; v2)
 //! table ref (16 bytes): u64 offset, u32 count, u32 crc32 of the table's bytes
-//! SE record (48): u32 se, u32 flags (bit 0 itrace, bit 1 error), u32 error offset, u32 error
-//!   length (in the kernel's strings), table ref waves (32-byte records), table ref overview
+//! SE record (48): u32 se, u32 flags (bit 0 itrace, bit 1 error, bit 2 note), u32 error offset,
+//!   u32 error length (in the kernel's strings: the error when bit 1 is set, else the note when
+//!   bit 2 is: what an SE that decoded does not cover, lines joined by "\n"; an earlier reader
+//!   ignores bit 2), table ref waves (32-byte records), table ref overview
 //!   (16-byte [f64 x, f64 active waves] steps)
 //! wave record (32): i64 start, i64 end (cycles from the blob's start), u64 nibble offset of its
 //!   WAVESTART in the SE blob, u16 cu, u8 simd, u8 slot, u32 instruction tokens
@@ -38,6 +40,7 @@
 use crate::analysis::hidden::{HiddenBy, KernelSplits, LatencySplit, WaveSplit};
 use crate::analysis::{InstStat, KernelSqtt, XUnit};
 use crate::bytes::Reader;
+use std::borrow::Cow;
 use std::io::{Seek, SeekFrom, Write};
 
 pub const MAGIC: [u8; 8] = *b"WSTINDX\0";
@@ -105,6 +108,8 @@ pub struct SeRecord {
     pub se: u32,
     pub itrace: bool,
     pub error: Option<String>,
+    /// [`crate::analysis::SeTrace::notes`], joined by newlines (`None` when it has none).
+    pub note: Option<String>,
     pub waves: Vec<WaveRec>,
     pub overview: Vec<[f64; 2]>,
 }
@@ -134,6 +139,7 @@ impl KernelRecord {
                 se: s.se,
                 itrace: s.itrace,
                 error: s.error.clone(),
+                note: note_of(s),
                 waves: s.analysis.waves.iter().map(wave_rec).collect(),
                 overview: crate::analysis::occupancy::active_waves(&s.wave_x, OVERVIEW_POINTS),
             })
@@ -175,6 +181,7 @@ impl KernelRecord {
                     se: s.se,
                     itrace: s.itrace,
                     error: s.error.clone(),
+                    note: note_of(s),
                     waves: s.analysis.waves.iter().map(wave_rec).collect(),
                     // Without spills the overview reads no file.
                     overview: src
@@ -195,6 +202,12 @@ impl KernelRecord {
             wave_splits: splits.waves.clone(),
         }
     }
+}
+
+/// An SE's notes as the index keeps them (one string, a line each).
+fn note_of(s: &crate::analysis::SeTrace) -> Option<String> {
+    let n = s.notes();
+    (!n.is_empty()).then(|| n.join("\n"))
 }
 
 fn wave_rec(w: &crate::sqtt::waves::Wave) -> WaveRec {
@@ -283,12 +296,14 @@ impl KernelSrc<'_> {
             KernelSrc::Analysis { k, .. } => k.ses.len(),
         }
     }
-    /// SE `i`: number, itrace, error, wave count.
-    fn se(&self, i: usize) -> (u32, bool, Option<&str>, usize) {
+    /// SE `i`: number, itrace, error, note, wave count.
+    #[allow(clippy::type_complexity)]
+    fn se(&self, i: usize) -> (u32, bool, Option<&str>, Option<Cow<'_, str>>, usize) {
         match self {
             KernelSrc::Record(r) => {
                 let s = &r.ses[i];
-                (s.se, s.itrace, s.error.as_deref(), s.waves.len())
+                let note = s.note.as_deref().map(Cow::Borrowed);
+                (s.se, s.itrace, s.error.as_deref(), note, s.waves.len())
             }
             KernelSrc::Analysis { k, spilled, .. } => {
                 let s = &k.ses[i];
@@ -296,7 +311,13 @@ impl KernelSrc<'_> {
                     Some(Some(sp)) => sp.count(),
                     _ => s.analysis.waves.len(),
                 };
-                (s.se, s.itrace, s.error.as_deref(), n)
+                (
+                    s.se,
+                    s.itrace,
+                    s.error.as_deref(),
+                    note_of(s).map(Cow::Owned),
+                    n,
+                )
             }
         }
     }
@@ -733,7 +754,7 @@ impl<W: Write + Seek> IndexWriter<W> {
         let mut rec = Vec::with_capacity(WAVE_LEN);
         let mut seen = (f64::INFINITY, f64::NEG_INFINITY);
         for i in 0..k.se_count() {
-            let (se, itrace, error, count) = k.se(i);
+            let (se, itrace, error, note, count) = k.se(i);
             let mut wt = self.begin()?;
             k.each_wave(i, &mut |w| {
                 rec.clear();
@@ -750,11 +771,15 @@ impl<W: Write + Seek> IndexWriter<W> {
                 put_f64(&mut steps, p[1]);
             }
             let oref = self.table(&steps, overview.len())?;
-            let (eo, el) = error.map_or((0, 0), |e| strings.add(e));
+            // One string: the error when the SE did not decode, else its note.
+            let note = if error.is_some() { None } else { note };
+            let (eo, el) = error.or(note.as_deref()).map_or((0, 0), |e| strings.add(e));
             put_u32(&mut ses, se);
             put_u32(
                 &mut ses,
-                u32::from(itrace) | (u32::from(error.is_some()) << 1),
+                u32::from(itrace)
+                    | (u32::from(error.is_some()) << 1)
+                    | (u32::from(note.is_some()) << 2),
             );
             put_u32(&mut ses, eo);
             put_u32(&mut ses, el);
@@ -920,6 +945,9 @@ pub struct SeEntry<'a> {
     pub se: u32,
     pub itrace: bool,
     pub error: Option<&'a str>,
+    /// What the SE's results do not cover (`SeTrace::notes`, a line each); `None` in an index
+    /// an earlier build wrote.
+    pub note: Option<&'a str>,
     waves: Table<'a>,
     overview: Table<'a>,
 }
@@ -1083,7 +1111,7 @@ impl<'a> IndexView<'a> {
     fn se(&self, k: &KernelEntry<'a>, i: usize) -> Result<SeEntry<'a>, IndexError> {
         let r = Reader::with_base(k.ses.bytes, k.ses.at).sub(i * SE_LEN, SE_LEN, "SE record")?;
         let flags = r.u32_at(4, "SE flags")?;
-        let error = if flags & 2 != 0 {
+        let text = if flags & 6 != 0 {
             Some(k.string(
                 r.u32_at(8, "error offset")?,
                 r.u32_at(12, "error length")?,
@@ -1092,10 +1120,16 @@ impl<'a> IndexView<'a> {
         } else {
             None
         };
+        let (error, note) = if flags & 2 != 0 {
+            (text, None)
+        } else {
+            (None, text)
+        };
         Ok(SeEntry {
             se: r.u32_at(0, "SE")?,
             itrace: flags & 1 != 0,
             error,
+            note,
             waves: self.table(&r, 16, WAVE_LEN)?,
             overview: self.table(&r, 32, STEP_LEN)?,
         })
