@@ -347,10 +347,10 @@ fn a_version_1_index_is_still_read() {
 }
 
 /// A capture whose first instruction-traced SE lost the first WAVESTART of the traced unit
-/// (`sqtt::synth::without_first`): its instruction mapping stops early, and `stats` says so
+/// (`sqtt::synth::without_first`): its instruction mapping loses track there, and `stats` says so
 /// in the table and the JSON, alike from a fresh analysis and from the saved index.
 #[test]
-fn stats_says_where_instruction_mapping_stopped() {
+fn stats_says_where_instruction_mapping_lost_track() {
     use traces::sqtt::{Kind, Role};
     let src = testdata::shared("traces/gfx1100/gemm_run_0/profile.pkl");
     let (_, mut p) = traces::open::open_path(&src).unwrap();
@@ -374,7 +374,7 @@ fn stats_says_where_instruction_mapping_stopped() {
         "-o".as_ref(),
         indexed.as_os_str(),
     ]);
-    let want = format!("SE {se}: instruction mapping stopped at nibble ");
+    let want = format!("SE {se}: instruction mapping lost track at nibble ");
     for file in [&plain, &indexed] {
         let table = String::from_utf8(stats(file, &[]).stdout).unwrap();
         assert!(

@@ -43,7 +43,8 @@ pub struct SeTrace {
     /// PC of each token when the program was available to map them (`u64::MAX`: unmapped);
     /// empty when nothing was mapped.
     pub token_pc: Vec<u64>,
-    /// Why instruction mapping stopped early, if it did.
+    /// Where instruction mapping lost track of a wave or met a token without one, if it did
+    /// (the walk goes on with the other waves).
     pub map_error: Option<String>,
     /// Every mapped instruction, with AMD's issue time, stall and duration beside our token
     /// time (on CDNA this includes the internal instructions no CDNA_INST token stands for).
@@ -64,8 +65,8 @@ const NOTE_WARNINGS: usize = 3;
 impl SeTrace {
     /// What the user must be told of this SE's results when its blob did decode: the decoder's
     /// warnings (a truncated or damaged stream; the first few, then how many more) and where
-    /// instruction mapping stopped early (its instruction statistics then cover the SE's
-    /// tokens up to there). Empty for a clean SE.
+    /// instruction mapping lost track (the instructions of the waves it lost, from there on,
+    /// are then not in its statistics). Empty for a clean SE.
     pub fn notes(&self) -> Vec<String> {
         let w = &self.analysis.warnings;
         let mut n: Vec<String> = w
@@ -78,7 +79,8 @@ impl SeTrace {
         }
         if let Some(e) = &self.map_error {
             n.push(format!(
-                "instruction mapping stopped at {e}; the instructions after it are not counted"
+                "instruction mapping lost track at {e}: a lost wave's instructions from there \
+                 on and tokens without a live wave are not counted"
             ));
         }
         n
@@ -663,7 +665,7 @@ fn analyze_kernel_clocked<T: Send>(
             .and_then(|(a, _)| a.waves.first().map(|w| w.start));
         let mut spilled = None;
         let mut ids = Vec::new();
-        // Where a folded SE's mapping stopped (the fold drops the SE, not this).
+        // Where a folded SE's mapping lost track (the fold drops the SE, not this).
         let mut map_error = None;
         let r = r.map(|(mut a, m)| match per_se {
             PerSe::Keep => (a, m),

@@ -253,7 +253,6 @@ pub fn analyze_mapped(
         token_pc: Vec::new(),
         sums: PcSums::new(slots),
         mapped: Vec::new(),
-        error: None,
         keep_mapped,
         blob_bytes: blob.len(),
     };
@@ -269,9 +268,9 @@ pub fn analyze_mapped(
             if countdown & 0xffff == 0 {
                 progress((p.offset / 2) as usize);
             }
-            // Tokens come only from packets the walk wants; the tokens of packets after an
-            // error keep no PC (the list is padded at the end).
-            if RdnaWalk::wants(p.ty.kind) && st.error.is_none() {
+            // Tokens come only from packets the walk wants; a token the walk could not map
+            // keeps no PC (the list is padded at the end).
+            if RdnaWalk::wants(p.ty.kind) {
                 st.packet(an, p, before);
             }
         },
@@ -301,9 +300,9 @@ pub fn analyze_mapped(
         mut token_pc,
         sums,
         mut mapped,
-        error,
         ..
     } = st;
+    let error = walk.error();
     if let Some((keep, index)) = kept {
         let mut it = keep.iter();
         token_pc.retain(|_| it.next().copied().unwrap_or(false));
@@ -357,7 +356,6 @@ struct MapState {
     token_pc: Vec<u64>,
     sums: PcSums,
     mapped: Vec<MappedInst>,
-    error: Option<crate::sqtt::map::MapError>,
     keep_mapped: bool,
     blob_bytes: usize,
 }
@@ -385,7 +383,7 @@ impl MapState {
             token_pc.resize(now, u64::MAX);
         }
         let (sums, mapped, keep_mapped) = (&mut self.sums, &mut self.mapped, self.keep_mapped);
-        let r = self.walk.packet(
+        self.walk.packet(
             p,
             || an.raw_waves().checked_sub(1).map(|w| w as u32),
             &mut |m| {
@@ -398,9 +396,6 @@ impl MapState {
                 }
             },
         );
-        if let Err(e) = r {
-            self.error = Some(e);
-        }
     }
 }
 

@@ -129,7 +129,7 @@ pub fn run(a: DecodeArgs) -> Result<()> {
             let map = sqtt::map::map_insts(blob, &code, Some(&analysis), opts);
             with_stdout(|out| write_insts(out, &analysis, &map))?;
             if let Some(e) = map.error {
-                anyhow::bail!("{name}: instruction mapping stopped at {e}");
+                anyhow::bail!("{name}: instruction mapping lost track at {e}");
             }
             Ok(())
         }

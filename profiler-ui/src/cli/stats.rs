@@ -100,7 +100,7 @@ struct KernelStats<'a> {
     #[serde(skip)]
     error_lines: Vec<String>,
     /// What the results of an SE that decoded do not cover ("SE n: ..."): the decoder's
-    /// warnings, where instruction mapping stopped early (absent when there is none).
+    /// warnings, where instruction mapping lost track (absent when there is none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     notes: Vec<String>,
     /// `notes` as the table prints them (named as `error_lines`).

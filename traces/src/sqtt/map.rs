@@ -50,7 +50,9 @@ pub struct MappedInst {
     pub duration: i64,
 }
 
-/// Why mapping stopped early.
+/// Where mapping lost track: the first inconsistency (a wave the program walk could not
+/// follow, a token without a live wave) and, on RDNA, how many there were in all. The walk
+/// drops what it cannot follow and goes on with the other waves.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("nibble offset {offset}: {message}")]
 pub struct MapError {
@@ -58,7 +60,8 @@ pub struct MapError {
     pub message: String,
 }
 
-/// The result of mapping one blob: every instruction mapped up to the first inconsistency.
+/// The result of mapping one blob: every instruction of the waves the walk could follow (a
+/// wave it lost track of, up to there).
 #[derive(Debug, Clone, Default)]
 pub struct InstMap {
     pub insts: Vec<MappedInst>,
@@ -180,7 +183,7 @@ pub fn map_insts(
 }
 
 /// [`map_insts`] streamed: `emit` gets every mapped instruction (AMD's times filled in) in
-/// stream order, with no list built; returns why mapping stopped early, if it did. gfx9/CDNA
+/// stream order, with no list built; returns where mapping lost track, if it did. gfx9/CDNA
 /// instructions are assembled per wave ([`map_cdna`]) and passed on once mapped.
 pub fn map_insts_each(
     blob: &[u8],
@@ -198,12 +201,9 @@ pub fn map_insts_each(
     let program = Program::new(code);
     let mut walk = RdnaWalk::new(program);
     for p in Decoder::new(blob, opts) {
-        let r = walk.packet(&p, || wave_at(analysis, p.offset), &mut |m| emit(m.clone()));
-        if r.is_err() {
-            return r.err();
-        }
+        walk.packet(&p, || wave_at(analysis, p.offset), &mut |m| emit(m.clone()));
     }
-    None
+    walk.error()
 }
 
 /// Whether [`map_insts_each`] walks `blob` as gfx9/CDNA (by its issue packets) rather than
@@ -225,6 +225,11 @@ pub(crate) struct RdnaWalk {
     /// Per slot: current PC and the wave index.
     live: Box<LiveSlots>,
     amd: AmdRdna,
+    /// The first inconsistency, the waves lost (the walk could not follow them: their
+    /// instructions from there on are not mapped) and the tokens that came for no live wave.
+    first: Option<MapError>,
+    lost: u64,
+    strays: u64,
 }
 
 impl RdnaWalk {
@@ -237,7 +242,25 @@ impl RdnaWalk {
             program,
             live: Box::new([None; 256]),
             amd: AmdRdna::default(),
+            first: None,
+            lost: 0,
+            strays: 0,
         }
+    }
+
+    /// What the walk could not follow, if anything ([`MapError`]).
+    pub(crate) fn error(&self) -> Option<MapError> {
+        let first = self.first.as_ref()?;
+        let n = |k: u64, what: &str| format!("{k} {what}{}", if k == 1 { "" } else { "s" });
+        Some(MapError {
+            offset: first.offset,
+            message: format!(
+                "{} (in all: {} lost, {} without a live wave)",
+                first.message,
+                n(self.lost, "wave"),
+                n(self.strays, "token")
+            ),
+        })
     }
 
     /// The instruction at `pc` of the program, if one was disassembled there.
@@ -260,27 +283,27 @@ impl RdnaWalk {
     }
 
     /// One packet of the stream, in order: `wave` gives the index of the wave a WAVESTART
-    /// opens; every instruction the packet maps goes to `emit` (AMD's times filled in). An
-    /// error ends the walk (mapping stops at the first inconsistency).
+    /// opens; every instruction the packet maps goes to `emit` (AMD's times filled in). What
+    /// the walk cannot follow is recorded ([`RdnaWalk::error`]) and the walk goes on: a wave
+    /// whose instructions leave the program (or a WAVESTART in its slot while it is live) is
+    /// dropped, a token for no live wave is skipped.
     pub(crate) fn packet(
         &mut self,
         p: &Packet,
         wave: impl FnOnce() -> Option<u32>,
         emit: &mut dyn FnMut(&MappedInst),
-    ) -> Result<(), MapError> {
+    ) {
         if !Self::wants(p.ty.kind) {
-            return Ok(());
+            return;
         }
         let layout = p.layout;
         let pl = p.places();
         // Only the traced unit: CU 0, SIMD 0 (packets without those fields pass).
         if pl.cu(layout, p.raw) != 0 || pl.simd.get(p.raw) != 0 {
-            return Ok(());
+            return;
         }
-        let fail = |message: String| MapError {
-            offset: p.offset,
-            message,
-        };
+        // (slot, why, whether its wave is lost): rare, so a list only when there is one.
+        let mut troubles: Vec<(u8, String, bool)> = Vec::new();
         let amd = &mut self.amd;
         let mut emit = |mut m: MappedInst, how: AmdHow| {
             amd.apply(&mut m, how);
@@ -292,57 +315,84 @@ impl RdnaWalk {
         match p.ty.kind {
             Kind::WaveStart => {
                 if live[slot as usize].is_some() {
-                    return Err(fail(format!(
-                        "WAVESTART for slot {slot}, which is already live"
-                    )));
+                    troubles.push((
+                        slot,
+                        format!("WAVESTART for slot {slot}, which is already live"),
+                        true,
+                    ));
                 }
                 live[slot as usize] = Some((program.entry, wave()));
             }
-            Kind::WaveEnd if layout != Layout::Cdna => {
-                let Some((pc, wave)) = live[slot as usize].take() else {
-                    return Err(fail(format!("WAVEEND for slot {slot}, which is not live")));
-                };
-                let Some(inst) = program.get(pc) else {
-                    return Err(fail(format!(
-                        "slot {slot} ends at {pc:#x}, outside the program"
-                    )));
-                };
-                emit(
-                    MappedInst {
-                        time: p.time,
-                        pc,
+            Kind::WaveEnd if layout != Layout::Cdna => match live[slot as usize].take() {
+                None => {
+                    troubles.push((
                         slot,
-                        wave,
-                        token: p.ty.name,
-                        op: None,
-                        inst,
-                        offset: p.offset,
-                        issue_time: p.time,
-                        stall: 0,
-                        duration: 0,
-                    },
-                    AmdHow::End,
-                );
-            }
+                        format!("WAVEEND for slot {slot}, which is not live"),
+                        false,
+                    ));
+                }
+                Some((pc, wave)) => match program.get(pc) {
+                    None => troubles.push((
+                        slot,
+                        format!("slot {slot} ends at {pc:#x}, outside the program"),
+                        true,
+                    )),
+                    Some(inst) => emit(
+                        MappedInst {
+                            time: p.time,
+                            pc,
+                            slot,
+                            wave,
+                            token: p.ty.name,
+                            op: None,
+                            inst,
+                            offset: p.offset,
+                            issue_time: p.time,
+                            stall: 0,
+                            duration: 0,
+                        },
+                        AmdHow::End,
+                    ),
+                },
+            },
             Kind::ImmediateMask => {
                 let mask = pl.mask.get(p.raw);
                 for s in 0..16u8 {
                     if mask & (1 << s) == 0 {
                         continue;
                     }
-                    step(program, live, &mut emit, p, s, None).map_err(fail)?;
+                    if let Err(e) = step(program, live, &mut emit, p, s, None) {
+                        troubles.push((s, e.message, e.lost));
+                    }
                 }
             }
             Kind::Inst | Kind::ValuInst | Kind::Immediate if layout != Layout::Cdna => {
                 let op = pl.op.opt(p.raw).map(|v| op_info(layout, v as u32));
                 if op.is_some_and(|o| o.other_simd) {
-                    return Ok(());
+                    return;
                 }
-                step(program, live, &mut emit, p, slot, op).map_err(fail)?;
+                if let Err(e) = step(program, live, &mut emit, p, slot, op) {
+                    troubles.push((slot, e.message, e.lost));
+                }
             }
             _ => {}
         }
-        Ok(())
+        for (slot, message, lost) in troubles {
+            if lost {
+                // A wave dropped at WAVESTART is replaced by the new one, not freed.
+                if p.ty.kind != Kind::WaveStart {
+                    self.live[slot as usize] = None;
+                }
+                self.amd.forget(slot);
+                self.lost += 1;
+            } else {
+                self.strays += 1;
+            }
+            self.first.get_or_insert(MapError {
+                offset: p.offset,
+                message,
+            });
+        }
     }
 }
 
@@ -385,6 +435,13 @@ struct AmdRdna {
 }
 
 impl AmdRdna {
+    /// Forgets `slot`'s previous instruction (its wave was given up).
+    fn forget(&mut self, slot: u8) {
+        if let Some(p) = self.prev.get_mut(slot as usize) {
+            *p = None;
+        }
+    }
+
     /// Fills in AMD's reading of `i`, the next mapped instruction in stream order.
     fn apply(&mut self, i: &mut MappedInst, how: AmdHow) {
         if self.prev.is_empty() {
@@ -412,6 +469,22 @@ impl AmdRdna {
     }
 }
 
+/// Why [`step`] could not map a token: `lost` when the wave's walk left the program (the
+/// wave is given up), else the token came for no live wave.
+struct StepError {
+    message: String,
+    lost: bool,
+}
+
+impl StepError {
+    fn lost(message: String) -> StepError {
+        StepError {
+            message,
+            lost: true,
+        }
+    }
+}
+
 /// Take the instruction at `slot`'s PC for a token, and advance the PC.
 fn step(
     program: &Program,
@@ -420,29 +493,30 @@ fn step(
     p: &Packet,
     slot: u8,
     op: Option<OpInfo>,
-) -> Result<(), String> {
+) -> Result<(), StepError> {
     let Some((pc, wave)) = live[slot as usize].as_mut() else {
-        return Err(format!(
-            "{} token for slot {slot}, which has no live wave",
-            p.ty.name
-        ));
+        return Err(StepError {
+            message: format!(
+                "{} token for slot {slot}, which has no live wave",
+                p.ty.name
+            ),
+            lost: false,
+        });
     };
-    let (mut inst, mut flags) = program
-        .get_flagged(*pc)
-        .ok_or_else(|| format!("slot {slot} reached {pc:#x}, outside the program"))?;
+    let outside =
+        |pc: u64| StepError::lost(format!("slot {slot} reached {pc:#x}, outside the program"));
+    let (mut inst, mut flags) = program.get_flagged(*pc).ok_or_else(|| outside(*pc))?;
     while flags & SKIPPED != 0 {
         *pc += inst.len() as u64;
-        (inst, flags) = program
-            .get_flagged(*pc)
-            .ok_or_else(|| format!("slot {slot} reached {pc:#x}, outside the program"))?;
+        (inst, flags) = program.get_flagged(*pc).ok_or_else(|| outside(*pc))?;
     }
     let jump = op.filter(|o| o.jump);
     if flags & BRANCH != 0 && jump.is_none() {
-        return Err(format!(
+        return Err(StepError::lost(format!(
             "{} at {pc:#x} must be matched by a JUMP token, got {}",
             inst.mnemonic(),
             p.ty.name
-        ));
+        )));
     }
     let at = *pc;
     let taken = jump.is_some_and(|o| o.jump_taken);
@@ -578,14 +652,14 @@ fn map_cdna(
             }
             Kind::WaveStart => {
                 let slot = p.get(Role::Wave).unwrap_or(0) as u8;
-                if live.contains_key(&(simd, slot)) {
+                // The wave live in that slot is given up: it keeps what it issued so far.
+                if live.contains_key(&(simd, slot)) && out.error.is_none() {
                     out.error = Some(MapError {
                         offset: p.offset,
                         message: format!(
                             "WAVESTART for simd {simd} slot {slot}, which is already live"
                         ),
                     });
-                    break;
                 }
                 live.insert((simd, slot), waves.len());
                 waves.push(CdnaWave {
