@@ -312,16 +312,17 @@ fn wave_row(clock: &SeClock, traced: &TracedWaves, si: usize, slot: SlotWaves) -
         mut cycles,
     } = slot;
     let h = Hinted::new(clock);
-    let starts: Vec<f64> = cycles.iter().map(|c| h.x(c.0)).collect();
+    let mut starts: Vec<f64> = cycles.iter().map(|c| h.x(c.0)).collect();
     if !starts.is_sorted_by(|a, b| a.total_cmp(b).is_le()) {
         let mut order: Vec<u32> = (0..waves.len() as u32).collect();
         order.sort_by(|&a, &b| starts[a as usize].total_cmp(&starts[b as usize]));
         waves = order.iter().map(|&i| waves[i as usize]).collect();
         cycles = order.iter().map(|&i| cycles[i as usize]).collect();
+        starts = order.iter().map(|&i| starts[i as usize]).collect();
     }
-    drop(starts);
+    // The starts' x are made (a clock conversion is most of a row's cost): only the ends'.
     let h = Hinted::new(clock);
-    let summary = RowSummary::build(cycles.len(), |i| h.x(cycles[i].0), |i| h.x(cycles[i].1));
+    let summary = RowSummary::build(cycles.len(), |i| starts[i], |i| h.x(cycles[i].1));
     let max_len = summary.max_len();
     let itraced = !traced.is_empty() && waves.iter().any(|&w| traced.index(w).is_some());
     Row {
