@@ -350,7 +350,7 @@ fn app_opens(ctx: &egui::Context, wst: &std::path::Path, sqtt: u64) -> (KernelVi
         .and_then(|l| l.kernel_view.take())
         .expect("the app analysed the kernel");
     let waves = kv.waves;
-    let tokens: usize = kv.data.ses.iter().map(|s| s.analysis.tokens.len()).sum();
+    let tokens = kv.tokens();
     println!(
         "app model: {waves} waves, {tokens} tokens, {} rows from {:.0} MiB of SQTT; resident (RssAnon) grew {} MiB = {:.0} B per wave, {:.2}x the SQTT",
         kv.rows.rows.len(),
@@ -361,19 +361,14 @@ fn app_opens(ctx: &egui::Context, wst: &std::path::Path, sqtt: u64) -> (KernelVi
     );
     // Where it goes: the model's columns (capacity times element size; heap behind elements,
     // like disassembly strings, not counted).
-    let col = |f: &dyn Fn(&SeTrace) -> usize| kv.data.ses.iter().map(f).sum::<usize>();
     fn b<T>(v: &Vec<T>) -> usize {
         v.capacity() * std::mem::size_of::<T>()
     }
     let parts = [
-        ("waves", col(&|s| b(&s.analysis.waves))),
-        ("tokens", col(&|s| b(&s.analysis.tokens))),
         (
-            "token_order+start",
-            col(&|s| b(&s.token_order) + b(&s.token_start)),
+            "traced waves' tokens",
+            kv.rows.traced.iter().map(|t| t.bytes()).sum::<usize>(),
         ),
-        ("token_pc", col(&|s| b(&s.token_pc))),
-        ("mapped", col(&|s| b(&s.mapped))),
         (
             "rows",
             kv.rows
@@ -418,7 +413,7 @@ fn main() {
         (kv, None)
     };
     let rss1 = rss_bytes();
-    let tokens: usize = kv.data.ses.iter().map(|s| s.analysis.tokens.len()).sum();
+    let tokens = kv.tokens();
     if synthetic {
         println!(
             "synthetic trace: {} waves, {tokens} tokens, {} rows; built in {:.1} s",
@@ -523,7 +518,6 @@ fn main() {
         // What such a frame draws (the canvas of a 1600x1000 window, about).
         let mut f = profiler_ui::layout::sqtt::Frame::default();
         profiler_ui::layout::sqtt::layout_frame(
-            &kv.data,
             &kv.rows,
             &kv.state.visible,
             kv.state.scroll_y,

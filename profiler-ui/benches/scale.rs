@@ -100,7 +100,7 @@ fn step(name: &str, file: &Path, out: &Path) {
             let v = profiler_ui::views::sqtt::KernelView::analyze(&p, k, &|_, _| {}, None)
                 .expect("the kernel's view");
             let c1 = cpu_and_rss(UsageWho::RUSAGE_SELF).0;
-            let tokens: usize = v.data.ses.iter().map(|s| s.analysis.tokens.len()).sum();
+            let tokens = v.tokens();
             let note = format!(
                 "{} waves, {tokens} tokens, {} table rows; CPU s: view {:.2}",
                 v.waves,

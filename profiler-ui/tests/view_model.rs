@@ -1,12 +1,12 @@
-//! The SQTT view's compact model (`KernelView::analyze`: SEs without tokens reduced to their
-//! rows as they are decoded, x computed from cycles with each SE's clock, only the waves with
-//! tokens kept) against the full analysis (`analyze_kernel_par`, pinned by the analysis tests)
+//! The SQTT view's compact model (`KernelView::analyze`: each SE reduced to its rows and its
+//! traced waves' packed tokens as it is decoded, x computed from cycles with each SE's clock)
+//! against the full analysis (`analyze_kernel_par`, pinned by the analysis tests)
 //! on every shared real capture (gfx1100, gfx1200, gfx950): every wave in its row at the same
-//! x and cycles, every token of a wave at the same x with the same PC, the same instruction
-//! table, achieved occupancy, overview and x range.
+//! x and cycles, every token of a wave at the same x with the same PC, name and colour class,
+//! the same instruction table, achieved occupancy, overview and x range.
 
 use profiler_ui::data::{analyze_kernel_par, inst_stats, kernels_with_sqtt, occupancy, wave_insts};
-use profiler_ui::layout::sqtt::RowKind;
+use profiler_ui::layout::sqtt::{token_cat, RowKind};
 use profiler_ui::views::sqtt::KernelView;
 
 #[test]
@@ -62,11 +62,7 @@ fn the_compact_view_shows_what_the_full_analysis_holds() {
                     assert_eq!(kv.wave(se, w), Some(v), "{at}");
                     // The wave list: the same instructions at the same x, cycles and PCs.
                     let want = wave_insts(&full, se, w as usize);
-                    let got = kv
-                        .rows
-                        .wave_index(se, w)
-                        .map(|i| wave_insts(&kv.data, se, i))
-                        .unwrap_or_default();
+                    let got = kv.wave_insts(se, w);
                     assert_eq!(got.len(), want.len(), "{at}");
                     let clock = kv.rows.clock(se);
                     for (g, f) in got.iter().zip(&want) {
@@ -76,6 +72,24 @@ fn the_compact_view_shows_what_the_full_analysis_holds() {
                             "{at}"
                         );
                         assert_eq!(clock.x(g.cycle), f.x, "{at}");
+                        assert_eq!(g.x, f.x, "{at}");
+                    }
+                    // What a frame draws of it: its tokens' cycles and colour classes.
+                    let toks = fs.wave_tokens(w as usize);
+                    match kv.rows.wave_index(se, w) {
+                        None => assert!(toks.is_empty(), "{at}"),
+                        Some(i) => {
+                            let traced = &kv.rows.traced[se];
+                            let times: Vec<i64> = toks
+                                .iter()
+                                .map(|&t| fs.analysis.tokens[t as usize].time)
+                                .collect();
+                            assert_eq!(traced.times(i), &times[..], "{at}");
+                            for (j, &t) in toks.iter().enumerate() {
+                                let want = token_cat(&fs.analysis.tokens[t as usize]);
+                                assert_eq!(traced.cat(i, j), Some(want), "{at}");
+                            }
+                        }
                     }
                     waves_seen += 1;
                     tokens_seen += want.len();

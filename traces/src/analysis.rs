@@ -53,10 +53,6 @@ pub struct SeTrace {
     /// AMD's stall and duration summed per PC over `mapped` (sorted by PC), kept with or
     /// without the detail.
     pub amd_pc: Vec<(u64, i64, i64)>,
-    /// Empty: `analysis.waves` holds every wave of the SE. Else ([`analyze_kernel_view_spill`])
-    /// it holds only the waves with tokens and these are their indices among all the SE's
-    /// waves (ascending); the tokens' `wave` and `token_start` index the kept ones.
-    pub wave_ids: Vec<u32>,
 }
 
 /// How many of an SE's decoder warnings [`SeTrace::notes`] lists before it counts the rest.
@@ -153,7 +149,6 @@ impl SeTrace {
             map_error: None,
             mapped: Vec::new(),
             amd_pc: Vec::new(),
-            wave_ids: Vec::new(),
         }
     }
 
@@ -167,31 +162,6 @@ impl SeTrace {
     ) {
         crate::pipeline::map_se(self, blob, code, disasm, true);
     }
-}
-
-/// Keeps, of `a`'s waves, only those with tokens (in order), the tokens' `wave` renumbered to
-/// match; returns their indices among all the waves.
-fn keep_waves_with_tokens(a: &mut BlobAnalysis) -> Vec<u32> {
-    let n = a.waves.len();
-    let mut index = vec![u32::MAX; n];
-    for t in &a.tokens {
-        if let Some(i) = index.get_mut(t.wave as usize) {
-            *i = 0;
-        }
-    }
-    let mut ids = Vec::new();
-    for (w, i) in index.iter_mut().enumerate() {
-        if *i == 0 {
-            *i = ids.len() as u32;
-            ids.push(w as u32);
-        }
-    }
-    // A token of no wave stays of none.
-    for t in &mut a.tokens {
-        t.wave = index.get(t.wave as usize).copied().unwrap_or(u32::MAX);
-    }
-    a.waves = ids.iter().map(|&w| a.waves[w as usize].clone()).collect();
-    ids
 }
 
 /// Counting sort of tokens by wave (stable, so each wave keeps time order).
@@ -396,21 +366,20 @@ pub fn analyze_kernel_view(
 }
 
 /// What the app's SQTT view analyses of kernel `ki`, for a view that keeps its own compact
-/// columns: [`analyze_kernel_view`] without any x (`wave_x`, `token_x`: the view computes x
-/// from cycles with each SE's clock, returned in `ses` order), each SE's waves and tokens
-/// shrunk to their length once decoded, and the waves of every SE without instruction tokens
-/// handed to `spill` as soon as that SE is decoded (its `analysis.waves` is then left empty,
-/// so only the SEs being decoded hold wave records). The waves of an SE with tokens go to
-/// `spill` too when its tokens are mapped in the same pass (RDNA) or not at all, and then only
-/// its waves with tokens stay (`SeTrace::wave_ids`).
+/// columns: [`analyze_kernel_index_fold`] in the view's order, the instruction-traced SEs
+/// first, one at a time (a traced SE's decode is most of the memory; only what the view keeps
+/// of the others sits beside it), then the others in parallel. Each SE goes to `fold` in its
+/// decoding thread (mapped, no x: the view computes x from cycles with each SE's clock,
+/// returned in `ses` order), which takes what it keeps and may let the SE's records go as it
+/// goes; what is left of its waves and tokens is dropped once it returns.
 #[allow(clippy::type_complexity)]
-pub fn analyze_kernel_view_spill<T: Send>(
+pub fn analyze_kernel_view_fold<T: Send>(
     p: &Profile,
     ki: usize,
     progress: &(dyn Fn(usize, usize) + Sync),
-    spill: &WaveSpill<'_, T>,
+    fold: &SeTake<'_, T>,
 ) -> Option<(KernelSqtt, Vec<SeClock>, Vec<Option<T>>)> {
-    analyze_kernel_clocked(p, ki, progress, KernelOptions::INDEX, PerSe::View(spill))
+    analyze_kernel_clocked(p, ki, progress, KernelOptions::INDEX, PerSe::View(fold))
 }
 
 /// What the instruction table, the latency splits and achieved occupancy need of kernel `ki`:
@@ -429,6 +398,9 @@ pub type WaveSpill<'a, T> = dyn Fn(&[sqtt::waves::Wave]) -> Option<T> + Sync + '
 /// waves, tokens and mapping are dropped once this returns. The SE has no x.
 pub type SeFold<'a, T> = dyn Fn(&SeTrace, &HashMap<u64, String>) -> T + Sync + 'a;
 
+/// [`SeFold`] that may take the SE's records ([`analyze_kernel_view_fold`]).
+pub type SeTake<'a, T> = dyn Fn(&mut SeTrace, &HashMap<u64, String>) -> T + Sync + 'a;
+
 /// What becomes of each SE as soon as it is decoded.
 #[derive(Clone, Copy)]
 enum PerSe<'a, T> {
@@ -438,9 +410,10 @@ enum PerSe<'a, T> {
     Spill(&'a WaveSpill<'a, T>),
     /// Every decoded SE goes to the fold and only its counters stay ([`kernel_table`]).
     Fold(&'a SeFold<'a, T>),
-    /// [`PerSe::Spill`]; an SE with tokens mapped in its decoding pass (or not mapped) goes to
-    /// the spill too and keeps only its waves with tokens ([`analyze_kernel_view_spill`]).
-    View(&'a WaveSpill<'a, T>),
+    /// [`PerSe::Fold`] in the view's order, the fold taking what it keeps; each SE dropped
+    /// (not kept for the next decode: the app goes on without decoding)
+    /// ([`analyze_kernel_view_fold`]).
+    View(&'a SeTake<'a, T>),
 }
 
 /// How one SE's cycles become x: what `SeTrace::wave_x` holds, for a caller that computes it
@@ -629,7 +602,6 @@ fn analyze_kernel_clocked<T: Send>(
         Option<crate::pipeline::SeMap>,
         Option<i64>,
         Option<T>,
-        Vec<u32>,
         Option<String>,
     );
     let one = |s: &&crate::model::SqttTrace| -> Decoded<T> {
@@ -664,48 +636,53 @@ fn analyze_kernel_clocked<T: Send>(
             .ok()
             .and_then(|(a, _)| a.waves.first().map(|w| w.start));
         let mut spilled = None;
-        let mut ids = Vec::new();
         // Where a folded SE's mapping lost track (the fold drops the SE, not this).
         let mut map_error = None;
+        // What a fold reads: the SE mapped, without x.
+        let mapped = |a: BlobAnalysis, m: Option<crate::pipeline::SeMap>| {
+            let mut st = SeTrace::build(s.se, s.itrace, a, &|c| c as f64, false, false);
+            let mut d = HashMap::new();
+            if let Some(code) = &code {
+                map_se_trace(&mut st, m, blob, code, opts, &|c| c as f64, &mut d);
+            }
+            (st, d)
+        };
         let r = r.map(|(mut a, m)| match per_se {
             PerSe::Keep => (a, m),
-            PerSe::Spill(f) | PerSe::View(f) => {
+            PerSe::Spill(f) => {
                 if a.tokens.is_empty() {
                     spilled = f(&a.waves);
                     if spilled.is_some() {
                         a.waves = Vec::new();
                     }
-                } else if matches!(per_se, PerSe::View(_)) {
-                    // Not when the SE is mapped later (the CDNA walk reads every wave).
-                    if m.is_some() || code.is_none() {
-                        spilled = f(&a.waves);
-                        if spilled.is_some() {
-                            ids = keep_waves_with_tokens(&mut a);
-                        }
-                    }
                 }
                 (a, m)
             }
+            // Mapped here, without x (a fold has none), then folded and dropped: only the
+            // counters and markers (for the clocks) stay.
             PerSe::Fold(f) => {
-                // Mapped here, without x (a fold has none), then folded and dropped: only
-                // the counters and markers (for the clocks) stay.
-                let mut st = SeTrace::build(s.se, s.itrace, a, &|c| c as f64, false, false);
-                let mut d = HashMap::new();
-                if let Some(code) = &code {
-                    map_se_trace(&mut st, m, blob, code, opts, &|c| c as f64, &mut d);
-                }
+                let (mut st, d) = mapped(a, m);
                 spilled = Some(f(&st, &d));
                 map_error = st.map_error.take();
                 let mut a = st.analysis;
                 sqtt::waves::recycle(std::mem::take(&mut a.waves), std::mem::take(&mut a.tokens));
                 (a, None)
             }
+            PerSe::View(f) => {
+                let (mut st, d) = mapped(a, m);
+                spilled = Some(f(&mut st, &d));
+                map_error = st.map_error.take();
+                let mut a = st.analysis;
+                a.waves = Vec::new();
+                a.tokens = Vec::new();
+                (a, None)
+            }
         });
         let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         progress(n, streams.len());
         match r {
-            Ok((a, m)) => (Ok(a), m, first, spilled, ids, map_error),
-            Err(e) => (Err(e.to_string()), None, None, None, Vec::new(), None),
+            Ok((a, m)) => (Ok(a), m, first, spilled, map_error),
+            Err(e) => (Err(e.to_string()), None, None, None, None),
         }
     };
     // An instruction-traced SE holds its tokens (most of the memory) from its decode on.
@@ -732,11 +709,15 @@ fn analyze_kernel_clocked<T: Send>(
             );
             a.into_iter().chain(b).collect()
         }
-        // Kept: the other SEs (only their rows stay) first, in parallel, then the traced
-        // ones one at a time, so no other decode's scratch sits beside the kept tokens.
+        // The view: the traced SEs one at a time, beside nothing but what the view keeps of
+        // those before, then the others (each only its rows kept) in parallel.
         PerSe::View(_) => {
-            let mut done: Vec<_> = rest.par_iter().map(|&i| (i, one(&streams[i]))).collect();
-            done.extend(traced.iter().map(|&i| (i, one(&streams[i]))));
+            let mut done: Vec<_> = traced.iter().map(|&i| (i, one(&streams[i]))).collect();
+            done.extend(
+                rest.par_iter()
+                    .map(|&i| (i, one(&streams[i])))
+                    .collect::<Vec<_>>(),
+            );
             done
         }
         _ => streams.par_iter().map(one).enumerate().collect(),
@@ -747,14 +728,12 @@ fn analyze_kernel_clocked<T: Send>(
     let mut se_maps = Vec::with_capacity(results.len());
     let mut firsts = Vec::with_capacity(results.len());
     let mut spills = Vec::with_capacity(results.len());
-    let mut wave_ids = Vec::with_capacity(results.len());
     let mut map_errors = Vec::with_capacity(results.len());
-    for (a, m, f, sp, ids, me) in results {
+    for (a, m, f, sp, me) in results {
         analyses.push(a);
         se_maps.push(m);
         firsts.push(f);
         spills.push(sp);
-        wave_ids.push(ids);
         map_errors.push(me);
     }
     let empty = BlobAnalysis::default();
@@ -803,13 +782,7 @@ fn analyze_kernel_clocked<T: Send>(
         }
     }
     let mut ses = Vec::new();
-    for ((((s, a), m), ids), map_error) in streams
-        .iter()
-        .zip(analyses)
-        .zip(&maps)
-        .zip(wave_ids)
-        .zip(map_errors)
-    {
+    for (((s, a), m), map_error) in streams.iter().zip(analyses).zip(&maps).zip(map_errors) {
         match a {
             Ok(a) => {
                 let mut st = match (m, unit) {
@@ -835,7 +808,6 @@ fn analyze_kernel_clocked<T: Send>(
                         SeTrace::build(s.se, s.itrace, a, &|c| c as f64, opts.token_x, opts.wave_x)
                     }
                 };
-                st.wave_ids = ids;
                 st.map_error = map_error;
                 ses.push(st);
             }

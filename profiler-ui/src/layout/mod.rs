@@ -5,4 +5,5 @@ pub mod lod;
 pub mod ruler;
 pub mod sqtt;
 pub mod timeline;
+pub mod traced;
 pub mod view;

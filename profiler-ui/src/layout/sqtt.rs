@@ -7,6 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 use traces::sqtt::{InstToken, OpName, TokenKind};
 
 use super::lod::{layout_row, Item, RowSummary};
+use super::traced::TracedWaves;
 use super::view::TimeView;
 use crate::data::{KernelSqtt, SeClock};
 
@@ -50,10 +51,8 @@ pub struct SqttRows {
     pub rows: Vec<Row>,
     /// By SE index (`KernelSqtt::ses` order).
     pub clocks: Vec<SeClock>,
-    /// By SE index, when the SE's analysis keeps only its waves with tokens: their indices
-    /// (ascending) among all its waves, so `k.ses[se].analysis.waves[i]` is wave `traced[i]`.
-    /// `None`: the analysis keeps every wave (or none), indexed as the rows are.
-    pub traced: Vec<Option<Vec<u32>>>,
+    /// By SE index: its waves with tokens and their tokens (empty for an SE without).
+    pub traced: Vec<TracedWaves>,
 }
 
 pub const HEADER_H: f32 = 18.0;
@@ -176,9 +175,9 @@ impl SqttRows {
         k: &KernelSqtt,
         clocks: Vec<SeClock>,
         grouped: Vec<Option<SeWaves>>,
-        mut traced: Vec<Option<Vec<u32>>>,
+        mut traced: Vec<TracedWaves>,
     ) -> SqttRows {
-        traced.resize(k.ses.len(), None);
+        traced.resize_with(k.ses.len(), TracedWaves::default);
         let mut rows = Vec::new();
         let mut grouped = grouped.into_iter();
         for (si, se) in k.ses.iter().enumerate() {
@@ -215,7 +214,7 @@ impl SqttRows {
                     itraced: se.itrace,
                 });
                 for slot in group {
-                    rows.push(wave_row(se, clock, traced[si].as_deref(), si, slot));
+                    rows.push(wave_row(clock, &traced[si], si, slot));
                 }
             }
         }
@@ -228,13 +227,9 @@ impl SqttRows {
         }
     }
 
-    /// The index in `k.ses[se]`'s analysis (`analysis.waves`, `wave_tokens`) of its wave `w`
-    /// (`None`: the analysis does not keep it, as it has no tokens).
+    /// The position in `traced[se]` of SE index `se`'s wave `w` (`None`: it has no tokens).
     pub fn wave_index(&self, se: usize, w: u32) -> Option<usize> {
-        match self.traced.get(se) {
-            Some(Some(ids)) => ids.binary_search(&w).ok(),
-            _ => Some(w as usize),
-        }
+        self.traced.get(se)?.index(w)
     }
 
     /// The clock of SE index `se`.
@@ -310,37 +305,26 @@ impl SqttRows {
 
 /// The row of one wave slot: its waves sorted by start x (they come nearly so, in WAVESTART
 /// order; stable, so equal starts keep stream order) and the level-of-detail summary.
-fn wave_row(
-    se: &crate::data::SeTrace,
-    clock: &SeClock,
-    traced: Option<&[u32]>,
-    si: usize,
-    slot: SlotWaves,
-) -> Row {
+fn wave_row(clock: &SeClock, traced: &TracedWaves, si: usize, slot: SlotWaves) -> Row {
     let SlotWaves {
         key: (cu, simd, slot),
         mut waves,
         mut cycles,
     } = slot;
     let h = Hinted::new(clock);
-    let starts: Vec<f64> = cycles.iter().map(|c| h.x(c.0)).collect();
+    let mut starts: Vec<f64> = cycles.iter().map(|c| h.x(c.0)).collect();
     if !starts.is_sorted_by(|a, b| a.total_cmp(b).is_le()) {
         let mut order: Vec<u32> = (0..waves.len() as u32).collect();
         order.sort_by(|&a, &b| starts[a as usize].total_cmp(&starts[b as usize]));
         waves = order.iter().map(|&i| waves[i as usize]).collect();
         cycles = order.iter().map(|&i| cycles[i as usize]).collect();
+        starts = order.iter().map(|&i| starts[i as usize]).collect();
     }
-    drop(starts);
+    // The starts' x are made (a clock conversion is most of a row's cost): only the ends'.
     let h = Hinted::new(clock);
-    let summary = RowSummary::build(cycles.len(), |i| h.x(cycles[i].0), |i| h.x(cycles[i].1));
+    let summary = RowSummary::build(cycles.len(), |i| starts[i], |i| h.x(cycles[i].1));
     let max_len = summary.max_len();
-    let itraced = match traced {
-        // Only waves with tokens are kept.
-        Some(ids) => waves.iter().any(|w| ids.binary_search(w).is_ok()),
-        None => waves
-            .iter()
-            .any(|&w| se.token_start.get(w as usize + 1) > se.token_start.get(w as usize)),
-    };
+    let itraced = !traced.is_empty() && waves.iter().any(|&w| traced.index(w).is_some());
     Row {
         kind: RowKind::Wave {
             se: si,
@@ -431,7 +415,6 @@ const TOKEN_MIN_WAVE_PX: f32 = 3.0;
 /// over `[left, left + width)`.
 #[allow(clippy::too_many_arguments)]
 pub fn layout_frame(
-    k: &KernelSqtt,
     rows: &SqttRows,
     visible: &[usize],
     scroll_y: f32,
@@ -459,7 +442,7 @@ pub fn layout_frame(
         }
         frame.rows.push((ri, y));
         if let RowKind::Wave { se, .. } = row.kind {
-            let (Some(st), Some(clock)) = (k.ses.get(se), rows.clocks.get(se)) else {
+            let (Some(traced), Some(clock)) = (rows.traced.get(se), rows.clocks.get(se)) else {
                 y += h;
                 continue;
             };
@@ -485,7 +468,7 @@ pub fn layout_frame(
                         if let Some(w) = w.and_then(|w| rows.wave_index(se, w)) {
                             if row.itraced && x1 - x0 >= TOKEN_MIN_WAVE_PX {
                                 layout_tokens(
-                                    st,
+                                    traced,
                                     clock,
                                     w,
                                     hx.x(cyc(index).1),
@@ -511,7 +494,7 @@ pub fn layout_frame(
 
 #[allow(clippy::too_many_arguments)]
 fn layout_tokens(
-    st: &crate::data::SeTrace,
+    traced: &TracedWaves,
     clock: &SeClock,
     w: usize,
     wave_end: f64,
@@ -522,16 +505,12 @@ fn layout_tokens(
     items: &mut Vec<Item>,
     frame: &mut Frame,
 ) {
-    let toks = st.wave_tokens(w);
+    let toks = traced.times(w);
     if toks.is_empty() {
         return;
     }
     let hx = Hinted::new(clock);
-    let tx = |i: usize| {
-        toks.get(i)
-            .and_then(|&t| st.analysis.tokens.get(t as usize))
-            .map_or(wave_end, |t| hx.x(t.time))
-    };
+    let tx = |i: usize| toks.get(i).map_or(wave_end, |&t| hx.x(t));
     // Each token spans from its issue to the next one's issue (the wave's end for the last).
     let end = |i: usize| {
         if i + 1 < toks.len() {
@@ -556,10 +535,7 @@ fn layout_tokens(
     for it in items.iter() {
         match *it {
             Item::Span { index, x0, x1 } => {
-                let cat = toks
-                    .get(index)
-                    .and_then(|&t| st.analysis.tokens.get(t as usize))
-                    .map(token_cat);
+                let cat = traced.cat(w, index);
                 frame.tokens.push((y, x0, x1, cat.or(Some(Cat::Other))));
             }
             Item::Block { x0, x1, .. } => frame.tokens.push((y, x0, x1, None)),

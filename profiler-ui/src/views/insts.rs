@@ -5,7 +5,7 @@ use egui::{Color32, RichText, Ui};
 use egui_extras::{Column, TableBuilder};
 
 use super::sqtt::KernelView;
-use crate::data::{wave_insts, InstStat};
+use crate::data::InstStat;
 
 /// Sort column and direction of the instruction table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -118,12 +118,7 @@ pub fn show_wave(ui: &mut Ui, kv: &KernelView) {
         wave.end,
         wave.end - wave.start
     ));
-    // The analysis keeps the waves with tokens, indexed apart.
-    let insts = kv
-        .rows
-        .wave_index(se, w)
-        .map(|i| wave_insts(&kv.data, se, i))
-        .unwrap_or_default();
+    let insts = kv.wave_insts(se, w);
     if insts.is_empty() {
         ui.label(if s.itrace {
             "No instruction tokens: only the traced SIMD's waves carry them."

@@ -2,17 +2,20 @@
 //! and, on itraced waves, instruction tokens coloured by category.
 
 use std::cell::Cell;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use egui::{Align2, Color32, FontId, Pos2, Rect, Sense, Stroke, Ui, Vec2};
 use egui_plot::{Legend, Line, Plot, PlotPoints};
 
 use super::{mesh_rect, navigate, paint_measure, paint_ruler, RULER_H};
-use crate::data::occupancy::{SeOccupancy, SimdOccupancy};
-use crate::data::{inst_stats_by_se, InstStat, KernelSqtt, SeClock, XUnit};
+use crate::data::hidden::{self, KernelSplits};
+use crate::data::occupancy::WaveLife;
+use crate::data::{InstStat, KernelSqtt, SeClock, SeTrace, WaveInst, XUnit};
 use crate::layout::ruler::{format_cycles, format_us};
 use crate::layout::sqtt::{layout_frame, Cat, Frame, RowKind, SeWaves, SqttRows};
+use crate::layout::traced::TracedWaves;
 use crate::layout::view::TimeView;
+use traces::pipeline::TablePart;
 
 pub const LABEL_W: f32 = 150.0;
 
@@ -36,9 +39,9 @@ const OCC_H: f32 = 130.0;
 
 /// A kernel opened in the SQTT view, with everything derived from it.
 pub struct KernelView {
-    /// The analysis: every SE's name, errors, warnings, and the instruction-traced SEs' wave
-    /// records and tokens (the wave list and the table need them). The waves of SEs without
-    /// tokens are only in `rows` (their records went as each SE was decoded).
+    /// The analysis: every SE's name, errors, warnings, and the disassembly of the mapped
+    /// PCs. The SEs' wave records and tokens went as each SE was decoded: the waves are in
+    /// `rows`, the traced waves' tokens in `rows.traced`.
     pub data: KernelSqtt,
     pub rows: SqttRows,
     pub stats: Vec<InstStat>,
@@ -90,14 +93,55 @@ pub struct SqttState {
     pub visible: Vec<usize>,
 }
 
-/// What the analysis keeps of an SE without instruction tokens, made as it is decoded: its
-/// waves grouped into the view's rows and its achieved occupancy.
-type Spilled = (SeWaves, crate::data::occupancy::Achieved);
+/// What the view keeps of one SE, taken from its analysis (every wave, tokens mapped) as soon
+/// as it is decoded, the analysis' records let go as they are read.
+struct SePart {
+    /// Its waves grouped into the view's rows.
+    grouped: SeWaves,
+    achieved: crate::data::occupancy::Achieved,
+    /// Its part of the instruction table (`None`: no tokens, or the table is known).
+    table: Option<(TablePart, KernelSplits)>,
+    traced: TracedWaves,
+    /// The disassembly of its mapped PCs.
+    disasm: HashMap<u64, String>,
+}
+
+impl SePart {
+    /// The part of `st` (its table part when `table`), its wave records and tokens let go
+    /// (the tokens before the waves are grouped: at most one SE's records and its part).
+    fn take(st: &mut SeTrace, disasm: &HashMap<u64, String>, table: bool) -> SePart {
+        let mut achieved = crate::data::occupancy::Achieved::default();
+        let lives = st.analysis.waves.iter().map(WaveLife::of);
+        crate::data::occupancy::achieved_se(&mut achieved, st.se, lives);
+        // Only waves with tokens have rows and splits (as `inst_stats_by_se`).
+        let table = (table && !st.analysis.tokens.is_empty()).then(|| {
+            let one = std::slice::from_ref(&*st);
+            (TablePart::of(one, disasm), hidden::splits_of(one, disasm))
+        });
+        let traced = TracedWaves::of(st);
+        st.analysis.tokens = Vec::new();
+        st.token_x = Vec::new();
+        st.token_order = Vec::new();
+        st.token_start = Vec::new();
+        st.token_pc = Vec::new();
+        st.mapped = Vec::new();
+        let grouped = SeWaves::group(&st.analysis.waves);
+        st.analysis.waves = Vec::new();
+        st.wave_x = Vec::new();
+        SePart {
+            grouped,
+            achieved,
+            table,
+            traced,
+            disasm: disasm.clone(),
+        }
+    }
+}
 
 impl KernelView {
     /// The view of kernel `k` of `p`, analysed for it: the SEs decoded in parallel (`progress`
-    /// gets (done, total) as each finishes), each SE without instruction tokens reduced to its
-    /// rows as soon as it is decoded, the instruction table from `stats` when known (the .wst's
+    /// gets (done, total) as each finishes), each SE reduced to what the view keeps of it as
+    /// soon as it is decoded, the instruction table from `stats` when known (the .wst's
     /// analysis index) or computed. `None` when `k` is not a kernel of `p`.
     pub fn analyze(
         p: &traces::model::Profile,
@@ -105,24 +149,11 @@ impl KernelView {
         progress: &(dyn Fn(usize, usize) + Sync),
         stats: Option<Vec<InstStat>>,
     ) -> Option<KernelView> {
-        let spill = |waves: &[traces::sqtt::Wave]| -> Option<Spilled> {
-            let mut achieved = crate::data::occupancy::Achieved::default();
-            // The SE's number is set when the SEs are put together.
-            crate::data::occupancy::achieved_se(
-                &mut achieved,
-                0,
-                waves.iter().map(|w| crate::data::occupancy::WaveLife {
-                    start: w.start,
-                    end: w.end,
-                    cu: w.cu,
-                    simd: w.simd,
-                }),
-            );
-            Some((SeWaves::group(waves), achieved))
-        };
-        let (data, clocks, spilled) =
-            crate::data::analyze_kernel_view_spill(p, k, progress, &spill)?;
-        Some(Self::build(data, clocks, spilled, stats))
+        let table = stats.is_none();
+        let fold =
+            |st: &mut SeTrace, disasm: &HashMap<u64, String>| SePart::take(st, disasm, table);
+        let (data, clocks, parts) = crate::data::analyze_kernel_view_fold(p, k, progress, &fold)?;
+        Some(Self::build(data, clocks, parts, stats))
     }
 
     /// The view of an analysed kernel whose x is its cycles (no markers: `XUnit::Cycles`).
@@ -131,76 +162,53 @@ impl KernelView {
         Self::build(data, clocks, Vec::new(), None)
     }
 
-    /// The view of `data` with each SE's clock; `spilled` (by SE, may be shorter) holds what
-    /// the analysis kept of the SEs whose wave records it let go.
+    /// The view of `data` with each SE's clock; `parts` (by SE, may be shorter) holds what
+    /// the view keeps of the SEs whose records the analysis let go, the others' are made here
+    /// (and their records let go).
     fn build(
         mut data: KernelSqtt,
         clocks: Vec<SeClock>,
-        spilled: Vec<Option<Spilled>>,
+        parts: Vec<Option<SePart>>,
         stats: Option<Vec<InstStat>>,
     ) -> KernelView {
-        // Achieved occupancy per SE, in SE order: saved as decoded, or from the wave records;
-        // then the SE's waves grouped into rows, and of its wave records only those with
-        // tokens kept (the table and the wave list read them; the rows hold every wave).
+        // Achieved occupancy, the table's parts, the rows' groups and the traced waves, in SE
+        // order.
         let mut achieved = crate::data::occupancy::Achieved::default();
+        let mut table = TablePart::default();
+        let mut splits = KernelSplits::default();
         let mut grouped = Vec::with_capacity(data.ses.len());
         let mut traced = Vec::with_capacity(data.ses.len());
-        let mut spilled = spilled.into_iter();
+        let mut parts = parts.into_iter();
         for s in &mut data.ses {
+            let part = match parts.next().flatten() {
+                Some(part) => part,
+                None => SePart::take(s, &data.disasm, stats.is_none()),
+            };
             // The clocks are made: the markers (millions in a large capture) are not read
             // again.
             s.analysis.markers = Vec::new();
             s.analysis.userdata_writes = Vec::new();
-            match spilled.next().flatten() {
-                Some((g, a)) => {
-                    achieved
-                        .per_se
-                        .extend(a.per_se.into_iter().map(|o| SeOccupancy { se: s.se, ..o }));
-                    achieved.per_simd.extend(
-                        a.per_simd
-                            .into_iter()
-                            .map(|o| SimdOccupancy { se: s.se, ..o }),
-                    );
-                    grouped.push(Some(g));
-                    // With tokens, the analysis kept only the waves that have some.
-                    traced.push(
-                        (!s.analysis.tokens.is_empty()).then(|| std::mem::take(&mut s.wave_ids)),
-                    );
-                }
-                None => {
-                    crate::data::occupancy::achieved_se(
-                        &mut achieved,
-                        s.se,
-                        s.analysis
-                            .waves
-                            .iter()
-                            .map(|w| crate::data::occupancy::WaveLife {
-                                start: w.start,
-                                end: w.end,
-                                cu: w.cu,
-                                simd: w.simd,
-                            }),
-                    );
-                    grouped.push(Some(SeWaves::group(&s.analysis.waves)));
-                    traced.push(Some(keep_waves_with_tokens(s)));
-                }
+            let SePart {
+                grouped: g,
+                achieved: mut a,
+                table: t,
+                traced: tr,
+                disasm,
+            } = part;
+            achieved.per_se.append(&mut a.per_se);
+            achieved.per_simd.append(&mut a.per_simd);
+            if let Some((t, sp)) = t {
+                table.merge(t);
+                splits.merge(sp);
             }
+            for (pc, text) in disasm {
+                data.disasm.entry(pc).or_insert(text);
+            }
+            grouped.push(Some(g));
+            traced.push(tr);
         }
-        // The table reads only waves with tokens, in order: the same rows and sums as over
-        // every wave; one SE at a time, so one SE's scratch beside the kernel's tokens.
-        let stats = stats.unwrap_or_else(|| inst_stats_by_se(&data));
+        let stats = stats.unwrap_or_else(|| table.finish(&splits.by_inst));
         let rows = SqttRows::build(&data, clocks, grouped, traced);
-        // The SEs' columns stay for as long as the kernel is open, so at their length (a
-        // large block shrinks in place, without a copy); x is the rows' business.
-        for s in &mut data.ses {
-            s.analysis.waves.shrink_to_fit();
-            s.analysis.tokens.shrink_to_fit();
-            s.wave_x = Vec::new();
-            s.token_x = Vec::new();
-            s.token_order.shrink_to_fit();
-            s.token_start.shrink_to_fit();
-            s.token_pc.shrink_to_fit();
-        }
         let mut waves = 0;
         let occupancy = data
             .ses
@@ -271,35 +279,26 @@ impl KernelView {
 
     /// The wave at position `pos` of row `ri`.
     pub fn wave_in_row(&self, ri: usize, pos: usize) -> Option<WaveAt> {
-        wave_in_row(&self.data, &self.rows, ri, pos)
+        wave_in_row(&self.rows, ri, pos)
+    }
+
+    /// The instructions of wave `w` of SE index `se` (empty without tokens), as
+    /// `traces::analysis::wave_insts` lists them from the full analysis.
+    pub fn wave_insts(&self, se: usize, w: u32) -> Vec<WaveInst> {
+        match (self.rows.traced.get(se), self.rows.wave_index(se, w)) {
+            (Some(t), Some(i)) => t.insts(i, &self.rows.clock(se), &self.data.disasm),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Instruction tokens of every traced wave.
+    pub fn tokens(&self) -> usize {
+        self.rows.traced.iter().map(|t| t.token_count()).sum()
     }
 }
 
-/// Keeps, of `s`'s wave records, only those with tokens (in order, `token_start` to match);
-/// returns their indices among all its waves.
-fn keep_waves_with_tokens(s: &mut crate::data::SeTrace) -> Vec<u32> {
-    let n = s.analysis.waves.len();
-    let ids: Vec<u32> = (0..n)
-        .filter(|&w| !s.wave_tokens(w).is_empty())
-        .map(|w| w as u32)
-        .collect();
-    // A wave without tokens has an empty range: each kept wave's range ends where the next
-    // kept one's starts, the last where every token's does.
-    let mut start: Vec<u32> = ids
-        .iter()
-        .map(|&w| s.token_start.get(w as usize).copied().unwrap_or(0))
-        .collect();
-    start.push(s.token_start.get(n).copied().unwrap_or(0));
-    s.token_start = start;
-    s.analysis.waves = ids
-        .iter()
-        .map(|&w| s.analysis.waves[w as usize].clone())
-        .collect();
-    ids
-}
-
-/// The wave at position `pos` of row `ri` of `rows` (the rows of `data`).
-fn wave_in_row(data: &KernelSqtt, rows: &SqttRows, ri: usize, pos: usize) -> Option<WaveAt> {
+/// The wave at position `pos` of row `ri` of `rows`.
+fn wave_in_row(rows: &SqttRows, ri: usize, pos: usize) -> Option<WaveAt> {
     let r = rows.rows.get(ri)?;
     let RowKind::Wave { se, cu, simd, slot } = r.kind else {
         return None;
@@ -314,8 +313,8 @@ fn wave_in_row(data: &KernelSqtt, rows: &SqttRows, ri: usize, pos: usize) -> Opt
         start,
         end,
         x: (clock.x(start), clock.x(end)),
-        tokens: match (data.ses.get(se), rows.wave_index(se, w)) {
-            (Some(s), Some(i)) => s.wave_tokens(i).len(),
+        tokens: match (rows.traced.get(se), rows.wave_index(se, w)) {
+            (Some(t), Some(i)) => t.times(i).len(),
             _ => 0,
         },
     })
@@ -545,7 +544,6 @@ pub fn show(ui: &mut Ui, kv: &mut KernelView) -> bool {
     paint_ruler(&painter, ruler_rect, full.bottom(), &st.view, cycles);
     let mut frame = Frame::default();
     layout_frame(
-        &kv.data,
         &kv.rows,
         &st.visible,
         st.scroll_y,
@@ -755,10 +753,8 @@ fn wave_tooltip(
         .rows
         .get(ri)
         .and_then(|r| r.waves.iter().position(|&x| x == w));
-    let (Some(wave), Some(s)) = (
-        pos.and_then(|p| wave_in_row(data, rows, ri, p)),
-        data.ses.get(se),
-    ) else {
+    let (Some(wave), Some(s)) = (pos.and_then(|p| wave_in_row(rows, ri, p)), data.ses.get(se))
+    else {
         return String::new();
     };
     let (a, b) = wave.x;
