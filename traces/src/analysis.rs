@@ -803,17 +803,15 @@ fn analyze_kernel_clocked<T: Send>(
                             true,
                         )
                     }
-                    _ => {
-                        SeTrace::build(
-                            s.se,
-                            s.itrace,
-                            a,
-                            &|c| c as f64,
-                            opts.token_x,
-                            opts.wave_x,
-                            true,
-                        )
-                    }
+                    _ => SeTrace::build(
+                        s.se,
+                        s.itrace,
+                        a,
+                        &|c| c as f64,
+                        opts.token_x,
+                        opts.wave_x,
+                        true,
+                    ),
                 };
                 st.wave_ids = ids;
                 ses.push(st);

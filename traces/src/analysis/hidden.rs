@@ -429,7 +429,16 @@ fn se_splits(
     }
     // Each SIMD's issues in stream order, which is time order: only the issues of one cycle
     // need sorting then (events are whole values, so any sort gives the same list).
-    let mut by_group: Vec<Vec<(i64, u32, InstClass)>> = vec![Vec::new(); groups.len()];
+    // Each list at its size at once: grown by doubling, a big SE's copies and fresh pages
+    // cost more than this count.
+    let mut sizes = vec![0usize; groups.len()];
+    for t in tokens {
+        if let Some(&g) = group_of.get(t.wave as usize).filter(|&&g| g != u32::MAX) {
+            sizes[g as usize] += 1;
+        }
+    }
+    let mut by_group: Vec<Vec<(i64, u32, InstClass)>> =
+        sizes.iter().map(|&n| Vec::with_capacity(n)).collect();
     for (ti, t) in tokens.iter().enumerate() {
         if let Some(&g) = group_of.get(t.wave as usize).filter(|&&g| g != u32::MAX) {
             by_group[g as usize].push((t.time, t.wave, classes[token_rows[ti] as usize]));
@@ -492,11 +501,12 @@ struct Cycles<'e> {
 
 impl<'e> Cycles<'e> {
     fn of(events: &'e [(i64, u32, InstClass)]) -> Cycles<'e> {
+        // At most a cycle per event.
         let mut c = Cycles {
             events,
-            times: Vec::new(),
-            first: Vec::new(),
-            least: Vec::new(),
+            times: Vec::with_capacity(events.len()),
+            first: Vec::with_capacity(events.len() + 1),
+            least: Vec::with_capacity(events.len()),
         };
         for (i, e) in events.iter().enumerate() {
             match c.times.last() {
