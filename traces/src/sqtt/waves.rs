@@ -779,20 +779,18 @@ impl Analyzer {
         // that carry no realtime marker (most TS_DELTA_OR_MARK) stop here: `detail` would do
         // nothing with them, and a call per packet would cost more than the test.
         if !self.first_packet {
-            match p.ty.kind {
+            let keep = match p.ty.kind {
                 Kind::Reg => {
                     let addr = self.places_of(p).reg_addr.get(p.raw) as u32;
-                    if addr != USERDATA_2 && addr != USERDATA_3 {
-                        return;
-                    }
+                    addr == USERDATA_2 || addr == USERDATA_3
                 }
                 Kind::DeltaOrMarker => {
-                    if !(p.ty.time == TimeRule::DeltaOrMarker && self.places_of(p).is_marker(p.raw))
-                    {
-                        return;
-                    }
+                    p.ty.time == TimeRule::DeltaOrMarker && self.places_of(p).is_marker(p.raw)
                 }
-                _ => {}
+                _ => true,
+            };
+            if !keep {
+                return;
             }
         }
         self.detail(p);
