@@ -555,7 +555,7 @@ pub fn kernel_table(p: &Profile, ki: usize) -> Option<KernelTable> {
             Default::default()
         } else {
             let one = std::slice::from_ref(st);
-            (TablePart::of(one, disasm), hidden::splits_of(one, disasm))
+            TablePart::with_splits(one, disasm)
         };
         Part {
             waves: st.analysis.waves.len(),

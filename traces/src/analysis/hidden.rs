@@ -311,7 +311,6 @@ pub fn kernel_splits(k: &KernelSqtt) -> KernelSplits {
 /// [`kernel_splits`] of `ses` alone, whose mapped PCs' disassembly is in `disasm` (one SE's
 /// splits, [`KernelSplits::merge`]d in SE order, are the kernel's).
 pub fn splits_of(ses: &[super::SeTrace], disasm: &HashMap<u64, String>) -> KernelSplits {
-    use rayon::prelude::*;
     let mut rows = crate::pipeline::Rows::new(ses, disasm);
     // Per SE, each token's row (u32::MAX: in no wave).
     let mut token_rows: Vec<Vec<u32>> = Vec::with_capacity(ses.len());
@@ -330,6 +329,18 @@ pub fn splits_of(ses: &[super::SeTrace], disasm: &HashMap<u64, String>) -> Kerne
         }
         token_rows.push(tr);
     }
+    splits_with_rows(ses, &rows, &token_rows)
+}
+
+/// [`splits_of`] with the rows already found: `rows` met in [`splits_of`]'s order (SEs, waves,
+/// tokens) and each SE's token rows (`u32::MAX`: in no wave), as the instruction table's pass
+/// finds them too ([`crate::pipeline::TablePart::with_splits`]).
+pub(crate) fn splits_with_rows(
+    ses: &[super::SeTrace],
+    rows: &crate::pipeline::Rows<'_>,
+    token_rows: &[Vec<u32>],
+) -> KernelSplits {
+    use rayon::prelude::*;
     // A row's class: from its disassembly, or its token name (once per row).
     let classes: Vec<InstClass> = (0..rows.rows.len() as u32)
         .map(|g| match rows.rows[g as usize].pc {
@@ -341,7 +352,7 @@ pub fn splits_of(ses: &[super::SeTrace], disasm: &HashMap<u64, String>) -> Kerne
     // Per SE: the split of each row (summed) and of each wave.
     let per_se: Vec<(Vec<LatencySplit>, WaveSplits)> = ses
         .par_iter()
-        .zip(&token_rows)
+        .zip(token_rows)
         .map(|(se, tr)| se_splits(se, tr, &classes, n_rows))
         .collect();
     let mut by_row = vec![LatencySplit::default(); n_rows];
