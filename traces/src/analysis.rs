@@ -108,11 +108,13 @@ impl SeTrace {
         to_x: &dyn Fn(i64) -> f64,
         detail: bool,
     ) -> SeTrace {
-        SeTrace::build(se, itrace, analysis, to_x, detail, true)
+        SeTrace::build(se, itrace, analysis, to_x, detail, true, true)
     }
 
     /// [`SeTrace::with_detail`]; without `wave_x`, `wave_x` stays empty too (16 bytes and two
-    /// clock conversions per wave that the instruction table does not need).
+    /// clock conversions per wave that the instruction table does not need). Without
+    /// `keep_empty_index`, an SE without tokens gets no token index (`token_start` would be a
+    /// zero per wave: millions at real sizes, for a fold that reads none).
     fn build(
         se: u32,
         itrace: bool,
@@ -120,6 +122,7 @@ impl SeTrace {
         to_x: &dyn Fn(i64) -> f64,
         detail: bool,
         wave_x: bool,
+        keep_empty_index: bool,
     ) -> SeTrace {
         let wave_x = if wave_x {
             analysis
@@ -135,7 +138,12 @@ impl SeTrace {
         } else {
             Vec::new()
         };
-        let (token_order, token_start) = group_tokens(&analysis.tokens, analysis.waves.len());
+        let (token_order, token_start) = if analysis.tokens.is_empty() && !keep_empty_index {
+            // Nothing to index: a wave's tokens read as none either way.
+            (Vec::new(), Vec::new())
+        } else {
+            group_tokens(&analysis.tokens, analysis.waves.len())
+        };
         SeTrace {
             se,
             itrace,
@@ -547,7 +555,7 @@ pub fn kernel_table(p: &Profile, ki: usize) -> Option<KernelTable> {
             Default::default()
         } else {
             let one = std::slice::from_ref(st);
-            (TablePart::of(one, disasm), hidden::splits_of(one, disasm))
+            TablePart::with_splits(one, disasm)
         };
         Part {
             waves: st.analysis.waves.len(),
@@ -624,7 +632,9 @@ fn analyze_kernel_clocked<T: Send>(
         };
         release(blob.len());
         let r = r.map(|(mut a, m)| {
-            if opts.compact {
+            // Not for a fold: its lists are handed back for the next SE right away, and a copy
+            // of each to its exact size would cost a copy and fresh pages for nothing.
+            if opts.compact && !matches!(per_se, PerSe::Fold(_)) {
                 a.waves.shrink_to_fit();
                 a.tokens.shrink_to_fit();
             }
@@ -638,9 +648,10 @@ fn analyze_kernel_clocked<T: Send>(
         let mut spilled = None;
         // Where a folded SE's mapping lost track (the fold drops the SE, not this).
         let mut map_error = None;
-        // What a fold reads: the SE mapped, without x.
+        // What a fold reads: the SE mapped, without x (and no token index for an SE without
+        // tokens: every fold reads a wave's tokens through `wave_tokens`).
         let mapped = |a: BlobAnalysis, m: Option<crate::pipeline::SeMap>| {
-            let mut st = SeTrace::build(s.se, s.itrace, a, &|c| c as f64, false, false);
+            let mut st = SeTrace::build(s.se, s.itrace, a, &|c| c as f64, false, false, false);
             let mut d = HashMap::new();
             if let Some(code) = &code {
                 map_se_trace(&mut st, m, blob, code, opts, &|c| c as f64, &mut d);
@@ -802,11 +813,18 @@ fn analyze_kernel_clocked<T: Send>(
                             },
                             opts.token_x,
                             opts.wave_x,
+                            true,
                         )
                     }
-                    _ => {
-                        SeTrace::build(s.se, s.itrace, a, &|c| c as f64, opts.token_x, opts.wave_x)
-                    }
+                    _ => SeTrace::build(
+                        s.se,
+                        s.itrace,
+                        a,
+                        &|c| c as f64,
+                        opts.token_x,
+                        opts.wave_x,
+                        true,
+                    ),
                 };
                 st.map_error = map_error;
                 ses.push(st);

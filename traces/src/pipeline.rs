@@ -752,11 +752,37 @@ pub struct TablePart {
 impl TablePart {
     /// The part of `ses`, whose mapped PCs' disassembly is in `disasm`.
     pub fn of(ses: &[SeTrace], disasm: &HashMap<u64, String>) -> TablePart {
+        Self::walk(ses, disasm, false).0
+    }
+
+    /// [`TablePart::of`] and [`crate::analysis::hidden::splits_of`] of `ses` from one walk
+    /// over their tokens: the splits group executions by the same rows, met in the same order,
+    /// so the table's pass finds them once for both.
+    pub fn with_splits(
+        ses: &[SeTrace],
+        disasm: &HashMap<u64, String>,
+    ) -> (TablePart, crate::analysis::hidden::KernelSplits) {
+        let (part, rows, token_rows) = Self::walk(ses, disasm, true);
+        let splits = crate::analysis::hidden::splits_with_rows(ses, &rows, &token_rows);
+        (part, splits)
+    }
+
+    /// The part, its rows, and with `keep_rows` each SE's token rows (`u32::MAX`: in no wave).
+    fn walk<'k>(
+        ses: &[SeTrace],
+        disasm: &'k HashMap<u64, String>,
+        keep_rows: bool,
+    ) -> (TablePart, Rows<'k>, Vec<Vec<u32>>) {
         let mut rows = Rows::new(ses, disasm);
         let mut best: Vec<i64> = Vec::new();
         let mut acc: Vec<Acc> = Vec::new();
+        let mut token_rows: Vec<Vec<u32>> = Vec::new();
         let pc_of = |se: &SeTrace, ti: usize| se.token_pc.get(ti).copied().unwrap_or(u64::MAX);
         for se in ses {
+            let mut tr = match keep_rows {
+                true => vec![u32::MAX; se.analysis.tokens.len()],
+                false => Vec::new(),
+            };
             each_token(se, |i, gap, t, ti| {
                 let kind = rows.name_id(t);
                 if best.len() <= kind as usize {
@@ -764,6 +790,9 @@ impl TablePart {
                 }
                 best[kind as usize] = best[kind as usize].min(gap);
                 let g = rows.row(i, kind, pc_of(se, ti)) as usize;
+                if let Some(r) = tr.get_mut(ti) {
+                    *r = g as u32;
+                }
                 if acc.len() <= g {
                     acc.push(Acc::new());
                 }
@@ -775,16 +804,20 @@ impl TablePart {
                 a.gaps.push(gap);
                 a.add_kind(kind, 1);
             });
+            if keep_rows {
+                token_rows.push(tr);
+            }
         }
-        TablePart {
+        let part = TablePart {
             keys: (0..rows.rows.len() as u32)
                 .map(|g| rows.inst_key(g))
                 .collect(),
             acc,
-            names: rows.names.names,
+            names: rows.names.names.clone(),
             best,
             amd: ses.iter().flat_map(|s| s.amd_pc.iter().copied()).collect(),
-        }
+        };
+        (part, rows, token_rows)
     }
 
     /// Adds the part of the SEs after this one's.

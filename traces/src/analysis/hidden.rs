@@ -311,7 +311,6 @@ pub fn kernel_splits(k: &KernelSqtt) -> KernelSplits {
 /// [`kernel_splits`] of `ses` alone, whose mapped PCs' disassembly is in `disasm` (one SE's
 /// splits, [`KernelSplits::merge`]d in SE order, are the kernel's).
 pub fn splits_of(ses: &[super::SeTrace], disasm: &HashMap<u64, String>) -> KernelSplits {
-    use rayon::prelude::*;
     let mut rows = crate::pipeline::Rows::new(ses, disasm);
     // Per SE, each token's row (u32::MAX: in no wave).
     let mut token_rows: Vec<Vec<u32>> = Vec::with_capacity(ses.len());
@@ -330,6 +329,18 @@ pub fn splits_of(ses: &[super::SeTrace], disasm: &HashMap<u64, String>) -> Kerne
         }
         token_rows.push(tr);
     }
+    splits_with_rows(ses, &rows, &token_rows)
+}
+
+/// [`splits_of`] with the rows already found: `rows` met in [`splits_of`]'s order (SEs, waves,
+/// tokens) and each SE's token rows (`u32::MAX`: in no wave), as the instruction table's pass
+/// finds them too ([`crate::pipeline::TablePart::with_splits`]).
+pub(crate) fn splits_with_rows(
+    ses: &[super::SeTrace],
+    rows: &crate::pipeline::Rows<'_>,
+    token_rows: &[Vec<u32>],
+) -> KernelSplits {
+    use rayon::prelude::*;
     // A row's class: from its disassembly, or its token name (once per row).
     let classes: Vec<InstClass> = (0..rows.rows.len() as u32)
         .map(|g| match rows.rows[g as usize].pc {
@@ -341,7 +352,7 @@ pub fn splits_of(ses: &[super::SeTrace], disasm: &HashMap<u64, String>) -> Kerne
     // Per SE: the split of each row (summed) and of each wave.
     let per_se: Vec<(Vec<LatencySplit>, WaveSplits)> = ses
         .par_iter()
-        .zip(&token_rows)
+        .zip(token_rows)
         .map(|(se, tr)| se_splits(se, tr, &classes, n_rows))
         .collect();
     let mut by_row = vec![LatencySplit::default(); n_rows];
@@ -429,7 +440,16 @@ fn se_splits(
     }
     // Each SIMD's issues in stream order, which is time order: only the issues of one cycle
     // need sorting then (events are whole values, so any sort gives the same list).
-    let mut by_group: Vec<Vec<(i64, u32, InstClass)>> = vec![Vec::new(); groups.len()];
+    // Each list at its size at once: grown by doubling, a big SE's copies and fresh pages
+    // cost more than this count.
+    let mut sizes = vec![0usize; groups.len()];
+    for t in tokens {
+        if let Some(&g) = group_of.get(t.wave as usize).filter(|&&g| g != u32::MAX) {
+            sizes[g as usize] += 1;
+        }
+    }
+    let mut by_group: Vec<Vec<(i64, u32, InstClass)>> =
+        sizes.iter().map(|&n| Vec::with_capacity(n)).collect();
     for (ti, t) in tokens.iter().enumerate() {
         if let Some(&g) = group_of.get(t.wave as usize).filter(|&&g| g != u32::MAX) {
             by_group[g as usize].push((t.time, t.wave, classes[token_rows[ti] as usize]));
@@ -444,55 +464,183 @@ fn se_splits(
         } else {
             events.sort_unstable();
         }
+        let cycles = Cycles::of(&events);
         for &w in members {
-            let mut prev = waves[w as usize].start;
+            let wave_tokens = se.wave_tokens(w as usize);
+            let in_order = wave_tokens
+                .iter()
+                .filter_map(|&ti| tokens.get(ti as usize))
+                .is_sorted_by_key(|t| t.time);
             let mut ws = LatencySplit::default();
-            // The end of the last token's window: its window ends where the next one's starts
-            // (tokens of a wave come in time order), so only a wave's first token searches.
-            let mut next_lo: Option<usize> = None;
-            for &ti in se.wave_tokens(w as usize) {
-                let Some(t) = tokens.get(ti as usize) else {
-                    continue;
-                };
-                let mut s = LatencySplit {
-                    latency: t.time - prev,
-                    ..Default::default()
-                };
-                // Events in (prev, time]: each distinct cycle another wave issued in is hidden.
-                let lo = match next_lo {
-                    Some(lo) => lo,
-                    None => events.partition_point(|e| e.0 <= prev),
-                };
-                let mut hi = lo;
-                while hi < events.len() && events[hi].0 <= t.time {
-                    hi += 1;
-                }
-                // A token earlier than the last (out of time order) searches again.
-                next_lo = (t.time >= prev).then_some(hi);
-                let mut j = lo;
-                while j < hi {
-                    let tj = events[j].0;
-                    let mut best: Option<InstClass> = None;
-                    while j < hi && events[j].0 == tj {
-                        if events[j].1 != w {
-                            best = Some(best.map_or(events[j].2, |b| b.min(events[j].2)));
-                        }
-                        j += 1;
-                    }
-                    if let Some(c) = best {
-                        *s.hidden.slot(c) += 1;
-                    }
-                }
-                s.exposed = s.latency - s.hidden_total();
-                prev = t.time;
-                by_row[token_rows[ti as usize] as usize].add(&s);
-                ws.add(&s);
+            let mut add = |ti: u32, s: &LatencySplit| {
+                by_row[token_rows[ti as usize] as usize].add(s);
+                ws.add(s);
+            };
+            if in_order {
+                cycles.wave_splits(w, waves[w as usize].start, wave_tokens, tokens, &mut add);
+            } else {
+                scan_wave_splits(
+                    w,
+                    waves[w as usize].start,
+                    wave_tokens,
+                    tokens,
+                    &events,
+                    add,
+                );
             }
             by_wave.push((w, ws));
         }
     }
     by_wave.sort_unstable_by_key(|e| e.0);
     (by_row, by_wave)
+}
+
+/// The distinct cycles of one SIMD's issue events (sorted by time), each with the class that
+/// fills it for a wave that did not issue in it: the least class of its events. A wave's
+/// windows between its own issues hold none of its own events when its tokens come in time
+/// order, so every cycle inside a window is hidden by that class, and only the window's last
+/// cycle (where the wave itself issued) needs its events looked at: one byte per cycle read
+/// instead of every event of every other wave compared.
+struct Cycles<'e> {
+    events: &'e [(i64, u32, InstClass)],
+    times: Vec<i64>,
+    /// Index in `events` of each cycle's first event (one more entry at the end).
+    first: Vec<u32>,
+    /// The least class issued in each cycle, as its index in [`InstClass::ALL`].
+    least: Vec<u8>,
+}
+
+impl<'e> Cycles<'e> {
+    fn of(events: &'e [(i64, u32, InstClass)]) -> Cycles<'e> {
+        // At most a cycle per event.
+        let mut c = Cycles {
+            events,
+            times: Vec::with_capacity(events.len()),
+            first: Vec::with_capacity(events.len() + 1),
+            least: Vec::with_capacity(events.len()),
+        };
+        for (i, e) in events.iter().enumerate() {
+            match c.times.last() {
+                Some(&t) if t == e.0 => {
+                    let l = c.least.last_mut().expect("a cycle per time");
+                    *l = (*l).min(e.2 as u8);
+                }
+                _ => {
+                    c.times.push(e.0);
+                    c.first.push(i as u32);
+                    c.least.push(e.2 as u8);
+                }
+            }
+        }
+        c.first.push(events.len() as u32);
+        c
+    }
+
+    /// The splits of wave `w`'s tokens (`order` into `tokens`, in time order), from its start
+    /// on, each handed to `add` with its token index: [`scan_wave_splits`]'s results.
+    fn wave_splits(
+        &self,
+        w: u32,
+        start: i64,
+        order: &[u32],
+        tokens: &[crate::sqtt::InstToken],
+        add: &mut impl FnMut(u32, &LatencySplit),
+    ) {
+        let times = &self.times;
+        let mut prev = start;
+        // The first cycle after `prev`.
+        let mut k = times.partition_point(|&x| x <= prev);
+        for &ti in order {
+            let Some(t) = tokens.get(ti as usize) else {
+                continue;
+            };
+            let mut by = [0i64; 8];
+            if t.time > prev {
+                while k < times.len() && times[k] < t.time {
+                    by[self.least[k] as usize & 7] += 1;
+                    k += 1;
+                }
+                if k < times.len() && times[k] == t.time {
+                    // This wave issued here too: the least class of the others, if any.
+                    let (a, b) = (self.first[k] as usize, self.first[k + 1] as usize);
+                    let other = self.events[a..b]
+                        .iter()
+                        .filter(|e| e.1 != w)
+                        .map(|e| e.2 as usize)
+                        .min();
+                    if let Some(c) = other {
+                        by[c & 7] += 1;
+                    }
+                    k += 1;
+                }
+            } else if t.time < prev {
+                k = times.partition_point(|&x| x <= t.time);
+            }
+            let mut s = LatencySplit {
+                latency: t.time - prev,
+                ..Default::default()
+            };
+            for (i, c) in InstClass::ALL.into_iter().enumerate() {
+                *s.hidden.slot(c) = by[i];
+            }
+            s.exposed = s.latency - s.hidden_total();
+            prev = t.time;
+            add(ti, &s);
+        }
+    }
+}
+
+/// [`Cycles::wave_splits`] for a wave whose tokens are out of time order: each window's
+/// events compared one by one, the wave's own left out.
+fn scan_wave_splits(
+    w: u32,
+    start: i64,
+    order: &[u32],
+    tokens: &[crate::sqtt::InstToken],
+    events: &[(i64, u32, InstClass)],
+    mut add: impl FnMut(u32, &LatencySplit),
+) {
+    let mut prev = start;
+    // The end of the last token's window: its window ends where the next one's starts
+    // (tokens of a wave come in time order), so only a wave's first token searches.
+    let mut next_lo: Option<usize> = None;
+    for &ti in order {
+        let Some(t) = tokens.get(ti as usize) else {
+            continue;
+        };
+        let mut s = LatencySplit {
+            latency: t.time - prev,
+            ..Default::default()
+        };
+        // Events in (prev, time]: each distinct cycle another wave issued in is hidden.
+        let lo = match next_lo {
+            Some(lo) => lo,
+            None => events.partition_point(|e| e.0 <= prev),
+        };
+        let mut hi = lo;
+        while hi < events.len() && events[hi].0 <= t.time {
+            hi += 1;
+        }
+        // A token earlier than the last (out of time order) searches again.
+        next_lo = (t.time >= prev).then_some(hi);
+        let mut j = lo;
+        while j < hi {
+            let tj = events[j].0;
+            let mut best: Option<InstClass> = None;
+            while j < hi && events[j].0 == tj {
+                if events[j].1 != w {
+                    best = Some(best.map_or(events[j].2, |b| b.min(events[j].2)));
+                }
+                j += 1;
+            }
+            if let Some(c) = best {
+                *s.hidden.slot(c) += 1;
+            }
+        }
+        s.exposed = s.latency - s.hidden_total();
+        prev = t.time;
+        add(ti, &s);
+    }
 }
 
 #[cfg(test)]
@@ -517,5 +665,63 @@ mod tests {
         assert_eq!(InstClass::from_token("VALUINST"), Valu);
         assert_eq!(InstClass::from_token("SGMEM_RD_1"), Vmem);
         assert_eq!(InstClass::from_token("IMMEDIATE"), Other);
+    }
+
+    /// The per-cycle rule gives what comparing every event of each window gives, for waves
+    /// whose tokens come in time order (ties, several waves issuing in one cycle, a first
+    /// token before the wave's start, a wave alone on its SIMD).
+    #[test]
+    fn cycle_classes_give_the_scanned_splits() {
+        use crate::sqtt::{InstToken, TokenKind};
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for case in 0..500 {
+            let waves = 1 + next(6) as u32;
+            let mut tokens = Vec::new();
+            let mut starts = Vec::new();
+            for w in 0..waves {
+                let start = next(20) as i64;
+                starts.push(start);
+                let mut t = start - next(3) as i64;
+                for _ in 0..next(12) {
+                    t += next(4) as i64;
+                    tokens.push(InstToken {
+                        time: t,
+                        wave: w,
+                        kind: TokenKind::ValuInst,
+                        op: None,
+                        offset: 0,
+                    });
+                }
+            }
+            tokens.sort_by_key(|t| t.time);
+            let classes: Vec<InstClass> = (0..tokens.len())
+                .map(|_| InstClass::ALL[next(7) as usize])
+                .collect();
+            let mut events: Vec<(i64, u32, InstClass)> = tokens
+                .iter()
+                .zip(&classes)
+                .map(|(t, &c)| (t.time, t.wave, c))
+                .collect();
+            events.sort_unstable();
+            let cycles = Cycles::of(&events);
+            for w in 0..waves {
+                let order: Vec<u32> = (0..tokens.len() as u32)
+                    .filter(|&i| tokens[i as usize].wave == w)
+                    .collect();
+                let (mut fast, mut scan) = (Vec::new(), Vec::new());
+                let start = starts[w as usize];
+                cycles.wave_splits(w, start, &order, &tokens, &mut |ti, s| fast.push((ti, *s)));
+                scan_wave_splits(w, start, &order, &tokens, &events, |ti, s| {
+                    scan.push((ti, *s))
+                });
+                assert_eq!(fast, scan, "case {case} wave {w}");
+            }
+        }
     }
 }

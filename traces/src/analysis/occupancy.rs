@@ -503,6 +503,13 @@ impl WaveLife {
 /// Adds SE `se`'s achieved occupancy to `out` from its waves in stream order (an SE without
 /// waves adds nothing); [`achieved`] calls it per SE, the index reader with saved waves.
 pub fn achieved_se(out: &mut Achieved, se: u32, waves: impl Iterator<Item = WaveLife> + Clone) {
+    if !achieved_in_start_order(out, se, waves.clone()) {
+        achieved_any_order(out, se, waves);
+    }
+}
+
+/// [`achieved_se`] for waves in any order: each SIMD's starts and ends gathered, then swept.
+fn achieved_any_order(out: &mut Achieved, se: u32, waves: impl Iterator<Item = WaveLife> + Clone) {
     // Each wave's SIMD group (first-seen order), the groups' counts and busy sums, and the
     // SE's span in one pass: a direct table for the (CU, SIMD) places real layouts have, a
     // map for any other.
@@ -595,6 +602,117 @@ pub fn achieved_se(out: &mut Achieved, se: u32, waves: impl Iterator<Item = Wave
         mean_waves_per_simd: sum / count.max(1) as f64,
         peak_waves_per_simd: peak_all,
     });
+}
+
+/// One SIMD of [`achieved_in_start_order`]: its waves' count and busy sum, the ends of those
+/// still resident, the last start not yet swept, and the most resident at once so far.
+struct SimdSweep {
+    key: (u16, u8),
+    waves: usize,
+    busy: i64,
+    live: std::collections::BinaryHeap<std::cmp::Reverse<i64>>,
+    pending: Option<i64>,
+    peak: usize,
+}
+
+impl SimdSweep {
+    /// [`peak_waves`]' step at start time `a`, once every wave starting at `a` is in.
+    fn settle(&mut self, a: i64) {
+        while self.live.peek().is_some_and(|e| e.0 <= a) {
+            self.live.pop();
+        }
+        self.peak = self.peak.max(self.live.len());
+    }
+}
+
+/// [`achieved_se`] in one pass over waves in start order (as the decoder gives them), each
+/// SIMD swept as its waves come: no per-wave lists (for millions of waves, most of the time
+/// and the fresh pages of the two-pass form). False, with `out` untouched, when the starts
+/// are out of order (the caller takes the general path).
+fn achieved_in_start_order(
+    out: &mut Achieved,
+    se: u32,
+    waves: impl Iterator<Item = WaveLife>,
+) -> bool {
+    let mut direct = vec![u32::MAX; 256 * 8];
+    let mut spread: HashMap<(u16, u8), u32> = HashMap::new();
+    let mut simds: Vec<SimdSweep> = Vec::new();
+    let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+    let mut last = i64::MIN;
+    for w in waves {
+        if w.start < last {
+            return false;
+        }
+        last = w.start;
+        lo = lo.min(w.start);
+        hi = hi.max(w.end);
+        let slot = (w.cu < 256 && w.simd < 8).then(|| w.cu as usize * 8 + w.simd as usize);
+        let known = match slot {
+            Some(i) => direct[i],
+            None => spread.get(&(w.cu, w.simd)).copied().unwrap_or(u32::MAX),
+        };
+        let g = if known != u32::MAX {
+            known
+        } else {
+            let g = simds.len() as u32;
+            simds.push(SimdSweep {
+                key: (w.cu, w.simd),
+                waves: 0,
+                busy: 0,
+                live: std::collections::BinaryHeap::new(),
+                pending: None,
+                peak: 0,
+            });
+            match slot {
+                Some(i) => direct[i] = g,
+                None => {
+                    spread.insert((w.cu, w.simd), g);
+                }
+            }
+            g
+        };
+        let s = &mut simds[g as usize];
+        if let Some(a) = s.pending.filter(|&a| a < w.start) {
+            s.settle(a);
+        }
+        s.pending = Some(w.start);
+        s.waves += 1;
+        s.live.push(std::cmp::Reverse(w.end.max(w.start)));
+        s.busy = s
+            .busy
+            .saturating_add(w.end.max(w.start).saturating_sub(w.start));
+    }
+    if simds.is_empty() {
+        return true;
+    }
+    let span = hi.saturating_sub(lo).max(1);
+    simds.sort_unstable_by_key(|s| s.key);
+    let (mut sum, mut peak_all) = (0.0, 0);
+    let count = simds.len();
+    for mut s in simds {
+        if let Some(a) = s.pending {
+            s.settle(a);
+        }
+        let mean = s.busy as f64 / span as f64;
+        sum += mean;
+        peak_all = peak_all.max(s.peak);
+        out.per_simd.push(SimdOccupancy {
+            se,
+            cu: s.key.0,
+            simd: s.key.1,
+            waves: s.waves,
+            mean_waves: mean,
+            peak_waves: s.peak,
+        });
+    }
+    out.per_se.push(SeOccupancy {
+        se,
+        span_cycles: span,
+        simds: count,
+        mean_waves_per_simd: sum / count.max(1) as f64,
+        peak_waves_per_simd: peak_all,
+    });
+    true
 }
 
 /// Most waves resident at once on one SIMD: its waves' starts and ends (`end >= start`, in
@@ -734,7 +852,10 @@ pub fn active_waves(waves: &[(f64, f64)], max_points: usize) -> Vec<[f64; 2]> {
 
 #[cfg(test)]
 mod tests {
-    use super::{active_waves, merged_peak, peak_waves};
+    use super::{
+        achieved_any_order, achieved_in_start_order, active_waves, merged_peak, peak_waves,
+        Achieved, WaveLife,
+    };
 
     /// The peak by its definition: at each start (in time order), the waves started so far
     /// less those ended at or before it.
@@ -845,5 +966,46 @@ mod tests {
             active_waves(&[(1.0, 2.0)], 4),
             by_definition(&[(1.0, 2.0)], 4)
         );
+    }
+
+    /// The one-pass sweep gives the two-pass result for waves in start order: several SIMDs
+    /// interleaved, ties of starts and ends, zero-length waves, places outside the direct table.
+    #[test]
+    fn one_pass_sweep_equals_the_gathered_sweep() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for case in 0..1000 {
+            let mut t = next(5) as i64;
+            let waves: Vec<WaveLife> = (0..1 + next(60))
+                .map(|_| {
+                    t += next(3) as i64;
+                    let life = if next(6) == 0 { 0 } else { next(25) as i64 };
+                    WaveLife {
+                        start: t,
+                        end: t + life,
+                        cu: if next(20) == 0 { 300 } else { next(3) as u16 },
+                        simd: next(3) as u8,
+                    }
+                })
+                .collect();
+            let (mut one, mut two) = (Achieved::default(), Achieved::default());
+            assert!(achieved_in_start_order(&mut one, 7, waves.iter().copied()));
+            achieved_any_order(&mut two, 7, waves.iter().copied());
+            assert_eq!(one, two, "case {case}");
+        }
+        let back = [(5, 9), (3, 4)].map(|(start, end)| WaveLife {
+            start,
+            end,
+            cu: 0,
+            simd: 0,
+        });
+        let mut out = Achieved::default();
+        assert!(!achieved_in_start_order(&mut out, 0, back.iter().copied()));
+        assert_eq!(out, Achieved::default());
     }
 }

@@ -612,11 +612,12 @@ pub fn recycle(mut waves: Vec<Wave>, mut tokens: Vec<InstToken>) {
     });
 }
 
-/// A low estimate of the instruction tokens left in a blob of `blob_bytes` from nibble
-/// `offset` on (itraced streams hold a token per ~24 bytes), what the token list and the
+/// An estimate of the instruction tokens left in a blob of `blob_bytes` from nibble `offset`
+/// on, a little above what itraced streams hold (a token per ~24 bytes: one below that grows
+/// the list by copying it, faulting its pages twice), what the token list and the
 /// lists that follow it ([`crate::pipeline`]'s PCs) reserve at their first token.
 pub(crate) fn tokens_left_estimate(blob_bytes: usize, offset: u64) -> usize {
-    blob_bytes.saturating_sub((offset / 2) as usize) / 64
+    blob_bytes.saturating_sub((offset / 2) as usize) / 20
 }
 
 /// Drops this thread's spare token list ([`recycle`]) once no more instruction-traced blob
@@ -655,20 +656,20 @@ impl Analyzer {
         self.out.warn(offset, message, max);
     }
 
-    /// Reserve the wave records for a blob of `bytes` (a low estimate: real streams hold a
-    /// wave per 35-40 bytes). Growing a vector by doubling copies it while it is small enough
+    /// Reserve the wave records for a blob of `bytes` (an estimate a little above what real
+    /// streams hold: a wave per 35-40 bytes). Growing a vector by doubling copies it while it is small enough
     /// for the heap, faulting its pages twice; the estimate skips most of that. It is low
     /// only for streams dense in waves: one of NOPs, or an itraced SE (a few waves, many bytes
     /// of tokens), reserves address space it never touches while decoding, which
     /// [`Analyzer::finish`] gives back.
     pub fn reserve_for(&mut self, bytes: usize) {
         self.blob_bytes = bytes;
-        self.out.waves.reserve(bytes / 64);
-        self.ended.reserve(bytes / 64);
+        self.out.waves.reserve(bytes / 32);
+        self.ended.reserve(bytes / 32);
     }
 
-    /// The token list is full: on the first token, reserve for the rest of the blob (a low
-    /// estimate: itraced streams hold a token per ~24 bytes), then double.
+    /// The token list is full: on the first token, reserve for the rest of the blob
+    /// ([`tokens_left_estimate`]), then double.
     #[cold]
     #[inline(never)]
     fn grow_tokens(&mut self, offset: u64) {
@@ -774,11 +775,21 @@ impl Analyzer {
         if DETAIL.checked_shr(p.ty.kind as u32).unwrap_or(0) & 1 == 0 && !self.first_packet {
             return;
         }
-        // Register writes other than the RGP marker dwords (most of them) stop here: a call
-        // per REG packet would cost more than the test.
-        if p.ty.kind == Kind::Reg && !self.first_packet {
-            let addr = self.places_of(p).reg_addr.get(p.raw) as u32;
-            if addr != USERDATA_2 && addr != USERDATA_3 {
+        // Register writes other than the RGP marker dwords (most of them) and time deltas
+        // that carry no realtime marker (most TS_DELTA_OR_MARK) stop here: `detail` would do
+        // nothing with them, and a call per packet would cost more than the test.
+        if !self.first_packet {
+            let keep = match p.ty.kind {
+                Kind::Reg => {
+                    let addr = self.places_of(p).reg_addr.get(p.raw) as u32;
+                    addr == USERDATA_2 || addr == USERDATA_3
+                }
+                Kind::DeltaOrMarker => {
+                    p.ty.time == TimeRule::DeltaOrMarker && self.places_of(p).is_marker(p.raw)
+                }
+                _ => true,
+            };
+            if !keep {
                 return;
             }
         }
