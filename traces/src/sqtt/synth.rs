@@ -52,7 +52,8 @@ pub fn stream(period: &[u8], min_bytes: usize) -> Vec<u8> {
 /// packets repeated until `target` bytes are written to `out`, each repetition's realtime
 /// markers shifted by the repetition's span on the blob's own clock (so GPU time keeps
 /// increasing); the deltas keep the shader-cycle time monotonic and the waves reuse their
-/// slots. Returns the bytes written and the repetitions.
+/// slots; the end is padded to a whole 32-byte unit. Returns the bytes written and the
+/// repetitions.
 pub fn tile<W: std::io::Write>(
     blob: &[u8],
     target: u64,
@@ -91,14 +92,26 @@ pub fn tile<W: std::io::Write>(
                 continue;
             }
             let mut raw = p.raw;
-            if let (true, Some(f)) = (p.is_marker(), p.ty.field(Role::Delta)) {
-                let mask = if f.width() >= 64 {
-                    u64::MAX
-                } else {
-                    (1u64 << f.width()) - 1
-                };
-                let v = f.get(raw).wrapping_add(rt_shift.wrapping_mul(reps)) & mask;
-                raw = (raw & !(mask << f.lo)) | (v << f.lo);
+            // A field moved on by `by` (wrapping in its width).
+            let shift = |raw: u64, role: Role, by: u64| match p.ty.field(role) {
+                Some(f) => {
+                    let mask = if f.width() >= 64 {
+                        u64::MAX
+                    } else {
+                        (1u64 << f.width()) - 1
+                    };
+                    let v = f.get(raw).wrapping_add(by) & mask;
+                    (raw & !(mask << f.lo)) | (v << f.lo)
+                }
+                None => raw,
+            };
+            if p.is_marker() {
+                raw = shift(raw, Role::Delta, rt_shift.wrapping_mul(reps));
+            }
+            // gfx9's timestamps re-anchor the shader clock (`Decoder`): each repetition's
+            // are moved on by the span, or its time would go back to the first one's.
+            if p.ty.kind == Kind::CdnaTimestamp && (raw >> 4) & 0xfff == 0 {
+                raw = shift(raw, Role::Timestamp, (span as u64).wrapping_mul(reps));
             }
             w.push(raw, p.nibbles);
         }
@@ -109,7 +122,15 @@ pub fn tile<W: std::io::Write>(
         written += w.as_bytes().len() as u64;
         reps += 1;
     }
-    Ok((written, reps))
+    // A trace buffer holds whole 32-byte units after gfx9's 8-byte header (the decoder says a
+    // blob that does not is truncated): zero nibbles, NOPs, fill the last one.
+    let header = match packets.first().map(|p| p.layout) {
+        Some(super::Layout::Cdna) => 8,
+        _ => 0,
+    };
+    let pad = (32 - written.saturating_sub(header) % 32) % 32;
+    out.write_all(&[0u8; 32][..pad as usize])?;
+    Ok((written + pad, reps))
 }
 
 /// A damaged copy of a real stream for robustness tests: its packets re-framed (hardware
