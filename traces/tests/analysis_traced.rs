@@ -1,46 +1,21 @@
-//! `analysis::traced::traced_se_waves_each` (each traced SE mapped alone, compact records, what
-//! `stats --json` prints) against `traced_waves` of the full detailed analysis
-//! (`analyze_kernel_par`, which keeps every SE's `MappedInst` list) on every shared real capture
-//! (gfx1100, gfx1200, gfx950): the same waves with the same instructions, field for field.
+//! `analysis::traced::run_traced_waves_each` (each traced SE mapped alone by
+//! `traced_se_waves_each`, compact records, what `stats --json` prints) against `traced_waves`
+//! of the full detailed analysis (`analyze_kernel_par`, which keeps every SE's `MappedInst`
+//! list) on every shared real capture (gfx1100, gfx1200, gfx950): the same waves with the same
+//! instructions, field for field.
 
 use traces::analysis::{
-    analyze_kernel_par, kernels_with_sqtt, sqtt_matches, traced::traced_se_waves_each,
-    traced_waves, TracedWave,
+    analyze_kernel_par, kernels_with_sqtt, traced::run_traced_waves_each, traced_waves, TracedWave,
 };
 
-/// Kernel `ki`'s traced waves, one SE at a time as `stats --json` maps them.
+/// Kernel `ki`'s traced waves, one SE at a time, by the walk `stats --json` prints
+/// (`traced::run_traced_waves_each`).
 fn per_se(p: &traces::model::Profile, ki: usize) -> Vec<TracedWave> {
-    let k = &p.kernels[ki];
-    let target = p.props_device(k.device).and_then(|d| d.target());
-    let Some(code) = k
-        .kern
-        .and_then(|kern| p.program_for(k.device, kern))
-        .and_then(|prog| prog.elf)
-        .and_then(|elf| traces::isa::CodeObject::parse_with_target(p.blob(elf), target).ok())
-    else {
-        return Vec::new();
-    };
-    let mut streams: Vec<_> = p
-        .sqtt
-        .iter()
-        .filter(|s| s.itrace && sqtt_matches(p, k, s))
-        .collect();
-    streams.sort_by_key(|s| s.se);
     let mut out = Vec::new();
-    for s in streams {
-        let blob = p.blob(s.blob);
-        let Ok(mut a) = traces::sqtt::analyze_with(blob, target, Default::default()) else {
-            continue;
-        };
-        if a.tokens.is_empty() {
-            continue;
-        }
-        a.tokens = Vec::new();
-        assert!(traced_se_waves_each(s.se, blob, &code, &a, &mut |w| {
-            out.push(w);
-            true
-        }));
-    }
+    run_traced_waves_each(p, ki, &mut |w| {
+        out.push(w);
+        true
+    });
     out
 }
 

@@ -508,14 +508,52 @@ pub fn achieved_se(out: &mut Achieved, se: u32, waves: impl Iterator<Item = Wave
     }
 }
 
+/// Each wave's SIMD as a group number, in first-seen order: a direct table for the (CU, SIMD)
+/// places real layouts have, a map for any other.
+struct SimdGroups {
+    direct: Vec<u32>,
+    spread: HashMap<(u16, u8), u32>,
+    len: u32,
+}
+
+impl SimdGroups {
+    fn new() -> SimdGroups {
+        SimdGroups {
+            direct: vec![u32::MAX; 256 * 8],
+            spread: HashMap::new(),
+            len: 0,
+        }
+    }
+
+    /// The group of (`cu`, `simd`), and whether it is new (the next number).
+    #[inline]
+    fn group(&mut self, cu: u16, simd: u8) -> (u32, bool) {
+        let slot = (cu < 256 && simd < 8).then(|| cu as usize * 8 + simd as usize);
+        let known = match slot {
+            Some(i) => self.direct[i],
+            None => self.spread.get(&(cu, simd)).copied().unwrap_or(u32::MAX),
+        };
+        if known != u32::MAX {
+            return (known, false);
+        }
+        let g = self.len;
+        self.len += 1;
+        match slot {
+            Some(i) => self.direct[i] = g,
+            None => {
+                self.spread.insert((cu, simd), g);
+            }
+        }
+        (g, true)
+    }
+}
+
 /// [`achieved_se`] for waves in any order: each SIMD's starts and ends gathered, then swept.
 fn achieved_any_order(out: &mut Achieved, se: u32, waves: impl Iterator<Item = WaveLife> + Clone) {
     // Each wave's SIMD group (first-seen order), the groups' counts and busy sums, and the
-    // SE's span in one pass: a direct table for the (CU, SIMD) places real layouts have, a
-    // map for any other.
+    // SE's span in one pass.
     let mut group_of: Vec<u32> = Vec::new();
-    let mut direct = vec![u32::MAX; 256 * 8];
-    let mut spread: HashMap<(u16, u8), u32> = HashMap::new();
+    let mut groups = SimdGroups::new();
     let mut keys: Vec<(u16, u8)> = Vec::new();
     let mut counts: Vec<u32> = Vec::new();
     let mut busy: Vec<i64> = Vec::new();
@@ -523,26 +561,12 @@ fn achieved_any_order(out: &mut Achieved, se: u32, waves: impl Iterator<Item = W
     for w in waves.clone() {
         lo = lo.min(w.start);
         hi = hi.max(w.end);
-        let slot = (w.cu < 256 && w.simd < 8).then(|| w.cu as usize * 8 + w.simd as usize);
-        let known = match slot {
-            Some(i) => direct[i],
-            None => spread.get(&(w.cu, w.simd)).copied().unwrap_or(u32::MAX),
-        };
-        let g = if known != u32::MAX {
-            known
-        } else {
-            let g = keys.len() as u32;
+        let (g, new) = groups.group(w.cu, w.simd);
+        if new {
             keys.push((w.cu, w.simd));
             counts.push(0);
             busy.push(0);
-            match slot {
-                Some(i) => direct[i] = g,
-                None => {
-                    spread.insert((w.cu, w.simd), g);
-                }
-            }
-            g
-        };
+        }
         group_of.push(g);
         counts[g as usize] += 1;
         let b = &mut busy[g as usize];
@@ -634,8 +658,7 @@ fn achieved_in_start_order(
     se: u32,
     waves: impl Iterator<Item = WaveLife>,
 ) -> bool {
-    let mut direct = vec![u32::MAX; 256 * 8];
-    let mut spread: HashMap<(u16, u8), u32> = HashMap::new();
+    let mut groups = SimdGroups::new();
     let mut simds: Vec<SimdSweep> = Vec::new();
     let (mut lo, mut hi) = (i64::MAX, i64::MIN);
     let mut last = i64::MIN;
@@ -646,15 +669,8 @@ fn achieved_in_start_order(
         last = w.start;
         lo = lo.min(w.start);
         hi = hi.max(w.end);
-        let slot = (w.cu < 256 && w.simd < 8).then(|| w.cu as usize * 8 + w.simd as usize);
-        let known = match slot {
-            Some(i) => direct[i],
-            None => spread.get(&(w.cu, w.simd)).copied().unwrap_or(u32::MAX),
-        };
-        let g = if known != u32::MAX {
-            known
-        } else {
-            let g = simds.len() as u32;
+        let (g, new) = groups.group(w.cu, w.simd);
+        if new {
             simds.push(SimdSweep {
                 key: (w.cu, w.simd),
                 waves: 0,
@@ -663,14 +679,7 @@ fn achieved_in_start_order(
                 pending: None,
                 peak: 0,
             });
-            match slot {
-                Some(i) => direct[i] = g,
-                None => {
-                    spread.insert((w.cu, w.simd), g);
-                }
-            }
-            g
-        };
+        }
         let s = &mut simds[g as usize];
         if let Some(a) = s.pending.filter(|&a| a < w.start) {
             s.settle(a);
