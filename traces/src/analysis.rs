@@ -55,6 +55,19 @@ pub struct SeTrace {
     pub amd_pc: Vec<(u64, i64, i64)>,
 }
 
+/// A small xorshift generator for the analysis' randomized unit tests (no dependency): each
+/// call gives a number below its argument.
+#[cfg(test)]
+pub(crate) fn test_rng(seed: u64) -> impl FnMut(u64) -> u64 {
+    let mut x = seed;
+    move |m| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % m
+    }
+}
+
 /// How many of an SE's decoder warnings [`SeTrace::notes`] lists before it counts the rest.
 const NOTE_WARNINGS: usize = 3;
 

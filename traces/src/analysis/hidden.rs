@@ -673,13 +673,7 @@ mod tests {
     #[test]
     fn cycle_classes_give_the_scanned_splits() {
         use crate::sqtt::{InstToken, TokenKind};
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % m
-        };
+        let mut next = crate::analysis::test_rng(0x9e37_79b9_7f4a_7c15u64);
         for case in 0..500 {
             let waves = 1 + next(6) as u32;
             let mut tokens = Vec::new();

@@ -888,13 +888,7 @@ mod tests {
     fn peak_waves_by_heap_equals_the_sorted_merge_and_the_definition() {
         // A small generator (no dependency): waves in start order with lifetimes that cross,
         // ties of starts and ends, and zero-length waves.
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % m
-        };
+        let mut next = crate::analysis::test_rng(0x2545_f491_4f6c_dd1du64);
         for case in 0..2000 {
             let n = 1 + next(40) as usize;
             let mut t = 0i64;
@@ -981,13 +975,7 @@ mod tests {
     /// interleaved, ties of starts and ends, zero-length waves, places outside the direct table.
     #[test]
     fn one_pass_sweep_equals_the_gathered_sweep() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % m
-        };
+        let mut next = crate::analysis::test_rng(0x2545_f491_4f6c_dd1du64);
         for case in 0..1000 {
             let mut t = next(5) as i64;
             let waves: Vec<WaveLife> = (0..1 + next(60))
