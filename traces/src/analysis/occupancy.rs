@@ -597,26 +597,37 @@ fn achieved_any_order(out: &mut Achieved, se: u32, waves: impl Iterator<Item = W
     drop(group_of);
     let mut order: Vec<u32> = (0..keys.len() as u32).collect();
     order.sort_unstable_by_key(|&g| keys[g as usize]);
-    let mut sum = 0.0;
-    let mut peak_all = 0;
-    let count = keys.len();
-    for g in order {
+    let simds = order.into_iter().map(|g| {
         let g = g as usize;
-        let (cu, simd) = keys[g];
-        let busy = busy[g];
         let starts = &mut starts[first[g]..first[g + 1]];
         let ends = &mut ends[first[g]..first[g + 1]];
-        let peak = peak_waves(starts, ends);
+        let peak = peak_waves(starts, ends) as usize;
+        (keys[g], starts.len(), busy[g], peak)
+    });
+    push_se(out, se, span, simds);
+}
+
+/// Adds SE `se`'s SIMDs (in (CU, SIMD) order: place, waves, busy cycles, peak resident) and
+/// its summary over them to `out`.
+fn push_se(
+    out: &mut Achieved,
+    se: u32,
+    span: i64,
+    simds: impl ExactSizeIterator<Item = ((u16, u8), usize, i64, usize)>,
+) {
+    let count = simds.len();
+    let (mut sum, mut peak_all) = (0.0, 0);
+    for ((cu, simd), waves, busy, peak) in simds {
         let mean = busy as f64 / span as f64;
         sum += mean;
-        peak_all = peak_all.max(peak as usize);
+        peak_all = peak_all.max(peak);
         out.per_simd.push(SimdOccupancy {
             se,
             cu,
             simd,
-            waves: starts.len(),
+            waves,
             mean_waves: mean,
-            peak_waves: peak as usize,
+            peak_waves: peak,
         });
     }
     out.per_se.push(SeOccupancy {
@@ -696,31 +707,13 @@ fn achieved_in_start_order(
     }
     let span = hi.saturating_sub(lo).max(1);
     simds.sort_unstable_by_key(|s| s.key);
-    let (mut sum, mut peak_all) = (0.0, 0);
-    let count = simds.len();
-    for mut s in simds {
+    let simds = simds.into_iter().map(|mut s| {
         if let Some(a) = s.pending {
             s.settle(a);
         }
-        let mean = s.busy as f64 / span as f64;
-        sum += mean;
-        peak_all = peak_all.max(s.peak);
-        out.per_simd.push(SimdOccupancy {
-            se,
-            cu: s.key.0,
-            simd: s.key.1,
-            waves: s.waves,
-            mean_waves: mean,
-            peak_waves: s.peak,
-        });
-    }
-    out.per_se.push(SeOccupancy {
-        se,
-        span_cycles: span,
-        simds: count,
-        mean_waves_per_simd: sum / count.max(1) as f64,
-        peak_waves_per_simd: peak_all,
+        (s.key, s.waves, s.busy, s.peak)
     });
+    push_se(out, se, span, simds);
     true
 }
 
