@@ -478,18 +478,11 @@ impl SeClock {
 
     /// [`SeClock::wave_x`] of (start, end) cycles, in wave order.
     pub fn x_of(&self, spans: impl Iterator<Item = (i64, i64)>) -> Vec<(f64, f64)> {
-        match (&self.map, self.micros) {
-            (Some(m), true) => {
-                // The same hinted conversion, in the same order, as `SeTrace::build`.
-                let mut h = [0usize; 2];
-                let mut x = |c: i64| {
-                    m.us_hinted2(c, &mut h)
-                        .map_or(0.0, |us| us - self.origin_us)
-                };
-                spans.map(|(a, b)| (x(a), x(b))).collect()
-            }
-            _ => spans.map(|(a, b)| (a as f64, b as f64)).collect(),
-        }
+        // The same hinted conversion, in the same order, as `SeTrace::build`.
+        let mut h = [0usize; 2];
+        spans
+            .map(|(a, b)| (self.x_hinted(a, &mut h), self.x_hinted(b, &mut h)))
+            .collect()
     }
 }
 
@@ -563,13 +556,7 @@ pub fn kernel_table(p: &Profile, ki: usize) -> Option<KernelTable> {
         let mut achieved = occupancy::Achieved::default();
         let lives = st.analysis.waves.iter().map(occupancy::WaveLife::of);
         occupancy::achieved_se(&mut achieved, st.se, lives);
-        // Only waves with tokens have rows and splits.
-        let (table, splits) = if st.analysis.tokens.is_empty() {
-            Default::default()
-        } else {
-            let one = std::slice::from_ref(st);
-            TablePart::with_splits(one, disasm)
-        };
+        let (table, splits) = TablePart::of_se(st, disasm);
         Part {
             waves: st.analysis.waves.len(),
             achieved,
@@ -805,40 +792,31 @@ fn analyze_kernel_clocked<T: Send>(
             a.userdata_writes = Vec::new();
         }
     }
+    // Each SE's clock, how its cycles become x (the maps moved: a large capture's are tens of
+    // MiB).
+    let clocks: Vec<SeClock> = maps
+        .into_iter()
+        .map(|map| SeClock {
+            map,
+            micros: unit == XUnit::Micros,
+            origin_us,
+        })
+        .collect();
     let mut ses = Vec::new();
-    for (((s, a), m), map_error) in streams.iter().zip(analyses).zip(&maps).zip(map_errors) {
+    for (((s, a), clock), map_error) in streams.iter().zip(analyses).zip(&clocks).zip(map_errors) {
         match a {
             Ok(a) => {
-                let mut st = match (m, unit) {
-                    (Some(m), XUnit::Micros) => {
-                        // Tokens come in time order, wave starts and ends each nearly so:
-                        // remember the last two marker intervals.
-                        let hint = std::cell::Cell::new([0usize; 2]);
-                        SeTrace::build(
-                            s.se,
-                            s.itrace,
-                            a,
-                            &|c| {
-                                let mut h = hint.get();
-                                let x = m.us_hinted2(c, &mut h).map_or(0.0, |us| us - origin_us);
-                                hint.set(h);
-                                x
-                            },
-                            opts.token_x,
-                            opts.wave_x,
-                            true,
-                        )
-                    }
-                    _ => SeTrace::build(
-                        s.se,
-                        s.itrace,
-                        a,
-                        &|c| c as f64,
-                        opts.token_x,
-                        opts.wave_x,
-                        true,
-                    ),
+                // Tokens come in time order, wave starts and ends each nearly so: remember the
+                // last two marker intervals.
+                let hint = std::cell::Cell::new([0usize; 2]);
+                let to_x = |c| {
+                    let mut h = hint.get();
+                    let x = clock.x_hinted(c, &mut h);
+                    hint.set(h);
+                    x
                 };
+                let mut st =
+                    SeTrace::build(s.se, s.itrace, a, &to_x, opts.token_x, opts.wave_x, true);
                 st.map_error = map_error;
                 ses.push(st);
             }
@@ -855,14 +833,11 @@ fn analyze_kernel_clocked<T: Send>(
         let parts: Vec<HashMap<u64, String>> = ses
             .par_iter_mut()
             .zip(&streams)
-            .zip(&maps)
+            .zip(&clocks)
             .zip(se_maps)
-            .map(|(((st, s), m), se_map)| {
+            .map(|(((st, s), clock), se_map)| {
                 let mut d = HashMap::new();
-                let to_x = |c: i64| match (m, unit) {
-                    (Some(m), XUnit::Micros) => m.us(c).map_or(0.0, |us| us - origin_us),
-                    _ => c as f64,
-                };
+                let to_x = |c: i64| clock.x(c);
                 map_se_trace(st, se_map, p.blob(s.blob), code, opts, &to_x, &mut d);
                 d
             })
@@ -873,12 +848,6 @@ fn analyze_kernel_clocked<T: Send>(
             }
         }
     }
-    // The maps become the SEs' clocks (moved: a large capture's are tens of MiB).
-    let clocks = maps.into_iter().map(|map| SeClock {
-        map,
-        micros: unit == XUnit::Micros,
-        origin_us,
-    });
     // Stable, as before; the clocks follow their SEs.
     let mut all: Vec<(SeTrace, SeClock, Option<T>)> = ses
         .into_iter()
@@ -1158,11 +1127,10 @@ pub fn inst_stats_by_se(k: &KernelSqtt) -> Vec<InstStat> {
     use crate::pipeline::TablePart;
     let mut table = TablePart::default();
     let mut splits = hidden::KernelSplits::default();
-    // Only waves with tokens have rows and splits.
-    for s in k.ses.iter().filter(|s| !s.analysis.tokens.is_empty()) {
-        let one = std::slice::from_ref(s);
-        table.merge(TablePart::of(one, &k.disasm));
-        splits.merge(hidden::splits_of(one, &k.disasm));
+    for s in &k.ses {
+        let (t, sp) = TablePart::of_se(s, &k.disasm);
+        table.merge(t);
+        splits.merge(sp);
     }
     table.finish(&splits.by_inst)
 }

@@ -755,6 +755,19 @@ impl TablePart {
         Self::walk(ses, disasm, false).0
     }
 
+    /// One SE's part and its latency splits ([`TablePart::with_splits`]), what every per-SE
+    /// fold (stats, the index, the app's view) keeps; nothing for an SE without tokens (only
+    /// waves with tokens have rows and splits).
+    pub fn of_se(
+        st: &SeTrace,
+        disasm: &HashMap<u64, String>,
+    ) -> (TablePart, crate::analysis::hidden::KernelSplits) {
+        if st.analysis.tokens.is_empty() {
+            return Default::default();
+        }
+        Self::with_splits(std::slice::from_ref(st), disasm)
+    }
+
     /// [`TablePart::of`] and [`crate::analysis::hidden::splits_of`] of `ses` from one walk
     /// over their tokens: the splits group executions by the same rows, met in the same order,
     /// so the table's pass finds them once for both.

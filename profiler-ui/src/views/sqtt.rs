@@ -8,7 +8,7 @@ use egui::{Align2, Color32, FontId, Pos2, Rect, Sense, Stroke, Ui, Vec2};
 use egui_plot::{Legend, Line, Plot, PlotPoints};
 
 use super::{mesh_rect, navigate, paint_measure, paint_ruler, RULER_H};
-use crate::data::hidden::{self, KernelSplits};
+use crate::data::hidden::KernelSplits;
 use crate::data::occupancy::WaveLife;
 use crate::data::{InstStat, KernelSqtt, SeClock, SeTrace, WaveInst, XUnit};
 use crate::layout::ruler::{format_cycles, format_us};
@@ -113,11 +113,8 @@ impl SePart {
         let mut achieved = crate::data::occupancy::Achieved::default();
         let lives = st.analysis.waves.iter().map(WaveLife::of);
         crate::data::occupancy::achieved_se(&mut achieved, st.se, lives);
-        // Only waves with tokens have rows and splits (as `inst_stats_by_se`).
-        let table = (table && !st.analysis.tokens.is_empty()).then(|| {
-            let one = std::slice::from_ref(&*st);
-            (TablePart::of(one, disasm), hidden::splits_of(one, disasm))
-        });
+        // Only waves with tokens have rows and splits.
+        let table = (table && !st.analysis.tokens.is_empty()).then(|| TablePart::of_se(st, disasm));
         let traced = TracedWaves::of(st);
         st.analysis.tokens = Vec::new();
         st.token_x = Vec::new();

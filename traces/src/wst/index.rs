@@ -549,16 +549,7 @@ fn fold_se(
     st: &crate::analysis::SeTrace,
     disasm: &std::collections::HashMap<u64, String>,
 ) -> SePart {
-    // Only waves with tokens have rows and splits.
-    let (table, splits) = if st.analysis.tokens.is_empty() {
-        Default::default()
-    } else {
-        let one = std::slice::from_ref(st);
-        (
-            crate::pipeline::TablePart::of(one, disasm),
-            crate::analysis::hidden::splits_of(one, disasm),
-        )
-    };
+    let (table, splits) = crate::pipeline::TablePart::of_se(st, disasm);
     SePart {
         waves: Spill::new(&st.analysis.waves),
         table,
