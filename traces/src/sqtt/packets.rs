@@ -55,17 +55,26 @@ impl Field {
     /// Extract this field from a packet's first 64 bits. Fields never reach past bit 63.
     #[inline(always)]
     pub fn get(&self, raw: u64) -> u64 {
-        let width = (self.hi - self.lo + 1) as u32;
-        let v = raw >> self.lo;
-        if width >= 64 {
-            v
-        } else {
-            v & ((1u64 << width) - 1)
-        }
+        (raw >> self.lo) & self.mask()
+    }
+
+    /// `raw` with this field set to `v`, cut to the field's width (the other bits kept).
+    pub fn set(&self, raw: u64, v: u64) -> u64 {
+        (raw & !(self.mask() << self.lo)) | ((v & self.mask()) << self.lo)
     }
 
     pub const fn width(&self) -> u32 {
         (self.hi - self.lo + 1) as u32
+    }
+
+    /// The field's value bits, unshifted.
+    #[inline(always)]
+    const fn mask(&self) -> u64 {
+        if self.width() >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << self.width()) - 1
+        }
     }
 }
 

@@ -94,15 +94,7 @@ pub fn tile<W: std::io::Write>(
             let mut raw = p.raw;
             // A field moved on by `by` (wrapping in its width).
             let shift = |raw: u64, role: Role, by: u64| match p.ty.field(role) {
-                Some(f) => {
-                    let mask = if f.width() >= 64 {
-                        u64::MAX
-                    } else {
-                        (1u64 << f.width()) - 1
-                    };
-                    let v = f.get(raw).wrapping_add(by) & mask;
-                    (raw & !(mask << f.lo)) | (v << f.lo)
-                }
+                Some(f) => f.set(raw, f.get(raw).wrapping_add(by)),
                 None => raw,
             };
             if p.is_marker() {
@@ -122,20 +114,16 @@ pub fn tile<W: std::io::Write>(
         written += w.as_bytes().len() as u64;
         reps += 1;
     }
-    // A trace buffer holds whole 32-byte units after gfx9's 8-byte header (the decoder says a
-    // blob that does not is truncated): zero nibbles, NOPs, fill the last one.
-    let header = match packets.first().map(|p| p.layout) {
-        Some(super::Layout::Cdna) => 8,
-        _ => 0,
-    };
-    let pad = (32 - written.saturating_sub(header) % 32) % 32;
-    out.write_all(&[0u8; 32][..pad as usize])?;
-    Ok((written + pad, reps))
+    // Zero nibbles, NOPs, fill the last trace-buffer unit (the decoder says a blob that is not
+    // whole units is truncated).
+    let pad = super::waves::unit_padding(packets.first().map(|p| p.layout), written as usize);
+    out.write_all(&[0u8; 32][..pad])?;
+    Ok((written + pad as u64, reps))
 }
 
 /// A damaged copy of a real stream for robustness tests: its packets re-framed (hardware
-/// framing) without the first one `drop` picks, then padded to whole 32-byte units as a trace
-/// buffer is. `None` when `drop` picks none.
+/// framing) without the first one `drop` picks, then padded to whole trace-buffer units.
+/// `None` when `drop` picks none.
 pub fn without_first(blob: &[u8], drop: impl Fn(&super::Packet) -> bool) -> Option<Vec<u8>> {
     let opts = DecodeOptions {
         framing: Framing::Hardware,
@@ -143,13 +131,19 @@ pub fn without_first(blob: &[u8], drop: impl Fn(&super::Packet) -> bool) -> Opti
     };
     let mut w = NibbleWriter::with_capacity(blob.len() + 32);
     let mut dropped = false;
+    let mut layout = None;
     for p in Decoder::new(blob, opts) {
+        layout.get_or_insert(p.layout);
         if !dropped && drop(&p) {
             dropped = true;
             continue;
         }
         w.push(p.raw, p.nibbles);
     }
-    w.pad_to(32);
-    dropped.then(|| w.into_bytes())
+    if w.nibbles() % 2 == 1 {
+        w.push(0, 1);
+    }
+    let mut out = w.into_bytes();
+    out.resize(out.len() + super::waves::unit_padding(layout, out.len()), 0);
+    dropped.then_some(out)
 }

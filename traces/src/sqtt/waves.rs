@@ -359,13 +359,10 @@ pub(crate) fn analyze_hooked(
             opts.max_warnings,
         );
     }
-    // The hardware writes the buffer in 32-byte units (gfx9 blobs carry an extra 8-byte
-    // header), so a last packet cut at such a boundary is normal; any other length means the
-    // blob itself was cut short.
-    let aligned = match out.layout {
-        Some(Layout::Cdna) => blob.len() >= 8 && (blob.len() - 8).is_multiple_of(32),
-        _ => blob.len().is_multiple_of(32),
-    };
+    // A last packet cut at a unit boundary is normal; any other length means the blob itself
+    // was cut short.
+    let aligned =
+        blob.len() >= unit_header(out.layout) && unit_padding(out.layout, blob.len()) == 0;
     if !aligned {
         let (offset, detail) = match tail.cut {
             Some(cut) => (
@@ -610,6 +607,21 @@ pub fn recycle(mut waves: Vec<Wave>, mut tokens: Vec<InstToken>) {
             s.1 = tokens;
         }
     });
+}
+
+/// The bytes before a blob's first trace-buffer unit: gfx9 blobs carry an extra 8-byte
+/// header.
+fn unit_header(layout: Option<Layout>) -> usize {
+    match layout {
+        Some(Layout::Cdna) => 8,
+        _ => 0,
+    }
+}
+
+/// The bytes that fill a blob of `len` bytes up to a whole number of the 32-byte units the
+/// hardware writes its trace buffer in (after [`unit_header`]): 0 for a whole blob.
+pub(crate) fn unit_padding(layout: Option<Layout>, len: usize) -> usize {
+    (32 - len.saturating_sub(unit_header(layout)) % 32) % 32
 }
 
 /// An estimate of the instruction tokens left in a blob of `blob_bytes` from nibble `offset`
