@@ -28,7 +28,7 @@ use profiler_ui::app::{App, Tab};
 use profiler_ui::data::{KernelSqtt, SeTrace, XUnit};
 use profiler_ui::layout::view::TimeView;
 use profiler_ui::views::sqtt::KernelView;
-use traces::sqtt::{BlobAnalysis, InstToken, OpName, TokenKind, Wave};
+use traces::sqtt::{BlobAnalysis, InstToken, Layout, OpName, TokenKind, TokenOp, Wave};
 
 const WAVES: usize = 10_000_000;
 const TOKENS: usize = 10_000_000;
@@ -53,12 +53,14 @@ fn synth() -> (KernelSqtt, usize) {
     let rows_per_se = 16 * 4 * 16; // WGP x SIMD x slot
     let mut out = Vec::new();
     let mut trace_bytes = 0;
-    let ops = [
-        OpName::Named("SALU"),
-        OpName::Named("SMEM_RD"),
-        OpName::Named("LDS_RD"),
-        OpName::Named("JUMP_NO"),
-    ];
+    // RDNA3 ops by name.
+    let op = |name: &'static str| {
+        (0..256)
+            .map(|v| TokenOp::new(Layout::Rdna3, v))
+            .find(|t| t.name() == Some(OpName::Named(name)))
+            .expect("an RDNA3 op of this name")
+    };
+    let ops = [op("SALU"), op("SMEM_RD"), op("LDS_RD"), op("JUMP_NO")];
     for se in 0..ses {
         let mut a = BlobAnalysis::default();
         a.waves.reserve_exact(per_se);
@@ -97,7 +99,7 @@ fn synth() -> (KernelSqtt, usize) {
                             } else {
                                 TokenKind::Inst
                             },
-                            op: Some(ops[k as usize % ops.len()]),
+                            op: ops[k as usize % ops.len()],
                             offset: 0,
                         });
                     }

@@ -910,7 +910,7 @@ fn map_se_trace(
 
 /// Short display name of a token.
 pub fn token_name(t: &InstToken) -> String {
-    match (t.kind, t.op) {
+    match (t.kind, t.op.name()) {
         (TokenKind::Inst, Some(op)) => op.to_string(),
         (TokenKind::Inst, None) => "INST".into(),
         (TokenKind::ValuInst, _) => "VALUINST".into(),

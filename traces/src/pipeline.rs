@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use crate::analysis::{token_name, InstStat, KernelSqtt, SeTrace};
 use crate::sqtt::map::MappedInst;
-use crate::sqtt::{InstToken, OpName, TokenKind};
+use crate::sqtt::{InstToken, TokenKind, TokenOp};
 
 /// PCs of one program, as dense slots: `(pc - base) / 4` (instructions are dword aligned).
 #[derive(Clone, Copy)]
@@ -453,8 +453,8 @@ impl PcSums {
 #[derive(Default)]
 struct Names {
     names: Vec<String>,
-    combos: Vec<((TokenKind, Option<OpName>), u32)>,
-    last: Option<((TokenKind, Option<OpName>), u32)>,
+    combos: Vec<((TokenKind, TokenOp), u32)>,
+    last: Option<((TokenKind, TokenOp), u32)>,
 }
 
 impl Names {

@@ -362,7 +362,7 @@ pub fn token_cat(t: &InstToken) -> Cat {
     match t.kind {
         TokenKind::ValuInst => Cat::Valu,
         TokenKind::Immediate | TokenKind::ImmediateMask => Cat::Immediate,
-        TokenKind::Inst => match t.op {
+        TokenKind::Inst => match t.op.name() {
             Some(OpName::Named(n)) => name_cat(n),
             Some(OpName::Other(c, _)) => name_cat(c),
             _ => Cat::Other,

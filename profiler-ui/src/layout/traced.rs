@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use traces::analysis::{token_name, SeTrace, WaveInst};
-use traces::sqtt::{InstToken, OpName, TokenKind};
+use traces::sqtt::{InstToken, TokenKind, TokenOp};
 
 use super::sqtt::{token_cat, Cat};
 use crate::data::SeClock;
@@ -15,7 +15,7 @@ use crate::data::SeClock;
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Issued {
     kind: TokenKind,
-    op: Option<OpName>,
+    op: TokenOp,
     pc: Option<u64>,
     cat: Cat,
 }
@@ -34,7 +34,7 @@ impl Issued {
 }
 
 /// What tells two [`Issued`] apart: kind, op and PC (`u64::MAX`: none).
-type IssuedKey = (u8, Option<OpName>, u64);
+type IssuedKey = (u8, TokenOp, u64);
 
 /// One SE's waves with instruction tokens and their tokens.
 #[derive(Debug, Clone, Default)]

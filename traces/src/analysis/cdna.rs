@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use super::{group_tokens, SeTrace};
-use crate::sqtt::{InstToken, TokenKind};
+use crate::sqtt::{InstToken, TokenKind, TokenOp};
 
 /// Whether the SE's instructions were mapped by the CDNA walk.
 pub(crate) fn mapped_by_issue(se: &SeTrace) -> bool {
@@ -64,9 +64,9 @@ pub(crate) fn use_issue_stream(
         let m = &se.mapped[i];
         let Some(wave) = m.wave else { continue };
         let op = if m.token == "CDNA_INST" {
-            op_at.get(&m.offset).copied().flatten()
+            op_at.get(&m.offset).copied().unwrap_or_default()
         } else {
-            None
+            TokenOp::NONE
         };
         tokens.push(InstToken {
             time: time_of(i),

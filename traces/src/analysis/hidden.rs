@@ -688,7 +688,7 @@ mod tests {
                         time: t,
                         wave: w,
                         kind: TokenKind::ValuInst,
-                        op: None,
+                        op: crate::sqtt::TokenOp::NONE,
                         offset: 0,
                     });
                 }

@@ -40,6 +40,48 @@ impl OpName {
     }
 }
 
+/// The op of an instruction token, packed in 2 bytes (a token list of a capture of real size
+/// holds millions; an [`OpName`] is 24): the layout whose table names it and the op field's
+/// value. [`TokenOp::name`] is the name that layout gives the value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct TokenOp(u16);
+
+impl TokenOp {
+    /// No op (tokens other than INST).
+    pub const NONE: TokenOp = TokenOp(0);
+    const PRESENT: u16 = 1 << 15;
+    /// Op fields are at most 8 bits wide (`packets` tests it); 12 bits are kept.
+    pub(crate) const VALUE_BITS: u32 = 12;
+
+    /// The op `value` (an op field) of a `layout` stream.
+    pub fn new(layout: Layout, value: u32) -> TokenOp {
+        debug_assert!(value < 1 << Self::VALUE_BITS);
+        TokenOp(
+            Self::PRESENT
+                | (layout as u16) << Self::VALUE_BITS
+                | (value & ((1 << Self::VALUE_BITS) - 1)) as u16,
+        )
+    }
+
+    /// The layout and op field value, if there is an op.
+    pub fn raw(self) -> Option<(Layout, u32)> {
+        if self.0 & Self::PRESENT == 0 {
+            return None;
+        }
+        let layout = match (self.0 >> Self::VALUE_BITS) & 3 {
+            0 => Layout::Rdna3,
+            1 => Layout::Rdna4,
+            _ => Layout::Cdna,
+        };
+        Some((layout, (self.0 & ((1 << Self::VALUE_BITS) - 1)) as u32))
+    }
+
+    /// The op's name, as [`op_name`] gives it.
+    pub fn name(self) -> Option<OpName> {
+        self.raw().map(|(l, v)| op_info(l, v).name)
+    }
+}
+
 impl fmt::Display for OpName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -267,6 +309,30 @@ mod tests {
     }
 
     /// The table answers as the names and their tests do.
+    #[test]
+    fn token_op_names_as_op_name() {
+        assert_eq!(TokenOp::NONE.name(), None);
+        assert_eq!(TokenOp::default(), TokenOp::NONE);
+        for layout in [Layout::Rdna3, Layout::Rdna4, Layout::Cdna] {
+            for v in 0..1u32 << TokenOp::VALUE_BITS {
+                let t = TokenOp::new(layout, v);
+                assert_eq!(t.raw(), Some((layout, v)));
+                assert_eq!(t.name(), Some(op_name(layout, v)));
+            }
+            // Every op field of the layout's packets fits the packed value.
+            for ty in super::super::packets::Table::for_layout(layout).types {
+                for f in ty.fields.iter().filter(|f| f.role == super::super::Role::Op) {
+                    assert!(
+                        (f.hi - f.lo + 1) as u32 <= TokenOp::VALUE_BITS,
+                        "{} op field of {} bits",
+                        ty.name,
+                        f.hi - f.lo + 1
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn op_info_is_op_name() {
         for layout in [Layout::Rdna3, Layout::Rdna4, Layout::Cdna] {

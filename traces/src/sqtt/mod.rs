@@ -22,7 +22,7 @@ pub mod time;
 pub mod waves;
 
 pub use decoder::{decode, Cut, DecodeOptions, Decoder, Framing, Packet, Tail};
-pub use inst_op::{op_name, OpName};
+pub use inst_op::{op_name, OpName, TokenOp};
 pub use packets::{Kind, Layout, PacketType, Role};
 pub use time::{dispatch_time_maps, TimeMap};
 pub use waves::{

@@ -2,7 +2,7 @@
 //! attributed to their wave, realtime markers, RGP userdata register writes, packet statistics.
 
 use super::decoder::{DecodeOptions, Decoder, Packet};
-use super::inst_op::{op_info, op_name, OpName};
+use super::inst_op::{op_info, op_name, TokenOp};
 use super::packets::{places, Kind, Layout, Places, PlacesTable, TimeRule};
 use crate::target::{Family, GfxTarget};
 use std::collections::{BTreeMap, HashMap};
@@ -138,15 +138,16 @@ pub enum TokenKind {
     ImmediateMask,
 }
 
-/// One instruction token attributed to a wave.
+/// One instruction token attributed to a wave. 24 bytes: an itraced SE of real size holds
+/// millions of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InstToken {
     pub time: i64,
     /// Index into [`BlobAnalysis::waves`].
     pub wave: u32,
     pub kind: TokenKind,
-    /// The op of INST tokens.
-    pub op: Option<OpName>,
+    /// The op of INST tokens ([`TokenOp::name`]).
+    pub op: TokenOp,
     /// Nibble offset of the packet.
     pub offset: u64,
 }
@@ -729,7 +730,7 @@ impl Analyzer {
 
     /// Attribute an instruction token to the live wave in `slot` on the traced unit.
     #[inline(always)]
-    fn token(&mut self, p: &Packet, simd: u8, slot: u8, kind: TokenKind, op: Option<OpName>) {
+    fn token(&mut self, p: &Packet, simd: u8, slot: u8, kind: TokenKind, op: TokenOp) {
         let k = key(0, 0, simd, slot);
         match self.live.get(k) {
             Some(i) => {
@@ -906,7 +907,7 @@ impl Analyzer {
                     self.out.instruction_packets += 1;
                     let simd = pl.simd.get(raw) as u8;
                     let slot = pl.wave.get(raw) as u8;
-                    self.token(p, simd, slot, TokenKind::Inst, Some(info.name));
+                    self.token(p, simd, slot, TokenKind::Inst, TokenOp::new(self.layout, op));
                 } else if info.other_simd {
                     self.breakdown[INST_OTHER_SIMD] += 1;
                 } else {
@@ -914,7 +915,7 @@ impl Analyzer {
                     self.out.instruction_packets += 1;
                     let slot = pl.wave.get(raw) as u8;
                     let simd = self.opts.traced_simd;
-                    self.token(p, simd, slot, TokenKind::Inst, Some(info.name));
+                    self.token(p, simd, slot, TokenKind::Inst, TokenOp::new(self.layout, op));
                 }
             }
             Kind::ValuInst | Kind::Immediate => {
@@ -927,7 +928,7 @@ impl Analyzer {
                 self.out.instruction_packets += 1;
                 let slot = pl.wave.get(raw) as u8;
                 let simd = self.opts.traced_simd;
-                self.token(p, simd, slot, kind, None);
+                self.token(p, simd, slot, kind, TokenOp::NONE);
             }
             Kind::ImmediateMask => {
                 let mask = pl.mask.get(raw);
@@ -940,7 +941,7 @@ impl Analyzer {
                 while bits != 0 {
                     let slot = bits.trailing_zeros() as u8;
                     bits &= bits - 1;
-                    self.token(p, simd, slot, TokenKind::ImmediateMask, None);
+                    self.token(p, simd, slot, TokenKind::ImmediateMask, TokenOp::NONE);
                 }
             }
             Kind::DeltaOrMarker if p.ty.time == TimeRule::DeltaOrMarker && pl.is_marker(raw) => {
@@ -1120,6 +1121,11 @@ mod tests {
             std::mem::size_of::<Wave>() <= 48,
             "{}",
             std::mem::size_of::<Wave>()
+        );
+        assert!(
+            std::mem::size_of::<InstToken>() <= 24,
+            "{}",
+            std::mem::size_of::<InstToken>()
         );
     }
 }
