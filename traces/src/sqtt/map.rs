@@ -287,11 +287,12 @@ impl RdnaWalk {
     /// the walk cannot follow is recorded ([`RdnaWalk::error`]) and the walk goes on: a wave
     /// whose instructions leave the program (or a WAVESTART in its slot while it is live) is
     /// dropped, a token for no live wave is skipped.
+    #[inline]
     pub(crate) fn packet(
         &mut self,
         p: &Packet,
         wave: impl FnOnce() -> Option<u32>,
-        emit: &mut dyn FnMut(&MappedInst),
+        emit: &mut impl FnMut(&MappedInst),
     ) {
         if !Self::wants(p.ty.kind) {
             return;
@@ -486,6 +487,7 @@ impl StepError {
 }
 
 /// Take the instruction at `slot`'s PC for a token, and advance the PC.
+#[inline]
 fn step(
     program: &Program,
     live: &mut LiveSlots,
