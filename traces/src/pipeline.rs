@@ -392,7 +392,7 @@ impl MapState {
                 }
                 sums.add(m.pc, m.stall, m.duration);
                 if keep_mapped {
-                    mapped.push(m.clone());
+                    mapped.push(m.to_mapped());
                 }
             },
         );

@@ -50,6 +50,39 @@ pub struct MappedInst {
     pub duration: i64,
 }
 
+/// One instruction as the RDNA walk ([`RdnaWalk::packet`]) hands it on: the token's packet and
+/// the instruction by reference, so a caller that keeps only the PC and AMD's times builds no
+/// [`MappedInst`] per token ([`WalkInst::to_mapped`] makes one).
+pub(crate) struct WalkInst<'a> {
+    pub p: &'a Packet,
+    pub pc: u64,
+    pub slot: u8,
+    pub wave: Option<u32>,
+    pub op: Option<super::OpName>,
+    pub inst: &'a Instruction,
+    pub issue_time: i64,
+    pub stall: i64,
+    pub duration: i64,
+}
+
+impl WalkInst<'_> {
+    pub(crate) fn to_mapped(&self) -> MappedInst {
+        MappedInst {
+            time: self.p.time,
+            pc: self.pc,
+            slot: self.slot,
+            wave: self.wave,
+            token: self.p.ty.name,
+            op: self.op,
+            inst: *self.inst,
+            offset: self.p.offset,
+            issue_time: self.issue_time,
+            stall: self.stall,
+            duration: self.duration,
+        }
+    }
+}
+
 /// Where mapping lost track: the first inconsistency (a wave the program walk could not
 /// follow, a token without a live wave) and, on RDNA, how many there were in all. The walk
 /// drops what it cannot follow and goes on with the other waves.
@@ -133,13 +166,13 @@ impl Program {
 
     /// The instruction at `pc` and its [`flags_of`].
     #[inline]
-    fn get_flagged(&self, pc: u64) -> Option<(Instruction, u8)> {
+    fn get_flagged(&self, pc: u64) -> Option<(&Instruction, u8)> {
         let d = pc.checked_sub(self.base)?;
         if d % 4 != 0 {
             return None;
         }
         let i = (d / 4) as usize;
-        Some(((*self.insts.get(i)?)?, *self.flags.get(i)?))
+        Some((self.insts.get(i)?.as_ref()?, *self.flags.get(i)?))
     }
 
     #[inline]
@@ -201,7 +234,7 @@ pub fn map_insts_each(
     let program = Program::new(code);
     let mut walk = RdnaWalk::new(program);
     for p in Decoder::new(blob, opts) {
-        walk.packet(&p, || wave_at(analysis, p.offset), &mut |m| emit(m.clone()));
+        walk.packet(&p, || wave_at(analysis, p.offset), &mut |m| emit(m.to_mapped()));
     }
     walk.error()
 }
@@ -292,7 +325,7 @@ impl RdnaWalk {
         &mut self,
         p: &Packet,
         wave: impl FnOnce() -> Option<u32>,
-        emit: &mut impl FnMut(&MappedInst),
+        emit: &mut impl FnMut(&WalkInst),
     ) {
         if !Self::wants(p.ty.kind) {
             return;
@@ -306,8 +339,8 @@ impl RdnaWalk {
         // (slot, why, whether its wave is lost): rare, so a list only when there is one.
         let mut troubles: Vec<(u8, String, bool)> = Vec::new();
         let amd = &mut self.amd;
-        let mut emit = |mut m: MappedInst, how: AmdHow| {
-            amd.apply(&mut m, how);
+        let mut emit = |mut m: WalkInst, how: AmdHow| {
+            (m.issue_time, m.stall, m.duration) = amd.times(m.slot, m.p.time, how);
             emit(&m);
         };
         let program = &self.program;
@@ -332,22 +365,20 @@ impl RdnaWalk {
                         false,
                     ));
                 }
-                Some((pc, wave)) => match program.get(pc) {
+                Some((pc, wave)) => match program.get_flagged(pc) {
                     None => troubles.push((
                         slot,
                         format!("slot {slot} ends at {pc:#x}, outside the program"),
                         true,
                     )),
-                    Some(inst) => emit(
-                        MappedInst {
-                            time: p.time,
+                    Some((inst, _)) => emit(
+                        WalkInst {
+                            p,
                             pc,
                             slot,
                             wave,
-                            token: p.ty.name,
                             op: None,
                             inst,
-                            offset: p.offset,
                             issue_time: p.time,
                             stall: 0,
                             duration: 0,
@@ -443,30 +474,28 @@ impl AmdRdna {
         }
     }
 
-    /// Fills in AMD's reading of `i`, the next mapped instruction in stream order.
-    fn apply(&mut self, i: &mut MappedInst, how: AmdHow) {
+    /// AMD's reading (issue time, stall, duration) of the next mapped instruction of `slot`
+    /// in stream order, whose token came at `time`.
+    #[inline]
+    fn times(&mut self, slot: u8, time: i64, how: AmdHow) -> (i64, i64, i64) {
         if self.prev.is_empty() {
             self.prev = vec![None; 256];
         }
-        let prev = &mut self.prev[i.slot as usize];
+        let prev = &mut self.prev[slot as usize];
         let ready = prev.map(|(t, d)| t + d);
         let end = matches!(how, AmdHow::End);
         let start = match (ready, how) {
-            (Some(r), AmdHow::End | AmdHow::Immediate) => r.min(i.time),
-            _ => i.time,
+            (Some(r), AmdHow::End | AmdHow::Immediate) => r.min(time),
+            _ => time,
         };
-        i.issue_time = start;
-        i.stall = if end { 0 } else { i.time - start };
-        i.duration = match how {
-            AmdHow::End => i.time - start,
-            AmdHow::Immediate => i.stall + 1,
-            AmdHow::Exec(cycles) => i.stall + cycles,
+        let stall = if end { 0 } else { time - start };
+        let duration = match how {
+            AmdHow::End => time - start,
+            AmdHow::Immediate => stall + 1,
+            AmdHow::Exec(cycles) => stall + cycles,
         };
-        *prev = if end {
-            None
-        } else {
-            Some((i.issue_time, i.duration))
-        };
+        *prev = if end { None } else { Some((start, duration)) };
+        (start, stall, duration)
     }
 }
 
@@ -491,7 +520,7 @@ impl StepError {
 fn step(
     program: &Program,
     live: &mut LiveSlots,
-    emit: &mut impl FnMut(MappedInst, AmdHow),
+    emit: &mut impl for<'i> FnMut(WalkInst<'i>, AmdHow),
     p: &Packet,
     slot: u8,
     op: Option<OpInfo>,
@@ -536,15 +565,13 @@ fn step(
         AmdHow::Exec(op.map_or(1, |o| o.cycles))
     };
     emit(
-        MappedInst {
-            time: p.time,
+        WalkInst {
+            p,
             pc: at,
             slot,
             wave: *wave,
-            token: p.ty.name,
             op: op.map(|o| o.name),
             inst,
-            offset: p.offset,
             issue_time: p.time,
             stall: 0,
             duration: 0,
