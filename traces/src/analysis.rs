@@ -71,6 +71,10 @@ pub(crate) fn test_rng(seed: u64) -> impl FnMut(u64) -> u64 {
 /// How many of an SE's decoder warnings [`SeTrace::notes`] lists before it counts the rest.
 const NOTE_WARNINGS: usize = 3;
 
+/// How much of a mapped SE blob is decoded between two releases of its pages (analysis of a
+/// kernel): resident at most this much more per SE being decoded.
+const RELEASE_STEP: usize = 4 << 20;
+
 impl SeTrace {
     /// What the user must be told of this SE's results when its blob did decode: the decoder's
     /// warnings (a truncated or damaged stream; the first few, then how many more) and where
@@ -618,10 +622,18 @@ fn analyze_kernel_clocked<T: Send>(
         // A blob is read once, front to back: its decoded pages of a mapped file need not
         // stay resident (they are most of the memory of a large capture otherwise).
         let handle = p.blobs.get(s.blob.0 as usize);
+        // In steps of a few MiB, each from where the last ended (a page back: a partial page
+        // at the boundary is kept by one step and dropped by the next): an madvise per step,
+        // not one over the whole prefix every few thousand packets.
+        let mut released = 0usize;
         let mut release = |done: usize| {
-            if let Some(b) = handle {
-                b.release_prefix(done);
+            if done < released.saturating_add(RELEASE_STEP) && done < blob.len() {
+                return;
             }
+            if let Some(b) = handle {
+                b.release_part(released.saturating_sub(4096), done);
+            }
+            released = done;
         };
         let r = match &code {
             Some(c) if s.itrace && !sqtt::map::walks_cdna(blob, c, ao.decode) => {

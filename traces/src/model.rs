@@ -178,8 +178,14 @@ impl Blob {
     /// mapped file (a no-op for owned bytes): a reader that streams a large blob once keeps
     /// its memory flat. The bytes stay readable; touched again, they are read from the file.
     pub fn release_prefix(&self, end: usize) {
+        self.release_part(0, end);
+    }
+
+    /// [`Blob::release_prefix`] for `self[start..end]` only (whole pages inside it).
+    pub fn release_part(&self, start: usize, end: usize) {
         let end = self.range.start + end.min(self.range.len());
-        self.store.release(self.range.start as u64..end as u64);
+        let start = (self.range.start + start).min(end);
+        self.store.release(start as u64..end as u64);
     }
 
     pub fn is_empty(&self) -> bool {

@@ -321,7 +321,11 @@ mod tests {
             }
             // Every op field of the layout's packets fits the packed value.
             for ty in super::super::packets::Table::for_layout(layout).types {
-                for f in ty.fields.iter().filter(|f| f.role == super::super::Role::Op) {
+                for f in ty
+                    .fields
+                    .iter()
+                    .filter(|f| f.role == super::super::Role::Op)
+                {
                     assert!(
                         (f.hi - f.lo + 1) as u32 <= TokenOp::VALUE_BITS,
                         "{} op field of {} bits",

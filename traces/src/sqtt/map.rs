@@ -234,7 +234,9 @@ pub fn map_insts_each(
     let program = Program::new(code);
     let mut walk = RdnaWalk::new(program);
     for p in Decoder::new(blob, opts) {
-        walk.packet(&p, || wave_at(analysis, p.offset), &mut |m| emit(m.to_mapped()));
+        walk.packet(&p, || wave_at(analysis, p.offset), &mut |m| {
+            emit(m.to_mapped())
+        });
     }
     walk.error()
 }

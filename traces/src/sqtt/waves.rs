@@ -907,7 +907,13 @@ impl Analyzer {
                     self.out.instruction_packets += 1;
                     let simd = pl.simd.get(raw) as u8;
                     let slot = pl.wave.get(raw) as u8;
-                    self.token(p, simd, slot, TokenKind::Inst, TokenOp::new(self.layout, op));
+                    self.token(
+                        p,
+                        simd,
+                        slot,
+                        TokenKind::Inst,
+                        TokenOp::new(self.layout, op),
+                    );
                 } else if info.other_simd {
                     self.breakdown[INST_OTHER_SIMD] += 1;
                 } else {
@@ -915,7 +921,13 @@ impl Analyzer {
                     self.out.instruction_packets += 1;
                     let slot = pl.wave.get(raw) as u8;
                     let simd = self.opts.traced_simd;
-                    self.token(p, simd, slot, TokenKind::Inst, TokenOp::new(self.layout, op));
+                    self.token(
+                        p,
+                        simd,
+                        slot,
+                        TokenKind::Inst,
+                        TokenOp::new(self.layout, op),
+                    );
                 }
             }
             Kind::ValuInst | Kind::Immediate => {
