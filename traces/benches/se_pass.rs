@@ -8,10 +8,13 @@
 //! - `analyze tokens`: [`sqtt::analyze_with`] keeping every instruction token (what `stats`
 //!   runs on untraced SEs, and the app);
 //! - `analyze mapped`: [`traces::pipeline::analyze_mapped`] on the itraced SEs (analysis and
-//!   PC mapping in one decode, what `stats` runs there), beside the decode of the same blobs.
+//!   PC mapping in one decode, what `stats` runs there), beside the decode of the same blobs;
+//! - `fold`: the instruction table's and latency splits' fold of each itraced SE once decoded
+//!   and mapped ([`traces::pipeline::TablePart::of_se`], what `stats` runs on them), beside the
+//!   decode of the same blobs.
 //!
-//! `WAVESCOPE_SE_PASS_STEPS=mapped` (any of `waves,tokens,mapped`) runs only those steps beside
-//! the decode (for a profiler's view of one).
+//! `WAVESCOPE_SE_PASS_STEPS=mapped` (any of `waves,tokens,mapped,fold`) runs only those steps
+//! beside the decode (for a profiler's view of one).
 //!
 //! It prints MB of SQTT per CPU second (CPU time of this thread from
 //! `/proc/thread-self/schedstat`, so a loaded machine does not skew it; best of
@@ -139,6 +142,30 @@ fn main() {
             worst = worst.max(mapped / dec_it);
         }
         _ => println!("analyze mapped: no itraced SE with a code object in the capture"),
+    }
+    if wanted("fold") && !itraced.is_empty() {
+        let dec_it = best(runs, &itraced, decode);
+        // Each SE's fold timed on the thread that decoded it, as `stats` runs it.
+        let fold = |st: &traces::analysis::SeTrace,
+                    disasm: &std::collections::HashMap<u64, String>| {
+            if !st.itrace {
+                return 0.0;
+            }
+            (0..runs)
+                .map(|_| {
+                    let t = cpu_seconds();
+                    black_box(traces::pipeline::TablePart::of_se(st, disasm));
+                    cpu_seconds() - t
+                })
+                .fold(f64::INFINITY, f64::min)
+        };
+        match traces::analysis::analyze_kernel_fold(&p, 0, &fold) {
+            Some((_, per_se)) => {
+                let s: f64 = per_se.into_iter().flatten().sum();
+                row("fold (itraced SEs)", it_mb, s, dec_it);
+            }
+            None => println!("fold: the first kernel could not be analysed"),
+        }
     }
     println!("goal: the analysis within 2x the raw decode; worst x{worst:.2}");
     if worst > 2.0 {
