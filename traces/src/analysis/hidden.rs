@@ -411,6 +411,9 @@ type WaveSplits = Vec<(u32, LatencySplit)>;
 /// One SE of [`kernel_splits`]: per row sums, and per wave with tokens (in wave order) its
 /// sum. Only the waves with tokens get one: a split for each of the millions of waves of a big
 /// capture was most of the analysis' memory.
+///
+/// Each SIMD's issues are swept once in time order ([`sweep_splits`]); a wave whose tokens are
+/// out of time order has its windows scanned instead ([`scan_wave_splits`]).
 fn se_splits(
     se: &crate::analysis::SeTrace,
     token_rows: &[u32],
@@ -419,178 +422,256 @@ fn se_splits(
 ) -> (Vec<LatencySplit>, WaveSplits) {
     let tokens = &se.analysis.tokens;
     let waves = &se.analysis.waves;
+    let class_of = |ti: u32| classes[token_rows[ti as usize] as usize];
     let mut by_row = vec![LatencySplit::default(); n_rows];
-    let mut by_wave: WaveSplits = Vec::new();
-    // Waves by SIMD (CU and SIMD), each SIMD's issues as one time-sorted event list.
-    let mut order: Vec<u32> = (0..waves.len() as u32)
+    // The waves with tokens (in wave order), then by SIMD (CU and SIMD): each wave's slot is
+    // its place in that order, so per-wave state is kept for these waves only.
+    let with_tokens: Vec<u32> = (0..waves.len() as u32)
         .filter(|&w| !se.wave_tokens(w as usize).is_empty())
         .collect();
+    let mut order = with_tokens.clone();
     order.sort_by_key(|&w| (waves[w as usize].cu, waves[w as usize].simd));
-    let groups: Vec<&[u32]> = order
+    let mut slot_of = vec![u32::MAX; waves.len()];
+    for (s, &w) in order.iter().enumerate() {
+        slot_of[w as usize] = s as u32;
+    }
+    // Each SIMD: its range of slots.
+    let mut groups: Vec<std::ops::Range<usize>> = Vec::new();
+    for (s, same) in order
         .chunk_by(|&a, &b| {
             (waves[a as usize].cu, waves[a as usize].simd)
                 == (waves[b as usize].cu, waves[b as usize].simd)
         })
+        .scan(0, |at, c| {
+            *at += c.len();
+            Some((*at - c.len(), c.len()))
+        })
+    {
+        groups.push(s..s + same);
+    }
+    let mut group_at = vec![0u32; order.len()];
+    for (g, r) in groups.iter().enumerate() {
+        group_at[r.clone()].fill(g as u32);
+    }
+    // Each SIMD's issues in token order, each list at its size at once (a wave's tokens are
+    // the ones naming it): grown by doubling, a big SE's copies and fresh pages cost more.
+    let mut by_group: Vec<Vec<Event>> = groups
+        .iter()
+        .map(|r| {
+            let n = order[r.clone()]
+                .iter()
+                .map(|&w| se.wave_tokens(w as usize).len())
+                .sum();
+            Vec::with_capacity(n)
+        })
         .collect();
-    let mut group_of = vec![u32::MAX; waves.len()];
-    for (g, members) in groups.iter().enumerate() {
-        for &w in *members {
-            group_of[w as usize] = g as u32;
-        }
-    }
-    // Each SIMD's issues in stream order, which is time order: only the issues of one cycle
-    // need sorting then (events are whole values, so any sort gives the same list).
-    // Each list at its size at once: grown by doubling, a big SE's copies and fresh pages
-    // cost more than this count.
-    let mut sizes = vec![0usize; groups.len()];
-    for t in tokens {
-        if let Some(&g) = group_of.get(t.wave as usize).filter(|&&g| g != u32::MAX) {
-            sizes[g as usize] += 1;
-        }
-    }
-    let mut by_group: Vec<Vec<(i64, u32, InstClass)>> =
-        sizes.iter().map(|&n| Vec::with_capacity(n)).collect();
+    // A wave is in time order when none of its tokens is earlier than one before it (the token
+    // index lists them in token order).
+    let mut latest = vec![i64::MIN; order.len()];
+    let mut in_order = vec![true; order.len()];
+    // Each SIMD's list in time order as it is filled (then its issues of one cycle are in
+    // token order too).
+    let mut sorted = vec![true; groups.len()];
     for (ti, t) in tokens.iter().enumerate() {
-        if let Some(&g) = group_of.get(t.wave as usize).filter(|&&g| g != u32::MAX) {
-            by_group[g as usize].push((t.time, t.wave, classes[token_rows[ti] as usize]));
+        let Some(&s) = slot_of.get(t.wave as usize).filter(|&&s| s != u32::MAX) else {
+            continue;
+        };
+        let g = group_at[s as usize] as usize;
+        let events = &mut by_group[g];
+        if events.last().is_some_and(|e| e.time > t.time) {
+            sorted[g] = false;
+        }
+        events.push(Event {
+            time: t.time,
+            slot: s,
+            ti: ti as u32,
+        });
+        let l = &mut latest[s as usize];
+        if t.time < *l {
+            in_order[s as usize] = false;
+        } else {
+            *l = t.time;
         }
     }
-    drop(group_of);
-    for (members, mut events) in groups.into_iter().zip(by_group) {
-        if events.is_sorted_by_key(|e| e.0) {
-            for same in events.chunk_by_mut(|a, b| a.0 == b.0) {
-                same.sort_unstable();
-            }
-        } else {
+    drop((slot_of, group_at, latest));
+    let mut clocks = vec![WaveClock::OFF; order.len()];
+    let mut by_slot = vec![LatencySplit::default(); order.len()];
+    for ((r, mut events), sorted) in groups.into_iter().zip(by_group).zip(sorted) {
+        if !sorted {
             events.sort_unstable();
         }
-        let cycles = Cycles::of(&events);
-        for &w in members {
-            let wave_tokens = se.wave_tokens(w as usize);
-            let in_order = wave_tokens
-                .iter()
-                .filter_map(|&ti| tokens.get(ti as usize))
-                .is_sorted_by_key(|t| t.time);
-            let mut ws = LatencySplit::default();
-            let mut add = |ti: u32, s: &LatencySplit| {
-                by_row[token_rows[ti as usize] as usize].add(s);
-                ws.add(s);
+        let mut starts: Vec<(i64, u32)> = r
+            .clone()
+            .filter(|&s| in_order[s])
+            .map(|s| (waves[order[s] as usize].start, s as u32))
+            .collect();
+        sweep_splits(
+            &events,
+            &mut starts,
+            &mut clocks,
+            class_of,
+            |s, ti, split| {
+                by_row[token_rows[ti as usize] as usize].add(split);
+                by_slot[s as usize].add(split);
+            },
+        );
+        if r.clone().all(|s| in_order[s]) {
+            continue;
+        }
+        let scan_events: Vec<(i64, u32, InstClass)> = events
+            .iter()
+            .map(|e| (e.time, e.slot, class_of(e.ti)))
+            .collect();
+        for s in r.filter(|&s| !in_order[s]) {
+            let w = order[s] as usize;
+            let add = |ti: u32, split: &LatencySplit| {
+                by_row[token_rows[ti as usize] as usize].add(split);
+                by_slot[s].add(split);
             };
-            if in_order {
-                cycles.wave_splits(w, waves[w as usize].start, wave_tokens, tokens, &mut add);
-            } else {
-                scan_wave_splits(
-                    w,
-                    waves[w as usize].start,
-                    wave_tokens,
-                    tokens,
-                    &events,
-                    add,
-                );
-            }
-            by_wave.push((w, ws));
+            let wave_tokens = se.wave_tokens(w);
+            scan_wave_splits(
+                s as u32,
+                waves[w].start,
+                wave_tokens,
+                tokens,
+                &scan_events,
+                add,
+            );
         }
     }
+    // Slots back to wave order.
+    let mut by_wave: WaveSplits = order.iter().copied().zip(by_slot).collect();
     by_wave.sort_unstable_by_key(|e| e.0);
+    debug_assert!(by_wave.iter().map(|e| e.0).eq(with_tokens));
     (by_row, by_wave)
 }
 
-/// The distinct cycles of one SIMD's issue events (sorted by time), each with the class that
-/// fills it for a wave that did not issue in it: the least class of its events. A wave's
-/// windows between its own issues hold none of its own events when its tokens come in time
-/// order, so every cycle inside a window is hidden by that class, and only the window's last
-/// cycle (where the wave itself issued) needs its events looked at: one byte per cycle read
-/// instead of every event of every other wave compared.
-struct Cycles<'e> {
-    events: &'e [(i64, u32, InstClass)],
-    times: Vec<i64>,
-    /// Index in `events` of each cycle's first event (one more entry at the end).
-    first: Vec<u32>,
-    /// The least class issued in each cycle, as its index in [`InstClass::ALL`].
-    least: Vec<u8>,
+/// One issue of a SIMD: its cycle, the issuing wave's slot, and its token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Event {
+    time: i64,
+    slot: u32,
+    ti: u32,
 }
 
-impl<'e> Cycles<'e> {
-    fn of(events: &'e [(i64, u32, InstClass)]) -> Cycles<'e> {
-        // At most a cycle per event.
-        let mut c = Cycles {
-            events,
-            times: Vec::with_capacity(events.len()),
-            first: Vec::with_capacity(events.len() + 1),
-            least: Vec::with_capacity(events.len()),
+/// One wave's place in [`sweep_splits`].
+#[derive(Debug, Clone, Copy)]
+struct WaveClock {
+    /// Its last issue cycle so far, its start before the first.
+    prev: i64,
+    /// The SIMD's cycles up to `prev` (included), by filling class (`seen` in
+    /// [`sweep_splits`] when the wave reached `prev`).
+    upto: [u32; 7],
+    state: ClockState,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ClockState {
+    /// Not swept (a wave out of time order, or of another SIMD).
+    Off,
+    /// Before its start and its first issue: `upto` not known yet.
+    Waiting,
+    Live,
+}
+
+impl WaveClock {
+    const OFF: WaveClock = WaveClock {
+        prev: 0,
+        upto: [0; 7],
+        state: ClockState::Off,
+    };
+}
+
+/// The splits of the waves `starts` ((start, slot) of waves whose tokens come in time order)
+/// of one SIMD, from its issues `events` (sorted by time, a wave's issues of one cycle in token
+/// order), each handed to `emit(slot, token, split)`: [`scan_wave_splits`]'s results in one
+/// pass over the events instead of one walk per wave over every cycle of its windows.
+///
+/// A cycle is filled for a wave that did not issue in it by the least class issued in it, so
+/// the hidden cycles of a window holding none of the wave's own issues (tokens in time order)
+/// are the cycles between its ends counted by their least class: per class, the count of
+/// cycles swept so far minus the count when the wave last issued (or started). Only the
+/// window's last cycle, where the wave itself issued, looks at its events: the least class of
+/// another wave's.
+fn sweep_splits(
+    events: &[Event],
+    starts: &mut [(i64, u32)],
+    clocks: &mut [WaveClock],
+    class_of: impl Fn(u32) -> InstClass,
+    mut emit: impl FnMut(u32, u32, &LatencySplit),
+) {
+    starts.sort_unstable();
+    for &(start, s) in starts.iter() {
+        clocks[s as usize] = WaveClock {
+            prev: start,
+            upto: [0; 7],
+            state: ClockState::Waiting,
         };
-        for (i, e) in events.iter().enumerate() {
-            match c.times.last() {
-                Some(&t) if t == e.0 => {
-                    let l = c.least.last_mut().expect("a cycle per time");
-                    *l = (*l).min(e.2 as u8);
+    }
+    // Cycles swept so far, by their least class.
+    let mut seen = [0u32; 7];
+    let mut next_start = 0;
+    for cycle in events.chunk_by(|a, b| a.time == b.time) {
+        let t = cycle[0].time;
+        // Waves that started before this cycle: every cycle up to their start is swept.
+        while let Some(&(_, s)) = starts.get(next_start).filter(|e| e.0 < t) {
+            let c = &mut clocks[s as usize];
+            if c.state == ClockState::Waiting {
+                c.upto = seen;
+                c.state = ClockState::Live;
+            }
+            next_start += 1;
+        }
+        // The least class issued here and its wave, and the least class of the other waves.
+        let (mut least, mut least_slot, mut other) = (u8::MAX, u32::MAX, u8::MAX);
+        for e in cycle {
+            let c = class_of(e.ti) as u8;
+            if c < least {
+                if e.slot != least_slot {
+                    other = least;
                 }
-                _ => {
-                    c.times.push(e.0);
-                    c.first.push(i as u32);
-                    c.least.push(e.2 as u8);
-                }
+                least = c;
+                least_slot = e.slot;
+            } else if e.slot != least_slot {
+                other = other.min(c);
             }
         }
-        c.first.push(events.len() as u32);
-        c
-    }
-
-    /// The splits of wave `w`'s tokens (`order` into `tokens`, in time order), from its start
-    /// on, each handed to `add` with its token index: [`scan_wave_splits`]'s results.
-    fn wave_splits(
-        &self,
-        w: u32,
-        start: i64,
-        order: &[u32],
-        tokens: &[crate::sqtt::InstToken],
-        add: &mut impl FnMut(u32, &LatencySplit),
-    ) {
-        let times = &self.times;
-        let mut prev = start;
-        // The first cycle after `prev`.
-        let mut k = times.partition_point(|&x| x <= prev);
-        for &ti in order {
-            let Some(t) = tokens.get(ti as usize) else {
+        for e in cycle {
+            let c = &mut clocks[e.slot as usize];
+            if c.state == ClockState::Off {
                 continue;
-            };
-            let mut by = [0i64; 8];
-            if t.time > prev {
-                while k < times.len() && times[k] < t.time {
-                    by[self.least[k] as usize & 7] += 1;
-                    k += 1;
-                }
-                if k < times.len() && times[k] == t.time {
-                    // This wave issued here too: the least class of the others, if any.
-                    let (a, b) = (self.first[k] as usize, self.first[k + 1] as usize);
-                    let other = self.events[a..b]
-                        .iter()
-                        .filter(|e| e.1 != w)
-                        .map(|e| e.2 as usize)
-                        .min();
-                    if let Some(c) = other {
-                        by[c & 7] += 1;
-                    }
-                    k += 1;
-                }
-            } else if t.time < prev {
-                k = times.partition_point(|&x| x <= t.time);
             }
-            let mut s = LatencySplit {
-                latency: t.time - prev,
+            // A wave's later issues in this cycle find `prev` here: no latency, none hidden.
+            let mut split = LatencySplit {
+                latency: t - c.prev,
                 ..Default::default()
             };
-            for (i, c) in InstClass::ALL.into_iter().enumerate() {
-                *s.hidden.slot(c) = by[i];
+            if t > c.prev {
+                debug_assert_eq!(c.state, ClockState::Live, "a start before {t} is swept");
+                for (k, class) in InstClass::ALL.into_iter().enumerate() {
+                    *split.hidden.slot(class) = (seen[k] - c.upto[k]) as i64;
+                }
+                let fill = if e.slot != least_slot { least } else { other };
+                if let Some(&class) = InstClass::ALL.get(fill as usize) {
+                    *split.hidden.slot(class) += 1;
+                }
             }
-            s.exposed = s.latency - s.hidden_total();
-            prev = t.time;
-            add(ti, &s);
+            split.exposed = split.latency - split.hidden_total();
+            c.prev = t;
+            emit(e.slot, e.ti, &split);
+        }
+        seen[least as usize] += 1;
+        for e in cycle {
+            let c = &mut clocks[e.slot as usize];
+            if c.state != ClockState::Off {
+                c.upto = seen;
+                c.state = ClockState::Live;
+            }
         }
     }
 }
 
-/// [`Cycles::wave_splits`] for a wave whose tokens are out of time order: each window's
+/// [`sweep_splits`] for a wave whose tokens are out of time order: each window's
 /// events compared one by one, the wave's own left out.
 fn scan_wave_splits(
     w: u32,
@@ -667,25 +748,29 @@ mod tests {
         assert_eq!(InstClass::from_token("IMMEDIATE"), Other);
     }
 
-    /// The per-cycle rule gives what comparing every event of each window gives, for waves
-    /// whose tokens come in time order (ties, several waves issuing in one cycle, a first
-    /// token before the wave's start, a wave alone on its SIMD).
+    /// The sweep gives what comparing every event of each window gives, for the waves whose
+    /// tokens come in time order (ties, several waves issuing in one cycle, a wave issuing
+    /// twice in one cycle, a first token before the wave's start, a wave alone on its SIMD),
+    /// beside waves out of time order (swept only as other waves' issues) and tokens not in
+    /// time order across waves.
     #[test]
-    fn cycle_classes_give_the_scanned_splits() {
+    fn sweep_gives_the_scanned_splits() {
         use crate::sqtt::{InstToken, TokenKind};
         let mut next = crate::analysis::test_rng(0x9e37_79b9_7f4a_7c15u64);
-        for case in 0..500 {
+        for case in 0..2000 {
             let waves = 1 + next(6) as u32;
             let mut tokens = Vec::new();
             let mut starts = Vec::new();
             for w in 0..waves {
                 let start = next(20) as i64;
                 starts.push(start);
+                let shuffled = next(5) == 0;
                 let mut t = start - next(3) as i64;
                 for _ in 0..next(12) {
                     t += next(4) as i64;
+                    let time = if shuffled { t - next(6) as i64 } else { t };
                     tokens.push(InstToken {
-                        time: t,
+                        time,
                         wave: w,
                         kind: TokenKind::ValuInst,
                         op: crate::sqtt::TokenOp::NONE,
@@ -693,28 +778,73 @@ mod tests {
                     });
                 }
             }
-            tokens.sort_by_key(|t| t.time);
+            // Tokens in time order (each wave's kept: a stable sort), or wave after wave.
+            if next(4) != 0 {
+                tokens.sort_by_key(|t| t.time);
+            }
             let classes: Vec<InstClass> = (0..tokens.len())
                 .map(|_| InstClass::ALL[next(7) as usize])
                 .collect();
-            let mut events: Vec<(i64, u32, InstClass)> = tokens
-                .iter()
-                .zip(&classes)
-                .map(|(t, &c)| (t.time, t.wave, c))
+            let mut events: Vec<Event> = (0..tokens.len() as u32)
+                .map(|ti| Event {
+                    time: tokens[ti as usize].time,
+                    slot: tokens[ti as usize].wave,
+                    ti,
+                })
                 .collect();
-            events.sort_unstable();
-            let cycles = Cycles::of(&events);
-            for w in 0..waves {
-                let order: Vec<u32> = (0..tokens.len() as u32)
+            if !events.is_sorted_by_key(|e| e.time) {
+                events.sort_unstable();
+            }
+            let scan_events: Vec<(i64, u32, InstClass)> = events
+                .iter()
+                .map(|e| (e.time, e.slot, classes[e.ti as usize]))
+                .collect();
+            let order_of = |w: u32| -> Vec<u32> {
+                (0..tokens.len() as u32)
                     .filter(|&i| tokens[i as usize].wave == w)
-                    .collect();
-                let (mut fast, mut scan) = (Vec::new(), Vec::new());
-                let start = starts[w as usize];
-                cycles.wave_splits(w, start, &order, &tokens, &mut |ti, s| fast.push((ti, *s)));
-                scan_wave_splits(w, start, &order, &tokens, &events, |ti, s| {
-                    scan.push((ti, *s))
-                });
-                assert_eq!(fast, scan, "case {case} wave {w}");
+                    .collect()
+            };
+            let in_order = |w: u32| {
+                order_of(w)
+                    .iter()
+                    .map(|&i| tokens[i as usize].time)
+                    .is_sorted()
+            };
+            let mut swept_starts: Vec<(i64, u32)> = (0..waves)
+                .filter(|&w| in_order(w))
+                .map(|w| (starts[w as usize], w))
+                .collect();
+            let mut clocks = vec![WaveClock::OFF; waves as usize];
+            let mut fast = vec![None; tokens.len()];
+            sweep_splits(
+                &events,
+                &mut swept_starts,
+                &mut clocks,
+                |ti| classes[ti as usize],
+                |w, ti, s| {
+                    assert_eq!(tokens[ti as usize].wave, w);
+                    assert!(fast[ti as usize].replace(*s).is_none(), "token {ti} twice");
+                },
+            );
+            for w in 0..waves {
+                let order = order_of(w);
+                let mut scan = vec![None; tokens.len()];
+                scan_wave_splits(
+                    w,
+                    starts[w as usize],
+                    &order,
+                    &tokens,
+                    &scan_events,
+                    |ti, s| scan[ti as usize] = Some(*s),
+                );
+                for &ti in &order {
+                    let fast = fast[ti as usize];
+                    if in_order(w) {
+                        assert_eq!(fast, scan[ti as usize], "case {case} wave {w} token {ti}");
+                    } else {
+                        assert_eq!(fast, None, "case {case} wave {w} is out of order");
+                    }
+                }
             }
         }
     }
