@@ -1,6 +1,6 @@
 //! The instruction tokens of one SE's traced waves as the SQTT view keeps them while a kernel
 //! is open: per token its issue cycle and what it issued (12 bytes), in wave order, instead of
-//! the analysis' token record, PC and per-wave index (60 bytes); made as the SE is decoded,
+//! the analysis' token record, PC and per-wave index (36 bytes); made as the SE is decoded,
 //! so the analysis' records go then.
 
 use std::collections::HashMap;
