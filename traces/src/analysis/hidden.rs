@@ -561,7 +561,7 @@ struct WaveClock {
     prev: i64,
     /// The SIMD's cycles up to `prev` (included), by filling class (`seen` in
     /// [`sweep_splits`] when the wave reached `prev`).
-    upto: [u32; 7],
+    upto: [u32; InstClass::ALL.len()],
     state: ClockState,
 }
 
@@ -577,7 +577,7 @@ enum ClockState {
 impl WaveClock {
     const OFF: WaveClock = WaveClock {
         prev: 0,
-        upto: [0; 7],
+        upto: [0; InstClass::ALL.len()],
         state: ClockState::Off,
     };
 }
@@ -604,12 +604,12 @@ fn sweep_splits(
     for &(start, s) in starts.iter() {
         clocks[s as usize] = WaveClock {
             prev: start,
-            upto: [0; 7],
+            upto: [0; InstClass::ALL.len()],
             state: ClockState::Waiting,
         };
     }
     // Cycles swept so far, by their least class.
-    let mut seen = [0u32; 7];
+    let mut seen = [0u32; InstClass::ALL.len()];
     let mut next_start = 0;
     for cycle in events.chunk_by(|a, b| a.time == b.time) {
         let t = cycle[0].time;

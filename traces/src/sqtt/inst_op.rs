@@ -52,14 +52,13 @@ impl TokenOp {
     const PRESENT: u16 = 1 << 15;
     /// Op fields are at most 8 bits wide (`packets` tests it); 12 bits are kept.
     pub(crate) const VALUE_BITS: u32 = 12;
+    const VALUE_MASK: u16 = (1 << Self::VALUE_BITS) - 1;
 
     /// The op `value` (an op field) of a `layout` stream.
     pub fn new(layout: Layout, value: u32) -> TokenOp {
         debug_assert!(value < 1 << Self::VALUE_BITS);
         TokenOp(
-            Self::PRESENT
-                | (layout as u16) << Self::VALUE_BITS
-                | (value & ((1 << Self::VALUE_BITS) - 1)) as u16,
+            Self::PRESENT | (layout as u16) << Self::VALUE_BITS | (value as u16 & Self::VALUE_MASK),
         )
     }
 
@@ -68,12 +67,9 @@ impl TokenOp {
         if self.0 & Self::PRESENT == 0 {
             return None;
         }
-        let layout = match (self.0 >> Self::VALUE_BITS) & 3 {
-            0 => Layout::Rdna3,
-            1 => Layout::Rdna4,
-            _ => Layout::Cdna,
-        };
-        Some((layout, (self.0 & ((1 << Self::VALUE_BITS) - 1)) as u32))
+        let at = ((self.0 >> Self::VALUE_BITS) & 3) as usize;
+        let layout = Layout::ALL.get(at).copied().unwrap_or(Layout::Cdna);
+        Some((layout, (self.0 & Self::VALUE_MASK) as u32))
     }
 
     /// The op's name, as [`op_name`] gives it.
@@ -281,7 +277,7 @@ impl OpInfo {
 #[inline]
 pub(crate) fn op_info(layout: Layout, op: u32) -> OpInfo {
     static T: std::sync::LazyLock<Vec<[OpInfo; 256]>> = std::sync::LazyLock::new(|| {
-        [Layout::Rdna3, Layout::Rdna4, Layout::Cdna]
+        Layout::ALL
             .iter()
             .map(|&l| std::array::from_fn(|v| OpInfo::of(op_name(l, v as u32))))
             .collect()
@@ -308,12 +304,12 @@ mod tests {
         assert_eq!(op_name(Layout::Cdna, 28).to_string(), "VALU_MAI");
     }
 
-    /// The table answers as the names and their tests do.
+    /// A packed op names what its layout and value name, and every op field fits it.
     #[test]
     fn token_op_names_as_op_name() {
         assert_eq!(TokenOp::NONE.name(), None);
         assert_eq!(TokenOp::default(), TokenOp::NONE);
-        for layout in [Layout::Rdna3, Layout::Rdna4, Layout::Cdna] {
+        for layout in Layout::ALL {
             for v in 0..1u32 << TokenOp::VALUE_BITS {
                 let t = TokenOp::new(layout, v);
                 assert_eq!(t.raw(), Some((layout, v)));
@@ -337,9 +333,10 @@ mod tests {
         }
     }
 
+    /// The table answers as the names and their tests do.
     #[test]
     fn op_info_is_op_name() {
-        for layout in [Layout::Rdna3, Layout::Rdna4, Layout::Cdna] {
+        for layout in Layout::ALL {
             for op in 0..600u32 {
                 let n = op_name(layout, op);
                 let i = op_info(layout, op);

@@ -134,6 +134,9 @@ pub enum Layout {
 }
 
 impl Layout {
+    /// Every layout, in declaration order (`layout as usize` indexes it).
+    pub const ALL: [Layout; 3] = [Layout::Rdna3, Layout::Rdna4, Layout::Cdna];
+
     pub fn name(self) -> &'static str {
         match self {
             Layout::Rdna3 => "rdna3",
@@ -1194,7 +1197,7 @@ pub type PlacesTable = [[Places; 32]; 3];
 pub fn places() -> &'static PlacesTable {
     static P: std::sync::LazyLock<PlacesTable> = std::sync::LazyLock::new(|| {
         let mut t = [[Places::default(); 32]; 3];
-        for layout in [Layout::Rdna3, Layout::Rdna4, Layout::Cdna] {
+        for layout in Layout::ALL {
             for (i, ty) in Table::for_layout(layout).types.iter().enumerate() {
                 t[layout as usize][i] = Places::of(ty);
             }
@@ -1218,7 +1221,7 @@ mod tests {
     #[test]
     fn places_read_what_the_fields_say() {
         let all = places();
-        for layout in [Layout::Rdna3, Layout::Rdna4, Layout::Cdna] {
+        for layout in Layout::ALL {
             let types = Table::for_layout(layout).types;
             assert!(types.len() <= 32, "{layout:?}: {} types", types.len());
             for (i, ty) in types.iter().enumerate() {

@@ -1005,10 +1005,7 @@ impl Analyzer {
         if packets > 0 {
             self.out.last_time = Some(self.last_time);
         }
-        for (layout, counts) in [Layout::Rdna3, Layout::Rdna4, Layout::Cdna]
-            .iter()
-            .zip(&self.counts)
-        {
+        for (layout, counts) in Layout::ALL.iter().zip(&self.counts) {
             let types = super::packets::Table::for_layout(*layout).types;
             for (i, &c) in counts.iter().enumerate() {
                 if c > 0 {
@@ -1018,10 +1015,7 @@ impl Analyzer {
                 }
             }
         }
-        for (layout, ops) in [Layout::Rdna3, Layout::Rdna4, Layout::Cdna]
-            .iter()
-            .zip(&self.op_counts)
-        {
+        for (layout, ops) in Layout::ALL.iter().zip(&self.op_counts) {
             for (op, &c) in ops.iter().enumerate() {
                 if c > 0 {
                     *self
