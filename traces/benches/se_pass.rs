@@ -5,6 +5,8 @@
 //! capture's first kernel, one after the other on this thread:
 //! - `decode`: the raw decoder alone ([`Decoder::for_each_run`], the loop the analysis uses);
 //! - `analyze waves`: [`sqtt::analyze_with`] without tokens;
+//! - `untraced`: what `stats` runs on the SEs without instruction tokens (their analysis, then
+//!   the achieved occupancy of their waves), beside the decode of the same blobs;
 //! - `analyze tokens`: [`sqtt::analyze_with`] keeping every instruction token (what `stats`
 //!   runs on untraced SEs, and the app);
 //! - `analyze mapped`: [`traces::pipeline::analyze_mapped`] on the itraced SEs (analysis and
@@ -13,7 +15,7 @@
 //!   and mapped ([`traces::pipeline::TablePart::of_se`], what `stats` runs on them), beside the
 //!   decode of the same blobs.
 //!
-//! `WAVESCOPE_SE_PASS_STEPS=mapped` (any of `waves,tokens,mapped,fold`) runs only those steps
+//! `WAVESCOPE_SE_PASS_STEPS=mapped` (any of `waves,untraced,tokens,mapped,fold`) runs only those steps
 //! beside the decode (for a profiler's view of one).
 //!
 //! It prints MB of SQTT per CPU second (CPU time of this thread from
@@ -85,6 +87,12 @@ fn main() {
         .filter(|s| s.itrace)
         .map(|s| p.blob(s.blob))
         .collect();
+    let untraced: Vec<&[u8]> = p
+        .sqtt
+        .iter()
+        .filter(|s| !s.itrace)
+        .map(|s| p.blob(s.blob))
+        .collect();
     let mb = |bs: &[&[u8]]| bs.iter().map(|b| b.len()).sum::<usize>() as f64 / 1e6;
     let (all_mb, it_mb) = (mb(&all), mb(&itraced));
     println!(
@@ -114,6 +122,28 @@ fn main() {
             sqtt::analyze_with(b, target, o).map_or(0, |a| a.waves.len() as u64)
         });
         row("analyze waves (all SEs)", all_mb, waves, dec);
+    }
+    if wanted("untraced") && !untraced.is_empty() {
+        let un_mb = mb(&untraced);
+        let dec_un = best(runs, &untraced, decode);
+        row("decode (untraced SEs)", un_mb, dec_un, dec_un);
+        // What `stats` runs on an SE without instruction tokens: its waves, then their
+        // achieved occupancy.
+        let folded = best(runs, &untraced, |b| {
+            let a = sqtt::analyze_with(b, target, Default::default());
+            a.map_or(0, |a| {
+                let mut ach = traces::analysis::occupancy::Achieved::default();
+                let lives = a
+                    .waves
+                    .iter()
+                    .map(traces::analysis::occupancy::WaveLife::of);
+                traces::analysis::occupancy::achieved_se(&mut ach, 0, lives);
+                let n = a.waves.len() as u64;
+                sqtt::waves::recycle(a.waves, a.tokens);
+                n + ach.per_simd.len() as u64
+            })
+        });
+        row("analyze + occupancy (untraced)", un_mb, folded, dec_un);
     }
     if wanted("tokens") {
         let tokens = best(runs, &all, |b| {
