@@ -40,7 +40,10 @@ impl TimeMap {
         let first = markers.first()?;
         let mut full = unwrap_near(first.realtime & (modulus - 1), bits, reference_ticks);
         let mut prev_rt = first.realtime & (modulus - 1);
-        let mut points: Vec<(i64, f64)> = vec![(first.time, full as f64)];
+        // At its final size at once: a large capture has millions of markers, and a list
+        // grown by doubling copies itself and faults its pages in twice.
+        let mut points: Vec<(i64, f64)> = Vec::with_capacity(markers.len());
+        points.push((first.time, full as f64));
         for m in &markers[1..] {
             let rt = m.realtime & (modulus - 1);
             full = full.wrapping_add(rt.wrapping_sub(prev_rt) & (modulus - 1));
