@@ -349,6 +349,30 @@ pub fn analyze_mapped(
     ))
 }
 
+thread_local! {
+    /// A token PC list handed back by [`recycle_pcs`], for the next SE mapped on this thread.
+    static SPARE_PCS: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Hands an SE's token PCs its caller has finished with (folded) back for the next SE
+/// [`analyze_mapped`] maps on this thread, as [`crate::sqtt::waves::recycle`] does the tokens:
+/// fresh pages for a list of 8 bytes per token cost more than its reuse.
+pub(crate) fn recycle_pcs(mut pcs: Vec<u64>) {
+    pcs.clear();
+    SPARE_PCS.with(|s| {
+        let mut s = s.borrow_mut();
+        if pcs.capacity() > s.capacity() {
+            *s = pcs;
+        }
+    });
+}
+
+/// Drops this thread's spare token PC list ([`recycle_pcs`]) once no more instruction-traced
+/// blob will come to it.
+pub(crate) fn drop_spare_pcs() {
+    SPARE_PCS.with(|s| *s.borrow_mut() = Vec::new());
+}
+
 /// What [`analyze_mapped`] folds from the packets the walk wants.
 struct MapState {
     walk: crate::sqtt::map::RdnaWalk,
@@ -374,11 +398,15 @@ impl MapState {
         let token_pc = &mut self.token_pc;
         if now > token_pc.len() {
             if token_pc.capacity() == 0 {
-                // As the analyzer's token list.
-                token_pc.reserve(crate::sqtt::waves::tokens_left_estimate(
-                    self.blob_bytes,
-                    p.offset,
-                ));
+                // As the analyzer's token list: the last SE's list if one was handed back
+                // ([`recycle_pcs`]), else reserved for the rest of the blob.
+                *token_pc = SPARE_PCS.with(|s| std::mem::take(&mut *s.borrow_mut()));
+                if token_pc.capacity() == 0 {
+                    token_pc.reserve(crate::sqtt::waves::tokens_left_estimate(
+                        self.blob_bytes,
+                        p.offset,
+                    ));
+                }
             }
             token_pc.resize(now, u64::MAX);
         }
