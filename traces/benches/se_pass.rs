@@ -10,7 +10,8 @@
 //! - `analyze tokens`: [`sqtt::analyze_with`] keeping every instruction token (what `stats`
 //!   runs on untraced SEs, and the app);
 //! - `analyze mapped`: [`traces::pipeline::analyze_mapped`] on the itraced SEs (analysis and
-//!   PC mapping in one decode, what `stats` runs there), beside the decode of the same blobs;
+//!   PC mapping in one decode, what `stats` runs there), beside the decode of the same blobs
+//!   and their analysis alone (what the mapping adds);
 //! - `fold`: the instruction table's and latency splits' fold of each itraced SE once decoded
 //!   and mapped ([`traces::pipeline::TablePart::of_se`], what `stats` runs on them), beside the
 //!   decode of the same blobs.
@@ -157,6 +158,12 @@ fn main() {
         (Some(code), false) => {
             let dec_it = best(runs, &itraced, decode);
             row("decode (itraced SEs)", it_mb, dec_it, dec_it);
+            // The analysis alone on the same blobs: what the mapping adds to it.
+            let analysed = best(runs, &itraced, |b| {
+                sqtt::analyze_with(b, target, Default::default())
+                    .map_or(0, |a| a.tokens.len() as u64)
+            });
+            row("analyze tokens (itraced SEs)", it_mb, analysed, dec_it);
             let mapped = best(runs, &itraced, |b| {
                 traces::pipeline::analyze_mapped(
                     b,

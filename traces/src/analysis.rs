@@ -202,25 +202,30 @@ pub(crate) fn group_by_wave<T>(
     waves: usize,
     wave: impl Fn(&T) -> u32,
 ) -> (Vec<u32>, Vec<u32>) {
-    let mut start = vec![0u32; waves + 1];
+    // Counted one place further on than the starts, so that after the prefix sum
+    // `start[w + 1]` is where wave `w`'s items begin: filling moves it to where they end, which
+    // is wave `w + 1`'s start. No second array of cursors (a copy of `start`, fresh pages).
+    let mut start = vec![0u32; waves + 2];
     for t in items {
-        if let Some(c) = start.get_mut(wave(t) as usize + 1) {
+        if let Some(c) = start.get_mut(wave(t) as usize + 2) {
             *c += 1;
         }
     }
     for i in 1..start.len() {
         start[i] += start[i - 1];
     }
-    let mut fill = start.clone();
     let mut order = vec![0u32; start.last().copied().unwrap_or(0) as usize];
     for (i, t) in items.iter().enumerate() {
-        if let Some(f) = fill.get_mut(wave(t) as usize) {
+        let w = wave(t) as usize;
+        if w < waves {
+            let f = &mut start[w + 1];
             if let Some(slot) = order.get_mut(*f as usize) {
                 *slot = i as u32;
             }
             *f += 1;
         }
     }
+    start.truncate(waves + 1);
     (order, start)
 }
 
@@ -687,6 +692,7 @@ fn analyze_kernel_clocked<T: Send>(
                 let (mut st, d) = mapped(a, m);
                 spilled = Some(f(&st, &d));
                 map_error = st.map_error.take();
+                crate::pipeline::recycle_pcs(std::mem::take(&mut st.token_pc));
                 let mut a = st.analysis;
                 sqtt::waves::recycle(std::mem::take(&mut a.waves), std::mem::take(&mut a.tokens));
                 (a, None)
@@ -722,6 +728,7 @@ fn analyze_kernel_clocked<T: Send>(
                         .map(|&i| (i, one(&streams[i])))
                         .collect::<Vec<_>>();
                     sqtt::waves::drop_spare_tokens();
+                    crate::pipeline::drop_spare_pcs();
                     done
                 },
                 || {
@@ -1151,4 +1158,31 @@ pub fn inst_stats_by_se(k: &KernelSqtt) -> Vec<InstStat> {
 /// [`hidden::kernel_splits`] (computed once, not again per call).
 pub fn inst_stats_with(k: &KernelSqtt, splits: &hidden::KernelSplits) -> Vec<InstStat> {
     crate::pipeline::inst_stats_with(k, &splits.by_inst)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The counting sort by wave gives each wave's items in their order, waves in order, and
+    /// leaves out items of a wave past the list.
+    #[test]
+    fn group_by_wave_is_a_stable_sort() {
+        let mut next = super::test_rng(0x51_7cc1_b727_220a);
+        for case in 0..2000 {
+            let waves = next(9) as usize;
+            let items: Vec<u32> = (0..next(40))
+                .map(|_| next(waves as u64 + 2) as u32)
+                .collect();
+            let (order, start) = super::group_by_wave(&items, waves, |&w| w);
+            assert_eq!(start.len(), waves + 1, "case {case}");
+            assert_eq!(start[0], 0, "case {case}");
+            for w in 0..waves {
+                let want: Vec<u32> = (0..items.len() as u32)
+                    .filter(|&i| items[i as usize] == w as u32)
+                    .collect();
+                let got = &order[start[w] as usize..start[w + 1] as usize];
+                assert_eq!(got, want, "case {case} wave {w}");
+            }
+            assert_eq!(start[waves] as usize, order.len(), "case {case}");
+        }
+    }
 }

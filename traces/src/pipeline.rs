@@ -349,6 +349,30 @@ pub fn analyze_mapped(
     ))
 }
 
+thread_local! {
+    /// A token PC list handed back by [`recycle_pcs`], for the next SE mapped on this thread.
+    static SPARE_PCS: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Hands an SE's token PCs its caller has finished with (folded) back for the next SE
+/// [`analyze_mapped`] maps on this thread, as [`crate::sqtt::waves::recycle`] does the tokens:
+/// fresh pages for a list of 8 bytes per token cost more than its reuse.
+pub(crate) fn recycle_pcs(mut pcs: Vec<u64>) {
+    pcs.clear();
+    SPARE_PCS.with(|s| {
+        let mut s = s.borrow_mut();
+        if pcs.capacity() > s.capacity() {
+            *s = pcs;
+        }
+    });
+}
+
+/// Drops this thread's spare token PC list ([`recycle_pcs`]) once no more instruction-traced
+/// blob will come to it.
+pub(crate) fn drop_spare_pcs() {
+    SPARE_PCS.with(|s| *s.borrow_mut() = Vec::new());
+}
+
 /// What [`analyze_mapped`] folds from the packets the walk wants.
 struct MapState {
     walk: crate::sqtt::map::RdnaWalk,
@@ -374,11 +398,15 @@ impl MapState {
         let token_pc = &mut self.token_pc;
         if now > token_pc.len() {
             if token_pc.capacity() == 0 {
-                // As the analyzer's token list.
-                token_pc.reserve(crate::sqtt::waves::tokens_left_estimate(
-                    self.blob_bytes,
-                    p.offset,
-                ));
+                // As the analyzer's token list: the last SE's list if one was handed back
+                // ([`recycle_pcs`]), else reserved for the rest of the blob.
+                *token_pc = SPARE_PCS.with(|s| std::mem::take(&mut *s.borrow_mut()));
+                if token_pc.capacity() == 0 {
+                    token_pc.reserve(crate::sqtt::waves::tokens_left_estimate(
+                        self.blob_bytes,
+                        p.offset,
+                    ));
+                }
             }
             token_pc.resize(now, u64::MAX);
         }
@@ -708,8 +736,14 @@ pub fn inst_stats(k: &KernelSqtt) -> Vec<InstStat> {
 fn each_token(se: &SeTrace, mut f: impl FnMut(usize, i64, &InstToken, usize)) {
     let tokens = &se.analysis.tokens;
     for (w, wave) in se.analysis.waves.iter().enumerate() {
+        // Most waves of an itraced SE have no tokens (only the traced unit's do): their
+        // records (48 bytes each, millions) are not read.
+        let wt = se.wave_tokens(w);
+        if wt.is_empty() {
+            continue;
+        }
         let mut prev = wave.start;
-        for (i, &ti) in se.wave_tokens(w).iter().enumerate() {
+        for (i, &ti) in wt.iter().enumerate() {
             let Some(t) = tokens.get(ti as usize) else {
                 continue;
             };
@@ -765,7 +799,159 @@ impl TablePart {
         if st.analysis.tokens.is_empty() {
             return Default::default();
         }
-        Self::with_splits(std::slice::from_ref(st), disasm)
+        Self::streamed(st, disasm)
+            .unwrap_or_else(|| Self::with_splits(std::slice::from_ref(st), disasm))
+    }
+
+    /// [`TablePart::of_se`] in one pass over the SE's tokens in stream order, when every
+    /// SIMD's issues come in time order (always, in the captures seen; `None` otherwise, and
+    /// [`TablePart::with_splits`] is taken): each token's row and latency as the wave-by-wave
+    /// walk finds them (its position and last issue kept per wave), its split from a sweep of
+    /// its SIMD fed as the tokens come ([`crate::analysis::hidden::StreamSplits`]). No token
+    /// index walk (tokens read in order, not wave by wave), no per-token row or event list.
+    ///
+    /// Rows and token names are then met in stream order: each remembers where the walk would
+    /// have met it first (the least (wave, position) of its tokens) and they are renumbered in
+    /// that order, which is the walk's. The rest (counts, sums, extremes, the latencies kept
+    /// for the median, the splits) does not depend on the order executions are added in.
+    fn streamed(
+        st: &SeTrace,
+        disasm: &HashMap<u64, String>,
+    ) -> Option<(TablePart, crate::analysis::hidden::KernelSplits)> {
+        use crate::analysis::hidden::{row_class, KernelSplits, StreamSplits, WaveSplit};
+        let tokens = &st.analysis.tokens;
+        let waves = &st.analysis.waves;
+        // The waves with tokens (slots, in wave order), their SIMDs (by CU and SIMD, as the
+        // splits group them) and where each wave's walk starts.
+        let mut slot_of = vec![u32::MAX; waves.len()];
+        let mut slot_wave: Vec<u32> = Vec::new();
+        let mut simd_keys: Vec<(u16, u8)> = Vec::new();
+        let mut starts: Vec<Vec<(i64, u32)>> = Vec::new();
+        // Per slot: its SIMD, its last issue (its start before the first), the tokens met.
+        let mut live: Vec<(u32, i64, u32)> = Vec::new();
+        for (w, wave) in waves.iter().enumerate() {
+            if st.wave_tokens(w).is_empty() {
+                continue;
+            }
+            let s = slot_wave.len() as u32;
+            slot_of[w] = s;
+            slot_wave.push(w as u32);
+            let key = (wave.cu, wave.simd);
+            let m = match simd_keys.iter().position(|k| *k == key) {
+                Some(m) => m,
+                None => {
+                    simd_keys.push(key);
+                    starts.push(Vec::new());
+                    simd_keys.len() - 1
+                }
+            };
+            starts[m].push((wave.start, s));
+            live.push((m as u32, wave.start, 0));
+        }
+        let mut splits = StreamSplits::new(starts, slot_wave.len());
+        let mut rows = Rows::new(std::slice::from_ref(st), disasm);
+        let mut best: Vec<i64> = Vec::new();
+        let mut acc: Vec<Acc> = Vec::new();
+        // Where the wave-by-wave walk meets each row and each name first: (wave, position).
+        let mut row_first: Vec<(u32, u32)> = Vec::new();
+        let mut name_first: Vec<(u32, u32)> = Vec::new();
+        for (ti, t) in tokens.iter().enumerate() {
+            // A token of no wave in the list is in no wave's tokens either.
+            let Some(&s) = slot_of.get(t.wave as usize) else {
+                continue;
+            };
+            // A token of a wave without any: the index does not match the tokens.
+            let (simd, prev, met) = live.get_mut(s as usize)?;
+            let gap = t.time - *prev;
+            *prev = t.time;
+            let i = *met;
+            *met += 1;
+            let first = (t.wave, i);
+            let kind = rows.name_id(t);
+            if best.len() <= kind as usize {
+                best.resize(kind as usize + 1, i64::MAX);
+                name_first.resize(kind as usize + 1, first);
+            }
+            best[kind as usize] = best[kind as usize].min(gap);
+            let f = &mut name_first[kind as usize];
+            *f = (*f).min(first);
+            let pc = st.token_pc.get(ti).copied().unwrap_or(u64::MAX);
+            let g = rows.row(i as usize, kind, pc);
+            if acc.len() <= g as usize {
+                acc.push(Acc::new());
+                row_first.push(first);
+                splits.add_row(row_class(&rows, g));
+            }
+            let f = &mut row_first[g as usize];
+            *f = (*f).min(first);
+            let a = &mut acc[g as usize];
+            a.count += 1;
+            a.total += gap;
+            a.min = a.min.min(gap);
+            a.max = a.max.max(gap);
+            a.gaps.push(gap);
+            a.add_kind(kind, 1);
+            if !splits.issue(*simd, t.time, s, g) {
+                return None;
+            }
+        }
+        // Every wave's tokens met, as the index lists them.
+        if live
+            .iter()
+            .zip(&slot_wave)
+            .any(|(l, &w)| l.2 as usize != st.wave_tokens(w as usize).len())
+        {
+            return None;
+        }
+        let (by_row, by_slot) = splits.finish();
+        // Rows and names in the walk's order.
+        let mut row_order: Vec<u32> = (0..acc.len() as u32).collect();
+        row_order.sort_unstable_by_key(|&g| row_first[g as usize]);
+        let mut name_order: Vec<u32> = (0..best.len() as u32).collect();
+        name_order.sort_unstable_by_key(|&k| name_first[k as usize]);
+        let mut name_new = vec![0u32; name_order.len()];
+        for (new, &old) in name_order.iter().enumerate() {
+            name_new[old as usize] = new as u32;
+        }
+        let mut acc: Vec<Option<Acc>> = acc.into_iter().map(Some).collect();
+        let mut out_acc = Vec::with_capacity(acc.len());
+        let mut keys = Vec::with_capacity(acc.len());
+        let mut out = KernelSplits::default();
+        for &g in &row_order {
+            let mut a = acc[g as usize].take()?;
+            for k in &mut a.kinds {
+                k.0 = name_new[k.0 as usize];
+            }
+            out_acc.push(a);
+            let key = rows.inst_key(g);
+            out.by_inst.insert(key.clone(), by_row[g as usize]);
+            keys.push(key);
+        }
+        // Only waves with tokens have a split, in wave order.
+        for (&w, split) in slot_wave.iter().zip(&by_slot) {
+            let wave = &waves[w as usize];
+            out.total.add(split);
+            out.waves.push(WaveSplit {
+                se: st.se,
+                wave: w as usize,
+                cu: wave.cu,
+                simd: wave.simd,
+                slot: wave.wave,
+                instructions: st.wave_tokens(w as usize).len(),
+                split: *split,
+            });
+        }
+        let part = TablePart {
+            keys,
+            acc: out_acc,
+            names: name_order
+                .iter()
+                .map(|&k| rows.name(k).to_string())
+                .collect(),
+            best: name_order.iter().map(|&k| best[k as usize]).collect(),
+            amd: st.amd_pc.clone(),
+        };
+        Some((part, out))
     }
 
     /// [`TablePart::of`] and [`crate::analysis::hidden::splits_of`] of `ses` from one walk
@@ -951,5 +1137,137 @@ impl TablePart {
             None => (true, r.key[1..].parse().unwrap_or(0)),
         });
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sqtt::{BlobAnalysis, Layout, Wave, WaveTag};
+
+    /// A random itraced SE: waves on a few SIMDs (most without tokens), tokens in stream
+    /// order (in time order per SIMD, or now and then not), PCs mapped with and without
+    /// disassembly or not at all, token names that share rows and names.
+    fn random_se(next: &mut impl FnMut(u64) -> u64) -> (SeTrace, HashMap<u64, String>) {
+        let n_waves = 1 + next(12) as usize;
+        let waves: Vec<Wave> = (0..n_waves)
+            .map(|_| {
+                let start = next(30) as i64;
+                Wave {
+                    cu: next(2) as u16,
+                    simd: if next(3) == 0 { 1 } else { 0 },
+                    wave: next(16) as u8,
+                    sa: None,
+                    tag: WaveTag::None,
+                    start,
+                    end: start + 100,
+                    insts: 0,
+                    start_offset: 0,
+                    end_delta: 0,
+                }
+            })
+            .collect();
+        let shuffled = next(6) == 0;
+        let mut tokens = Vec::new();
+        let mut pcs = Vec::new();
+        let mut t = 0i64;
+        for _ in 0..next(80) {
+            t += next(3) as i64;
+            let wave = next(n_waves as u64 + 1) as u32;
+            let time = if shuffled { t - next(8) as i64 } else { t };
+            let (kind, op) = match next(5) {
+                0 => (TokenKind::ValuInst, crate::sqtt::TokenOp::NONE),
+                1 => (TokenKind::Immediate, crate::sqtt::TokenOp::NONE),
+                2 => (TokenKind::ImmediateMask, crate::sqtt::TokenOp::NONE),
+                _ => (
+                    TokenKind::Inst,
+                    crate::sqtt::TokenOp::new(Layout::Rdna3, next(8) as u32),
+                ),
+            };
+            tokens.push(InstToken {
+                time,
+                wave,
+                kind,
+                op,
+                offset: 0,
+            });
+            pcs.push(match next(4) {
+                0 => u64::MAX,
+                _ => 0x1000 + 4 * next(10),
+            });
+        }
+        let analysis = BlobAnalysis {
+            waves,
+            tokens,
+            ..Default::default()
+        };
+        let mut st = SeTrace::new(3, true, analysis, &|c| c as f64);
+        if next(5) != 0 {
+            st.token_pc = pcs;
+        }
+        st.amd_pc = vec![(0x1000, 1, 2), (0x1008, 3, 4)];
+        // PCs 0x1000..0x1010 have disassembly (of several classes), the others none.
+        let texts = [
+            "v_add_f32 v0, v1, v2",
+            "s_waitcnt 0",
+            "global_load b32",
+            "s_mov b0",
+        ];
+        let disasm = (0..4u64)
+            .map(|i| (0x1000 + 4 * i, texts[i as usize].to_string()))
+            .collect();
+        (st, disasm)
+    }
+
+    /// The streamed fold gives what the walk over the token index and the latency splits give
+    /// (the table, its rows' order, names, splits per row and wave), or nothing when a SIMD's
+    /// issues are out of time order.
+    #[test]
+    fn streamed_fold_matches_the_walk() {
+        let mut next = crate::analysis::test_rng(0x2545_f491_4f6c_dd1d);
+        let mut streamed = 0;
+        for case in 0..3000 {
+            let (st, disasm) = random_se(&mut next);
+            if st.analysis.tokens.is_empty() {
+                continue;
+            }
+            let (want, want_splits) = TablePart::with_splits(std::slice::from_ref(&st), &disasm);
+            let Some((got, got_splits)) = TablePart::streamed(&st, &disasm) else {
+                // Only a SIMD out of time order (or an index that does not match) falls back.
+                let waves = &st.analysis.waves;
+                let mut last: HashMap<(u16, u8), i64> = HashMap::new();
+                let sorted = st.analysis.tokens.iter().all(|t| {
+                    let Some(w) = waves.get(t.wave as usize) else {
+                        return true;
+                    };
+                    let l = last.entry((w.cu, w.simd)).or_insert(i64::MIN);
+                    let ok = t.time >= *l;
+                    *l = t.time;
+                    ok
+                });
+                assert!(!sorted, "case {case}: in time order, yet not streamed");
+                continue;
+            };
+            streamed += 1;
+            assert_eq!(got.keys, want.keys, "case {case}: rows");
+            assert_eq!(got.names, want.names, "case {case}: names");
+            assert_eq!(got.best, want.best, "case {case}: best cases");
+            assert_eq!(got.amd, want.amd, "case {case}");
+            let json = |s: &crate::analysis::hidden::KernelSplits| {
+                let mut by_inst: Vec<_> = s.by_inst.iter().collect();
+                by_inst.sort_by(|a, b| a.0.cmp(b.0));
+                format!("{by_inst:?} {:?} {:?}", s.waves, s.total)
+            };
+            assert_eq!(json(&got_splits), json(&want_splits), "case {case}: splits");
+            let table = |p: TablePart, s: &crate::analysis::hidden::KernelSplits| {
+                serde_json::to_string(&p.finish(&s.by_inst)).unwrap()
+            };
+            assert_eq!(
+                table(got, &got_splits),
+                table(want, &want_splits),
+                "case {case}: table"
+            );
+        }
+        assert!(streamed > 1000, "{streamed} cases streamed");
     }
 }

@@ -343,10 +343,7 @@ pub(crate) fn splits_with_rows(
     use rayon::prelude::*;
     // A row's class: from its disassembly, or its token name (once per row).
     let classes: Vec<InstClass> = (0..rows.rows.len() as u32)
-        .map(|g| match rows.rows[g as usize].pc {
-            Some(_) => InstClass::from_disasm(&rows.row_name(g)),
-            None => InstClass::from_token(&rows.row_name(g)),
-        })
+        .map(|g| row_class(rows, g))
         .collect();
     let n_rows = rows.rows.len();
     // Per SE: the split of each row (summed) and of each wave.
@@ -668,6 +665,192 @@ fn sweep_splits(
                 c.state = ClockState::Live;
             }
         }
+    }
+}
+
+/// [`sweep_splits`] fed one issue at a time, for a pass that meets each SIMD's issues in time
+/// order as it goes (the instruction table's fold over an SE's tokens,
+/// [`crate::pipeline::TablePart::of_se`]): each SIMD gathers the issues of its current cycle
+/// and sweeps them, as [`sweep_splits`] does a cycle, once a later one comes. Each issue's
+/// split is added to its row's and its wave's sum. Every wave must be in time order: an issue
+/// earlier than its SIMD's current cycle is refused ([`StreamSplits::issue`]), and the caller
+/// then takes [`splits_with_rows`] instead.
+pub(crate) struct StreamSplits {
+    simds: Vec<SimdSweep>,
+    clocks: Vec<WaveClock>,
+    /// Per row: its class, and its executions' splits summed.
+    classes: Vec<InstClass>,
+    by_row: Vec<LatencySplit>,
+    /// Per wave slot, its executions' splits summed.
+    by_slot: Vec<LatencySplit>,
+}
+
+/// One SIMD of [`StreamSplits`]: [`sweep_splits`]'s state between two cycles.
+struct SimdSweep {
+    /// (start, slot) of its waves, sorted; those before `next_start` are swept.
+    starts: Vec<(i64, u32)>,
+    next_start: usize,
+    /// Cycles swept so far, by their least class.
+    seen: [u32; InstClass::ALL.len()],
+    /// The cycle being gathered and its issues (slot, row), in issue order.
+    time: i64,
+    cycle: Vec<(u32, u32)>,
+}
+
+impl StreamSplits {
+    /// `starts[simd]`: (start, slot) of each wave of that SIMD; slots are below `slots`.
+    pub(crate) fn new(starts: Vec<Vec<(i64, u32)>>, slots: usize) -> StreamSplits {
+        let mut clocks = vec![WaveClock::OFF; slots];
+        let simds = starts
+            .into_iter()
+            .map(|mut starts| {
+                starts.sort_unstable();
+                for &(start, s) in &starts {
+                    clocks[s as usize] = WaveClock {
+                        prev: start,
+                        upto: [0; InstClass::ALL.len()],
+                        state: ClockState::Waiting,
+                    };
+                }
+                SimdSweep {
+                    starts,
+                    next_start: 0,
+                    seen: [0; InstClass::ALL.len()],
+                    time: i64::MIN,
+                    cycle: Vec::new(),
+                }
+            })
+            .collect();
+        StreamSplits {
+            simds,
+            clocks,
+            classes: Vec::new(),
+            by_row: Vec::new(),
+            by_slot: vec![LatencySplit::default(); slots],
+        }
+    }
+
+    /// A new row (the next index), of this class.
+    pub(crate) fn add_row(&mut self, class: InstClass) {
+        self.classes.push(class);
+        self.by_row.push(LatencySplit::default());
+    }
+
+    /// The issue of wave `slot` (of SIMD `simd`) at `time`, of row `row`; false when it is
+    /// earlier than the SIMD's last (the stream is not in time order: nothing more may be
+    /// asked of this).
+    #[inline]
+    pub(crate) fn issue(&mut self, simd: u32, time: i64, slot: u32, row: u32) -> bool {
+        let m = &mut self.simds[simd as usize];
+        if time != m.time && !m.cycle.is_empty() {
+            if time < m.time {
+                return false;
+            }
+            Self::sweep(
+                m,
+                &mut self.clocks,
+                &self.classes,
+                &mut self.by_row,
+                &mut self.by_slot,
+            );
+        }
+        m.time = time;
+        m.cycle.push((slot, row));
+        true
+    }
+
+    /// [`sweep_splits`]' work for one cycle of one SIMD, then the cycle emptied.
+    fn sweep(
+        m: &mut SimdSweep,
+        clocks: &mut [WaveClock],
+        classes: &[InstClass],
+        by_row: &mut [LatencySplit],
+        by_slot: &mut [LatencySplit],
+    ) {
+        let t = m.time;
+        // Waves that started before this cycle: every cycle up to their start is swept.
+        while let Some(&(_, s)) = m.starts.get(m.next_start).filter(|e| e.0 < t) {
+            let c = &mut clocks[s as usize];
+            if c.state == ClockState::Waiting {
+                c.upto = m.seen;
+                c.state = ClockState::Live;
+            }
+            m.next_start += 1;
+        }
+        // The least class issued here and its wave, and the least class of the other waves.
+        let (mut least, mut least_slot, mut other) = (u8::MAX, u32::MAX, u8::MAX);
+        for &(slot, row) in &m.cycle {
+            let c = classes[row as usize] as u8;
+            if c < least {
+                if slot != least_slot {
+                    other = least;
+                }
+                least = c;
+                least_slot = slot;
+            } else if slot != least_slot {
+                other = other.min(c);
+            }
+        }
+        let seen = &mut m.seen;
+        for &(slot, row) in &m.cycle {
+            let c = &mut clocks[slot as usize];
+            if c.state == ClockState::Off {
+                continue;
+            }
+            // A wave's later issues in this cycle find `prev` here: no latency, none hidden.
+            let mut split = LatencySplit {
+                latency: t - c.prev,
+                ..Default::default()
+            };
+            if t > c.prev {
+                debug_assert_eq!(c.state, ClockState::Live, "a start before {t} is swept");
+                for (k, class) in InstClass::ALL.into_iter().enumerate() {
+                    *split.hidden.slot(class) = (seen[k] - c.upto[k]) as i64;
+                }
+                let fill = if slot != least_slot { least } else { other };
+                if let Some(&class) = InstClass::ALL.get(fill as usize) {
+                    *split.hidden.slot(class) += 1;
+                }
+            }
+            split.exposed = split.latency - split.hidden_total();
+            c.prev = t;
+            by_row[row as usize].add(&split);
+            by_slot[slot as usize].add(&split);
+        }
+        seen[least as usize] += 1;
+        for &(slot, _) in &m.cycle {
+            let c = &mut clocks[slot as usize];
+            if c.state != ClockState::Off {
+                c.upto = *seen;
+                c.state = ClockState::Live;
+            }
+        }
+        m.cycle.clear();
+    }
+
+    /// Sweeps every SIMD's last cycle: the splits summed per row and per wave slot.
+    pub(crate) fn finish(mut self) -> (Vec<LatencySplit>, Vec<LatencySplit>) {
+        for m in &mut self.simds {
+            if !m.cycle.is_empty() {
+                Self::sweep(
+                    m,
+                    &mut self.clocks,
+                    &self.classes,
+                    &mut self.by_row,
+                    &mut self.by_slot,
+                );
+            }
+        }
+        (self.by_row, self.by_slot)
+    }
+}
+
+/// A row's class for the latency splits: from its disassembly, or its token name when it
+/// has no PC.
+pub(crate) fn row_class(rows: &crate::pipeline::Rows<'_>, g: u32) -> InstClass {
+    match rows.rows[g as usize].pc {
+        Some(_) => InstClass::from_disasm(&rows.row_name(g)),
+        None => InstClass::from_token(&rows.row_name(g)),
     }
 }
 
