@@ -526,8 +526,21 @@ impl SimdGroups {
     }
 
     /// The group of (`cu`, `simd`), and whether it is new (the next number).
-    #[inline]
+    #[inline(always)]
     fn group(&mut self, cu: u16, simd: u8) -> (u32, bool) {
+        // Most waves: a SIMD seen before, in the direct table.
+        if cu < 256 && simd < 8 {
+            let g = self.direct[cu as usize * 8 + simd as usize];
+            if g != u32::MAX {
+                return (g, false);
+            }
+        }
+        self.group_slow(cu, simd)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn group_slow(&mut self, cu: u16, simd: u8) -> (u32, bool) {
         let slot = (cu < 256 && simd < 8).then(|| cu as usize * 8 + simd as usize);
         let known = match slot {
             Some(i) => self.direct[i],
@@ -679,8 +692,8 @@ impl LiveEnds {
     /// Adds an end, keeping the order.
     #[inline]
     fn push(&mut self, e: i64) {
-        // Reuse the space of the ended once they are most of the list.
-        if self.head > 0 && self.head * 2 >= self.ends.len() {
+        // Reuse the space of the ended once they are many and most of the list.
+        if self.head >= 64 && self.head * 2 >= self.ends.len() {
             let n = self.ends.len() - self.head;
             self.ends.copy_within(self.head.., 0);
             self.ends.truncate(n);
