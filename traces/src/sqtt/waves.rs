@@ -1307,6 +1307,209 @@ mod tests {
         }
     }
 
+    /// The per-type wave fields read what the places table reads, as the analyzer read them
+    /// from it: place, shader array (CDNA) and tag, on every type of every layout.
+    #[test]
+    fn wave_bits_read_what_places_read() {
+        let mut x = 0x0123_4567_89ab_cdefu64;
+        for layout in Layout::ALL {
+            for i in 0..32 {
+                let (pl, wb) = (
+                    &places()[layout as usize][i],
+                    &wave_bits()[layout as usize][i],
+                );
+                for _ in 0..64 {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    for raw in [x, !x, x.rotate_left(17), u64::MAX, 0] {
+                        assert_eq!(wb.cu(raw), pl.cu(layout, raw), "{layout:?} {i} {raw:#x}");
+                        assert_eq!(wb.simd.get(raw) as u8, pl.simd.get(raw) as u8);
+                        assert_eq!(wb.wave.get(raw) as u8, pl.wave.get(raw) as u8);
+                        assert_eq!(wb.sa.get(raw) as u8, pl.sa.get(raw) as u8);
+                        let tag = match (pl.index.opt(raw), pl.count.opt(raw)) {
+                            (Some(v), _) => WaveTag::Id7(v as u32),
+                            (None, Some(c)) => WaveTag::Count(c as u32),
+                            (None, None) => WaveTag::None,
+                        };
+                        assert_eq!(wb.tag(raw), tag, "{layout:?} {i} {raw:#x}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The analysis of random RDNA3 streams against a plain model of its wave rules (one map
+    /// of live waves, a flag per wave): a WAVESTART in a live slot replaces its wave, which
+    /// never ends; WAVEENDs without a live wave; waves that never end (dropped, with their
+    /// tokens, and counted); tokens of the traced SIMD's live waves.
+    #[test]
+    fn waves_follow_the_plain_model() {
+        use super::super::encode::{assemble, NibbleWriter};
+        use super::super::packets::RDNA3_TABLE;
+        let t = &RDNA3_TABLE;
+        let (ws, we, vi) = (
+            t.by_name("WAVESTART").unwrap(),
+            t.by_name("WAVEEND").unwrap(),
+            t.by_name("VALUINST").unwrap(),
+        );
+        let mut next = crate::analysis::test_rng(0x5eed_0f_2a7e5u64);
+        // Each rule met somewhere: replaced, unended, orphan ends, kept tokens.
+        let mut seen = [0u64; 4];
+        for case in 0..300 {
+            let mut w = NibbleWriter::new();
+            w.push(
+                assemble(t.by_name("LAYOUT_HEADER").unwrap(), &[("layout", 3)]).unwrap(),
+                16,
+            );
+            for _ in 0..next(200) {
+                let (wgp, sa, simd, wave) = (next(2), next(2), next(2), next(4));
+                let place = [("wgp", wgp), ("sa", sa), ("simd", simd), ("wave", wave)];
+                let (ty, fields): (_, Vec<_>) = match next(7) {
+                    0..=2 => (ws, place.to_vec()),
+                    3..=5 => (we, place.to_vec()),
+                    _ => (vi, vec![("wave", wave)]),
+                };
+                let mut f = fields;
+                f.push(("delta", next(4)));
+                w.push(assemble(ty, &f).unwrap(), ty.nibbles);
+            }
+            w.pad_to(32);
+            let blob = w.as_bytes();
+            let a = analyze(blob, None).unwrap();
+
+            // The model, over the same packets.
+            struct M {
+                cu: u16,
+                simd: u8,
+                wave: u8,
+                start: i64,
+                end: i64,
+                insts: u32,
+                offset: u64,
+                end_delta: u32,
+                ended: bool,
+            }
+            let mut waves: Vec<M> = Vec::new();
+            let mut live: HashMap<(u16, u8, u8), usize> = HashMap::new();
+            let mut tokens: Vec<(usize, i64, u64)> = Vec::new();
+            let (mut replaced, mut orphan_ends, mut orphan_tokens) = (0u64, 0u64, 0u64);
+            for p in Decoder::new(blob, DecodeOptions::default()) {
+                let g = |n: &str| p.ty.field_named(n).map_or(0, |f| f.get(p.raw));
+                let k = (
+                    (g("wgp") | g("sa") << 3) as u16,
+                    g("simd") as u8,
+                    g("wave") as u8,
+                );
+                match p.ty.kind {
+                    Kind::WaveStart => {
+                        waves.push(M {
+                            cu: k.0,
+                            simd: k.1,
+                            wave: k.2,
+                            start: p.time,
+                            end: p.time,
+                            insts: 0,
+                            offset: p.offset,
+                            end_delta: 0,
+                            ended: false,
+                        });
+                        replaced += live.insert(k, waves.len() - 1).is_some() as u64;
+                    }
+                    Kind::WaveEnd => match live.remove(&k) {
+                        Some(i) => {
+                            let m = &mut waves[i];
+                            (m.end, m.ended) = (p.time, true);
+                            m.end_delta = (p.offset - m.offset) as u32;
+                        }
+                        None => orphan_ends += 1,
+                    },
+                    Kind::ValuInst => match live.get(&(0, 0, g("wave") as u8)) {
+                        Some(&i) => {
+                            waves[i].insts += 1;
+                            tokens.push((i, p.time, p.offset));
+                        }
+                        None => orphan_tokens += 1,
+                    },
+                    _ => {}
+                }
+            }
+            let unended = waves.iter().filter(|m| !m.ended).count() as u64;
+            let mut index = Vec::new();
+            let mut kept = 0u32;
+            for m in &waves {
+                index.push(m.ended.then_some(kept));
+                kept += m.ended as u32;
+            }
+            let want_tokens: Vec<(u32, i64, u64)> = tokens
+                .iter()
+                .filter_map(|&(i, time, off)| index[i].map(|j| (j, time, off)))
+                .collect();
+            let want_waves: Vec<_> = waves
+                .iter()
+                .filter(|m| m.ended)
+                .map(|m| {
+                    (
+                        m.cu,
+                        m.simd,
+                        m.wave,
+                        m.start,
+                        m.end,
+                        m.insts,
+                        m.offset,
+                        m.end_delta,
+                    )
+                })
+                .collect();
+            let got_waves: Vec<_> = a
+                .waves
+                .iter()
+                .map(|w| {
+                    let o = w.start_offset;
+                    (
+                        w.cu,
+                        w.simd,
+                        w.wave,
+                        w.start,
+                        w.end,
+                        w.insts,
+                        o,
+                        w.end_delta,
+                    )
+                })
+                .collect();
+            assert_eq!(got_waves, want_waves, "case {case}");
+            let got_tokens: Vec<_> = a
+                .tokens
+                .iter()
+                .map(|t| (t.wave, t.time, t.offset))
+                .collect();
+            assert_eq!(got_tokens, want_tokens, "case {case}");
+            let count = |k: &str| a.wave_anomalies.get(k).copied().unwrap_or(0);
+            assert_eq!(count("start_while_live"), replaced, "case {case}");
+            assert_eq!(count("end_without_start"), orphan_ends, "case {case}");
+            assert_eq!(
+                count("token_without_live_wave"),
+                orphan_tokens,
+                "case {case}"
+            );
+            assert_eq!(count("start_without_end"), unended, "case {case}");
+            let first_unended = waves.iter().find(|m| !m.ended).map(|m| m.offset);
+            let warned = a
+                .warnings
+                .iter()
+                .find(|w| w.message.contains("never ended"));
+            assert_eq!(warned.map(|w| w.offset), first_unended, "case {case}");
+            for (s, n) in
+                seen.iter_mut()
+                    .zip([replaced, unended, orphan_ends, want_tokens.len() as u64])
+            {
+                *s += n;
+            }
+        }
+        assert!(seen.iter().all(|&n| n > 0), "{seen:?}");
+    }
+
     /// Millions of waves per SE at real sizes: a wave record stays within 48 bytes.
     #[test]
     fn wave_record_is_compact() {
