@@ -33,7 +33,8 @@ pub struct Wave {
     /// Nibble offset of the WAVESTART packet.
     pub start_offset: u64,
     /// Nibbles from the WAVESTART to the WAVEEND packet ([`Wave::end_offset`]); `u32::MAX`
-    /// when more (beyond any one trace buffer of today's hardware).
+    /// when more (beyond any one trace buffer of today's hardware). At least 1 once the wave
+    /// has ended: the analyzer reads 0 as a wave still live.
     pub end_delta: u32,
 }
 
@@ -1040,16 +1041,17 @@ impl Analyzer {
         match self.live.remove(key(sa, cu, simd, wave)) {
             Some(i) => {
                 if let Some(w) = self.out.waves.get_mut(i) {
-                    // Each wave is live, so ends, at most once.
-                    self.ended_waves += 1;
                     w.end = time;
-                    // Never 0 ([`Analyzer::has_ended`]): packets come in stream order.
+                    // Never 0 ([`Analyzer::has_ended`]) from the decoder: packets come in
+                    // stream order.
                     w.end_delta = offset
                         .checked_sub(w.start_offset)
                         .and_then(|d| u32::try_from(d).ok())
                         .filter(|&d| d != u32::MAX)
                         .unwrap_or(u32::MAX);
-                    debug_assert!(Self::has_ended(w), "WAVEEND at its WAVESTART's offset");
+                    // Each wave is live, so ends, at most once. (Packets given out of order,
+                    // a WAVEEND at its WAVESTART's offset, would leave it unended throughout.)
+                    self.ended_waves += Self::has_ended(w) as usize;
                 }
             }
             None => self.anomalies[END_WITHOUT_START] += 1,
