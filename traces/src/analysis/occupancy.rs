@@ -526,8 +526,21 @@ impl SimdGroups {
     }
 
     /// The group of (`cu`, `simd`), and whether it is new (the next number).
-    #[inline]
+    #[inline(always)]
     fn group(&mut self, cu: u16, simd: u8) -> (u32, bool) {
+        // Most waves: a SIMD seen before, in the direct table.
+        if cu < 256 && simd < 8 {
+            let g = self.direct[cu as usize * 8 + simd as usize];
+            if g != u32::MAX {
+                return (g, false);
+            }
+        }
+        self.group_slow(cu, simd)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn group_slow(&mut self, cu: u16, simd: u8) -> (u32, bool) {
         let slot = (cu < 256 && simd < 8).then(|| cu as usize * 8 + simd as usize);
         let known = match slot {
             Some(i) => self.direct[i],
@@ -645,18 +658,62 @@ struct SimdSweep {
     key: (u16, u8),
     waves: usize,
     busy: i64,
-    live: std::collections::BinaryHeap<std::cmp::Reverse<i64>>,
+    live: LiveEnds,
     pending: Option<i64>,
     peak: usize,
 }
 
 impl SimdSweep {
     /// [`peak_waves`]' step at start time `a`, once every wave starting at `a` is in.
+    #[inline]
     fn settle(&mut self, a: i64) {
-        while self.live.peek().is_some_and(|e| e.0 <= a) {
-            self.live.pop();
-        }
+        self.live.drop_through(a);
         self.peak = self.peak.max(self.live.len());
+    }
+}
+
+/// The ends of one SIMD's resident waves, ascending: waves come in start order and mostly
+/// end in it too, so a new end goes at (or near) the back and the ended leave from the front,
+/// where a heap paid a sift per push and per pop for each of millions of waves. Few waves are
+/// resident at once (16 wave slots per SIMD), so a late end's insertion moves few.
+#[derive(Default)]
+struct LiveEnds {
+    ends: Vec<i64>,
+    /// The first resident end: `ends[..head]` have left.
+    head: usize,
+}
+
+impl LiveEnds {
+    #[inline]
+    fn len(&self) -> usize {
+        self.ends.len() - self.head
+    }
+
+    /// Adds an end, keeping the order.
+    #[inline]
+    fn push(&mut self, e: i64) {
+        // Reuse the space of the ended once they are many and most of the list.
+        if self.head >= 64 && self.head * 2 >= self.ends.len() {
+            let n = self.ends.len() - self.head;
+            self.ends.copy_within(self.head.., 0);
+            self.ends.truncate(n);
+            self.head = 0;
+        }
+        let mut i = self.ends.len();
+        self.ends.push(e);
+        while i > self.head && self.ends[i - 1] > e {
+            self.ends[i] = self.ends[i - 1];
+            i -= 1;
+        }
+        self.ends[i] = e;
+    }
+
+    /// Drops the ends at or before `a`.
+    #[inline]
+    fn drop_through(&mut self, a: i64) {
+        while self.head < self.ends.len() && self.ends[self.head] <= a {
+            self.head += 1;
+        }
     }
 }
 
@@ -686,7 +743,7 @@ fn achieved_in_start_order(
                 key: (w.cu, w.simd),
                 waves: 0,
                 busy: 0,
-                live: std::collections::BinaryHeap::new(),
+                live: LiveEnds::default(),
                 pending: None,
                 peak: 0,
             });
@@ -697,7 +754,7 @@ fn achieved_in_start_order(
         }
         s.pending = Some(w.start);
         s.waves += 1;
-        s.live.push(std::cmp::Reverse(w.end.max(w.start)));
+        s.live.push(w.end.max(w.start));
         s.busy = s
             .busy
             .saturating_add(w.end.max(w.start).saturating_sub(w.start));
@@ -997,5 +1054,40 @@ mod tests {
         let mut out = Achieved::default();
         assert!(!achieved_in_start_order(&mut out, 0, back.iter().copied()));
         assert_eq!(out, Achieved::default());
+    }
+
+    /// The one-pass sweep's resident ends (kept sorted, ended ones dropped from the front)
+    /// against the gathered sweep's heap and sorted merge: many resident waves per SIMD
+    /// (long lives ending out of start order), many SIMDs, equal starts and ends, zero-length
+    /// waves, places outside the direct table.
+    #[test]
+    fn one_pass_sweep_equals_the_gathered_sweep_with_many_resident() {
+        let mut next = crate::analysis::test_rng(0x9e37_79b9_7f4a_7c15u64);
+        for case in 0..400 {
+            let simds = 1 + next(12) as u16;
+            let mut t = next(1000) as i64 - 500;
+            let waves: Vec<WaveLife> = (0..1 + next(400))
+                .map(|_| {
+                    t += next(3) as i64;
+                    let life = match next(8) {
+                        0 => 0,
+                        1 => next(3) as i64,
+                        2 | 3 => next(500) as i64,
+                        _ => next(40) as i64,
+                    };
+                    let g = next(simds as u64) as u16;
+                    WaveLife {
+                        start: t,
+                        end: t + life,
+                        cu: if next(50) == 0 { 1000 + g } else { g / 4 * 9 },
+                        simd: (g % 4) as u8,
+                    }
+                })
+                .collect();
+            let (mut one, mut two) = (Achieved::default(), Achieved::default());
+            assert!(achieved_in_start_order(&mut one, 3, waves.iter().copied()));
+            achieved_any_order(&mut two, 3, waves.iter().copied());
+            assert_eq!(one, two, "case {case}");
+        }
     }
 }

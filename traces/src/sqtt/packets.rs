@@ -1224,6 +1224,10 @@ mod tests {
         for layout in Layout::ALL {
             let types = Table::for_layout(layout).types;
             assert!(types.len() <= 32, "{layout:?}: {} types", types.len());
+            // The analyzer keeps sets of kinds as bits of a u32.
+            for ty in types {
+                assert!((ty.kind as u32) < 32, "{}: {:?}", ty.name, ty.kind);
+            }
             for (i, ty) in types.iter().enumerate() {
                 let pl = &all[layout as usize][i];
                 for raw in [0u64, u64::MAX, 0x0123_4567_89ab_cdef, 0xfedc_ba98_7654_3210] {

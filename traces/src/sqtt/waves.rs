@@ -33,7 +33,8 @@ pub struct Wave {
     /// Nibble offset of the WAVESTART packet.
     pub start_offset: u64,
     /// Nibbles from the WAVESTART to the WAVEEND packet ([`Wave::end_offset`]); `u32::MAX`
-    /// when more (beyond any one trace buffer of today's hardware).
+    /// when more (beyond any one trace buffer of today's hardware). At least 1 once the wave
+    /// has ended: the analyzer reads 0 as a wave still live.
     pub end_delta: u32,
 }
 
@@ -283,22 +284,26 @@ pub fn analyze_with(
     analyze_with_progress(blob, target, opts, &mut |_| {})
 }
 
+/// How often [`analyze_with_progress`] reports: every 256 KiB of stream.
+const PROGRESS_NIBBLES: u64 = 512 * 1024;
+
 /// [`analyze_with`], calling `progress` with the number of bytes decoded so far every few
-/// thousand packets (to release memory-mapped pages, or drive a progress bar).
+/// hundred KiB (to release memory-mapped pages, or drive a progress bar).
 pub fn analyze_with_progress(
     blob: &[u8],
     target: Option<GfxTarget>,
     opts: AnalyzeOptions,
     progress: &mut dyn FnMut(usize),
 ) -> Result<BlobAnalysis, DecodeError> {
-    let mut countdown = 0u32;
+    // By position in the stream rather than by a count of packets: one compare per packet.
+    let mut next = 0u64;
     analyze_hooked(
         blob,
         target,
         opts,
         |_, p, _, _| {
-            countdown = countdown.wrapping_sub(1);
-            if countdown & 0xffff == 0 {
+            if p.offset >= next {
+                next = p.offset + PROGRESS_NIBBLES;
                 progress((p.offset / 2) as usize);
             }
         },
@@ -414,12 +419,16 @@ pub struct Analyzer {
     out: BlobAnalysis,
     /// Live waves: key -> index in `out.waves` (waves are pushed at WAVESTART).
     live: LiveWaves,
-    /// Where each packet type's fields sit ([`places`]).
+    /// Where each packet type's fields sit ([`places`]), and its wave fields ([`wave_bits`]).
     places: &'static PlacesTable,
-    /// Whether each wave in `out.waves` has seen its WAVEEND.
-    ended: Vec<bool>,
+    wave_bits: &'static WaveBitsTable,
     layout: Layout,
     first_packet: bool,
+    /// The kinds [`Analyzer::packet_run`] passes on by `Kind as u32` bit: every kind until the
+    /// first packet is in (all are numbered below 32: `packets` tests it), then [`DETAIL`].
+    detail_kinds: u32,
+    /// Waves in `out.waves` that have ended ([`Analyzer::has_ended`]).
+    ended_waves: usize,
     unknown_op_warned: bool,
     /// Packets by layout and type index, and INST ops by layout and value (named at the end).
     counts: [[u64; 32]; 3],
@@ -544,8 +553,26 @@ impl LiveWaves {
     }
 
     /// Sets `k` to wave `i`, returning the wave it replaced.
-    #[inline]
+    #[inline(always)]
     fn insert(&mut self, k: u32, i: usize) -> Option<usize> {
+        // The usual case: a direct key, the table allocated and nothing in the map.
+        if let (Some(s), Ok(v), false, true) = (
+            Self::slot(k),
+            u32::try_from(i + 1),
+            self.direct.is_empty(),
+            self.other.is_empty(),
+        ) {
+            if let Some(d) = self.direct.get_mut(s) {
+                let old = std::mem::replace(d, v);
+                return (old != 0).then(|| old as usize - 1);
+            }
+        }
+        self.insert_slow(k, i)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn insert_slow(&mut self, k: u32, i: usize) -> Option<usize> {
         match (Self::slot(k), u32::try_from(i + 1)) {
             (Some(s), Ok(v)) => {
                 if self.direct.is_empty() {
@@ -583,6 +610,105 @@ impl LiveWaves {
 
 fn key(sa: u8, cu: u16, simd: u8, wave: u8) -> u32 {
     (sa as u32) << 28 | (cu as u32) << 12 | (simd as u32) << 8 | wave as u32
+}
+
+/// One field of a wave packet: `(raw >> lo) & mask`. The mask is cut to 32 bits: every wave
+/// field is read into 32 bits or fewer.
+#[derive(Clone, Copy, Default)]
+struct Bits32 {
+    lo: u8,
+    mask: u32,
+}
+
+impl Bits32 {
+    fn of(b: super::packets::Bits) -> Bits32 {
+        Bits32 {
+            lo: b.lo,
+            mask: b.mask as u32,
+        }
+    }
+
+    #[inline(always)]
+    fn get(self, raw: u64) -> u32 {
+        (raw >> self.lo) as u32 & self.mask
+    }
+}
+
+/// The fields a WAVESTART or WAVEEND is read by, per layout and type index, from the
+/// [`Places`] table: the analyzer reads them on millions of wave packets per SE, so each is
+/// one shift and mask with no choice of layout or field left to make per packet.
+#[derive(Clone, Copy, Default)]
+struct WaveBits {
+    simd: Bits32,
+    wave: Bits32,
+    /// The shader array field (CDNA `sh`, RDNA `sa`), a wave's `sa` on CDNA streams only.
+    sa: Bits32,
+    /// `cu` is `unit | unit_hi << hi_shift`: CDNA `cu` (and no `unit_hi`), RDNA `wgp` and the
+    /// SA bit just above it ([`Places::cu`]).
+    unit: Bits32,
+    unit_hi: Bits32,
+    hi_shift: u8,
+    /// WAVESTART: RDNA `id7` or CDNA `count` ([`WaveTag`]), which `tag_kind` says (0: none).
+    tag: Bits32,
+    tag_kind: u8,
+}
+
+impl WaveBits {
+    fn of(layout: Layout, pl: &Places) -> WaveBits {
+        let (unit, unit_hi, hi_shift) = match layout {
+            Layout::Cdna => (pl.cu, Default::default(), 0),
+            _ => (pl.wgp, pl.sa, pl.sa_shift),
+        };
+        let (tag, tag_kind) = if pl.index.present() {
+            (pl.index, 1)
+        } else if pl.count.present() {
+            (pl.count, 2)
+        } else {
+            (Default::default(), 0)
+        };
+        WaveBits {
+            simd: Bits32::of(pl.simd),
+            wave: Bits32::of(pl.wave),
+            sa: Bits32::of(pl.sa),
+            unit: Bits32::of(unit),
+            unit_hi: Bits32::of(unit_hi),
+            hi_shift,
+            tag: Bits32::of(tag),
+            tag_kind,
+        }
+    }
+
+    /// The compute unit, as [`Places::cu`] reads it.
+    #[inline(always)]
+    fn cu(&self, raw: u64) -> u16 {
+        self.unit.get(raw) as u16 | (self.unit_hi.get(raw) as u16) << self.hi_shift
+    }
+
+    #[inline(always)]
+    fn tag(&self, raw: u64) -> WaveTag {
+        let v = self.tag.get(raw);
+        match self.tag_kind {
+            1 => WaveTag::Id7(v),
+            2 => WaveTag::Count(v),
+            _ => WaveTag::None,
+        }
+    }
+}
+
+type WaveBitsTable = [[WaveBits; 32]; 3];
+
+/// The [`WaveBits`] of every packet type, built once.
+fn wave_bits() -> &'static WaveBitsTable {
+    static T: std::sync::LazyLock<WaveBitsTable> = std::sync::LazyLock::new(|| {
+        let mut t = [[WaveBits::default(); 32]; 3];
+        for layout in Layout::ALL {
+            for (i, pl) in places()[layout as usize].iter().enumerate() {
+                t[layout as usize][i] = WaveBits::of(layout, pl);
+            }
+        }
+        t
+    });
+    &T
 }
 
 thread_local! {
@@ -651,9 +777,11 @@ impl Analyzer {
             },
             live: LiveWaves::default(),
             places: places(),
-            ended: Vec::new(),
+            wave_bits: wave_bits(),
             layout: Layout::Rdna3,
             first_packet: true,
+            detail_kinds: u32::MAX,
+            ended_waves: 0,
             unknown_op_warned: false,
             counts: [[0; 32]; 3],
             op_counts: [[0; 256]; 3],
@@ -678,7 +806,6 @@ impl Analyzer {
     pub fn reserve_for(&mut self, bytes: usize) {
         self.blob_bytes = bytes;
         self.out.waves.reserve(bytes / 32);
-        self.ended.reserve(bytes / 32);
     }
 
     /// The token list is full: on the first token, reserve for the rest of the blob
@@ -715,17 +842,25 @@ impl Analyzer {
         &t[p.layout as usize][p.index as usize & 31]
     }
 
+    /// The wave fields of `p`'s type.
+    #[inline(always)]
+    fn wave_bits_of(&self, p: &Packet) -> &'static WaveBits {
+        let t: &'static WaveBitsTable = self.wave_bits;
+        &t[p.layout as usize][p.index as usize & 31]
+    }
+
     /// The (sa, cu, simd, wave) of a wave packet.
     #[inline(always)]
-    fn wave_id(&self, p: &Packet, pl: &Places) -> (u8, u16, u8, u8) {
-        let simd = pl.simd.get(p.raw) as u8;
-        let wave = pl.wave.get(p.raw) as u8;
-        let sh = match self.layout {
-            Layout::Cdna => pl.sa.get(p.raw) as u8,
-            // On RDNA the SA bit is part of `cu`.
-            _ => 0,
+    fn wave_id(&self, raw: u64, wb: &WaveBits) -> (u8, u16, u8, u8) {
+        let simd = wb.simd.get(raw) as u8;
+        let wave = wb.wave.get(raw) as u8;
+        // On RDNA the SA bit is part of `cu`.
+        let sh = if self.layout == Layout::Cdna {
+            wb.sa.get(raw) as u8
+        } else {
+            0
         };
-        (sh, pl.cu(p.layout, p.raw), simd, wave)
+        (sh, wb.cu(raw), simd, wave)
     }
 
     /// Attribute an instruction token to the live wave in `slot` on the traced unit.
@@ -766,8 +901,16 @@ impl Analyzer {
     }
 
     /// Whether each started wave has ended.
-    pub(crate) fn ended(&self) -> &[bool] {
-        &self.ended
+    pub(crate) fn ended(&self) -> Vec<bool> {
+        self.out.waves.iter().map(Self::has_ended).collect()
+    }
+
+    /// Whether a wave in `out.waves` has seen its WAVEEND: a live wave's `end_delta` is 0, an
+    /// ended one's at least 1 (its WAVEEND comes after its WAVESTART in the stream), so the
+    /// record says it and no second list is written per wave.
+    #[inline]
+    fn has_ended(w: &Wave) -> bool {
+        w.end_delta != 0
     }
 
     /// Account for one packet.
@@ -780,33 +923,46 @@ impl Analyzer {
     pub fn packet_run(&mut self, p: &Packet, n: u32) {
         // A table holds at most 32 types (`packets` tests it).
         self.counts[p.layout as usize][p.index as usize & 31] += n as u64;
-        if self.first_packet {
-            self.out.first_time = Some(p.time);
-        }
         self.last_time = p.time;
-        // Only the kinds `detail` reads (and the first packet, whatever it is) go there.
-        if DETAIL.checked_shr(p.ty.kind as u32).unwrap_or(0) & 1 == 0 && !self.first_packet {
+        // Only the kinds `detail` reads (and the first packet, whatever it is) go on.
+        let kind = p.ty.kind;
+        if self.detail_kinds.checked_shr(kind as u32).unwrap_or(0) & 1 == 0 {
             return;
+        }
+        if self.first_packet {
+            return self.first(*p);
         }
         // Register writes other than the RGP marker dwords (most of them) and time deltas
         // that carry no realtime marker (most TS_DELTA_OR_MARK) stop here: `detail` would do
         // nothing with them, and a call per packet would cost more than the test.
-        if !self.first_packet {
-            let keep = match p.ty.kind {
-                Kind::Reg => {
-                    let addr = self.places_of(p).reg_addr.get(p.raw) as u32;
-                    addr == USERDATA_2 || addr == USERDATA_3
-                }
-                Kind::DeltaOrMarker => {
-                    p.ty.time == TimeRule::DeltaOrMarker && self.places_of(p).is_marker(p.raw)
-                }
-                _ => true,
-            };
-            if !keep {
-                return;
+        let keep = match kind {
+            // The most frequent kinds `detail` takes, handled here: no call per wave.
+            // The packet by value here and below: a call given its address would have the
+            // decoder store every packet to memory, only in case.
+            Kind::WaveStart => return self.wave_start(*p),
+            Kind::WaveEnd => return self.wave_end(*p),
+            Kind::Reg => {
+                let addr = self.places_of(p).reg_addr.get(p.raw) as u32;
+                addr == USERDATA_2 || addr == USERDATA_3
             }
+            Kind::DeltaOrMarker => {
+                p.ty.time == TimeRule::DeltaOrMarker && self.places_of(p).is_marker(p.raw)
+            }
+            _ => true,
+        };
+        if keep {
+            self.detail_of(*p);
         }
-        self.detail(p);
+    }
+
+    /// The stream's first packet (whatever its kind): the stream's first time, then the
+    /// packets `detail` reads.
+    #[cold]
+    #[inline(never)]
+    fn first(&mut self, p: Packet) {
+        self.out.first_time = Some(p.time);
+        self.detail_kinds = DETAIL;
+        self.detail(&p);
     }
 
     /// A LAYOUT_HEADER (once per blob).
@@ -834,62 +990,87 @@ impl Analyzer {
         }
     }
 
+    /// A WAVESTART: the wave's record, live in its slot until its WAVEEND.
+    #[inline(never)]
+    fn wave_start(&mut self, p: Packet) {
+        let (wb, raw, time, offset) = (self.wave_bits_of(&p), p.raw, p.time, p.offset);
+        self.out.wave_starts += 1;
+        let (sa, cu, simd, wave) = self.wave_id(raw, wb);
+        let k = key(sa, cu, simd, wave);
+        // The slot first, then the record: nothing but the record is needed once the list
+        // may have to grow (values kept across that call would be saved and reloaded on
+        // every wave).
+        if self.live.insert(k, self.out.waves.len()).is_some() {
+            self.start_while_live(offset, cu, simd, wave);
+        }
+        let cdna = self.layout == Layout::Cdna;
+        let waves = &mut self.out.waves;
+        if waves.len() == waves.capacity() {
+            grow_one(waves);
+        }
+        waves.push(Wave {
+            cu,
+            simd,
+            wave,
+            sa: cdna.then_some(sa),
+            tag: wb.tag(raw),
+            start: time,
+            end: time,
+            insts: 0,
+            start_offset: offset,
+            end_delta: 0,
+        });
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn start_while_live(&mut self, offset: u64, cu: u16, simd: u8, wave: u8) {
+        self.anomalies[START_WHILE_LIVE] += 1;
+        self.warn(
+            offset,
+            format!("WAVESTART for cu {cu} simd {simd} wave {wave} while it is live"),
+        );
+    }
+
+    /// A WAVEEND: the live wave in its slot ends.
+    #[inline(never)]
+    fn wave_end(&mut self, p: Packet) {
+        let (wb, raw, time, offset) = (self.wave_bits_of(&p), p.raw, p.time, p.offset);
+        self.out.wave_ends += 1;
+        let (sa, cu, simd, wave) = self.wave_id(raw, wb);
+        match self.live.remove(key(sa, cu, simd, wave)) {
+            Some(i) => {
+                if let Some(w) = self.out.waves.get_mut(i) {
+                    w.end = time;
+                    // Never 0 ([`Analyzer::has_ended`]) from the decoder: packets come in
+                    // stream order.
+                    w.end_delta = offset
+                        .checked_sub(w.start_offset)
+                        .and_then(|d| u32::try_from(d).ok())
+                        .filter(|&d| d != u32::MAX)
+                        .unwrap_or(u32::MAX);
+                    // Each wave is live, so ends, at most once. (Packets given out of order,
+                    // a WAVEEND at its WAVESTART's offset, would leave it unended throughout.)
+                    self.ended_waves += Self::has_ended(w) as usize;
+                }
+            }
+            None => self.anomalies[END_WITHOUT_START] += 1,
+        }
+    }
+
+    #[inline(never)]
+    fn detail_of(&mut self, p: Packet) {
+        self.detail(&p)
+    }
+
     fn detail(&mut self, p: &Packet) {
         let first = std::mem::replace(&mut self.first_packet, false);
         let pl = self.places_of(p);
         let raw = p.raw;
         match p.ty.kind {
             Kind::LayoutHeader => self.layout_header(p, first),
-            Kind::WaveStart => {
-                self.out.wave_starts += 1;
-                let (sa, cu, simd, wave) = self.wave_id(p, pl);
-                let k = key(sa, cu, simd, wave);
-                let w = Wave {
-                    cu,
-                    simd,
-                    wave,
-                    sa: (self.layout == Layout::Cdna).then_some(sa),
-                    tag: match (pl.index.opt(raw), pl.count.opt(raw)) {
-                        (Some(v), _) => WaveTag::Id7(v as u32),
-                        (None, Some(c)) => WaveTag::Count(c as u32),
-                        (None, None) => WaveTag::None,
-                    },
-                    start: p.time,
-                    end: p.time,
-                    insts: 0,
-                    start_offset: p.offset,
-                    end_delta: 0,
-                };
-                self.out.waves.push(w);
-                self.ended.push(false);
-                if self.live.insert(k, self.out.waves.len() - 1).is_some() {
-                    self.anomalies[START_WHILE_LIVE] += 1;
-                    self.warn_with(p.offset, || {
-                        format!("WAVESTART for cu {cu} simd {simd} wave {wave} while it is live")
-                    });
-                }
-            }
-            Kind::WaveEnd => {
-                self.out.wave_ends += 1;
-                let (sa, cu, simd, wave) = self.wave_id(p, pl);
-                match self.live.remove(key(sa, cu, simd, wave)) {
-                    Some(i) => {
-                        if let Some(w) = self.out.waves.get_mut(i) {
-                            w.end = p.time;
-                            w.end_delta = p
-                                .offset
-                                .checked_sub(w.start_offset)
-                                .and_then(|d| u32::try_from(d).ok())
-                                .filter(|&d| d != u32::MAX)
-                                .unwrap_or(u32::MAX);
-                        }
-                        if let Some(e) = self.ended.get_mut(i) {
-                            *e = true;
-                        }
-                    }
-                    None => self.anomalies[END_WITHOUT_START] += 1,
-                }
-            }
+            Kind::WaveStart => self.wave_start(*p),
+            Kind::WaveEnd => self.wave_end(*p),
             Kind::Inst => {
                 let op = pl.op.get(raw) as u32;
                 let info = op_info(self.layout, op);
@@ -1026,15 +1207,16 @@ impl Analyzer {
                 }
             }
         }
-        let unended = self.ended.iter().filter(|e| !**e).count() as u64;
+        // (Counted as they end: a pass over every record here would read them all again.)
+        let unended = (self.out.waves.len() - self.ended_waves) as u64;
         if unended > 0 {
             *self
                 .out
                 .wave_anomalies
                 .entry("start_without_end")
                 .or_default() += unended;
-            if let Some((i, _)) = self.ended.iter().enumerate().find(|(_, e)| !**e) {
-                let off = self.out.waves[i].start_offset;
+            if let Some(w) = self.out.waves.iter().find(|w| !Self::has_ended(w)) {
+                let off = w.start_offset;
                 self.warn(
                     off,
                     format!(
@@ -1043,11 +1225,12 @@ impl Analyzer {
                 );
             }
             // Renumber tokens onto the kept waves.
-            let mut new_index = Vec::with_capacity(self.ended.len());
+            let mut new_index = Vec::with_capacity(self.out.waves.len());
             let mut n = 0u32;
-            for e in &self.ended {
-                new_index.push(if *e { Some(n) } else { None });
-                if *e {
+            for w in &self.out.waves {
+                let e = Self::has_ended(w);
+                new_index.push(if e { Some(n) } else { None });
+                if e {
                     n += 1;
                 }
             }
@@ -1060,8 +1243,7 @@ impl Analyzer {
                     None => false,
                 }
             });
-            let mut it = self.ended.iter();
-            self.out.waves.retain(|_| *it.next().unwrap_or(&false));
+            self.out.waves.retain(Self::has_ended);
         }
         // The reservations from the blob's size ([`Analyzer::reserve_for`], `grow_tokens`)
         // are estimates for streams dense in waves and tokens: one of NOPs, or an itraced SE
@@ -1071,6 +1253,13 @@ impl Analyzer {
         shrink_overshoot(&mut self.out.tokens);
         self.out
     }
+}
+
+/// Room for one more in a full vector (as `push` would make), out of the caller's code.
+#[cold]
+#[inline(never)]
+fn grow_one<T>(v: &mut Vec<T>) {
+    v.reserve(1);
 }
 
 /// Gives back a vector's capacity beyond twice its length (what growth by doubling leaves).
@@ -1118,6 +1307,209 @@ mod tests {
                 _ => assert_eq!(live.get(k), want.get(&k).copied(), "get {k:#x}"),
             }
         }
+    }
+
+    /// The per-type wave fields read what the places table reads, as the analyzer read them
+    /// from it: place, shader array (CDNA) and tag, on every type of every layout.
+    #[test]
+    fn wave_bits_read_what_places_read() {
+        let mut x = 0x0123_4567_89ab_cdefu64;
+        for layout in Layout::ALL {
+            for i in 0..32 {
+                let (pl, wb) = (
+                    &places()[layout as usize][i],
+                    &wave_bits()[layout as usize][i],
+                );
+                for _ in 0..64 {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    for raw in [x, !x, x.rotate_left(17), u64::MAX, 0] {
+                        assert_eq!(wb.cu(raw), pl.cu(layout, raw), "{layout:?} {i} {raw:#x}");
+                        assert_eq!(wb.simd.get(raw) as u8, pl.simd.get(raw) as u8);
+                        assert_eq!(wb.wave.get(raw) as u8, pl.wave.get(raw) as u8);
+                        assert_eq!(wb.sa.get(raw) as u8, pl.sa.get(raw) as u8);
+                        let tag = match (pl.index.opt(raw), pl.count.opt(raw)) {
+                            (Some(v), _) => WaveTag::Id7(v as u32),
+                            (None, Some(c)) => WaveTag::Count(c as u32),
+                            (None, None) => WaveTag::None,
+                        };
+                        assert_eq!(wb.tag(raw), tag, "{layout:?} {i} {raw:#x}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The analysis of random RDNA3 streams against a plain model of its wave rules (one map
+    /// of live waves, a flag per wave): a WAVESTART in a live slot replaces its wave, which
+    /// never ends; WAVEENDs without a live wave; waves that never end (dropped, with their
+    /// tokens, and counted); tokens of the traced SIMD's live waves.
+    #[test]
+    fn waves_follow_the_plain_model() {
+        use super::super::encode::{assemble, NibbleWriter};
+        use super::super::packets::RDNA3_TABLE;
+        let t = &RDNA3_TABLE;
+        let (ws, we, vi) = (
+            t.by_name("WAVESTART").unwrap(),
+            t.by_name("WAVEEND").unwrap(),
+            t.by_name("VALUINST").unwrap(),
+        );
+        let mut next = crate::analysis::test_rng(0x05ee_d0f2_a7e5_u64);
+        // Each rule met somewhere: replaced, unended, orphan ends, kept tokens.
+        let mut seen = [0u64; 4];
+        for case in 0..300 {
+            let mut w = NibbleWriter::new();
+            w.push(
+                assemble(t.by_name("LAYOUT_HEADER").unwrap(), &[("layout", 3)]).unwrap(),
+                16,
+            );
+            for _ in 0..next(200) {
+                let (wgp, sa, simd, wave) = (next(2), next(2), next(2), next(4));
+                let place = [("wgp", wgp), ("sa", sa), ("simd", simd), ("wave", wave)];
+                let (ty, fields): (_, Vec<_>) = match next(7) {
+                    0..=2 => (ws, place.to_vec()),
+                    3..=5 => (we, place.to_vec()),
+                    _ => (vi, vec![("wave", wave)]),
+                };
+                let mut f = fields;
+                f.push(("delta", next(4)));
+                w.push(assemble(ty, &f).unwrap(), ty.nibbles);
+            }
+            w.pad_to(32);
+            let blob = w.as_bytes();
+            let a = analyze(blob, None).unwrap();
+
+            // The model, over the same packets.
+            struct M {
+                cu: u16,
+                simd: u8,
+                wave: u8,
+                start: i64,
+                end: i64,
+                insts: u32,
+                offset: u64,
+                end_delta: u32,
+                ended: bool,
+            }
+            let mut waves: Vec<M> = Vec::new();
+            let mut live: HashMap<(u16, u8, u8), usize> = HashMap::new();
+            let mut tokens: Vec<(usize, i64, u64)> = Vec::new();
+            let (mut replaced, mut orphan_ends, mut orphan_tokens) = (0u64, 0u64, 0u64);
+            for p in Decoder::new(blob, DecodeOptions::default()) {
+                let g = |n: &str| p.ty.field_named(n).map_or(0, |f| f.get(p.raw));
+                let k = (
+                    (g("wgp") | g("sa") << 3) as u16,
+                    g("simd") as u8,
+                    g("wave") as u8,
+                );
+                match p.ty.kind {
+                    Kind::WaveStart => {
+                        waves.push(M {
+                            cu: k.0,
+                            simd: k.1,
+                            wave: k.2,
+                            start: p.time,
+                            end: p.time,
+                            insts: 0,
+                            offset: p.offset,
+                            end_delta: 0,
+                            ended: false,
+                        });
+                        replaced += live.insert(k, waves.len() - 1).is_some() as u64;
+                    }
+                    Kind::WaveEnd => match live.remove(&k) {
+                        Some(i) => {
+                            let m = &mut waves[i];
+                            (m.end, m.ended) = (p.time, true);
+                            m.end_delta = (p.offset - m.offset) as u32;
+                        }
+                        None => orphan_ends += 1,
+                    },
+                    Kind::ValuInst => match live.get(&(0, 0, g("wave") as u8)) {
+                        Some(&i) => {
+                            waves[i].insts += 1;
+                            tokens.push((i, p.time, p.offset));
+                        }
+                        None => orphan_tokens += 1,
+                    },
+                    _ => {}
+                }
+            }
+            let unended = waves.iter().filter(|m| !m.ended).count() as u64;
+            let mut index = Vec::new();
+            let mut kept = 0u32;
+            for m in &waves {
+                index.push(m.ended.then_some(kept));
+                kept += m.ended as u32;
+            }
+            let want_tokens: Vec<(u32, i64, u64)> = tokens
+                .iter()
+                .filter_map(|&(i, time, off)| index[i].map(|j| (j, time, off)))
+                .collect();
+            let want_waves: Vec<_> = waves
+                .iter()
+                .filter(|m| m.ended)
+                .map(|m| {
+                    (
+                        m.cu,
+                        m.simd,
+                        m.wave,
+                        m.start,
+                        m.end,
+                        m.insts,
+                        m.offset,
+                        m.end_delta,
+                    )
+                })
+                .collect();
+            let got_waves: Vec<_> = a
+                .waves
+                .iter()
+                .map(|w| {
+                    let o = w.start_offset;
+                    (
+                        w.cu,
+                        w.simd,
+                        w.wave,
+                        w.start,
+                        w.end,
+                        w.insts,
+                        o,
+                        w.end_delta,
+                    )
+                })
+                .collect();
+            assert_eq!(got_waves, want_waves, "case {case}");
+            let got_tokens: Vec<_> = a
+                .tokens
+                .iter()
+                .map(|t| (t.wave, t.time, t.offset))
+                .collect();
+            assert_eq!(got_tokens, want_tokens, "case {case}");
+            let count = |k: &str| a.wave_anomalies.get(k).copied().unwrap_or(0);
+            assert_eq!(count("start_while_live"), replaced, "case {case}");
+            assert_eq!(count("end_without_start"), orphan_ends, "case {case}");
+            assert_eq!(
+                count("token_without_live_wave"),
+                orphan_tokens,
+                "case {case}"
+            );
+            assert_eq!(count("start_without_end"), unended, "case {case}");
+            let first_unended = waves.iter().find(|m| !m.ended).map(|m| m.offset);
+            let warned = a
+                .warnings
+                .iter()
+                .find(|w| w.message.contains("never ended"));
+            assert_eq!(warned.map(|w| w.offset), first_unended, "case {case}");
+            for (s, n) in
+                seen.iter_mut()
+                    .zip([replaced, unended, orphan_ends, want_tokens.len() as u64])
+            {
+                *s += n;
+            }
+        }
+        assert!(seen.iter().all(|&n| n > 0), "{seen:?}");
     }
 
     /// Millions of waves per SE at real sizes: a wave record stays within 48 bytes.
