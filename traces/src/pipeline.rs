@@ -715,6 +715,17 @@ impl Acc {
         }
     }
 
+    /// One execution: its latency and token name id.
+    #[inline]
+    fn add(&mut self, gap: i64, kind: u32) {
+        self.count += 1;
+        self.total += gap;
+        self.min = self.min.min(gap);
+        self.max = self.max.max(gap);
+        self.gaps.push(gap);
+        self.add_kind(kind, 1);
+    }
+
     #[inline]
     fn add_kind(&mut self, kind: u32, n: u64) {
         match self.kinds.iter_mut().find(|(k, _)| *k == kind) {
@@ -884,13 +895,7 @@ impl TablePart {
             }
             let f = &mut row_first[g as usize];
             *f = (*f).min(first);
-            let a = &mut acc[g as usize];
-            a.count += 1;
-            a.total += gap;
-            a.min = a.min.min(gap);
-            a.max = a.max.max(gap);
-            a.gaps.push(gap);
-            a.add_kind(kind, 1);
+            acc[g as usize].add(gap, kind);
             if !splits.issue(*simd, t.time, s, g) {
                 return None;
             }
@@ -995,13 +1000,7 @@ impl TablePart {
                 if acc.len() <= g {
                     acc.push(Acc::new());
                 }
-                let a = &mut acc[g];
-                a.count += 1;
-                a.total += gap;
-                a.min = a.min.min(gap);
-                a.max = a.max.max(gap);
-                a.gaps.push(gap);
-                a.add_kind(kind, 1);
+                acc[g].add(gap, kind);
             });
             if keep_rows {
                 token_rows.push(tr);

@@ -609,32 +609,72 @@ fn sweep_splits(
     let mut seen = [0u32; InstClass::ALL.len()];
     let mut next_start = 0;
     for cycle in events.chunk_by(|a, b| a.time == b.time) {
-        let t = cycle[0].time;
+        let sweep = CycleSweep {
+            time: cycle[0].time,
+            starts,
+            next_start: &mut next_start,
+            seen: &mut seen,
+        };
+        sweep.run(
+            cycle,
+            clocks,
+            |e| e.slot,
+            |e| class_of(e.ti),
+            |e, split| emit(e.slot, e.ti, split),
+        );
+    }
+}
+
+/// One cycle of a SIMD's sweep ([`sweep_splits`], [`StreamSplits`]): its time, the SIMD's
+/// waves by start and how many of them are swept, and the cycles swept so far by least class.
+struct CycleSweep<'a> {
+    time: i64,
+    starts: &'a [(i64, u32)],
+    next_start: &'a mut usize,
+    seen: &'a mut [u32; InstClass::ALL.len()],
+}
+
+impl CycleSweep<'_> {
+    /// Sweeps the cycle's `issues` (in issue order, each of the wave in slot `slot` and of
+    /// class `class`): waves that started before it go live, each issue's split goes to `emit`, and
+    /// the cycle is counted by its least class.
+    #[inline(always)]
+    fn run<I>(
+        self,
+        issues: &[I],
+        clocks: &mut [WaveClock],
+        slot: impl Fn(&I) -> u32,
+        class: impl Fn(&I) -> InstClass,
+        mut emit: impl FnMut(&I, &LatencySplit),
+    ) {
+        let t = self.time;
         // Waves that started before this cycle: every cycle up to their start is swept.
-        while let Some(&(_, s)) = starts.get(next_start).filter(|e| e.0 < t) {
+        while let Some(&(_, s)) = self.starts.get(*self.next_start).filter(|e| e.0 < t) {
             let c = &mut clocks[s as usize];
             if c.state == ClockState::Waiting {
-                c.upto = seen;
+                c.upto = *self.seen;
                 c.state = ClockState::Live;
             }
-            next_start += 1;
+            *self.next_start += 1;
         }
         // The least class issued here and its wave, and the least class of the other waves.
         let (mut least, mut least_slot, mut other) = (u8::MAX, u32::MAX, u8::MAX);
-        for e in cycle {
-            let c = class_of(e.ti) as u8;
+        for e in issues {
+            let (slot, c) = (slot(e), class(e) as u8);
             if c < least {
-                if e.slot != least_slot {
+                if slot != least_slot {
                     other = least;
                 }
                 least = c;
-                least_slot = e.slot;
-            } else if e.slot != least_slot {
+                least_slot = slot;
+            } else if slot != least_slot {
                 other = other.min(c);
             }
         }
-        for e in cycle {
-            let c = &mut clocks[e.slot as usize];
+        let seen = self.seen;
+        for e in issues {
+            let slot = slot(e);
+            let c = &mut clocks[slot as usize];
             if c.state == ClockState::Off {
                 continue;
             }
@@ -648,20 +688,20 @@ fn sweep_splits(
                 for (k, class) in InstClass::ALL.into_iter().enumerate() {
                     *split.hidden.slot(class) = (seen[k] - c.upto[k]) as i64;
                 }
-                let fill = if e.slot != least_slot { least } else { other };
+                let fill = if slot != least_slot { least } else { other };
                 if let Some(&class) = InstClass::ALL.get(fill as usize) {
                     *split.hidden.slot(class) += 1;
                 }
             }
             split.exposed = split.latency - split.hidden_total();
             c.prev = t;
-            emit(e.slot, e.ti, &split);
+            emit(e, &split);
         }
         seen[least as usize] += 1;
-        for e in cycle {
-            let c = &mut clocks[e.slot as usize];
+        for e in issues {
+            let c = &mut clocks[slot(e) as usize];
             if c.state != ClockState::Off {
-                c.upto = seen;
+                c.upto = *seen;
                 c.state = ClockState::Live;
             }
         }
@@ -767,64 +807,22 @@ impl StreamSplits {
         by_row: &mut [LatencySplit],
         by_slot: &mut [LatencySplit],
     ) {
-        let t = m.time;
-        // Waves that started before this cycle: every cycle up to their start is swept.
-        while let Some(&(_, s)) = m.starts.get(m.next_start).filter(|e| e.0 < t) {
-            let c = &mut clocks[s as usize];
-            if c.state == ClockState::Waiting {
-                c.upto = m.seen;
-                c.state = ClockState::Live;
-            }
-            m.next_start += 1;
-        }
-        // The least class issued here and its wave, and the least class of the other waves.
-        let (mut least, mut least_slot, mut other) = (u8::MAX, u32::MAX, u8::MAX);
-        for &(slot, row) in &m.cycle {
-            let c = classes[row as usize] as u8;
-            if c < least {
-                if slot != least_slot {
-                    other = least;
-                }
-                least = c;
-                least_slot = slot;
-            } else if slot != least_slot {
-                other = other.min(c);
-            }
-        }
-        let seen = &mut m.seen;
-        for &(slot, row) in &m.cycle {
-            let c = &mut clocks[slot as usize];
-            if c.state == ClockState::Off {
-                continue;
-            }
-            // A wave's later issues in this cycle find `prev` here: no latency, none hidden.
-            let mut split = LatencySplit {
-                latency: t - c.prev,
-                ..Default::default()
-            };
-            if t > c.prev {
-                debug_assert_eq!(c.state, ClockState::Live, "a start before {t} is swept");
-                for (k, class) in InstClass::ALL.into_iter().enumerate() {
-                    *split.hidden.slot(class) = (seen[k] - c.upto[k]) as i64;
-                }
-                let fill = if slot != least_slot { least } else { other };
-                if let Some(&class) = InstClass::ALL.get(fill as usize) {
-                    *split.hidden.slot(class) += 1;
-                }
-            }
-            split.exposed = split.latency - split.hidden_total();
-            c.prev = t;
-            by_row[row as usize].add(&split);
-            by_slot[slot as usize].add(&split);
-        }
-        seen[least as usize] += 1;
-        for &(slot, _) in &m.cycle {
-            let c = &mut clocks[slot as usize];
-            if c.state != ClockState::Off {
-                c.upto = *seen;
-                c.state = ClockState::Live;
-            }
-        }
+        let sweep = CycleSweep {
+            time: m.time,
+            starts: &m.starts,
+            next_start: &mut m.next_start,
+            seen: &mut m.seen,
+        };
+        sweep.run(
+            &m.cycle,
+            clocks,
+            |&(slot, _)| slot,
+            |&(_, row)| classes[row as usize],
+            |&(slot, row), split| {
+                by_row[row as usize].add(split);
+                by_slot[slot as usize].add(split);
+            },
+        );
         m.cycle.clear();
     }
 
