@@ -275,10 +275,10 @@ pub fn analyze_mapped(
             }
         },
         |an| {
-            let ended = an.ended();
-            if ended.iter().all(|&e| e) {
+            if an.all_ended() {
                 return;
             }
+            let ended = an.ended();
             let keep = an
                 .raw_tokens()
                 .iter()

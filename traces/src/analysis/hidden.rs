@@ -577,6 +577,19 @@ impl WaveClock {
         upto: [0; InstClass::ALL.len()],
         state: ClockState::Off,
     };
+
+    /// Sorts one SIMD's `starts` ((start, slot) of its swept waves) and sets each wave's clock
+    /// waiting from its start.
+    fn wait_for(starts: &mut [(i64, u32)], clocks: &mut [WaveClock]) {
+        starts.sort_unstable();
+        for &(start, s) in starts.iter() {
+            clocks[s as usize] = WaveClock {
+                prev: start,
+                upto: [0; InstClass::ALL.len()],
+                state: ClockState::Waiting,
+            };
+        }
+    }
 }
 
 /// The splits of the waves `starts` ((start, slot) of waves whose tokens come in time order)
@@ -597,14 +610,7 @@ fn sweep_splits(
     class_of: impl Fn(u32) -> InstClass,
     mut emit: impl FnMut(u32, u32, &LatencySplit),
 ) {
-    starts.sort_unstable();
-    for &(start, s) in starts.iter() {
-        clocks[s as usize] = WaveClock {
-            prev: start,
-            upto: [0; InstClass::ALL.len()],
-            state: ClockState::Waiting,
-        };
-    }
+    WaveClock::wait_for(starts, clocks);
     // Cycles swept so far, by their least class.
     let mut seen = [0u32; InstClass::ALL.len()];
     let mut next_start = 0;
@@ -744,14 +750,7 @@ impl StreamSplits {
         let simds = starts
             .into_iter()
             .map(|mut starts| {
-                starts.sort_unstable();
-                for &(start, s) in &starts {
-                    clocks[s as usize] = WaveClock {
-                        prev: start,
-                        upto: [0; InstClass::ALL.len()],
-                        state: ClockState::Waiting,
-                    };
-                }
+                WaveClock::wait_for(&mut starts, &mut clocks);
                 SimdSweep {
                     starts,
                     next_start: 0,

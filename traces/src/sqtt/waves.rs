@@ -3,7 +3,7 @@
 
 use super::decoder::{DecodeOptions, Decoder, Packet};
 use super::inst_op::{op_info, op_name, TokenOp};
-use super::packets::{places, Kind, Layout, Places, PlacesTable, TimeRule};
+use super::packets::{places, Bits, Kind, Layout, Places, PlacesTable, TimeRule};
 use crate::target::{Family, GfxTarget};
 use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasherDefault;
@@ -612,44 +612,22 @@ fn key(sa: u8, cu: u16, simd: u8, wave: u8) -> u32 {
     (sa as u32) << 28 | (cu as u32) << 12 | (simd as u32) << 8 | wave as u32
 }
 
-/// One field of a wave packet: `(raw >> lo) & mask`. The mask is cut to 32 bits: every wave
-/// field is read into 32 bits or fewer.
-#[derive(Clone, Copy, Default)]
-struct Bits32 {
-    lo: u8,
-    mask: u32,
-}
-
-impl Bits32 {
-    fn of(b: super::packets::Bits) -> Bits32 {
-        Bits32 {
-            lo: b.lo,
-            mask: b.mask as u32,
-        }
-    }
-
-    #[inline(always)]
-    fn get(self, raw: u64) -> u32 {
-        (raw >> self.lo) as u32 & self.mask
-    }
-}
-
 /// The fields a WAVESTART or WAVEEND is read by, per layout and type index, from the
 /// [`Places`] table: the analyzer reads them on millions of wave packets per SE, so each is
 /// one shift and mask with no choice of layout or field left to make per packet.
 #[derive(Clone, Copy, Default)]
 struct WaveBits {
-    simd: Bits32,
-    wave: Bits32,
+    simd: Bits,
+    wave: Bits,
     /// The shader array field (CDNA `sh`, RDNA `sa`), a wave's `sa` on CDNA streams only.
-    sa: Bits32,
+    sa: Bits,
     /// `cu` is `unit | unit_hi << hi_shift`: CDNA `cu` (and no `unit_hi`), RDNA `wgp` and the
     /// SA bit just above it ([`Places::cu`]).
-    unit: Bits32,
-    unit_hi: Bits32,
+    unit: Bits,
+    unit_hi: Bits,
     hi_shift: u8,
     /// WAVESTART: RDNA `id7` or CDNA `count` ([`WaveTag`]), which `tag_kind` says (0: none).
-    tag: Bits32,
+    tag: Bits,
     tag_kind: u8,
 }
 
@@ -667,13 +645,13 @@ impl WaveBits {
             (Default::default(), 0)
         };
         WaveBits {
-            simd: Bits32::of(pl.simd),
-            wave: Bits32::of(pl.wave),
-            sa: Bits32::of(pl.sa),
-            unit: Bits32::of(unit),
-            unit_hi: Bits32::of(unit_hi),
+            simd: pl.simd,
+            wave: pl.wave,
+            sa: pl.sa,
+            unit,
+            unit_hi,
             hi_shift,
-            tag: Bits32::of(tag),
+            tag,
             tag_kind,
         }
     }
@@ -686,7 +664,7 @@ impl WaveBits {
 
     #[inline(always)]
     fn tag(&self, raw: u64) -> WaveTag {
-        let v = self.tag.get(raw);
+        let v = self.tag.get(raw) as u32;
         match self.tag_kind {
             1 => WaveTag::Id7(v),
             2 => WaveTag::Count(v),
@@ -898,6 +876,11 @@ impl Analyzer {
     /// Waves started so far (indices of tokens and WAVESTARTs before [`Analyzer::finish`]).
     pub(crate) fn raw_waves(&self) -> usize {
         self.out.waves.len()
+    }
+
+    /// Whether every wave started so far has ended (the usual case: no record is read).
+    pub(crate) fn all_ended(&self) -> bool {
+        self.ended_waves == self.out.waves.len()
     }
 
     /// Whether each started wave has ended.
