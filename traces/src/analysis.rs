@@ -766,13 +766,28 @@ fn analyze_kernel_clocked<T: Send>(
         spills.push(sp);
         map_errors.push(me);
     }
+    let start_ticks = k.gpu_start.and_then(|t| u64::try_from(t).ok());
+    // Compact: the markers are not read again (below), so each SE's map is written over its
+    // markers instead of into fresh pages.
+    let own_maps: Option<Vec<Option<sqtt::TimeMap>>> = opts.compact.then(|| {
+        analyses
+            .iter_mut()
+            .map(|a| {
+                let a = a.as_mut().ok()?;
+                let markers = std::mem::take(&mut a.markers);
+                sqtt::TimeMap::from_marker_list(markers, a.layout?, start_ticks)
+            })
+            .collect()
+    });
     let empty = BlobAnalysis::default();
     let refs: Vec<&BlobAnalysis> = analyses
         .iter()
         .map(|a| a.as_ref().unwrap_or(&empty))
         .collect();
-    let start_ticks = k.gpu_start.and_then(|t| u64::try_from(t).ok());
-    let maps = sqtt::dispatch_time_maps(&refs, start_ticks);
+    let maps = match own_maps {
+        Some(own) => sqtt::link_time_maps(&refs, own),
+        None => sqtt::dispatch_time_maps(&refs, start_ticks),
+    };
     let all_mapped = !maps.is_empty()
         && maps
             .iter()

@@ -24,7 +24,7 @@ pub mod waves;
 pub use decoder::{decode, Cut, DecodeOptions, Decoder, Framing, Packet, Tail};
 pub use inst_op::{op_name, OpName, TokenOp};
 pub use packets::{Kind, Layout, PacketType, Role};
-pub use time::{dispatch_time_maps, TimeMap};
+pub use time::{dispatch_time_maps, link_time_maps, TimeMap};
 pub use waves::{
     analyze, analyze_with, analyze_with_progress, AnalyzeOptions, BlobAnalysis, DecodeError,
     InstToken, Marker, TokenKind, UserdataWrite, Warning, Wave, WaveTag,

@@ -31,34 +31,69 @@ impl TimeMap {
         layout: Layout,
         reference_ticks: Option<u64>,
     ) -> Option<TimeMap> {
+        let mut keep = Self::point_filter(*markers.first()?, layout, reference_ticks)?;
+        // At its final size at once: a large capture has millions of markers, and a list
+        // grown by doubling copies itself and faults its pages in twice.
+        let mut points: Vec<(i64, f64)> = Vec::with_capacity(markers.len());
+        points.extend(markers.iter().filter_map(|m| keep(*m)));
+        Some(Self::of_points(points))
+    }
+
+    /// [`TimeMap::from_markers`] of a marker list no longer needed: the points are written
+    /// over the markers in their own allocation (a marker and a point are both 16 bytes), so a
+    /// large capture's map costs no fresh pages. The same map as [`TimeMap::from_markers`].
+    pub fn from_marker_list(
+        markers: Vec<Marker>,
+        layout: Layout,
+        reference_ticks: Option<u64>,
+    ) -> Option<TimeMap> {
+        let mut keep = Self::point_filter(*markers.first()?, layout, reference_ticks)?;
+        // `Vec` -> `into_iter` -> `filter_map` -> `collect` reuses the source allocation.
+        let points: Vec<(i64, f64)> = markers.into_iter().filter_map(|m| keep(m)).collect();
+        Some(Self::of_points(points))
+    }
+
+    /// The map's points, kept for as long as the kernel's view (a large capture has millions
+    /// of markers).
+    fn of_points(mut points: Vec<(i64, f64)>) -> TimeMap {
+        points.shrink_to_fit();
+        TimeMap {
+            points,
+            fallback_slope: None,
+        }
+    }
+
+    /// Given the markers in order from `first` on, the point each adds to the map, if any:
+    /// the counter unwrapped from its low bits, and the map kept strictly increasing (markers
+    /// in the same cycle add nothing). None for a layout without markers (CDNA).
+    fn point_filter(
+        first: Marker,
+        layout: Layout,
+        reference_ticks: Option<u64>,
+    ) -> Option<impl FnMut(Marker) -> Option<(i64, f64)>> {
         let bits = match layout {
             Layout::Rdna3 => 36,
             Layout::Rdna4 => 52,
             Layout::Cdna => return None,
         };
         let modulus = 1u64 << bits;
-        let first = markers.first()?;
         let mut full = unwrap_near(first.realtime & (modulus - 1), bits, reference_ticks);
         let mut prev_rt = first.realtime & (modulus - 1);
-        // At its final size at once: a large capture has millions of markers, and a list
-        // grown by doubling copies itself and faults its pages in twice.
-        let mut points: Vec<(i64, f64)> = Vec::with_capacity(markers.len());
-        points.push((first.time, full as f64));
-        for m in &markers[1..] {
+        let mut last: Option<(i64, f64)> = None;
+        Some(move |m: Marker| {
+            let Some(l) = last else {
+                // The first marker is the first point.
+                last = Some((first.time, full as f64));
+                return last;
+            };
             let rt = m.realtime & (modulus - 1);
             full = full.wrapping_add(rt.wrapping_sub(prev_rt) & (modulus - 1));
             prev_rt = rt;
-            let last = points.last().copied().unwrap_or((i64::MIN, f64::MIN));
-            // Keep the map strictly increasing: markers in the same cycle add nothing.
-            if m.time > last.0 && full as f64 > last.1 {
-                points.push((m.time, full as f64));
+            if m.time > l.0 && full as f64 > l.1 {
+                last = Some((m.time, full as f64));
+                return last;
             }
-        }
-        // Kept for as long as the kernel's view (a large capture has millions of markers).
-        points.shrink_to_fit();
-        Some(TimeMap {
-            points,
-            fallback_slope: None,
+            None
         })
     }
 
@@ -177,10 +212,20 @@ pub fn dispatch_time_maps(
     blobs: &[&super::waves::BlobAnalysis],
     reference_ticks: Option<u64>,
 ) -> Vec<Option<TimeMap>> {
-    let mut maps: Vec<Option<TimeMap>> = blobs
+    let maps: Vec<Option<TimeMap>> = blobs
         .iter()
         .map(|a| TimeMap::from_markers(&a.markers, a.layout?, reference_ticks))
         .collect();
+    link_time_maps(blobs, maps)
+}
+
+/// [`dispatch_time_maps`] given each blob's own map (its [`TimeMap::from_markers`], or
+/// [`TimeMap::from_marker_list`] of its markers where they are not kept): the maps of the SEs
+/// with fewer than two markers completed from the others.
+pub fn link_time_maps(
+    blobs: &[&super::waves::BlobAnalysis],
+    mut maps: Vec<Option<TimeMap>>,
+) -> Vec<Option<TimeMap>> {
     let clocks: Vec<f64> = maps
         .iter()
         .flatten()
@@ -266,6 +311,72 @@ mod tests {
 
     fn m(time: i64, realtime: u64) -> Marker {
         Marker { time, realtime }
+    }
+
+    /// The points as the map's rule says, plainly: the counter unwrapped near the reference
+    /// from the first marker's low bits, then by the low bits' differences; a point per marker
+    /// later in cycles and counter than the last point.
+    fn plain_points(markers: &[Marker], layout: Layout, reference: Option<u64>) -> Vec<(i64, f64)> {
+        let bits = if layout == Layout::Rdna3 { 36 } else { 52 };
+        let low = |m: &Marker| m.realtime % (1u64 << bits);
+        let mut full = unwrap_near(low(&markers[0]), bits, reference);
+        let mut points = vec![(markers[0].time, full as f64)];
+        for w in markers.windows(2) {
+            full = full.wrapping_add(low(&w[1]).wrapping_sub(low(&w[0])) % (1u64 << bits));
+            let last = points[points.len() - 1];
+            if w[1].time > last.0 && full as f64 > last.1 {
+                points.push((w[1].time, full as f64));
+            }
+        }
+        points
+    }
+
+    /// The map made over a marker list no longer needed is the map made from a borrowed one,
+    /// on random markers: equal and going-back times, counters that wrap or go back, both
+    /// layouts, with and without a reference; and it is made in the markers' allocation.
+    #[test]
+    fn map_over_the_markers_is_the_same_map() {
+        let mut next = crate::analysis::test_rng(0x7157);
+        for case in 0..2000 {
+            let layout = [Layout::Rdna3, Layout::Rdna4][case % 2];
+            let n = (next(40) as usize).max(1);
+            let (mut time, mut rt) = (next(1000) as i64, next(1 << 40));
+            let markers: Vec<Marker> = (0..n)
+                .map(|_| {
+                    time += next(5) as i64 - 1;
+                    rt = match next(10) {
+                        0 => rt.wrapping_sub(next(100)),
+                        1 => rt.wrapping_add(next(1 << 37)),
+                        _ => rt + next(50),
+                    };
+                    m(time, rt)
+                })
+                .collect();
+            let reference = (case % 3 == 0).then(|| next(1 << 45));
+            let borrowed = TimeMap::from_markers(&markers, layout, reference);
+            assert_eq!(
+                borrowed.as_ref().map(|t| &t.points),
+                Some(&plain_points(&markers, layout, reference)),
+                "case {case}"
+            );
+            let owned = TimeMap::from_marker_list(markers, layout, reference);
+            assert_eq!(owned, borrowed, "case {case}");
+        }
+        // Strictly increasing markers, every one a point: nothing to shrink, so the same
+        // allocation.
+        let markers: Vec<Marker> = (0..1000).map(|i| m(i * 10, 5000 + i as u64)).collect();
+        let at = markers.as_ptr() as usize;
+        let map = TimeMap::from_marker_list(markers, Layout::Rdna3, None).unwrap();
+        assert_eq!(map.points.as_ptr() as usize, at);
+        assert_eq!(map.markers(), 1000);
+        assert_eq!(
+            TimeMap::from_marker_list(Vec::new(), Layout::Rdna3, None),
+            None
+        );
+        assert_eq!(
+            TimeMap::from_marker_list(vec![m(0, 1)], Layout::Cdna, None),
+            None
+        );
     }
 
     #[test]
