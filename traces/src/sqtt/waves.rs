@@ -595,6 +595,40 @@ impl LiveWaves {
         }
     }
 
+    /// The packed [`key`] of a direct slot (the inverse of [`LiveWaves::slot`]).
+    #[inline]
+    fn key_of_slot(s: usize) -> u32 {
+        let s = s as u32;
+        key(
+            (s >> 15) as u8,
+            (s >> 7) as u16 & 0xff,
+            (s >> 5) as u8 & 3,
+            s as u8 & 31,
+        )
+    }
+
+    /// [`LiveWaves::insert`] for a key given by its direct slot ([`SlotBits`]).
+    #[inline(always)]
+    fn insert_direct(&mut self, s: usize, i: usize) -> Option<usize> {
+        if let (Ok(v), true) = (u32::try_from(i + 1), self.other.is_empty()) {
+            if let Some(d) = self.direct.get_mut(s) {
+                let old = std::mem::replace(d, v);
+                return (old != 0).then(|| old as usize - 1);
+            }
+        }
+        self.insert_slow(Self::key_of_slot(s), i)
+    }
+
+    /// [`LiveWaves::remove`] for a key given by its direct slot ([`SlotBits`]).
+    #[inline(always)]
+    fn remove_direct(&mut self, s: usize) -> Option<usize> {
+        match self.direct.get_mut(s).map_or(0, std::mem::take) {
+            0 if self.other.is_empty() => None,
+            0 => self.other.remove(&Self::key_of_slot(s)),
+            v => Some(v as usize - 1),
+        }
+    }
+
     #[inline]
     fn remove(&mut self, k: u32) -> Option<usize> {
         match Self::slot(k) {
@@ -629,6 +663,80 @@ struct WaveBits {
     /// WAVESTART: RDNA `id7` or CDNA `count` ([`WaveTag`]), which `tag_kind` says (0: none).
     tag: Bits,
     tag_kind: u8,
+    /// The live table's direct slot of the packet's place, without and with the shader
+    /// array (read on CDNA streams only, as [`Analyzer::wave_id`] does).
+    slot: [SlotBits; 2],
+}
+
+/// A wave packet's direct [`LiveWaves`] slot read straight from its first 64 bits: each of
+/// the place's fields rotated to where the slot wants it and masked, fields that move by the
+/// same amount in one step. Derived from the type's [`WaveBits`] (so from the packet tables),
+/// for types whose every field value has a direct slot; the others take the general path
+/// (`direct` false).
+#[derive(Clone, Copy, Default)]
+struct SlotBits {
+    rot: [u32; 4],
+    mask: [u32; 4],
+    direct: bool,
+}
+
+impl SlotBits {
+    /// The slot layout of [`LiveWaves::slot`]: `sa << 15 | cu << 7 | simd << 5 | wave`, with
+    /// `cu = unit | unit_hi << hi_shift` ([`WaveBits::cu`]).
+    fn of(wb: &WaveBits, with_sa: bool) -> SlotBits {
+        // (field, its place in the slot, the widest it may be for the slot to be direct)
+        let mut parts = vec![
+            (wb.wave, 0u32, 5u32),
+            (wb.simd, 5, 2),
+            (wb.unit, 7, 8),
+            (
+                wb.unit_hi,
+                7 + wb.hi_shift as u32,
+                8u32.saturating_sub(wb.hi_shift as u32),
+            ),
+        ];
+        if with_sa {
+            parts.push((wb.sa, 15, 2));
+        }
+        let mut out = SlotBits {
+            direct: true,
+            ..Default::default()
+        };
+        let mut used = 0;
+        for (bits, at, widest) in parts {
+            if !bits.present() {
+                continue;
+            }
+            let width = 64 - bits.mask.leading_zeros();
+            // A field's mask is its low `width` bits, within the packet's 64.
+            let contiguous = bits.mask == u64::MAX >> (64 - width);
+            if !contiguous || width > widest || bits.lo as u32 + width > 64 {
+                out.direct = false;
+                continue;
+            }
+            let rot = (bits.lo as u32).wrapping_sub(at) & 63;
+            let mask = (bits.mask as u32) << at;
+            match out.rot[..used].iter().position(|&r| r == rot) {
+                Some(j) => out.mask[j] |= mask,
+                None if used < 4 => {
+                    (out.rot[used], out.mask[used]) = (rot, mask);
+                    used += 1;
+                }
+                None => out.direct = false,
+            }
+        }
+        out
+    }
+
+    /// The direct slot of a packet whose type is `direct`.
+    #[inline(always)]
+    fn get(&self, raw: u64) -> usize {
+        let mut s = 0u64;
+        for j in 0..4 {
+            s |= raw.rotate_right(self.rot[j]) & self.mask[j] as u64;
+        }
+        s as usize
+    }
 }
 
 impl WaveBits {
@@ -644,7 +752,7 @@ impl WaveBits {
         } else {
             (Default::default(), 0)
         };
-        WaveBits {
+        let mut wb = WaveBits {
             simd: pl.simd,
             wave: pl.wave,
             sa: pl.sa,
@@ -653,7 +761,10 @@ impl WaveBits {
             hi_shift,
             tag,
             tag_kind,
-        }
+            slot: Default::default(),
+        };
+        wb.slot = [SlotBits::of(&wb, false), SlotBits::of(&wb, true)];
+        wb
     }
 
     /// The compute unit, as [`Places::cu`] reads it.
@@ -820,13 +931,6 @@ impl Analyzer {
         &t[p.layout as usize][p.index as usize & 31]
     }
 
-    /// The wave fields of `p`'s type.
-    #[inline(always)]
-    fn wave_bits_of(&self, p: &Packet) -> &'static WaveBits {
-        let t: &'static WaveBitsTable = self.wave_bits;
-        &t[p.layout as usize][p.index as usize & 31]
-    }
-
     /// The (sa, cu, simd, wave) of a wave packet.
     #[inline(always)]
     fn wave_id(&self, raw: u64, wb: &WaveBits) -> (u8, u16, u8, u8) {
@@ -902,7 +1006,7 @@ impl Analyzer {
     }
 
     /// Account for a packet repeated `n` times (NOP runs from [`Decoder::for_each_run`]).
-    #[inline]
+    #[inline(always)]
     pub fn packet_run(&mut self, p: &Packet, n: u32) {
         // A table holds at most 32 types (`packets` tests it).
         self.counts[p.layout as usize][p.index as usize & 31] += n as u64;
@@ -920,10 +1024,10 @@ impl Analyzer {
         // nothing with them, and a call per packet would cost more than the test.
         let keep = match kind {
             // The most frequent kinds `detail` takes, handled here: no call per wave.
-            // The packet by value here and below: a call given its address would have the
-            // decoder store every packet to memory, only in case.
-            Kind::WaveStart => return self.wave_start(*p),
-            Kind::WaveEnd => return self.wave_end(*p),
+            // The packet by value below: a call given its address would have the decoder
+            // store every packet to memory, only in case (the wave calls take its fields).
+            Kind::WaveStart => return self.wave_start(p),
+            Kind::WaveEnd => return self.wave_end(p),
             Kind::Reg => {
                 let addr = self.places_of(p).reg_addr.get(p.raw) as u32;
                 addr == USERDATA_2 || addr == USERDATA_3
@@ -974,24 +1078,35 @@ impl Analyzer {
     }
 
     /// A WAVESTART: the wave's record, live in its slot until its WAVEEND.
+    #[inline(always)]
+    fn wave_start(&mut self, p: &Packet) {
+        self.wave_start_at(p.raw, p.time, p.offset, p.layout, p.index)
+    }
+
+    /// [`Analyzer::wave_start`] given the packet's fields: they stay in registers (a packet
+    /// given by value or address is stored to memory for the call).
     #[inline(never)]
-    fn wave_start(&mut self, p: Packet) {
-        let (wb, raw, time, offset) = (self.wave_bits_of(&p), p.raw, p.time, p.offset);
+    fn wave_start_at(&mut self, raw: u64, time: i64, offset: u64, layout: Layout, index: u8) {
+        let wb: &'static WaveBits = &self.wave_bits[layout as usize][index as usize & 31];
+        let cdna = self.layout == Layout::Cdna;
+        let sb = &wb.slot[cdna as usize];
+        if !sb.direct {
+            return self.wave_start_keyed(raw, time, offset, wb);
+        }
         self.out.wave_starts += 1;
-        let (sa, cu, simd, wave) = self.wave_id(raw, wb);
-        let k = key(sa, cu, simd, wave);
-        // The slot first, then the record: nothing but the record is needed once the list
-        // may have to grow (values kept across that call would be saved and reloaded on
-        // every wave).
-        if self.live.insert(k, self.out.waves.len()).is_some() {
+        // The place from the slot (`key_of_slot`'s fields): one read of the packet.
+        let s = sb.get(raw);
+        let (sa, cu, simd, wave) = (
+            (s >> 15) as u8,
+            (s >> 7) as u16 & 0xff,
+            (s >> 5) as u8 & 3,
+            s as u8 & 31,
+        );
+        // The slot first, then the record, as below.
+        if self.live.insert_direct(s, self.out.waves.len()).is_some() {
             self.start_while_live(offset, cu, simd, wave);
         }
-        let cdna = self.layout == Layout::Cdna;
-        let waves = &mut self.out.waves;
-        if waves.len() == waves.capacity() {
-            grow_one(waves);
-        }
-        waves.push(Wave {
+        self.push_wave(Wave {
             cu,
             simd,
             wave,
@@ -1005,6 +1120,43 @@ impl Analyzer {
         });
     }
 
+    /// [`Analyzer::wave_start_at`] for a type whose place may have no direct slot.
+    #[cold]
+    #[inline(never)]
+    fn wave_start_keyed(&mut self, raw: u64, time: i64, offset: u64, wb: &WaveBits) {
+        self.out.wave_starts += 1;
+        let (sa, cu, simd, wave) = self.wave_id(raw, wb);
+        let k = key(sa, cu, simd, wave);
+        // The slot first, then the record: nothing but the record is needed once the list
+        // may have to grow (values kept across that call would be saved and reloaded on
+        // every wave).
+        if self.live.insert(k, self.out.waves.len()).is_some() {
+            self.start_while_live(offset, cu, simd, wave);
+        }
+        let cdna = self.layout == Layout::Cdna;
+        self.push_wave(Wave {
+            cu,
+            simd,
+            wave,
+            sa: cdna.then_some(sa),
+            tag: wb.tag(raw),
+            start: time,
+            end: time,
+            insts: 0,
+            start_offset: offset,
+            end_delta: 0,
+        });
+    }
+
+    #[inline(always)]
+    fn push_wave(&mut self, w: Wave) {
+        let waves = &mut self.out.waves;
+        if waves.len() == waves.capacity() {
+            grow_one(waves);
+        }
+        waves.push(w);
+    }
+
     #[cold]
     #[inline(never)]
     fn start_while_live(&mut self, offset: u64, cu: u16, simd: u8, wave: u8) {
@@ -1016,22 +1168,33 @@ impl Analyzer {
     }
 
     /// A WAVEEND: the live wave in its slot ends.
+    #[inline(always)]
+    fn wave_end(&mut self, p: &Packet) {
+        self.wave_end_at(p.raw, p.time, p.offset, p.layout, p.index)
+    }
+
+    /// [`Analyzer::wave_end`] given the packet's fields ([`Analyzer::wave_start_at`]).
     #[inline(never)]
-    fn wave_end(&mut self, p: Packet) {
-        let (wb, raw, time, offset) = (self.wave_bits_of(&p), p.raw, p.time, p.offset);
+    fn wave_end_at(&mut self, raw: u64, time: i64, offset: u64, layout: Layout, index: u8) {
+        let wb: &'static WaveBits = &self.wave_bits[layout as usize][index as usize & 31];
+        let sb = &wb.slot[(self.layout == Layout::Cdna) as usize];
         self.out.wave_ends += 1;
-        let (sa, cu, simd, wave) = self.wave_id(raw, wb);
-        match self.live.remove(key(sa, cu, simd, wave)) {
+        let live = if sb.direct {
+            self.live.remove_direct(sb.get(raw))
+        } else {
+            let (sa, cu, simd, wave) = self.wave_id(raw, wb);
+            self.live.remove(key(sa, cu, simd, wave))
+        };
+        match live {
             Some(i) => {
                 if let Some(w) = self.out.waves.get_mut(i) {
                     w.end = time;
                     // Never 0 ([`Analyzer::has_ended`]) from the decoder: packets come in
-                    // stream order.
-                    w.end_delta = offset
-                        .checked_sub(w.start_offset)
-                        .and_then(|d| u32::try_from(d).ok())
-                        .filter(|&d| d != u32::MAX)
-                        .unwrap_or(u32::MAX);
+                    // stream order. `u32::MAX`: before its start, or too far.
+                    w.end_delta = match offset.checked_sub(w.start_offset) {
+                        Some(d) if d < u32::MAX as u64 => d as u32,
+                        _ => u32::MAX,
+                    };
                     // Each wave is live, so ends, at most once. (Packets given out of order,
                     // a WAVEEND at its WAVESTART's offset, would leave it unended throughout.)
                     self.ended_waves += Self::has_ended(w) as usize;
@@ -1052,8 +1215,8 @@ impl Analyzer {
         let raw = p.raw;
         match p.ty.kind {
             Kind::LayoutHeader => self.layout_header(p, first),
-            Kind::WaveStart => self.wave_start(*p),
-            Kind::WaveEnd => self.wave_end(*p),
+            Kind::WaveStart => self.wave_start(p),
+            Kind::WaveEnd => self.wave_end(p),
             Kind::Inst => {
                 let op = pl.op.get(raw) as u32;
                 let info = op_info(self.layout, op);
@@ -1322,6 +1485,48 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The direct slot read straight from a wave packet is the one its place's key has, on
+    /// every wave type of every layout, with and without the shader array; and the types of
+    /// today's tables all have one (no wave takes the general path).
+    #[test]
+    fn slot_bits_read_the_keys_slot() {
+        let mut next = crate::analysis::test_rng(0x51_07b1_75);
+        let mut direct = 0;
+        for layout in Layout::ALL {
+            let types = super::super::packets::Table::for_layout(layout).types;
+            for (i, ty) in types.iter().enumerate() {
+                let wb = &wave_bits()[layout as usize][i];
+                let wavy = matches!(ty.kind, Kind::WaveStart | Kind::WaveEnd);
+                for cdna in [false, true] {
+                    let sb = &wb.slot[cdna as usize];
+                    if wavy {
+                        assert!(sb.direct, "{layout:?} {}", ty.name);
+                        direct += 1;
+                    }
+                    if !sb.direct {
+                        continue;
+                    }
+                    for _ in 0..256 {
+                        let x = next(u64::MAX);
+                        for raw in [x, !x, u64::MAX, 0] {
+                            let sa = if cdna { wb.sa.get(raw) as u8 } else { 0 };
+                            let k = key(
+                                sa,
+                                wb.cu(raw),
+                                wb.simd.get(raw) as u8,
+                                wb.wave.get(raw) as u8,
+                            );
+                            let want = LiveWaves::slot(k);
+                            assert_eq!(Some(sb.get(raw)), want, "{layout:?} {} {raw:#x}", ty.name);
+                            assert_eq!(LiveWaves::key_of_slot(sb.get(raw)), k);
+                        }
+                    }
+                }
+            }
+        }
+        assert!(direct >= 12, "{direct}");
     }
 
     /// The analysis of random RDNA3 streams against a plain model of its wave rules (one map
