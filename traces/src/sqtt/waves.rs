@@ -3,7 +3,7 @@
 
 use super::decoder::{DecodeOptions, Decoder, Packet};
 use super::inst_op::{op_info, op_name, TokenOp};
-use super::packets::{places, Bits, Kind, Layout, Places, PlacesTable, TimeRule};
+use super::packets::{places, Bits, Kind, Layout, PacketType, Places, PlacesTable, TimeRule};
 use crate::target::{Family, GfxTarget};
 use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasherDefault;
@@ -410,6 +410,26 @@ impl BlobAnalysis {
             return None;
         }
         Some((b.time - a.time) as f64 * 1e9 / (ticks as f64 * 10.0))
+    }
+}
+
+/// A [`Packet`]'s `nibbles`, `index` and `layout` in one argument ([`Analyzer::detail_of`]).
+#[inline(always)]
+fn small_fields(p: &Packet) -> u32 {
+    p.nibbles as u32 | (p.index as u32) << 8 | (p.layout as u32) << 16
+}
+
+/// The packet of [`Analyzer::detail_of`]'s arguments.
+#[inline(always)]
+fn packet_of(offset: u64, time: i64, raw: u64, ty: &'static PacketType, small: u32) -> Packet {
+    Packet {
+        offset,
+        time,
+        raw,
+        ty,
+        nibbles: small as u8,
+        index: (small >> 8) as u8,
+        layout: Layout::ALL[(small >> 16) as usize % 3],
     }
 }
 
@@ -1017,15 +1037,14 @@ impl Analyzer {
             return;
         }
         if self.first_packet {
-            return self.first(*p);
+            return self.first(p.offset, p.time, p.raw, p.ty, small_fields(p));
         }
         // Register writes other than the RGP marker dwords (most of them) and time deltas
         // that carry no realtime marker (most TS_DELTA_OR_MARK) stop here: `detail` would do
         // nothing with them, and a call per packet would cost more than the test.
         let keep = match kind {
-            // The most frequent kinds `detail` takes, handled here: no call per wave.
-            // The packet by value below: a call given its address would have the decoder
-            // store every packet to memory, only in case (the wave calls take its fields).
+            // The most frequent kinds `detail` takes, handled here: no call per wave. Calls
+            // take the packet's fields, not the packet (see `detail_of`).
             Kind::WaveStart => return self.wave_start(p),
             Kind::WaveEnd => return self.wave_end(p),
             Kind::Reg => {
@@ -1038,7 +1057,7 @@ impl Analyzer {
             _ => true,
         };
         if keep {
-            self.detail_of(*p);
+            self.detail_of(p.offset, p.time, p.raw, p.ty, small_fields(p));
         }
     }
 
@@ -1046,7 +1065,8 @@ impl Analyzer {
     /// packets `detail` reads.
     #[cold]
     #[inline(never)]
-    fn first(&mut self, p: Packet) {
+    fn first(&mut self, offset: u64, time: i64, raw: u64, ty: &'static PacketType, small: u32) {
+        let p = packet_of(offset, time, raw, ty, small);
         self.out.first_time = Some(p.time);
         self.detail_kinds = DETAIL;
         self.detail(&p);
@@ -1204,9 +1224,12 @@ impl Analyzer {
         }
     }
 
+    /// [`Analyzer::detail`] of a packet given by its fields: they stay in registers (a packet
+    /// given by value or by address is stored to memory for the call, which the decode loop
+    /// then did for every packet, only in case).
     #[inline(never)]
-    fn detail_of(&mut self, p: Packet) {
-        self.detail(&p)
+    fn detail_of(&mut self, offset: u64, time: i64, raw: u64, ty: &'static PacketType, small: u32) {
+        self.detail(&packet_of(offset, time, raw, ty, small))
     }
 
     fn detail(&mut self, p: &Packet) {
