@@ -659,7 +659,9 @@ struct SimdSweep {
     waves: usize,
     busy: i64,
     live: LiveEnds,
-    pending: Option<i64>,
+    /// `i64::MIN` before the SIMD's first wave is in (settling it changes nothing: no wave is
+    /// resident).
+    pending: i64,
     peak: usize,
 }
 
@@ -728,14 +730,16 @@ fn achieved_in_start_order(
 ) -> bool {
     let mut groups = SimdGroups::new();
     let mut simds: Vec<SimdSweep> = Vec::new();
-    let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+    let mut hi = i64::MIN;
+    // The starts come in order: the least is the first.
+    let mut lo = None;
     let mut last = i64::MIN;
     for w in waves {
         if w.start < last {
             return false;
         }
         last = w.start;
-        lo = lo.min(w.start);
+        lo.get_or_insert(w.start);
         hi = hi.max(w.end);
         let (g, new) = groups.group(w.cu, w.simd);
         if new {
@@ -744,30 +748,28 @@ fn achieved_in_start_order(
                 waves: 0,
                 busy: 0,
                 live: LiveEnds::default(),
-                pending: None,
+                pending: i64::MIN,
                 peak: 0,
             });
         }
         let s = &mut simds[g as usize];
-        if let Some(a) = s.pending.filter(|&a| a < w.start) {
-            s.settle(a);
+        // (The first wave's: nothing resident to settle.)
+        if s.pending < w.start {
+            s.settle(s.pending);
         }
-        s.pending = Some(w.start);
+        s.pending = w.start;
         s.waves += 1;
-        s.live.push(w.end.max(w.start));
-        s.busy = s
-            .busy
-            .saturating_add(w.end.max(w.start).saturating_sub(w.start));
+        let end = w.end.max(w.start);
+        s.live.push(end);
+        s.busy = s.busy.saturating_add(end.saturating_sub(w.start));
     }
-    if simds.is_empty() {
+    let Some(lo) = lo else {
         return true;
-    }
+    };
     let span = hi.saturating_sub(lo).max(1);
     simds.sort_unstable_by_key(|s| s.key);
     let simds = simds.into_iter().map(|mut s| {
-        if let Some(a) = s.pending {
-            s.settle(a);
-        }
+        s.settle(s.pending);
         (s.key, s.waves, s.busy, s.peak)
     });
     push_se(out, se, span, simds);
