@@ -442,6 +442,8 @@ pub struct Analyzer {
     /// Where each packet type's fields sit ([`places`]), and its wave fields ([`wave_bits`]).
     places: &'static PlacesTable,
     wave_bits: &'static WaveBitsTable,
+    /// [`wave_fast`] for the stream's layout (with the shader array on CDNA).
+    wave_fast: &'static WaveFastTable,
     layout: Layout,
     first_packet: bool,
     /// The kinds [`Analyzer::packet_run`] passes on by `Kind as u32` bit: every kind until the
@@ -683,9 +685,59 @@ struct WaveBits {
     /// WAVESTART: RDNA `id7` or CDNA `count` ([`WaveTag`]), which `tag_kind` says (0: none).
     tag: Bits,
     tag_kind: u8,
-    /// The live table's direct slot of the packet's place, without and with the shader
-    /// array (read on CDNA streams only, as [`Analyzer::wave_id`] does).
-    slot: [SlotBits; 2],
+}
+
+/// What WAVESTART and WAVEEND read of a type on their usual path, for streams read without or
+/// with the shader array (CDNA streams, as [`Analyzer::wave_id`]): the live table's slot and
+/// the tag, together in one small entry.
+#[derive(Clone, Copy, Default)]
+struct WaveFast {
+    slot: SlotBits,
+    tag: Bits,
+    tag_kind: u8,
+    /// Whether the slot holds the shader array (the record keeps it then).
+    with_sa: bool,
+}
+
+impl WaveFast {
+    fn of(wb: &WaveBits, with_sa: bool) -> WaveFast {
+        WaveFast {
+            slot: SlotBits::of(wb, with_sa),
+            tag: wb.tag,
+            tag_kind: wb.tag_kind,
+            with_sa,
+        }
+    }
+
+    /// [`WaveBits::tag`].
+    #[inline(always)]
+    fn tag(&self, raw: u64) -> WaveTag {
+        let v = self.tag.get(raw) as u32;
+        match self.tag_kind {
+            1 => WaveTag::Id7(v),
+            2 => WaveTag::Count(v),
+            _ => WaveTag::None,
+        }
+    }
+}
+
+type WaveFastTable = [[WaveFast; 32]; 3];
+
+/// The [`WaveFast`] entries of every packet type, built once, for streams read without or
+/// with the shader array.
+fn wave_fast(with_sa: bool) -> &'static WaveFastTable {
+    static T: std::sync::LazyLock<[WaveFastTable; 2]> = std::sync::LazyLock::new(|| {
+        let mut t = [[[WaveFast::default(); 32]; 3]; 2];
+        for (sa, t) in t.iter_mut().enumerate() {
+            for layout in Layout::ALL {
+                for (i, wb) in wave_bits()[layout as usize].iter().enumerate() {
+                    t[layout as usize][i] = WaveFast::of(wb, sa == 1);
+                }
+            }
+        }
+        t
+    });
+    &T[with_sa as usize]
 }
 
 /// A wave packet's direct [`LiveWaves`] slot read straight from its first 64 bits: each of
@@ -695,7 +747,7 @@ struct WaveBits {
 /// (`direct` false).
 #[derive(Clone, Copy, Default)]
 struct SlotBits {
-    rot: [u32; 4],
+    rot: [u8; 4],
     mask: [u32; 4],
     direct: bool,
 }
@@ -734,7 +786,7 @@ impl SlotBits {
                 out.direct = false;
                 continue;
             }
-            let rot = (bits.lo as u32).wrapping_sub(at) & 63;
+            let rot = ((bits.lo as u32).wrapping_sub(at) & 63) as u8;
             let mask = (bits.mask as u32) << at;
             match out.rot[..used].iter().position(|&r| r == rot) {
                 Some(j) => out.mask[j] |= mask,
@@ -753,7 +805,7 @@ impl SlotBits {
     fn get(&self, raw: u64) -> usize {
         let mut s = 0u64;
         for j in 0..4 {
-            s |= raw.rotate_right(self.rot[j]) & self.mask[j] as u64;
+            s |= raw.rotate_right(self.rot[j] as u32) & self.mask[j] as u64;
         }
         s as usize
     }
@@ -772,7 +824,7 @@ impl WaveBits {
         } else {
             (Default::default(), 0)
         };
-        let mut wb = WaveBits {
+        WaveBits {
             simd: pl.simd,
             wave: pl.wave,
             sa: pl.sa,
@@ -781,10 +833,7 @@ impl WaveBits {
             hi_shift,
             tag,
             tag_kind,
-            slot: Default::default(),
-        };
-        wb.slot = [SlotBits::of(&wb, false), SlotBits::of(&wb, true)];
-        wb
+        }
     }
 
     /// The compute unit, as [`Places::cu`] reads it.
@@ -887,6 +936,7 @@ impl Analyzer {
             live: LiveWaves::default(),
             places: places(),
             wave_bits: wave_bits(),
+            wave_fast: wave_fast(false),
             layout: Layout::Rdna3,
             first_packet: true,
             detail_kinds: u32::MAX,
@@ -1090,6 +1140,7 @@ impl Analyzer {
             4 => Layout::Rdna4,
             _ => Layout::Cdna,
         };
+        self.wave_fast = wave_fast(self.layout == Layout::Cdna);
         if first {
             self.out.layout_header = Some(h);
         } else {
@@ -1107,15 +1158,48 @@ impl Analyzer {
     /// given by value or address is stored to memory for the call).
     #[inline(never)]
     fn wave_start_at(&mut self, raw: u64, time: i64, offset: u64, layout: Layout, index: u8) {
-        let wb: &'static WaveBits = &self.wave_bits[layout as usize][index as usize & 31];
-        let cdna = self.layout == Layout::Cdna;
-        let sb = &wb.slot[cdna as usize];
-        if !sb.direct {
-            return self.wave_start_keyed(raw, time, offset, wb);
+        let wf: &'static WaveFast = &self.wave_fast[layout as usize][index as usize & 31];
+        let s = wf.slot.get(raw);
+        let i = self.out.waves.len();
+        // The usual case, with no call out (so nothing saved and restored around one): a
+        // direct slot, free, in the table allocated with nothing in the map, an index that
+        // fits, room for the record. Anything else takes the general path from the start.
+        if wf.slot.direct && i < u32::MAX as usize && self.live.other.is_empty() {
+            let waves = &mut self.out.waves;
+            if let (Some(d @ 0), true) = (self.live.direct.get_mut(s), i < waves.capacity()) {
+                // The record first: nothing stored between the test of room and the push.
+                waves.push(Wave {
+                    cu: (s >> 7) as u16 & 0xff,
+                    simd: (s >> 5) as u8 & 3,
+                    wave: s as u8 & 31,
+                    sa: wf.with_sa.then_some((s >> 15) as u8),
+                    tag: wf.tag(raw),
+                    start: time,
+                    end: time,
+                    insts: 0,
+                    start_offset: offset,
+                    end_delta: 0,
+                });
+                *d = i as u32 + 1;
+                self.out.wave_starts += 1;
+                return;
+            }
+        }
+        self.wave_start_general(raw, time, offset, layout, index)
+    }
+
+    /// [`Analyzer::wave_start_at`] in every case.
+    #[cold]
+    #[inline(never)]
+    fn wave_start_general(&mut self, raw: u64, time: i64, offset: u64, layout: Layout, index: u8) {
+        let (layout, index) = (layout as usize, index as usize & 31);
+        let wf: &'static WaveFast = &self.wave_fast[layout][index];
+        if !wf.slot.direct {
+            return self.wave_start_keyed(raw, time, offset, &self.wave_bits[layout][index]);
         }
         self.out.wave_starts += 1;
         // The place from the slot (`key_of_slot`'s fields): one read of the packet.
-        let s = sb.get(raw);
+        let s = wf.slot.get(raw);
         let (sa, cu, simd, wave) = (
             (s >> 15) as u8,
             (s >> 7) as u16 & 0xff,
@@ -1130,8 +1214,8 @@ impl Analyzer {
             cu,
             simd,
             wave,
-            sa: cdna.then_some(sa),
-            tag: wb.tag(raw),
+            sa: wf.with_sa.then_some(sa),
+            tag: wf.tag(raw),
             start: time,
             end: time,
             insts: 0,
@@ -1140,7 +1224,7 @@ impl Analyzer {
         });
     }
 
-    /// [`Analyzer::wave_start_at`] for a type whose place may have no direct slot.
+    /// [`Analyzer::wave_start_general`] for a type whose place may have no direct slot.
     #[cold]
     #[inline(never)]
     fn wave_start_keyed(&mut self, raw: u64, time: i64, offset: u64, wb: &WaveBits) {
@@ -1196,31 +1280,54 @@ impl Analyzer {
     /// [`Analyzer::wave_end`] given the packet's fields ([`Analyzer::wave_start_at`]).
     #[inline(never)]
     fn wave_end_at(&mut self, raw: u64, time: i64, offset: u64, layout: Layout, index: u8) {
-        let wb: &'static WaveBits = &self.wave_bits[layout as usize][index as usize & 31];
-        let sb = &wb.slot[(self.layout == Layout::Cdna) as usize];
+        let sb = &self.wave_fast[layout as usize][index as usize & 31].slot;
+        // The usual case, with no call out ([`Analyzer::wave_start_at`]): a live wave in a
+        // direct slot.
+        if sb.direct {
+            if let Some(d) = self.live.direct.get_mut(sb.get(raw)) {
+                if *d != 0 {
+                    let i = std::mem::take(d) as usize - 1;
+                    self.out.wave_ends += 1;
+                    return self.end_wave(i, time, offset);
+                }
+            }
+        }
+        self.wave_end_general(raw, time, offset, layout, index)
+    }
+
+    /// [`Analyzer::wave_end_at`] in every case.
+    #[cold]
+    #[inline(never)]
+    fn wave_end_general(&mut self, raw: u64, time: i64, offset: u64, layout: Layout, index: u8) {
+        let (layout, index) = (layout as usize, index as usize & 31);
+        let sb = &self.wave_fast[layout][index].slot;
         self.out.wave_ends += 1;
         let live = if sb.direct {
             self.live.remove_direct(sb.get(raw))
         } else {
-            let (sa, cu, simd, wave) = self.wave_id(raw, wb);
+            let (sa, cu, simd, wave) = self.wave_id(raw, &self.wave_bits[layout][index]);
             self.live.remove(key(sa, cu, simd, wave))
         };
         match live {
-            Some(i) => {
-                if let Some(w) = self.out.waves.get_mut(i) {
-                    w.end = time;
-                    // Never 0 ([`Analyzer::has_ended`]) from the decoder: packets come in
-                    // stream order. `u32::MAX`: before its start, or too far.
-                    w.end_delta = match offset.checked_sub(w.start_offset) {
-                        Some(d) if d < u32::MAX as u64 => d as u32,
-                        _ => u32::MAX,
-                    };
-                    // Each wave is live, so ends, at most once. (Packets given out of order,
-                    // a WAVEEND at its WAVESTART's offset, would leave it unended throughout.)
-                    self.ended_waves += Self::has_ended(w) as usize;
-                }
-            }
+            Some(i) => self.end_wave(i, time, offset),
             None => self.anomalies[END_WITHOUT_START] += 1,
+        }
+    }
+
+    /// Wave `i` (live until now) ends at a WAVEEND.
+    #[inline(always)]
+    fn end_wave(&mut self, i: usize, time: i64, offset: u64) {
+        if let Some(w) = self.out.waves.get_mut(i) {
+            w.end = time;
+            // Never 0 ([`Analyzer::has_ended`]) from the decoder: packets come in stream
+            // order. `u32::MAX`: before its start, or too far.
+            w.end_delta = match offset.checked_sub(w.start_offset) {
+                Some(d) if d < u32::MAX as u64 => d as u32,
+                _ => u32::MAX,
+            };
+            // Each wave is live, so ends, at most once. (Packets given out of order, a
+            // WAVEEND at its WAVESTART's offset, would leave it unended throughout.)
+            self.ended_waves += Self::has_ended(w) as usize;
         }
     }
 
@@ -1523,7 +1630,9 @@ mod tests {
                 let wb = &wave_bits()[layout as usize][i];
                 let wavy = matches!(ty.kind, Kind::WaveStart | Kind::WaveEnd);
                 for cdna in [false, true] {
-                    let sb = &wb.slot[cdna as usize];
+                    let wf = &wave_fast(cdna)[layout as usize][i];
+                    assert_eq!(wf.with_sa, cdna);
+                    let sb = &wf.slot;
                     if wavy {
                         assert!(sb.direct, "{layout:?} {}", ty.name);
                         direct += 1;
@@ -1544,6 +1653,7 @@ mod tests {
                             let want = LiveWaves::slot(k);
                             assert_eq!(Some(sb.get(raw)), want, "{layout:?} {} {raw:#x}", ty.name);
                             assert_eq!(LiveWaves::key_of_slot(sb.get(raw)), k);
+                            assert_eq!(wf.tag(raw), wb.tag(raw));
                         }
                     }
                 }
