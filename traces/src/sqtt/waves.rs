@@ -1662,50 +1662,106 @@ mod tests {
         assert!(direct >= 12, "{direct}");
     }
 
-    /// The analysis of random RDNA3 streams against a plain model of its wave rules (one map
-    /// of live waves, a flag per wave): a WAVESTART in a live slot replaces its wave, which
-    /// never ends; WAVEENDs without a live wave; waves that never end (dropped, with their
-    /// tokens, and counted); tokens of the traced SIMD's live waves.
+    /// The analysis of random streams of every layout against a plain model of its wave
+    /// rules (one map of live waves, a flag per wave): a WAVESTART in a live slot replaces its
+    /// wave, which never ends; WAVEENDs without a live wave; waves that never end (dropped,
+    /// with their tokens, and counted); tokens of the traced SIMD's live waves.
     #[test]
     fn waves_follow_the_plain_model() {
+        use super::super::packets::{Table, CDNA_TABLE, RDNA3_TABLE, RDNA4_TABLE};
+        // (layout header value, table, WAVESTART, WAVEEND, a token type)
+        let layouts: [(u64, &Table, &str, &str, &str); 3] = [
+            (3, &RDNA3_TABLE, "WAVESTART", "WAVEEND", "VALUINST"),
+            (
+                4,
+                &RDNA4_TABLE,
+                "WAVESTART_RDNA4",
+                "WAVEEND_RDNA4",
+                "VALUINST",
+            ),
+            (
+                2,
+                &CDNA_TABLE,
+                "CDNA_WAVESTART",
+                "CDNA_WAVEEND",
+                "CDNA_INST",
+            ),
+        ];
+        for (i, (header, t, ws, we, tok)) in layouts.into_iter().enumerate() {
+            let seed = 0x05ee_d0f2_a7e5_u64 + i as u64;
+            follow_the_plain_model(seed, header, t, ws, we, tok);
+        }
+    }
+
+    fn follow_the_plain_model(
+        seed: u64,
+        header: u64,
+        t: &super::super::packets::Table,
+        ws: &str,
+        we: &str,
+        tok: &str,
+    ) {
         use super::super::encode::{assemble, NibbleWriter};
         use super::super::packets::RDNA3_TABLE;
-        let t = &RDNA3_TABLE;
         let (ws, we, vi) = (
-            t.by_name("WAVESTART").unwrap(),
-            t.by_name("WAVEEND").unwrap(),
-            t.by_name("VALUINST").unwrap(),
+            t.by_name(ws).unwrap(),
+            t.by_name(we).unwrap(),
+            t.by_name(tok).unwrap(),
         );
-        let mut next = crate::analysis::test_rng(0x05ee_d0f2_a7e5_u64);
+        let cdna = t.layout == Layout::Cdna;
+        let width = |ty: &PacketType, n: &str| ty.field_named(n).map_or(0, |f| f.hi - f.lo + 1);
+        let mut next = crate::analysis::test_rng(seed);
         // Each rule met somewhere: replaced, unended, orphan ends, kept tokens.
         let mut seen = [0u64; 4];
         for case in 0..300 {
             let mut w = NibbleWriter::new();
             w.push(
-                assemble(t.by_name("LAYOUT_HEADER").unwrap(), &[("layout", 3)]).unwrap(),
+                assemble(
+                    RDNA3_TABLE.by_name("LAYOUT_HEADER").unwrap(),
+                    &[("layout", header)],
+                )
+                .unwrap(),
                 16,
             );
             for _ in 0..next(200) {
-                let (wgp, sa, simd, wave) = (next(2), next(2), next(2), next(4));
-                let place = [("wgp", wgp), ("sa", sa), ("simd", simd), ("wave", wave)];
-                let (ty, fields): (_, Vec<_>) = match next(7) {
-                    0..=2 => (ws, place.to_vec()),
-                    3..=5 => (we, place.to_vec()),
-                    _ => (vi, vec![("wave", wave)]),
+                let ty = match next(7) {
+                    0..=2 => ws,
+                    3..=5 => we,
+                    _ => vi,
                 };
-                let mut f = fields;
-                f.push(("delta", next(4)));
+                // Mostly a few places (so that slots meet), now and then any the fields hold.
+                let mut any = |ty: &PacketType, n: &str| match next(8) {
+                    0 => next(1 << width(ty, n)),
+                    _ => next(2),
+                };
+                let place = if cdna {
+                    ["sh", "cu", "simd", "wave"]
+                } else {
+                    ["sa", "wgp", "simd", "wave"]
+                };
+                let mut f: Vec<(&str, u64)> = Vec::new();
+                for n in place {
+                    // RDNA tokens name only their slot (the traced SIMD's, on the traced unit).
+                    if ty.field_named(n).is_some() {
+                        f.push((n, any(ty, n)));
+                    }
+                }
+                if ty.field_named("delta").is_some() {
+                    f.push(("delta", next(4)));
+                }
                 w.push(assemble(ty, &f).unwrap(), ty.nibbles);
             }
             w.pad_to(32);
             let blob = w.as_bytes();
             let a = analyze(blob, None).unwrap();
+            assert_eq!(a.layout, Some(t.layout), "case {case}");
 
             // The model, over the same packets.
             struct M {
                 cu: u16,
                 simd: u8,
                 wave: u8,
+                sa: Option<u8>,
                 start: i64,
                 end: i64,
                 insts: u32,
@@ -1714,22 +1770,24 @@ mod tests {
                 ended: bool,
             }
             let mut waves: Vec<M> = Vec::new();
-            let mut live: HashMap<(u16, u8, u8), usize> = HashMap::new();
+            let mut live: HashMap<(u16, u8, u8, u8), usize> = HashMap::new();
             let mut tokens: Vec<(usize, i64, u64)> = Vec::new();
             let (mut replaced, mut orphan_ends, mut orphan_tokens) = (0u64, 0u64, 0u64);
             for p in Decoder::new(blob, DecodeOptions::default()) {
                 let g = |n: &str| p.ty.field_named(n).map_or(0, |f| f.get(p.raw));
-                let k = (
-                    (g("wgp") | g("sa") << 3) as u16,
-                    g("simd") as u8,
-                    g("wave") as u8,
-                );
+                let (cu, sa) = if cdna {
+                    (g("cu"), g("sh"))
+                } else {
+                    (g("wgp") | g("sa") << width(p.ty, "wgp"), 0)
+                };
+                let k = (cu as u16, g("simd") as u8, g("wave") as u8, sa as u8);
                 match p.ty.kind {
                     Kind::WaveStart => {
                         waves.push(M {
                             cu: k.0,
                             simd: k.1,
                             wave: k.2,
+                            sa: cdna.then_some(k.3),
                             start: p.time,
                             end: p.time,
                             insts: 0,
@@ -1747,13 +1805,17 @@ mod tests {
                         }
                         None => orphan_ends += 1,
                     },
-                    Kind::ValuInst => match live.get(&(0, 0, g("wave") as u8)) {
-                        Some(&i) => {
-                            waves[i].insts += 1;
-                            tokens.push((i, p.time, p.offset));
+                    Kind::ValuInst | Kind::Inst => {
+                        // CDNA: the token's SIMD on the traced unit; RDNA: the traced SIMD.
+                        let simd = if cdna { k.1 } else { 0 };
+                        match live.get(&(0, simd, k.2, 0)) {
+                            Some(&i) => {
+                                waves[i].insts += 1;
+                                tokens.push((i, p.time, p.offset));
+                            }
+                            None => orphan_tokens += 1,
                         }
-                        None => orphan_tokens += 1,
-                    },
+                    }
                     _ => {}
                 }
             }
@@ -1773,9 +1835,7 @@ mod tests {
                 .filter(|m| m.ended)
                 .map(|m| {
                     (
-                        m.cu,
-                        m.simd,
-                        m.wave,
+                        (m.cu, m.simd, m.wave, m.sa),
                         m.start,
                         m.end,
                         m.insts,
@@ -1790,9 +1850,7 @@ mod tests {
                 .map(|w| {
                     let o = w.start_offset;
                     (
-                        w.cu,
-                        w.simd,
-                        w.wave,
+                        (w.cu, w.simd, w.wave, w.sa),
                         w.start,
                         w.end,
                         w.insts,
@@ -1801,13 +1859,13 @@ mod tests {
                     )
                 })
                 .collect();
-            assert_eq!(got_waves, want_waves, "case {case}");
+            assert_eq!(got_waves, want_waves, "{} case {case}", ws.name);
             let got_tokens: Vec<_> = a
                 .tokens
                 .iter()
                 .map(|t| (t.wave, t.time, t.offset))
                 .collect();
-            assert_eq!(got_tokens, want_tokens, "case {case}");
+            assert_eq!(got_tokens, want_tokens, "{} case {case}", ws.name);
             let count = |k: &str| a.wave_anomalies.get(k).copied().unwrap_or(0);
             assert_eq!(count("start_while_live"), replaced, "case {case}");
             assert_eq!(count("end_without_start"), orphan_ends, "case {case}");
@@ -1817,12 +1875,21 @@ mod tests {
                 "case {case}"
             );
             assert_eq!(count("start_without_end"), unended, "case {case}");
+            assert_eq!(a.wave_starts, waves.len() as u64, "case {case}");
             let first_unended = waves.iter().find(|m| !m.ended).map(|m| m.offset);
             let warned = a
                 .warnings
                 .iter()
                 .find(|w| w.message.contains("never ended"));
             assert_eq!(warned.map(|w| w.offset), first_unended, "case {case}");
+            let live_warnings = a
+                .warnings
+                .iter()
+                .filter(|w| w.message.contains("while it is live"))
+                .count() as u64;
+            // (Warnings are capped; the first replacement's is always in.)
+            assert!(live_warnings <= replaced, "case {case}");
+            assert_eq!(live_warnings > 0, replaced > 0, "case {case}");
             for (s, n) in
                 seen.iter_mut()
                     .zip([replaced, unended, orphan_ends, want_tokens.len() as u64])
@@ -1830,7 +1897,7 @@ mod tests {
                 *s += n;
             }
         }
-        assert!(seen.iter().all(|&n| n > 0), "{seen:?}");
+        assert!(seen.iter().all(|&n| n > 0), "{} {seen:?}", ws.name);
     }
 
     /// Millions of waves per SE at real sizes: a wave record stays within 48 bytes.
