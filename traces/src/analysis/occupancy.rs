@@ -511,7 +511,8 @@ pub fn achieved_se(out: &mut Achieved, se: u32, waves: impl Iterator<Item = Wave
 /// Each wave's SIMD as a group number, in first-seen order: a direct table for the (CU, SIMD)
 /// places real layouts have, a map for any other.
 struct SimdGroups {
-    direct: Vec<u32>,
+    /// By `cu * 8 + simd` (an array: the places' bounds make its index checks go).
+    direct: Box<[u32; 256 * 8]>,
     spread: HashMap<(u16, u8), u32>,
     len: u32,
 }
@@ -519,7 +520,7 @@ struct SimdGroups {
 impl SimdGroups {
     fn new() -> SimdGroups {
         SimdGroups {
-            direct: vec![u32::MAX; 256 * 8],
+            direct: Box::new([u32::MAX; 256 * 8]),
             spread: HashMap::new(),
             len: 0,
         }
@@ -694,12 +695,10 @@ impl LiveEnds {
     /// Adds an end, keeping the order.
     #[inline]
     fn push(&mut self, e: i64) {
-        // Reuse the space of the ended once they are many and most of the list.
-        if self.head >= 64 && self.head * 2 >= self.ends.len() {
-            let n = self.ends.len() - self.head;
-            self.ends.copy_within(self.head.., 0);
-            self.ends.truncate(n);
-            self.head = 0;
+        // Reuse the space of the ended, when the list is full and they are most of it (so
+        // each end is moved at most once per list's worth of waves), rather than grow it.
+        if self.ends.len() == self.ends.capacity() && self.head * 2 >= self.ends.len() {
+            self.compact();
         }
         let mut i = self.ends.len();
         self.ends.push(e);
@@ -708,6 +707,15 @@ impl LiveEnds {
             i -= 1;
         }
         self.ends[i] = e;
+    }
+
+    /// Moves the resident ends to the front.
+    #[cold]
+    fn compact(&mut self) {
+        let n = self.ends.len() - self.head;
+        self.ends.copy_within(self.head.., 0);
+        self.ends.truncate(n);
+        self.head = 0;
     }
 
     /// Drops the ends at or before `a`.

@@ -301,7 +301,8 @@ pub fn analyze_with_progress(
         blob,
         target,
         opts,
-        |_, p, _, _| {
+        // Owning `next`: one load per packet to reach it, not two.
+        move |_, p, _, _| {
             if p.offset >= next {
                 next = p.offset + PROGRESS_NIBBLES;
                 progress((p.offset / 2) as usize);
