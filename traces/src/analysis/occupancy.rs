@@ -653,12 +653,19 @@ fn push_se(
     });
 }
 
+/// A busy sum saturated to `i64` (as the sweeps' saturating sums of lifetimes give it).
+fn busy(sum: u128) -> i64 {
+    sum.min(i64::MAX as u128) as i64
+}
+
 /// One SIMD of [`achieved_in_start_order`]: its waves' count and busy sum, the ends of those
 /// still resident, the last start not yet swept, and the most resident at once so far.
 struct SimdSweep {
     key: (u16, u8),
     waves: usize,
-    busy: i64,
+    /// The sum of the waves' lifetimes, exact: each is at least 0, so the saturating sum of
+    /// saturating lifetimes the gathered sweep adds is this sum saturated once ([`busy`]).
+    busy: u128,
     live: LiveEnds,
     /// `i64::MIN` before the SIMD's first wave is in (settling it changes nothing: no wave is
     /// resident).
@@ -769,7 +776,8 @@ fn achieved_in_start_order(
         s.waves += 1;
         let end = w.end.max(w.start);
         s.live.push(end);
-        s.busy = s.busy.saturating_add(end.saturating_sub(w.start));
+        // `end >= start`: the difference fits in u64.
+        s.busy += (end as u64).wrapping_sub(w.start as u64) as u128;
     }
     let Some(lo) = lo else {
         return true;
@@ -778,7 +786,7 @@ fn achieved_in_start_order(
     simds.sort_unstable_by_key(|s| s.key);
     let simds = simds.into_iter().map(|mut s| {
         s.settle(s.pending);
-        (s.key, s.waves, s.busy, s.peak)
+        (s.key, s.waves, busy(s.busy), s.peak)
     });
     push_se(out, se, span, simds);
     true
@@ -1064,6 +1072,29 @@ mod tests {
         let mut out = Achieved::default();
         assert!(!achieved_in_start_order(&mut out, 0, back.iter().copied()));
         assert_eq!(out, Achieved::default());
+        // Times at the ends of i64 (a `.wst` index may hold any): lifetimes and busy sums
+        // saturate alike in both sweeps; ends before starts count as zero-length.
+        let (lo, hi) = (i64::MIN, i64::MAX);
+        for lives in [
+            vec![(lo, hi), (lo + 1, hi), (0, hi)],
+            vec![(lo, 0), (-1, hi), (0, 5), (0, -7), (hi, hi)],
+            vec![(lo, lo), (lo, lo + 3), (1, 0), (hi - 1, hi)],
+            vec![(-5, hi / 2), (-4, hi / 2), (-3, hi / 2), (-2, hi / 2)],
+        ] {
+            let waves: Vec<WaveLife> = lives
+                .iter()
+                .map(|&(start, end)| WaveLife {
+                    start,
+                    end,
+                    cu: 1,
+                    simd: 2,
+                })
+                .collect();
+            let (mut one, mut two) = (Achieved::default(), Achieved::default());
+            assert!(achieved_in_start_order(&mut one, 1, waves.iter().copied()));
+            achieved_any_order(&mut two, 1, waves.iter().copied());
+            assert_eq!(one, two, "{lives:?}");
+        }
     }
 
     /// The one-pass sweep's resident ends (kept sorted, ended ones dropped from the front)
