@@ -447,9 +447,10 @@ pub struct Analyzer {
     wave_fast: &'static WaveFastTable,
     layout: Layout,
     first_packet: bool,
-    /// The kinds [`Analyzer::packet_run`] passes on by `Kind as u32` bit: every kind until the
-    /// first packet is in (all are numbered below 32: `packets` tests it), then [`DETAIL`].
-    detail_kinds: u32,
+    /// What [`Analyzer::packet_run`] does with each kind, by `Kind as usize` (all are
+    /// numbered below 32: `packets` tests it): [`Step::First`] until the first packet is in,
+    /// then [`STEPS`].
+    steps: [Step; 32],
     /// Waves in `out.waves` that have ended ([`Analyzer::has_ended`]).
     ended_waves: usize,
     unknown_op_warned: bool,
@@ -488,8 +489,42 @@ const DETAIL: u32 = {
     }
     bits
 };
-// A kind numbered 32 or more cannot be listed (the shift above fails to compile) and reads as
-// not listed below (`checked_shr`), so adding kinds cannot make the set wrap.
+// A kind numbered 32 or more cannot be listed (the shift above fails to compile, and [`STEPS`]
+// has no place for it) and reads as not listed (`steps.get`), so adding kinds cannot wrap.
+
+/// What [`Analyzer::packet_run`] does with a packet of a kind.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Step {
+    /// Nothing beyond its count.
+    Skip,
+    /// The stream's first packet ([`Analyzer::first`]), whatever its kind.
+    First,
+    WaveStart,
+    WaveEnd,
+    /// [`Analyzer::detail`] when it writes an RGP marker dword.
+    Reg,
+    /// [`Analyzer::detail`] when it carries a realtime marker.
+    Marker,
+    /// [`Analyzer::detail`].
+    Detail,
+}
+
+/// The [`Step`] of each kind once the first packet is in: the kinds of [`DETAIL`].
+const STEPS: [Step; 32] = {
+    let mut steps = [Step::Skip; 32];
+    let mut k = 0;
+    while k < 32 {
+        if DETAIL >> k & 1 == 1 {
+            steps[k] = Step::Detail;
+        }
+        k += 1;
+    }
+    steps[Kind::WaveStart as usize] = Step::WaveStart;
+    steps[Kind::WaveEnd as usize] = Step::WaveEnd;
+    steps[Kind::Reg as usize] = Step::Reg;
+    steps[Kind::DeltaOrMarker as usize] = Step::Marker;
+    steps
+};
 
 /// The keys of [`BlobAnalysis::instruction_breakdown`], by [`Analyzer`] counter index.
 const BREAKDOWN: [&str; 7] = [
@@ -940,7 +975,7 @@ impl Analyzer {
             wave_fast: wave_fast(false),
             layout: Layout::Rdna3,
             first_packet: true,
-            detail_kinds: u32::MAX,
+            steps: [Step::First; 32],
             ended_waves: 0,
             unknown_op_warned: false,
             counts: [[0; 32]; 3],
@@ -1082,30 +1117,27 @@ impl Analyzer {
         // A table holds at most 32 types (`packets` tests it).
         self.counts[p.layout as usize][p.index as usize & 31] += n as u64;
         self.last_time = p.time;
-        // Only the kinds `detail` reads (and the first packet, whatever it is) go on.
-        let kind = p.ty.kind;
-        if self.detail_kinds.checked_shr(kind as u32).unwrap_or(0) & 1 == 0 {
-            return;
-        }
-        if self.first_packet {
-            return self.first(p.offset, p.time, p.raw, p.ty, small_fields(p));
-        }
+        // Only the kinds `detail` reads (and the first packet, whatever it is) go on: one
+        // look-up of the kind's step.
+        let step = self.steps.get(p.ty.kind as usize).copied();
         // Register writes other than the RGP marker dwords (most of them) and time deltas
         // that carry no realtime marker (most TS_DELTA_OR_MARK) stop here: `detail` would do
         // nothing with them, and a call per packet would cost more than the test.
-        let keep = match kind {
+        let keep = match step.unwrap_or(Step::Skip) {
+            Step::Skip => false,
             // The most frequent kinds `detail` takes, handled here: no call per wave. Calls
             // take the packet's fields, not the packet (see `detail_of`).
-            Kind::WaveStart => return self.wave_start(p),
-            Kind::WaveEnd => return self.wave_end(p),
-            Kind::Reg => {
+            Step::WaveStart => return self.wave_start(p),
+            Step::WaveEnd => return self.wave_end(p),
+            Step::Reg => {
                 let addr = self.places_of(p).reg_addr.get(p.raw) as u32;
                 addr == USERDATA_2 || addr == USERDATA_3
             }
-            Kind::DeltaOrMarker => {
+            Step::Marker => {
                 p.ty.time == TimeRule::DeltaOrMarker && self.places_of(p).is_marker(p.raw)
             }
-            _ => true,
+            Step::Detail => true,
+            Step::First => return self.first(p.offset, p.time, p.raw, p.ty, small_fields(p)),
         };
         if keep {
             self.detail_of(p.offset, p.time, p.raw, p.ty, small_fields(p));
@@ -1119,7 +1151,7 @@ impl Analyzer {
     fn first(&mut self, offset: u64, time: i64, raw: u64, ty: &'static PacketType, small: u32) {
         let p = packet_of(offset, time, raw, ty, small);
         self.out.first_time = Some(p.time);
-        self.detail_kinds = DETAIL;
+        self.steps = STEPS;
         self.detail(&p);
     }
 
