@@ -1655,7 +1655,7 @@ mod tests {
     /// today's tables all have one (no wave takes the general path).
     #[test]
     fn slot_bits_read_the_keys_slot() {
-        let mut next = crate::analysis::test_rng(0x51_07b1_75);
+        let mut next = crate::analysis::test_rng(0x5107_b175);
         let mut direct = 0;
         for layout in Layout::ALL {
             let types = super::super::packets::Table::for_layout(layout).types;
