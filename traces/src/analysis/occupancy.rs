@@ -511,7 +511,8 @@ pub fn achieved_se(out: &mut Achieved, se: u32, waves: impl Iterator<Item = Wave
 /// Each wave's SIMD as a group number, in first-seen order: a direct table for the (CU, SIMD)
 /// places real layouts have, a map for any other.
 struct SimdGroups {
-    direct: Vec<u32>,
+    /// By `cu * 8 + simd` (an array: the places' bounds make its index checks go).
+    direct: Box<[u32; 256 * 8]>,
     spread: HashMap<(u16, u8), u32>,
     len: u32,
 }
@@ -519,7 +520,7 @@ struct SimdGroups {
 impl SimdGroups {
     fn new() -> SimdGroups {
         SimdGroups {
-            direct: vec![u32::MAX; 256 * 8],
+            direct: Box::new([u32::MAX; 256 * 8]),
             spread: HashMap::new(),
             len: 0,
         }
@@ -652,14 +653,23 @@ fn push_se(
     });
 }
 
+/// A busy sum saturated to `i64` (as the sweeps' saturating sums of lifetimes give it).
+fn busy(sum: u128) -> i64 {
+    sum.min(i64::MAX as u128) as i64
+}
+
 /// One SIMD of [`achieved_in_start_order`]: its waves' count and busy sum, the ends of those
 /// still resident, the last start not yet swept, and the most resident at once so far.
 struct SimdSweep {
     key: (u16, u8),
     waves: usize,
-    busy: i64,
+    /// The sum of the waves' lifetimes, exact: each is at least 0, so the saturating sum of
+    /// saturating lifetimes the gathered sweep adds is this sum saturated once ([`busy`]).
+    busy: u128,
     live: LiveEnds,
-    pending: Option<i64>,
+    /// `i64::MIN` before the SIMD's first wave is in (settling it changes nothing: no wave is
+    /// resident).
+    pending: i64,
     peak: usize,
 }
 
@@ -692,12 +702,10 @@ impl LiveEnds {
     /// Adds an end, keeping the order.
     #[inline]
     fn push(&mut self, e: i64) {
-        // Reuse the space of the ended once they are many and most of the list.
-        if self.head >= 64 && self.head * 2 >= self.ends.len() {
-            let n = self.ends.len() - self.head;
-            self.ends.copy_within(self.head.., 0);
-            self.ends.truncate(n);
-            self.head = 0;
+        // Reuse the space of the ended, when the list is full and they are most of it (so
+        // each end is moved at most once per list's worth of waves), rather than grow it.
+        if self.ends.len() == self.ends.capacity() && self.head * 2 >= self.ends.len() {
+            self.compact();
         }
         let mut i = self.ends.len();
         self.ends.push(e);
@@ -706,6 +714,15 @@ impl LiveEnds {
             i -= 1;
         }
         self.ends[i] = e;
+    }
+
+    /// Moves the resident ends to the front.
+    #[cold]
+    fn compact(&mut self) {
+        let n = self.ends.len() - self.head;
+        self.ends.copy_within(self.head.., 0);
+        self.ends.truncate(n);
+        self.head = 0;
     }
 
     /// Drops the ends at or before `a`.
@@ -728,14 +745,16 @@ fn achieved_in_start_order(
 ) -> bool {
     let mut groups = SimdGroups::new();
     let mut simds: Vec<SimdSweep> = Vec::new();
-    let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+    let mut hi = i64::MIN;
+    // The starts come in order: the least is the first.
+    let mut lo = None;
     let mut last = i64::MIN;
     for w in waves {
         if w.start < last {
             return false;
         }
         last = w.start;
-        lo = lo.min(w.start);
+        lo.get_or_insert(w.start);
         hi = hi.max(w.end);
         let (g, new) = groups.group(w.cu, w.simd);
         if new {
@@ -744,31 +763,30 @@ fn achieved_in_start_order(
                 waves: 0,
                 busy: 0,
                 live: LiveEnds::default(),
-                pending: None,
+                pending: i64::MIN,
                 peak: 0,
             });
         }
         let s = &mut simds[g as usize];
-        if let Some(a) = s.pending.filter(|&a| a < w.start) {
-            s.settle(a);
+        // (The first wave's: nothing resident to settle.)
+        if s.pending < w.start {
+            s.settle(s.pending);
         }
-        s.pending = Some(w.start);
+        s.pending = w.start;
         s.waves += 1;
-        s.live.push(w.end.max(w.start));
-        s.busy = s
-            .busy
-            .saturating_add(w.end.max(w.start).saturating_sub(w.start));
+        let end = w.end.max(w.start);
+        s.live.push(end);
+        // `end >= start`: the difference fits in u64.
+        s.busy += (end as u64).wrapping_sub(w.start as u64) as u128;
     }
-    if simds.is_empty() {
+    let Some(lo) = lo else {
         return true;
-    }
+    };
     let span = hi.saturating_sub(lo).max(1);
     simds.sort_unstable_by_key(|s| s.key);
     let simds = simds.into_iter().map(|mut s| {
-        if let Some(a) = s.pending {
-            s.settle(a);
-        }
-        (s.key, s.waves, s.busy, s.peak)
+        s.settle(s.pending);
+        (s.key, s.waves, busy(s.busy), s.peak)
     });
     push_se(out, se, span, simds);
     true
@@ -1054,6 +1072,29 @@ mod tests {
         let mut out = Achieved::default();
         assert!(!achieved_in_start_order(&mut out, 0, back.iter().copied()));
         assert_eq!(out, Achieved::default());
+        // Times at the ends of i64 (a `.wst` index may hold any): lifetimes and busy sums
+        // saturate alike in both sweeps; ends before starts count as zero-length.
+        let (lo, hi) = (i64::MIN, i64::MAX);
+        for lives in [
+            vec![(lo, hi), (lo + 1, hi), (0, hi)],
+            vec![(lo, 0), (-1, hi), (0, 5), (0, -7), (hi, hi)],
+            vec![(lo, lo), (lo, lo + 3), (1, 0), (hi - 1, hi)],
+            vec![(-5, hi / 2), (-4, hi / 2), (-3, hi / 2), (-2, hi / 2)],
+        ] {
+            let waves: Vec<WaveLife> = lives
+                .iter()
+                .map(|&(start, end)| WaveLife {
+                    start,
+                    end,
+                    cu: 1,
+                    simd: 2,
+                })
+                .collect();
+            let (mut one, mut two) = (Achieved::default(), Achieved::default());
+            assert!(achieved_in_start_order(&mut one, 1, waves.iter().copied()));
+            achieved_any_order(&mut two, 1, waves.iter().copied());
+            assert_eq!(one, two, "{lives:?}");
+        }
     }
 
     /// The one-pass sweep's resident ends (kept sorted, ended ones dropped from the front)

@@ -3,7 +3,7 @@
 
 use super::decoder::{DecodeOptions, Decoder, Packet};
 use super::inst_op::{op_info, op_name, TokenOp};
-use super::packets::{places, Bits, Kind, Layout, Places, PlacesTable, TimeRule};
+use super::packets::{places, Bits, Kind, Layout, PacketType, Places, PlacesTable, TimeRule};
 use crate::target::{Family, GfxTarget};
 use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasherDefault;
@@ -301,7 +301,8 @@ pub fn analyze_with_progress(
         blob,
         target,
         opts,
-        |_, p, _, _| {
+        // Owning `next`: one load per packet to reach it, not two.
+        move |_, p, _, _| {
             if p.offset >= next {
                 next = p.offset + PROGRESS_NIBBLES;
                 progress((p.offset / 2) as usize);
@@ -413,6 +414,26 @@ impl BlobAnalysis {
     }
 }
 
+/// A [`Packet`]'s `nibbles`, `index` and `layout` in one argument ([`Analyzer::detail_of`]).
+#[inline(always)]
+fn small_fields(p: &Packet) -> u32 {
+    p.nibbles as u32 | (p.index as u32) << 8 | (p.layout as u32) << 16
+}
+
+/// The packet of [`Analyzer::detail_of`]'s arguments.
+#[inline(always)]
+fn packet_of(offset: u64, time: i64, raw: u64, ty: &'static PacketType, small: u32) -> Packet {
+    Packet {
+        offset,
+        time,
+        raw,
+        ty,
+        nibbles: small as u8,
+        index: (small >> 8) as u8,
+        layout: Layout::ALL[(small >> 16) as usize % 3],
+    }
+}
+
 /// Incremental analysis, one packet at a time.
 pub struct Analyzer {
     opts: AnalyzeOptions,
@@ -422,11 +443,14 @@ pub struct Analyzer {
     /// Where each packet type's fields sit ([`places`]), and its wave fields ([`wave_bits`]).
     places: &'static PlacesTable,
     wave_bits: &'static WaveBitsTable,
+    /// [`wave_fast`] for the stream's layout (with the shader array on CDNA).
+    wave_fast: &'static WaveFastTable,
     layout: Layout,
     first_packet: bool,
-    /// The kinds [`Analyzer::packet_run`] passes on by `Kind as u32` bit: every kind until the
-    /// first packet is in (all are numbered below 32: `packets` tests it), then [`DETAIL`].
-    detail_kinds: u32,
+    /// What [`Analyzer::packet_run`] does with each kind, by `Kind as usize` (all are
+    /// numbered below 32: `packets` tests it): [`Step::First`] until the first packet is in,
+    /// then [`STEPS`].
+    steps: [Step; 32],
     /// Waves in `out.waves` that have ended ([`Analyzer::has_ended`]).
     ended_waves: usize,
     unknown_op_warned: bool,
@@ -465,8 +489,42 @@ const DETAIL: u32 = {
     }
     bits
 };
-// A kind numbered 32 or more cannot be listed (the shift above fails to compile) and reads as
-// not listed below (`checked_shr`), so adding kinds cannot make the set wrap.
+// A kind numbered 32 or more cannot be listed (the shift above fails to compile, and [`STEPS`]
+// has no place for it) and reads as not listed (`steps.get`), so adding kinds cannot wrap.
+
+/// What [`Analyzer::packet_run`] does with a packet of a kind.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Step {
+    /// Nothing beyond its count.
+    Skip,
+    /// The stream's first packet ([`Analyzer::first`]), whatever its kind.
+    First,
+    WaveStart,
+    WaveEnd,
+    /// [`Analyzer::detail`] when it writes an RGP marker dword.
+    Reg,
+    /// [`Analyzer::detail`] when it carries a realtime marker.
+    Marker,
+    /// [`Analyzer::detail`].
+    Detail,
+}
+
+/// The [`Step`] of each kind once the first packet is in: the kinds of [`DETAIL`].
+const STEPS: [Step; 32] = {
+    let mut steps = [Step::Skip; 32];
+    let mut k = 0;
+    while k < 32 {
+        if DETAIL >> k & 1 == 1 {
+            steps[k] = Step::Detail;
+        }
+        k += 1;
+    }
+    steps[Kind::WaveStart as usize] = Step::WaveStart;
+    steps[Kind::WaveEnd as usize] = Step::WaveEnd;
+    steps[Kind::Reg as usize] = Step::Reg;
+    steps[Kind::DeltaOrMarker as usize] = Step::Marker;
+    steps
+};
 
 /// The keys of [`BlobAnalysis::instruction_breakdown`], by [`Analyzer`] counter index.
 const BREAKDOWN: [&str; 7] = [
@@ -595,6 +653,40 @@ impl LiveWaves {
         }
     }
 
+    /// The packed [`key`] of a direct slot (the inverse of [`LiveWaves::slot`]).
+    #[inline]
+    fn key_of_slot(s: usize) -> u32 {
+        let s = s as u32;
+        key(
+            (s >> 15) as u8,
+            (s >> 7) as u16 & 0xff,
+            (s >> 5) as u8 & 3,
+            s as u8 & 31,
+        )
+    }
+
+    /// [`LiveWaves::insert`] for a key given by its direct slot ([`SlotBits`]).
+    #[inline(always)]
+    fn insert_direct(&mut self, s: usize, i: usize) -> Option<usize> {
+        if let (Ok(v), true) = (u32::try_from(i + 1), self.other.is_empty()) {
+            if let Some(d) = self.direct.get_mut(s) {
+                let old = std::mem::replace(d, v);
+                return (old != 0).then(|| old as usize - 1);
+            }
+        }
+        self.insert_slow(Self::key_of_slot(s), i)
+    }
+
+    /// [`LiveWaves::remove`] for a key given by its direct slot ([`SlotBits`]).
+    #[inline(always)]
+    fn remove_direct(&mut self, s: usize) -> Option<usize> {
+        match self.direct.get_mut(s).map_or(0, std::mem::take) {
+            0 if self.other.is_empty() => None,
+            0 => self.other.remove(&Self::key_of_slot(s)),
+            v => Some(v as usize - 1),
+        }
+    }
+
     #[inline]
     fn remove(&mut self, k: u32) -> Option<usize> {
         match Self::slot(k) {
@@ -629,6 +721,130 @@ struct WaveBits {
     /// WAVESTART: RDNA `id7` or CDNA `count` ([`WaveTag`]), which `tag_kind` says (0: none).
     tag: Bits,
     tag_kind: u8,
+}
+
+/// What WAVESTART and WAVEEND read of a type on their usual path, for streams read without or
+/// with the shader array (CDNA streams, as [`Analyzer::wave_id`]): the live table's slot and
+/// the tag, together in one small entry.
+#[derive(Clone, Copy, Default)]
+struct WaveFast {
+    slot: SlotBits,
+    tag: Bits,
+    tag_kind: u8,
+    /// Whether the slot holds the shader array (the record keeps it then).
+    with_sa: bool,
+}
+
+impl WaveFast {
+    fn of(wb: &WaveBits, with_sa: bool) -> WaveFast {
+        WaveFast {
+            slot: SlotBits::of(wb, with_sa),
+            tag: wb.tag,
+            tag_kind: wb.tag_kind,
+            with_sa,
+        }
+    }
+
+    /// [`WaveBits::tag`].
+    #[inline(always)]
+    fn tag(&self, raw: u64) -> WaveTag {
+        let v = self.tag.get(raw) as u32;
+        match self.tag_kind {
+            1 => WaveTag::Id7(v),
+            2 => WaveTag::Count(v),
+            _ => WaveTag::None,
+        }
+    }
+}
+
+type WaveFastTable = [[WaveFast; 32]; 3];
+
+/// The [`WaveFast`] entries of every packet type, built once, for streams read without or
+/// with the shader array.
+fn wave_fast(with_sa: bool) -> &'static WaveFastTable {
+    static T: std::sync::LazyLock<[WaveFastTable; 2]> = std::sync::LazyLock::new(|| {
+        let mut t = [[[WaveFast::default(); 32]; 3]; 2];
+        for (sa, t) in t.iter_mut().enumerate() {
+            for layout in Layout::ALL {
+                for (i, wb) in wave_bits()[layout as usize].iter().enumerate() {
+                    t[layout as usize][i] = WaveFast::of(wb, sa == 1);
+                }
+            }
+        }
+        t
+    });
+    &T[with_sa as usize]
+}
+
+/// A wave packet's direct [`LiveWaves`] slot read straight from its first 64 bits: each of
+/// the place's fields rotated to where the slot wants it and masked, fields that move by the
+/// same amount in one step. Derived from the type's [`WaveBits`] (so from the packet tables),
+/// for types whose every field value has a direct slot; the others take the general path
+/// (`direct` false).
+#[derive(Clone, Copy, Default)]
+struct SlotBits {
+    rot: [u8; 4],
+    mask: [u32; 4],
+    direct: bool,
+}
+
+impl SlotBits {
+    /// The slot layout of [`LiveWaves::slot`]: `sa << 15 | cu << 7 | simd << 5 | wave`, with
+    /// `cu = unit | unit_hi << hi_shift` ([`WaveBits::cu`]).
+    fn of(wb: &WaveBits, with_sa: bool) -> SlotBits {
+        // (field, its place in the slot, the widest it may be for the slot to be direct)
+        let mut parts = vec![
+            (wb.wave, 0u32, 5u32),
+            (wb.simd, 5, 2),
+            (wb.unit, 7, 8),
+            (
+                wb.unit_hi,
+                7 + wb.hi_shift as u32,
+                8u32.saturating_sub(wb.hi_shift as u32),
+            ),
+        ];
+        if with_sa {
+            parts.push((wb.sa, 15, 2));
+        }
+        let mut out = SlotBits {
+            direct: true,
+            ..Default::default()
+        };
+        let mut used = 0;
+        for (bits, at, widest) in parts {
+            if !bits.present() {
+                continue;
+            }
+            let width = 64 - bits.mask.leading_zeros();
+            // A field's mask is its low `width` bits, within the packet's 64.
+            let contiguous = bits.mask == u64::MAX >> (64 - width);
+            if !contiguous || width > widest || bits.lo as u32 + width > 64 {
+                out.direct = false;
+                continue;
+            }
+            let rot = ((bits.lo as u32).wrapping_sub(at) & 63) as u8;
+            let mask = (bits.mask as u32) << at;
+            match out.rot[..used].iter().position(|&r| r == rot) {
+                Some(j) => out.mask[j] |= mask,
+                None if used < 4 => {
+                    (out.rot[used], out.mask[used]) = (rot, mask);
+                    used += 1;
+                }
+                None => out.direct = false,
+            }
+        }
+        out
+    }
+
+    /// The direct slot of a packet whose type is `direct`.
+    #[inline(always)]
+    fn get(&self, raw: u64) -> usize {
+        let mut s = 0u64;
+        for j in 0..4 {
+            s |= raw.rotate_right(self.rot[j] as u32) & self.mask[j] as u64;
+        }
+        s as usize
+    }
 }
 
 impl WaveBits {
@@ -756,9 +972,10 @@ impl Analyzer {
             live: LiveWaves::default(),
             places: places(),
             wave_bits: wave_bits(),
+            wave_fast: wave_fast(false),
             layout: Layout::Rdna3,
             first_packet: true,
-            detail_kinds: u32::MAX,
+            steps: [Step::First; 32],
             ended_waves: 0,
             unknown_op_warned: false,
             counts: [[0; 32]; 3],
@@ -817,13 +1034,6 @@ impl Analyzer {
     #[inline(always)]
     fn places_of(&self, p: &Packet) -> &'static Places {
         let t: &'static PlacesTable = self.places;
-        &t[p.layout as usize][p.index as usize & 31]
-    }
-
-    /// The wave fields of `p`'s type.
-    #[inline(always)]
-    fn wave_bits_of(&self, p: &Packet) -> &'static WaveBits {
-        let t: &'static WaveBitsTable = self.wave_bits;
         &t[p.layout as usize][p.index as usize & 31]
     }
 
@@ -902,39 +1112,35 @@ impl Analyzer {
     }
 
     /// Account for a packet repeated `n` times (NOP runs from [`Decoder::for_each_run`]).
-    #[inline]
+    #[inline(always)]
     pub fn packet_run(&mut self, p: &Packet, n: u32) {
         // A table holds at most 32 types (`packets` tests it).
         self.counts[p.layout as usize][p.index as usize & 31] += n as u64;
         self.last_time = p.time;
-        // Only the kinds `detail` reads (and the first packet, whatever it is) go on.
-        let kind = p.ty.kind;
-        if self.detail_kinds.checked_shr(kind as u32).unwrap_or(0) & 1 == 0 {
-            return;
-        }
-        if self.first_packet {
-            return self.first(*p);
-        }
+        // Only the kinds `detail` reads (and the first packet, whatever it is) go on: one
+        // look-up of the kind's step.
+        let step = self.steps.get(p.ty.kind as usize).copied();
         // Register writes other than the RGP marker dwords (most of them) and time deltas
         // that carry no realtime marker (most TS_DELTA_OR_MARK) stop here: `detail` would do
         // nothing with them, and a call per packet would cost more than the test.
-        let keep = match kind {
-            // The most frequent kinds `detail` takes, handled here: no call per wave.
-            // The packet by value here and below: a call given its address would have the
-            // decoder store every packet to memory, only in case.
-            Kind::WaveStart => return self.wave_start(*p),
-            Kind::WaveEnd => return self.wave_end(*p),
-            Kind::Reg => {
+        let keep = match step.unwrap_or(Step::Skip) {
+            Step::Skip => false,
+            // The most frequent kinds `detail` takes, handled here: no call per wave. Calls
+            // take the packet's fields, not the packet (see `detail_of`).
+            Step::WaveStart => return self.wave_start(p),
+            Step::WaveEnd => return self.wave_end(p),
+            Step::Reg => {
                 let addr = self.places_of(p).reg_addr.get(p.raw) as u32;
                 addr == USERDATA_2 || addr == USERDATA_3
             }
-            Kind::DeltaOrMarker => {
+            Step::Marker => {
                 p.ty.time == TimeRule::DeltaOrMarker && self.places_of(p).is_marker(p.raw)
             }
-            _ => true,
+            Step::Detail => true,
+            Step::First => return self.first(p.offset, p.time, p.raw, p.ty, small_fields(p)),
         };
         if keep {
-            self.detail_of(*p);
+            self.detail_of(p.offset, p.time, p.raw, p.ty, small_fields(p));
         }
     }
 
@@ -942,9 +1148,10 @@ impl Analyzer {
     /// packets `detail` reads.
     #[cold]
     #[inline(never)]
-    fn first(&mut self, p: Packet) {
+    fn first(&mut self, offset: u64, time: i64, raw: u64, ty: &'static PacketType, small: u32) {
+        let p = packet_of(offset, time, raw, ty, small);
         self.out.first_time = Some(p.time);
-        self.detail_kinds = DETAIL;
+        self.steps = STEPS;
         self.detail(&p);
     }
 
@@ -966,6 +1173,7 @@ impl Analyzer {
             4 => Layout::Rdna4,
             _ => Layout::Cdna,
         };
+        self.wave_fast = wave_fast(self.layout == Layout::Cdna);
         if first {
             self.out.layout_header = Some(h);
         } else {
@@ -974,9 +1182,85 @@ impl Analyzer {
     }
 
     /// A WAVESTART: the wave's record, live in its slot until its WAVEEND.
+    #[inline(always)]
+    fn wave_start(&mut self, p: &Packet) {
+        self.wave_start_at(p.raw, p.time, p.offset, p.layout, p.index)
+    }
+
+    /// [`Analyzer::wave_start`] given the packet's fields: they stay in registers (a packet
+    /// given by value or address is stored to memory for the call).
     #[inline(never)]
-    fn wave_start(&mut self, p: Packet) {
-        let (wb, raw, time, offset) = (self.wave_bits_of(&p), p.raw, p.time, p.offset);
+    fn wave_start_at(&mut self, raw: u64, time: i64, offset: u64, layout: Layout, index: u8) {
+        let wf: &'static WaveFast = &self.wave_fast[layout as usize][index as usize & 31];
+        let s = wf.slot.get(raw);
+        let i = self.out.waves.len();
+        // The usual case, with no call out (so nothing saved and restored around one): a
+        // direct slot, free, in the table allocated with nothing in the map, an index that
+        // fits, room for the record. Anything else takes the general path from the start.
+        if wf.slot.direct && i < u32::MAX as usize && self.live.other.is_empty() {
+            let waves = &mut self.out.waves;
+            if let (Some(d @ 0), true) = (self.live.direct.get_mut(s), i < waves.capacity()) {
+                // The record first: nothing stored between the test of room and the push.
+                waves.push(Wave {
+                    cu: (s >> 7) as u16 & 0xff,
+                    simd: (s >> 5) as u8 & 3,
+                    wave: s as u8 & 31,
+                    sa: wf.with_sa.then_some((s >> 15) as u8),
+                    tag: wf.tag(raw),
+                    start: time,
+                    end: time,
+                    insts: 0,
+                    start_offset: offset,
+                    end_delta: 0,
+                });
+                *d = i as u32 + 1;
+                self.out.wave_starts += 1;
+                return;
+            }
+        }
+        self.wave_start_general(raw, time, offset, layout, index)
+    }
+
+    /// [`Analyzer::wave_start_at`] in every case.
+    #[cold]
+    #[inline(never)]
+    fn wave_start_general(&mut self, raw: u64, time: i64, offset: u64, layout: Layout, index: u8) {
+        let (layout, index) = (layout as usize, index as usize & 31);
+        let wf: &'static WaveFast = &self.wave_fast[layout][index];
+        if !wf.slot.direct {
+            return self.wave_start_keyed(raw, time, offset, &self.wave_bits[layout][index]);
+        }
+        self.out.wave_starts += 1;
+        // The place from the slot (`key_of_slot`'s fields): one read of the packet.
+        let s = wf.slot.get(raw);
+        let (sa, cu, simd, wave) = (
+            (s >> 15) as u8,
+            (s >> 7) as u16 & 0xff,
+            (s >> 5) as u8 & 3,
+            s as u8 & 31,
+        );
+        // The slot first, then the record, as below.
+        if self.live.insert_direct(s, self.out.waves.len()).is_some() {
+            self.start_while_live(offset, cu, simd, wave);
+        }
+        self.push_wave(Wave {
+            cu,
+            simd,
+            wave,
+            sa: wf.with_sa.then_some(sa),
+            tag: wf.tag(raw),
+            start: time,
+            end: time,
+            insts: 0,
+            start_offset: offset,
+            end_delta: 0,
+        });
+    }
+
+    /// [`Analyzer::wave_start_general`] for a type whose place may have no direct slot.
+    #[cold]
+    #[inline(never)]
+    fn wave_start_keyed(&mut self, raw: u64, time: i64, offset: u64, wb: &WaveBits) {
         self.out.wave_starts += 1;
         let (sa, cu, simd, wave) = self.wave_id(raw, wb);
         let k = key(sa, cu, simd, wave);
@@ -987,11 +1271,7 @@ impl Analyzer {
             self.start_while_live(offset, cu, simd, wave);
         }
         let cdna = self.layout == Layout::Cdna;
-        let waves = &mut self.out.waves;
-        if waves.len() == waves.capacity() {
-            grow_one(waves);
-        }
-        waves.push(Wave {
+        self.push_wave(Wave {
             cu,
             simd,
             wave,
@@ -1005,6 +1285,15 @@ impl Analyzer {
         });
     }
 
+    #[inline(always)]
+    fn push_wave(&mut self, w: Wave) {
+        let waves = &mut self.out.waves;
+        if waves.len() == waves.capacity() {
+            grow_one(waves);
+        }
+        waves.push(w);
+    }
+
     #[cold]
     #[inline(never)]
     fn start_while_live(&mut self, offset: u64, cu: u16, simd: u8, wave: u8) {
@@ -1016,34 +1305,71 @@ impl Analyzer {
     }
 
     /// A WAVEEND: the live wave in its slot ends.
+    #[inline(always)]
+    fn wave_end(&mut self, p: &Packet) {
+        self.wave_end_at(p.raw, p.time, p.offset, p.layout, p.index)
+    }
+
+    /// [`Analyzer::wave_end`] given the packet's fields ([`Analyzer::wave_start_at`]).
     #[inline(never)]
-    fn wave_end(&mut self, p: Packet) {
-        let (wb, raw, time, offset) = (self.wave_bits_of(&p), p.raw, p.time, p.offset);
-        self.out.wave_ends += 1;
-        let (sa, cu, simd, wave) = self.wave_id(raw, wb);
-        match self.live.remove(key(sa, cu, simd, wave)) {
-            Some(i) => {
-                if let Some(w) = self.out.waves.get_mut(i) {
-                    w.end = time;
-                    // Never 0 ([`Analyzer::has_ended`]) from the decoder: packets come in
-                    // stream order.
-                    w.end_delta = offset
-                        .checked_sub(w.start_offset)
-                        .and_then(|d| u32::try_from(d).ok())
-                        .filter(|&d| d != u32::MAX)
-                        .unwrap_or(u32::MAX);
-                    // Each wave is live, so ends, at most once. (Packets given out of order,
-                    // a WAVEEND at its WAVESTART's offset, would leave it unended throughout.)
-                    self.ended_waves += Self::has_ended(w) as usize;
+    fn wave_end_at(&mut self, raw: u64, time: i64, offset: u64, layout: Layout, index: u8) {
+        let sb = &self.wave_fast[layout as usize][index as usize & 31].slot;
+        // The usual case, with no call out ([`Analyzer::wave_start_at`]): a live wave in a
+        // direct slot.
+        if sb.direct {
+            if let Some(d) = self.live.direct.get_mut(sb.get(raw)) {
+                if *d != 0 {
+                    let i = std::mem::take(d) as usize - 1;
+                    self.out.wave_ends += 1;
+                    return self.end_wave(i, time, offset);
                 }
             }
+        }
+        self.wave_end_general(raw, time, offset, layout, index)
+    }
+
+    /// [`Analyzer::wave_end_at`] in every case.
+    #[cold]
+    #[inline(never)]
+    fn wave_end_general(&mut self, raw: u64, time: i64, offset: u64, layout: Layout, index: u8) {
+        let (layout, index) = (layout as usize, index as usize & 31);
+        let sb = &self.wave_fast[layout][index].slot;
+        self.out.wave_ends += 1;
+        let live = if sb.direct {
+            self.live.remove_direct(sb.get(raw))
+        } else {
+            let (sa, cu, simd, wave) = self.wave_id(raw, &self.wave_bits[layout][index]);
+            self.live.remove(key(sa, cu, simd, wave))
+        };
+        match live {
+            Some(i) => self.end_wave(i, time, offset),
             None => self.anomalies[END_WITHOUT_START] += 1,
         }
     }
 
+    /// Wave `i` (live until now) ends at a WAVEEND.
+    #[inline(always)]
+    fn end_wave(&mut self, i: usize, time: i64, offset: u64) {
+        if let Some(w) = self.out.waves.get_mut(i) {
+            w.end = time;
+            // Never 0 ([`Analyzer::has_ended`]) from the decoder: packets come in stream
+            // order. `u32::MAX`: before its start, or too far.
+            w.end_delta = match offset.checked_sub(w.start_offset) {
+                Some(d) if d < u32::MAX as u64 => d as u32,
+                _ => u32::MAX,
+            };
+            // Each wave is live, so ends, at most once. (Packets given out of order, a
+            // WAVEEND at its WAVESTART's offset, would leave it unended throughout.)
+            self.ended_waves += Self::has_ended(w) as usize;
+        }
+    }
+
+    /// [`Analyzer::detail`] of a packet given by its fields: they stay in registers (a packet
+    /// given by value or by address is stored to memory for the call, which the decode loop
+    /// then did for every packet, only in case).
     #[inline(never)]
-    fn detail_of(&mut self, p: Packet) {
-        self.detail(&p)
+    fn detail_of(&mut self, offset: u64, time: i64, raw: u64, ty: &'static PacketType, small: u32) {
+        self.detail(&packet_of(offset, time, raw, ty, small))
     }
 
     fn detail(&mut self, p: &Packet) {
@@ -1052,8 +1378,8 @@ impl Analyzer {
         let raw = p.raw;
         match p.ty.kind {
             Kind::LayoutHeader => self.layout_header(p, first),
-            Kind::WaveStart => self.wave_start(*p),
-            Kind::WaveEnd => self.wave_end(*p),
+            Kind::WaveStart => self.wave_start(p),
+            Kind::WaveEnd => self.wave_end(p),
             Kind::Inst => {
                 let op = pl.op.get(raw) as u32;
                 let info = op_info(self.layout, op);
@@ -1324,50 +1650,151 @@ mod tests {
         }
     }
 
-    /// The analysis of random RDNA3 streams against a plain model of its wave rules (one map
-    /// of live waves, a flag per wave): a WAVESTART in a live slot replaces its wave, which
-    /// never ends; WAVEENDs without a live wave; waves that never end (dropped, with their
-    /// tokens, and counted); tokens of the traced SIMD's live waves.
+    /// The direct slot read straight from a wave packet is the one its place's key has, on
+    /// every wave type of every layout, with and without the shader array; and the types of
+    /// today's tables all have one (no wave takes the general path).
+    #[test]
+    fn slot_bits_read_the_keys_slot() {
+        let mut next = crate::analysis::test_rng(0x5107_b175);
+        let mut direct = 0;
+        for layout in Layout::ALL {
+            let types = super::super::packets::Table::for_layout(layout).types;
+            for (i, ty) in types.iter().enumerate() {
+                let wb = &wave_bits()[layout as usize][i];
+                let wavy = matches!(ty.kind, Kind::WaveStart | Kind::WaveEnd);
+                for cdna in [false, true] {
+                    let wf = &wave_fast(cdna)[layout as usize][i];
+                    assert_eq!(wf.with_sa, cdna);
+                    let sb = &wf.slot;
+                    if wavy {
+                        assert!(sb.direct, "{layout:?} {}", ty.name);
+                        direct += 1;
+                    }
+                    if !sb.direct {
+                        continue;
+                    }
+                    for _ in 0..256 {
+                        let x = next(u64::MAX);
+                        for raw in [x, !x, u64::MAX, 0] {
+                            let sa = if cdna { wb.sa.get(raw) as u8 } else { 0 };
+                            let k = key(
+                                sa,
+                                wb.cu(raw),
+                                wb.simd.get(raw) as u8,
+                                wb.wave.get(raw) as u8,
+                            );
+                            let want = LiveWaves::slot(k);
+                            assert_eq!(Some(sb.get(raw)), want, "{layout:?} {} {raw:#x}", ty.name);
+                            assert_eq!(LiveWaves::key_of_slot(sb.get(raw)), k);
+                            assert_eq!(wf.tag(raw), wb.tag(raw));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(direct >= 12, "{direct}");
+    }
+
+    /// The analysis of random streams of every layout against a plain model of its wave
+    /// rules (one map of live waves, a flag per wave): a WAVESTART in a live slot replaces its
+    /// wave, which never ends; WAVEENDs without a live wave; waves that never end (dropped,
+    /// with their tokens, and counted); tokens of the traced SIMD's live waves.
     #[test]
     fn waves_follow_the_plain_model() {
+        use super::super::packets::{Table, CDNA_TABLE, RDNA3_TABLE, RDNA4_TABLE};
+        // (layout header value, table, WAVESTART, WAVEEND, a token type)
+        let layouts: [(u64, &Table, &str, &str, &str); 3] = [
+            (3, &RDNA3_TABLE, "WAVESTART", "WAVEEND", "VALUINST"),
+            (
+                4,
+                &RDNA4_TABLE,
+                "WAVESTART_RDNA4",
+                "WAVEEND_RDNA4",
+                "VALUINST",
+            ),
+            (
+                2,
+                &CDNA_TABLE,
+                "CDNA_WAVESTART",
+                "CDNA_WAVEEND",
+                "CDNA_INST",
+            ),
+        ];
+        for (i, (header, t, ws, we, tok)) in layouts.into_iter().enumerate() {
+            let seed = 0x05ee_d0f2_a7e5_u64 + i as u64;
+            follow_the_plain_model(seed, header, t, ws, we, tok);
+        }
+    }
+
+    fn follow_the_plain_model(
+        seed: u64,
+        header: u64,
+        t: &super::super::packets::Table,
+        ws: &str,
+        we: &str,
+        tok: &str,
+    ) {
         use super::super::encode::{assemble, NibbleWriter};
         use super::super::packets::RDNA3_TABLE;
-        let t = &RDNA3_TABLE;
         let (ws, we, vi) = (
-            t.by_name("WAVESTART").unwrap(),
-            t.by_name("WAVEEND").unwrap(),
-            t.by_name("VALUINST").unwrap(),
+            t.by_name(ws).unwrap(),
+            t.by_name(we).unwrap(),
+            t.by_name(tok).unwrap(),
         );
-        let mut next = crate::analysis::test_rng(0x05ee_d0f2_a7e5_u64);
+        let cdna = t.layout == Layout::Cdna;
+        let width = |ty: &PacketType, n: &str| ty.field_named(n).map_or(0, |f| f.hi - f.lo + 1);
+        let mut next = crate::analysis::test_rng(seed);
         // Each rule met somewhere: replaced, unended, orphan ends, kept tokens.
         let mut seen = [0u64; 4];
         for case in 0..300 {
             let mut w = NibbleWriter::new();
             w.push(
-                assemble(t.by_name("LAYOUT_HEADER").unwrap(), &[("layout", 3)]).unwrap(),
+                assemble(
+                    RDNA3_TABLE.by_name("LAYOUT_HEADER").unwrap(),
+                    &[("layout", header)],
+                )
+                .unwrap(),
                 16,
             );
             for _ in 0..next(200) {
-                let (wgp, sa, simd, wave) = (next(2), next(2), next(2), next(4));
-                let place = [("wgp", wgp), ("sa", sa), ("simd", simd), ("wave", wave)];
-                let (ty, fields): (_, Vec<_>) = match next(7) {
-                    0..=2 => (ws, place.to_vec()),
-                    3..=5 => (we, place.to_vec()),
-                    _ => (vi, vec![("wave", wave)]),
+                let ty = match next(7) {
+                    0..=2 => ws,
+                    3..=5 => we,
+                    _ => vi,
                 };
-                let mut f = fields;
-                f.push(("delta", next(4)));
+                // Mostly a few places (so that slots meet), now and then any the fields hold.
+                let mut any = |ty: &PacketType, n: &str| match next(8) {
+                    0 => next(1 << width(ty, n)),
+                    _ => next(2),
+                };
+                let place = if cdna {
+                    ["sh", "cu", "simd", "wave"]
+                } else {
+                    ["sa", "wgp", "simd", "wave"]
+                };
+                let mut f: Vec<(&str, u64)> = Vec::new();
+                for n in place {
+                    // RDNA tokens name only their slot (the traced SIMD's, on the traced unit).
+                    if ty.field_named(n).is_some() {
+                        f.push((n, any(ty, n)));
+                    }
+                }
+                if ty.field_named("delta").is_some() {
+                    f.push(("delta", next(4)));
+                }
                 w.push(assemble(ty, &f).unwrap(), ty.nibbles);
             }
             w.pad_to(32);
             let blob = w.as_bytes();
             let a = analyze(blob, None).unwrap();
+            assert_eq!(a.layout, Some(t.layout), "case {case}");
 
             // The model, over the same packets.
             struct M {
                 cu: u16,
                 simd: u8,
                 wave: u8,
+                sa: Option<u8>,
                 start: i64,
                 end: i64,
                 insts: u32,
@@ -1376,22 +1803,24 @@ mod tests {
                 ended: bool,
             }
             let mut waves: Vec<M> = Vec::new();
-            let mut live: HashMap<(u16, u8, u8), usize> = HashMap::new();
+            let mut live: HashMap<(u16, u8, u8, u8), usize> = HashMap::new();
             let mut tokens: Vec<(usize, i64, u64)> = Vec::new();
             let (mut replaced, mut orphan_ends, mut orphan_tokens) = (0u64, 0u64, 0u64);
             for p in Decoder::new(blob, DecodeOptions::default()) {
                 let g = |n: &str| p.ty.field_named(n).map_or(0, |f| f.get(p.raw));
-                let k = (
-                    (g("wgp") | g("sa") << 3) as u16,
-                    g("simd") as u8,
-                    g("wave") as u8,
-                );
+                let (cu, sa) = if cdna {
+                    (g("cu"), g("sh"))
+                } else {
+                    (g("wgp") | g("sa") << width(p.ty, "wgp"), 0)
+                };
+                let k = (cu as u16, g("simd") as u8, g("wave") as u8, sa as u8);
                 match p.ty.kind {
                     Kind::WaveStart => {
                         waves.push(M {
                             cu: k.0,
                             simd: k.1,
                             wave: k.2,
+                            sa: cdna.then_some(k.3),
                             start: p.time,
                             end: p.time,
                             insts: 0,
@@ -1409,13 +1838,17 @@ mod tests {
                         }
                         None => orphan_ends += 1,
                     },
-                    Kind::ValuInst => match live.get(&(0, 0, g("wave") as u8)) {
-                        Some(&i) => {
-                            waves[i].insts += 1;
-                            tokens.push((i, p.time, p.offset));
+                    Kind::ValuInst | Kind::Inst => {
+                        // CDNA: the token's SIMD on the traced unit; RDNA: the traced SIMD.
+                        let simd = if cdna { k.1 } else { 0 };
+                        match live.get(&(0, simd, k.2, 0)) {
+                            Some(&i) => {
+                                waves[i].insts += 1;
+                                tokens.push((i, p.time, p.offset));
+                            }
+                            None => orphan_tokens += 1,
                         }
-                        None => orphan_tokens += 1,
-                    },
+                    }
                     _ => {}
                 }
             }
@@ -1435,9 +1868,7 @@ mod tests {
                 .filter(|m| m.ended)
                 .map(|m| {
                     (
-                        m.cu,
-                        m.simd,
-                        m.wave,
+                        (m.cu, m.simd, m.wave, m.sa),
                         m.start,
                         m.end,
                         m.insts,
@@ -1452,9 +1883,7 @@ mod tests {
                 .map(|w| {
                     let o = w.start_offset;
                     (
-                        w.cu,
-                        w.simd,
-                        w.wave,
+                        (w.cu, w.simd, w.wave, w.sa),
                         w.start,
                         w.end,
                         w.insts,
@@ -1463,13 +1892,13 @@ mod tests {
                     )
                 })
                 .collect();
-            assert_eq!(got_waves, want_waves, "case {case}");
+            assert_eq!(got_waves, want_waves, "{} case {case}", ws.name);
             let got_tokens: Vec<_> = a
                 .tokens
                 .iter()
                 .map(|t| (t.wave, t.time, t.offset))
                 .collect();
-            assert_eq!(got_tokens, want_tokens, "case {case}");
+            assert_eq!(got_tokens, want_tokens, "{} case {case}", ws.name);
             let count = |k: &str| a.wave_anomalies.get(k).copied().unwrap_or(0);
             assert_eq!(count("start_while_live"), replaced, "case {case}");
             assert_eq!(count("end_without_start"), orphan_ends, "case {case}");
@@ -1479,12 +1908,21 @@ mod tests {
                 "case {case}"
             );
             assert_eq!(count("start_without_end"), unended, "case {case}");
+            assert_eq!(a.wave_starts, waves.len() as u64, "case {case}");
             let first_unended = waves.iter().find(|m| !m.ended).map(|m| m.offset);
             let warned = a
                 .warnings
                 .iter()
                 .find(|w| w.message.contains("never ended"));
             assert_eq!(warned.map(|w| w.offset), first_unended, "case {case}");
+            let live_warnings = a
+                .warnings
+                .iter()
+                .filter(|w| w.message.contains("while it is live"))
+                .count() as u64;
+            // (Warnings are capped; the first replacement's is always in.)
+            assert!(live_warnings <= replaced, "case {case}");
+            assert_eq!(live_warnings > 0, replaced > 0, "case {case}");
             for (s, n) in
                 seen.iter_mut()
                     .zip([replaced, unended, orphan_ends, want_tokens.len() as u64])
@@ -1492,7 +1930,7 @@ mod tests {
                 *s += n;
             }
         }
-        assert!(seen.iter().all(|&n| n > 0), "{seen:?}");
+        assert!(seen.iter().all(|&n| n > 0), "{} {seen:?}", ws.name);
     }
 
     /// Millions of waves per SE at real sizes: a wave record stays within 48 bytes.
