@@ -269,8 +269,9 @@ pub fn analyze_mapped(
                 progress((p.offset / 2) as usize);
             }
             // Tokens come only from packets the walk wants; a token the walk could not map
-            // keeps no PC (the list is padded at the end).
-            if RdnaWalk::wants(p.ty.kind) {
+            // keeps no PC (the list is padded). The packets of other units (most WAVESTARTs
+            // and WAVEENDs) are told apart here: no call for them.
+            if RdnaWalk::wants(p.ty.kind) && RdnaWalk::traced(p) {
                 st.packet(an, p, before);
             }
         },
@@ -385,8 +386,9 @@ struct MapState {
 }
 
 impl MapState {
-    /// One packet of a kind the walk wants, which the analyzer just took (its tokens are
-    /// `an.raw_tokens()[before..]`). Out of line: the per-packet loop stays small.
+    /// One packet of a kind the walk wants and of the traced unit, which the analyzer just
+    /// took (its tokens are `an.raw_tokens()[before..]`). Out of line: the per-packet loop
+    /// stays small.
     #[inline(never)]
     fn packet(
         &mut self,
@@ -395,35 +397,58 @@ impl MapState {
         before: usize,
     ) {
         let now = an.raw_tokens().len();
-        let token_pc = &mut self.token_pc;
-        if now > token_pc.len() {
-            if token_pc.capacity() == 0 {
-                // As the analyzer's token list: the last SE's list if one was handed back
-                // ([`recycle_pcs`]), else reserved for the rest of the blob.
-                *token_pc = SPARE_PCS.with(|s| std::mem::take(&mut *s.borrow_mut()));
-                if token_pc.capacity() == 0 {
-                    token_pc.reserve(crate::sqtt::waves::tokens_left_estimate(
-                        self.blob_bytes,
-                        p.offset,
-                    ));
-                }
-            }
-            token_pc.resize(now, u64::MAX);
-        }
-        let (sums, mapped, keep_mapped) = (&mut self.sums, &mut self.mapped, self.keep_mapped);
-        self.walk.packet(
+        let mut sink = MapSink {
+            sums: &mut self.sums,
+            mapped: &mut self.mapped,
+            keep_mapped: self.keep_mapped,
+            last: u64::MAX,
+        };
+        self.walk.packet_traced(
             p,
             || an.raw_waves().checked_sub(1).map(|w| w as u32),
-            &mut |m| {
-                for pc in &mut token_pc[before..now] {
-                    *pc = m.pc;
-                }
-                sums.add(m.pc, m.stall, m.duration);
-                if keep_mapped {
-                    mapped.push(m.to_mapped());
-                }
-            },
+            &mut sink,
         );
+        if now == before {
+            return;
+        }
+        // The packet's tokens take the PC of the last instruction it mapped (none: u64::MAX),
+        // written once each; tokens of packets not passed here are padded to none.
+        let last = sink.last;
+        let token_pc = &mut self.token_pc;
+        if token_pc.capacity() == 0 {
+            // As the analyzer's token list: the last SE's list if one was handed back
+            // ([`recycle_pcs`]), else reserved for the rest of the blob.
+            *token_pc = SPARE_PCS.with(|s| std::mem::take(&mut *s.borrow_mut()));
+            if token_pc.capacity() == 0 {
+                token_pc.reserve(crate::sqtt::waves::tokens_left_estimate(
+                    self.blob_bytes,
+                    p.offset,
+                ));
+            }
+        }
+        // (Never longer than `before`: only tokens of earlier packets are in it.)
+        token_pc.resize(before, u64::MAX);
+        token_pc.resize(now, last);
+    }
+}
+
+/// [`MapState::packet`]'s sink: each mapped instruction's AMD times go to its PC's sums (and
+/// the instruction to the list, when kept); the last PC is the packet's tokens'.
+struct MapSink<'a> {
+    sums: &'a mut PcSums,
+    mapped: &'a mut Vec<MappedInst>,
+    keep_mapped: bool,
+    last: u64,
+}
+
+impl crate::sqtt::map::WalkSink for MapSink<'_> {
+    #[inline(always)]
+    fn inst(&mut self, m: &crate::sqtt::map::WalkInst) {
+        self.last = m.pc;
+        self.sums.add(m.pc, m.stall, m.duration);
+        if self.keep_mapped {
+            self.mapped.push(m.to_mapped());
+        }
     }
 }
 
@@ -444,12 +469,23 @@ impl PcSums {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn add(&mut self, pc: u64, stall: i64, duration: i64) {
-        let e = match self.slots.get(pc) {
-            Some(s) => self.sums[s].get_or_insert((0, 0)),
-            None => self.spread.entry(pc).or_default(),
-        };
+        match self.slots.get(pc).and_then(|s| self.sums.get_mut(s)) {
+            Some(e) => {
+                let e = e.get_or_insert((0, 0));
+                e.0 += stall;
+                e.1 += duration;
+            }
+            None => self.add_spread(pc, stall, duration),
+        }
+    }
+
+    /// [`PcSums::add`] of a PC outside the slots (rare: out of line).
+    #[cold]
+    #[inline(never)]
+    fn add_spread(&mut self, pc: u64, stall: i64, duration: i64) {
+        let e = self.spread.entry(pc).or_default();
         e.0 += stall;
         e.1 += duration;
     }

@@ -16,7 +16,7 @@
 //! where the two decoders still differ.
 
 use super::decoder::{DecodeOptions, Decoder, Packet};
-use super::inst_op::{op_info, op_name, OpInfo};
+use super::inst_op::{op_info, op_info_ref, op_name, OpInfo};
 use super::packets::{Kind, Layout, Role};
 use crate::isa::{self, CodeObject, Instruction};
 use std::collections::{BTreeMap, HashMap};
@@ -63,6 +63,23 @@ pub(crate) struct WalkInst<'a> {
     pub issue_time: i64,
     pub stall: i64,
     pub duration: i64,
+}
+
+/// What [`RdnaWalk::packet`] hands each mapped instruction to. A type of the caller's with an
+/// `#[inline(always)]` method is inlined into the walk's per-token code, where a closure
+/// through the walk's layers was a call per token with the instruction record in memory.
+pub(crate) trait WalkSink {
+    fn inst(&mut self, m: &WalkInst);
+}
+
+/// A closure as a [`WalkSink`] (the paths that are not per-token hot).
+pub(crate) struct FnSink<F>(pub F);
+
+impl<F: FnMut(&WalkInst)> WalkSink for FnSink<F> {
+    #[inline]
+    fn inst(&mut self, m: &WalkInst) {
+        (self.0)(m)
+    }
 }
 
 impl WalkInst<'_> {
@@ -165,7 +182,7 @@ impl Program {
     }
 
     /// The instruction at `pc` and its [`flags_of`].
-    #[inline]
+    #[inline(always)]
     fn get_flagged(&self, pc: u64) -> Option<(&Instruction, u8)> {
         let d = pc.checked_sub(self.base)?;
         if d % 4 != 0 {
@@ -234,9 +251,11 @@ pub fn map_insts_each(
     let program = Program::new(code);
     let mut walk = RdnaWalk::new(program);
     for p in Decoder::new(blob, opts) {
-        walk.packet(&p, || wave_at(analysis, p.offset), &mut |m| {
-            emit(m.to_mapped())
-        });
+        walk.packet(
+            &p,
+            || wave_at(analysis, p.offset),
+            &mut FnSink(|m: &WalkInst| emit(m.to_mapped())),
+        );
     }
     walk.error()
 }
@@ -317,8 +336,16 @@ impl RdnaWalk {
         )
     }
 
+    /// Whether `p` is of the traced unit, CU 0 and SIMD 0 (a packet without those fields is):
+    /// the only packets [`RdnaWalk::packet_traced`] looks at.
+    #[inline(always)]
+    pub(crate) fn traced(p: &Packet) -> bool {
+        let pl = p.places();
+        pl.cu(p.layout, p.raw) == 0 && pl.simd.get(p.raw) == 0
+    }
+
     /// One packet of the stream, in order: `wave` gives the index of the wave a WAVESTART
-    /// opens; every instruction the packet maps goes to `emit` (AMD's times filled in). What
+    /// opens; every instruction the packet maps goes to `sink` (AMD's times filled in). What
     /// the walk cannot follow is recorded ([`RdnaWalk::error`]) and the walk goes on: a wave
     /// whose instructions leave the program (or a WAVESTART in its slot while it is live) is
     /// dropped, a token for no live wave is skipped.
@@ -327,24 +354,27 @@ impl RdnaWalk {
         &mut self,
         p: &Packet,
         wave: impl FnOnce() -> Option<u32>,
-        emit: &mut impl FnMut(&WalkInst),
+        sink: &mut impl WalkSink,
     ) {
-        if !Self::wants(p.ty.kind) {
-            return;
+        if Self::wants(p.ty.kind) && Self::traced(p) {
+            self.packet_traced(p, wave, sink);
         }
+    }
+
+    /// [`RdnaWalk::packet`] of a packet its caller found wanted ([`RdnaWalk::wants`]) and of
+    /// the traced unit ([`RdnaWalk::traced`]).
+    #[inline]
+    pub(crate) fn packet_traced(
+        &mut self,
+        p: &Packet,
+        wave: impl FnOnce() -> Option<u32>,
+        sink: &mut impl WalkSink,
+    ) {
         let layout = p.layout;
         let pl = p.places();
-        // Only the traced unit: CU 0, SIMD 0 (packets without those fields pass).
-        if pl.cu(layout, p.raw) != 0 || pl.simd.get(p.raw) != 0 {
-            return;
-        }
         // (slot, why, whether its wave is lost): rare, so a list only when there is one.
         let mut troubles: Vec<(u8, String, bool)> = Vec::new();
         let amd = &mut self.amd;
-        let mut emit = |mut m: WalkInst, how: AmdHow| {
-            (m.issue_time, m.stall, m.duration) = amd.times(m.slot, m.p.time, how);
-            emit(&m);
-        };
         let program = &self.program;
         let live = &mut *self.live;
         let slot = pl.wave.get(p.raw) as u8;
@@ -374,6 +404,8 @@ impl RdnaWalk {
                         true,
                     )),
                     Some((inst, _)) => emit(
+                        amd,
+                        sink,
                         WalkInst {
                             p,
                             pc,
@@ -395,17 +427,27 @@ impl RdnaWalk {
                     if mask & (1 << s) == 0 {
                         continue;
                     }
-                    if let Err(e) = step(program, live, &mut emit, p, s, None) {
+                    if let Err(e) = step(program, live, amd, sink, p, s, None) {
                         troubles.push((s, e.message, e.lost));
                     }
                 }
             }
             Kind::Inst | Kind::ValuInst | Kind::Immediate if layout != Layout::Cdna => {
-                let op = pl.op.opt(p.raw).map(|v| op_info(layout, v as u32));
+                let owned;
+                let op = match pl.op.opt(p.raw) {
+                    None => None,
+                    Some(v) => Some(match op_info_ref(layout, v as u32) {
+                        Some(i) => i,
+                        None => {
+                            owned = op_info(layout, v as u32);
+                            &owned
+                        }
+                    }),
+                };
                 if op.is_some_and(|o| o.other_simd) {
                     return;
                 }
-                if let Err(e) = step(program, live, &mut emit, p, slot, op) {
+                if let Err(e) = step(program, live, amd, sink, p, slot, op) {
                     troubles.push((slot, e.message, e.lost));
                 }
             }
@@ -517,17 +559,25 @@ impl StepError {
     }
 }
 
+/// Hands `m` to `sink` with AMD's times ([`AmdRdna::times`]) filled in.
+#[inline(always)]
+fn emit(amd: &mut AmdRdna, sink: &mut impl WalkSink, mut m: WalkInst, how: AmdHow) {
+    (m.issue_time, m.stall, m.duration) = amd.times(m.slot, m.p.time, how);
+    sink.inst(&m);
+}
+
 /// Take the instruction at `slot`'s PC for a token, and advance the PC. Inlined with AMD's
-/// times and the caller's `emit` into the packet's walk: as calls, each token's instruction
+/// times and the caller's sink into the packet's walk: as calls, each token's instruction
 /// record went through memory twice (a few percent of an itraced SE's mapped pass).
 #[inline(always)]
 fn step(
     program: &Program,
     live: &mut LiveSlots,
-    emit: &mut impl for<'i> FnMut(WalkInst<'i>, AmdHow),
+    amd: &mut AmdRdna,
+    sink: &mut impl WalkSink,
     p: &Packet,
     slot: u8,
-    op: Option<OpInfo>,
+    op: Option<&OpInfo>,
 ) -> Result<(), StepError> {
     let Some((pc, wave)) = live[slot as usize].as_mut() else {
         return Err(StepError {
@@ -569,6 +619,8 @@ fn step(
         AmdHow::Exec(op.map_or(1, |o| o.cycles))
     };
     emit(
+        amd,
+        sink,
         WalkInst {
             p,
             pc: at,
