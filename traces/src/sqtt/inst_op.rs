@@ -62,6 +62,12 @@ impl TokenOp {
         )
     }
 
+    /// The packed value (equal ops, equal bits).
+    #[inline]
+    pub(crate) fn bits(self) -> u16 {
+        self.0
+    }
+
     /// The layout and op field value, if there is an op.
     pub fn raw(self) -> Option<(Layout, u32)> {
         if self.0 & Self::PRESENT == 0 {
