@@ -256,6 +256,8 @@ pub fn analyze_mapped(
         keep_mapped,
         blob_bytes: blob.len(),
     };
+    // Held here: the traced unit's test per packet reads no lazy static.
+    let places = crate::sqtt::packets::places();
     // Set when some wave never ended: which raw tokens stay, and each raw wave's final index.
     let mut kept: Option<(Vec<bool>, Vec<Option<u32>>)> = None;
     let mut countdown = 0u32;
@@ -271,8 +273,10 @@ pub fn analyze_mapped(
             // Tokens come only from packets the walk wants; a token the walk could not map
             // keeps no PC (the list is padded). The packets of other units (most WAVESTARTs
             // and WAVEENDs) are told apart here: no call for them.
-            if RdnaWalk::wants(p.ty.kind) && RdnaWalk::traced(p) {
-                st.packet(an, p, before);
+            if RdnaWalk::wants(p.ty.kind) && RdnaWalk::traced_in(places, p) {
+                // By value: a call given the packet's address would have the decoder store
+                // every packet to memory, in case.
+                st.packet(an, *p, before);
             }
         },
         |an| {
@@ -390,12 +394,8 @@ impl MapState {
     /// took (its tokens are `an.raw_tokens()[before..]`). Out of line: the per-packet loop
     /// stays small.
     #[inline(never)]
-    fn packet(
-        &mut self,
-        an: &crate::sqtt::waves::Analyzer,
-        p: &crate::sqtt::Packet,
-        before: usize,
-    ) {
+    fn packet(&mut self, an: &crate::sqtt::waves::Analyzer, p: crate::sqtt::Packet, before: usize) {
+        let p = &p;
         let now = an.raw_tokens().len();
         let mut sink = MapSink {
             sums: &mut self.sums,

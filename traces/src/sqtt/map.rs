@@ -340,7 +340,13 @@ impl RdnaWalk {
     /// the only packets [`RdnaWalk::packet_traced`] looks at.
     #[inline(always)]
     pub(crate) fn traced(p: &Packet) -> bool {
-        let pl = p.places();
+        Self::traced_in(super::packets::places(), p)
+    }
+
+    /// [`RdnaWalk::traced`] with the places table at hand (a per-packet caller holds it).
+    #[inline(always)]
+    pub(crate) fn traced_in(places: &super::packets::PlacesTable, p: &Packet) -> bool {
+        let pl = &places[p.layout as usize][p.index as usize & 31];
         pl.cu(p.layout, p.raw) == 0 && pl.simd.get(p.raw) == 0
     }
 
@@ -381,28 +387,16 @@ impl RdnaWalk {
         match p.ty.kind {
             Kind::WaveStart => {
                 if live[slot as usize].is_some() {
-                    troubles.push((
-                        slot,
-                        format!("WAVESTART for slot {slot}, which is already live"),
-                        true,
-                    ));
+                    troubles.push((slot, already_live(slot), true));
                 }
                 live[slot as usize] = Some((program.entry, wave()));
             }
             Kind::WaveEnd if layout != Layout::Cdna => match live[slot as usize].take() {
                 None => {
-                    troubles.push((
-                        slot,
-                        format!("WAVEEND for slot {slot}, which is not live"),
-                        false,
-                    ));
+                    troubles.push((slot, not_live(slot), false));
                 }
                 Some((pc, wave)) => match program.get_flagged(pc) {
-                    None => troubles.push((
-                        slot,
-                        format!("slot {slot} ends at {pc:#x}, outside the program"),
-                        true,
-                    )),
+                    None => troubles.push((slot, ends_outside(slot, pc), true)),
                     Some((inst, _)) => emit(
                         amd,
                         sink,
@@ -559,6 +553,50 @@ impl StepError {
     }
 }
 
+// The walk's troubles, worded out of line: the per-packet code keeps no formatting.
+
+#[cold]
+#[inline(never)]
+fn already_live(slot: u8) -> String {
+    format!("WAVESTART for slot {slot}, which is already live")
+}
+
+#[cold]
+#[inline(never)]
+fn not_live(slot: u8) -> String {
+    format!("WAVEEND for slot {slot}, which is not live")
+}
+
+#[cold]
+#[inline(never)]
+fn ends_outside(slot: u8, pc: u64) -> String {
+    format!("slot {slot} ends at {pc:#x}, outside the program")
+}
+
+#[cold]
+#[inline(never)]
+fn no_live_wave(token: &str, slot: u8) -> StepError {
+    StepError {
+        message: format!("{token} token for slot {slot}, which has no live wave"),
+        lost: false,
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn outside(slot: u8, pc: u64) -> StepError {
+    StepError::lost(format!("slot {slot} reached {pc:#x}, outside the program"))
+}
+
+#[cold]
+#[inline(never)]
+fn unmatched_branch(inst: &Instruction, pc: u64, token: &str) -> StepError {
+    StepError::lost(format!(
+        "{} at {pc:#x} must be matched by a JUMP token, got {token}",
+        inst.mnemonic()
+    ))
+}
+
 /// Hands `m` to `sink` with AMD's times ([`AmdRdna::times`]) filled in.
 #[inline(always)]
 fn emit(amd: &mut AmdRdna, sink: &mut impl WalkSink, mut m: WalkInst, how: AmdHow) {
@@ -580,28 +618,16 @@ fn step(
     op: Option<&OpInfo>,
 ) -> Result<(), StepError> {
     let Some((pc, wave)) = live[slot as usize].as_mut() else {
-        return Err(StepError {
-            message: format!(
-                "{} token for slot {slot}, which has no live wave",
-                p.ty.name
-            ),
-            lost: false,
-        });
+        return Err(no_live_wave(p.ty.name, slot));
     };
-    let outside =
-        |pc: u64| StepError::lost(format!("slot {slot} reached {pc:#x}, outside the program"));
-    let (mut inst, mut flags) = program.get_flagged(*pc).ok_or_else(|| outside(*pc))?;
+    let (mut inst, mut flags) = program.get_flagged(*pc).ok_or_else(|| outside(slot, *pc))?;
     while flags & SKIPPED != 0 {
         *pc += inst.len() as u64;
-        (inst, flags) = program.get_flagged(*pc).ok_or_else(|| outside(*pc))?;
+        (inst, flags) = program.get_flagged(*pc).ok_or_else(|| outside(slot, *pc))?;
     }
     let jump = op.filter(|o| o.jump);
     if flags & BRANCH != 0 && jump.is_none() {
-        return Err(StepError::lost(format!(
-            "{} at {pc:#x} must be matched by a JUMP token, got {}",
-            inst.mnemonic(),
-            p.ty.name
-        )));
+        return Err(unmatched_branch(inst, *pc, p.ty.name));
     }
     let at = *pc;
     let taken = jump.is_some_and(|o| o.jump_taken);
