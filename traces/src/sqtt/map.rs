@@ -346,8 +346,7 @@ impl RdnaWalk {
     /// [`RdnaWalk::traced`] with the places table at hand (a per-packet caller holds it).
     #[inline(always)]
     pub(crate) fn traced_in(places: &super::packets::PlacesTable, p: &Packet) -> bool {
-        let pl = &places[p.layout as usize][p.index as usize & 31];
-        pl.cu(p.layout, p.raw) == 0 && pl.simd.get(p.raw) == 0
+        places[p.layout as usize][p.index as usize & 31].on_unit_zero(p.raw)
     }
 
     /// One packet of the stream, in order: `wave` gives the index of the wave a WAVESTART
