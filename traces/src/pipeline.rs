@@ -256,6 +256,8 @@ pub fn analyze_mapped(
         keep_mapped,
         blob_bytes: blob.len(),
     };
+    // Held here: the traced unit's test per packet reads no lazy static.
+    let places = crate::sqtt::packets::places();
     // Set when some wave never ended: which raw tokens stay, and each raw wave's final index.
     let mut kept: Option<(Vec<bool>, Vec<Option<u32>>)> = None;
     let mut countdown = 0u32;
@@ -269,9 +271,12 @@ pub fn analyze_mapped(
                 progress((p.offset / 2) as usize);
             }
             // Tokens come only from packets the walk wants; a token the walk could not map
-            // keeps no PC (the list is padded at the end).
-            if RdnaWalk::wants(p.ty.kind) {
-                st.packet(an, p, before);
+            // keeps no PC (the list is padded). The packets of other units (most WAVESTARTs
+            // and WAVEENDs) are told apart here: no call for them.
+            if RdnaWalk::wants(p.ty.kind) && RdnaWalk::traced_in(places, p) {
+                // By value: a call given the packet's address would have the decoder store
+                // every packet to memory, in case.
+                st.packet(an, *p, before);
             }
         },
         |an| {
@@ -385,45 +390,65 @@ struct MapState {
 }
 
 impl MapState {
-    /// One packet of a kind the walk wants, which the analyzer just took (its tokens are
-    /// `an.raw_tokens()[before..]`). Out of line: the per-packet loop stays small.
+    /// One packet of a kind the walk wants and of the traced unit, which the analyzer just
+    /// took (its tokens are `an.raw_tokens()[before..]`). Out of line: the per-packet loop
+    /// stays small.
     #[inline(never)]
-    fn packet(
-        &mut self,
-        an: &crate::sqtt::waves::Analyzer,
-        p: &crate::sqtt::Packet,
-        before: usize,
-    ) {
+    fn packet(&mut self, an: &crate::sqtt::waves::Analyzer, p: crate::sqtt::Packet, before: usize) {
+        let p = &p;
         let now = an.raw_tokens().len();
-        let token_pc = &mut self.token_pc;
-        if now > token_pc.len() {
-            if token_pc.capacity() == 0 {
-                // As the analyzer's token list: the last SE's list if one was handed back
-                // ([`recycle_pcs`]), else reserved for the rest of the blob.
-                *token_pc = SPARE_PCS.with(|s| std::mem::take(&mut *s.borrow_mut()));
-                if token_pc.capacity() == 0 {
-                    token_pc.reserve(crate::sqtt::waves::tokens_left_estimate(
-                        self.blob_bytes,
-                        p.offset,
-                    ));
-                }
-            }
-            token_pc.resize(now, u64::MAX);
-        }
-        let (sums, mapped, keep_mapped) = (&mut self.sums, &mut self.mapped, self.keep_mapped);
-        self.walk.packet(
+        let mut sink = MapSink {
+            sums: &mut self.sums,
+            mapped: &mut self.mapped,
+            keep_mapped: self.keep_mapped,
+            last: u64::MAX,
+        };
+        self.walk.packet_traced(
             p,
             || an.raw_waves().checked_sub(1).map(|w| w as u32),
-            &mut |m| {
-                for pc in &mut token_pc[before..now] {
-                    *pc = m.pc;
-                }
-                sums.add(m.pc, m.stall, m.duration);
-                if keep_mapped {
-                    mapped.push(m.to_mapped());
-                }
-            },
+            &mut sink,
         );
+        if now == before {
+            return;
+        }
+        // The packet's tokens take the PC of the last instruction it mapped (none: u64::MAX),
+        // written once each; tokens of packets not passed here are padded to none.
+        let last = sink.last;
+        let token_pc = &mut self.token_pc;
+        if token_pc.capacity() == 0 {
+            // As the analyzer's token list: the last SE's list if one was handed back
+            // ([`recycle_pcs`]), else reserved for the rest of the blob.
+            *token_pc = SPARE_PCS.with(|s| std::mem::take(&mut *s.borrow_mut()));
+            if token_pc.capacity() == 0 {
+                token_pc.reserve(crate::sqtt::waves::tokens_left_estimate(
+                    self.blob_bytes,
+                    p.offset,
+                ));
+            }
+        }
+        // (Never longer than `before`: only tokens of earlier packets are in it.)
+        token_pc.resize(before, u64::MAX);
+        token_pc.resize(now, last);
+    }
+}
+
+/// [`MapState::packet`]'s sink: each mapped instruction's AMD times go to its PC's sums (and
+/// the instruction to the list, when kept); the last PC is the packet's tokens'.
+struct MapSink<'a> {
+    sums: &'a mut PcSums,
+    mapped: &'a mut Vec<MappedInst>,
+    keep_mapped: bool,
+    last: u64,
+}
+
+impl crate::sqtt::map::WalkSink for MapSink<'_> {
+    #[inline(always)]
+    fn inst(&mut self, m: &crate::sqtt::map::WalkInst) {
+        self.last = m.pc;
+        self.sums.add(m.pc, m.stall, m.duration);
+        if self.keep_mapped {
+            self.mapped.push(m.to_mapped());
+        }
     }
 }
 
@@ -444,12 +469,23 @@ impl PcSums {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn add(&mut self, pc: u64, stall: i64, duration: i64) {
-        let e = match self.slots.get(pc) {
-            Some(s) => self.sums[s].get_or_insert((0, 0)),
-            None => self.spread.entry(pc).or_default(),
-        };
+        match self.slots.get(pc).and_then(|s| self.sums.get_mut(s)) {
+            Some(e) => {
+                let e = e.get_or_insert((0, 0));
+                e.0 += stall;
+                e.1 += duration;
+            }
+            None => self.add_spread(pc, stall, duration),
+        }
+    }
+
+    /// [`PcSums::add`] of a PC outside the slots (rare: out of line).
+    #[cold]
+    #[inline(never)]
+    fn add_spread(&mut self, pc: u64, stall: i64, duration: i64) {
+        let e = self.spread.entry(pc).or_default();
         e.0 += stall;
         e.1 += duration;
     }
@@ -478,23 +514,43 @@ impl PcSums {
 }
 
 /// Token-name ids: one per distinct name (tokens with the same name share a best case).
-#[derive(Default)]
 struct Names {
     names: Vec<String>,
     combos: Vec<((TokenKind, TokenOp), u32)>,
-    last: Option<((TokenKind, TokenOp), u32)>,
+    /// (kind and op packed + 1, id) of the combos met, direct-mapped by a few bits of the key
+    /// (0: empty): a token's id in one probe, where kinds alternating token by token missed a
+    /// one-entry cache and searched the list.
+    cache: [(u32, u32); 64],
+}
+
+impl Default for Names {
+    fn default() -> Names {
+        Names {
+            names: Vec::new(),
+            combos: Vec::new(),
+            cache: [(0, 0); 64],
+        }
+    }
 }
 
 impl Names {
-    #[inline]
+    #[inline(always)]
     fn id(&mut self, t: &InstToken) -> u32 {
-        let c = (t.kind, t.op);
-        if let Some((k, id)) = self.last {
-            if k == c {
-                return id;
-            }
+        let k = ((t.kind as u32) << 16 | t.op.bits() as u32) + 1;
+        let h = (k ^ (k >> 6) ^ (k >> 16)) as usize & 63;
+        let e = self.cache[h];
+        if e.0 == k {
+            return e.1;
         }
-        let id = match self.combos.iter().find(|(k, _)| *k == c) {
+        let id = self.id_of(t);
+        self.cache[h] = (k, id);
+        id
+    }
+
+    #[inline(never)]
+    fn id_of(&mut self, t: &InstToken) -> u32 {
+        let c = (t.kind, t.op);
+        match self.combos.iter().find(|(k, _)| *k == c) {
             Some(&(_, id)) => id,
             None => {
                 let name = token_name(t);
@@ -508,9 +564,7 @@ impl Names {
                 self.combos.push((c, id));
                 id
             }
-        };
-        self.last = Some((c, id));
-        id
+        }
     }
 }
 
@@ -571,8 +625,27 @@ impl<'k> Rows<'k> {
 
     /// The row of a token at position `i` of its wave, with name id `kind` and PC `pc`
     /// (`u64::MAX`: unmapped).
-    #[inline]
+    #[inline(always)]
     pub fn row(&mut self, i: usize, kind: u32, pc: u64) -> u32 {
+        // The usual case inline: a PC whose row its slot already holds.
+        if pc != u64::MAX {
+            if let Some(&g) = self
+                .slots
+                .as_ref()
+                .and_then(|s| s.get(pc))
+                .and_then(|s| self.by_slot.get(s))
+            {
+                if g < NO_DISASM {
+                    return g;
+                }
+            }
+        }
+        self.row_of(i, kind, pc)
+    }
+
+    /// [`Rows::row`] in full.
+    #[inline(never)]
+    fn row_of(&mut self, i: usize, kind: u32, pc: u64) -> u32 {
         // A PC's row, looked up by its slot; NO_DISASM: a PC without disassembly is keyed like
         // an unmapped token (checked once per PC, not per token).
         let by_pc_row = (pc != u64::MAX)
@@ -1268,5 +1341,85 @@ mod tests {
             );
         }
         assert!(streamed > 1000, "{streamed} cases streamed");
+    }
+
+    /// Token name ids through the direct-mapped cache are the ids of a plain search: names
+    /// numbered in the order first met, tokens of one name sharing an id, over many kinds and
+    /// ops of every layout (slots of the cache shared and replaced).
+    #[test]
+    fn name_ids_are_the_first_met_order() {
+        let mut next = crate::analysis::test_rng(0x9e37_79b9_7f4a_7c15);
+        for case in 0..200 {
+            let mut names = Names::default();
+            let mut want: Vec<String> = Vec::new();
+            let ops = 1 + next(300);
+            for _ in 0..next(2000) {
+                let kind = match next(4) {
+                    0 => TokenKind::ValuInst,
+                    1 => TokenKind::Immediate,
+                    2 => TokenKind::ImmediateMask,
+                    _ => TokenKind::Inst,
+                };
+                let op = match kind {
+                    TokenKind::Inst => {
+                        let layout = Layout::ALL[next(3) as usize];
+                        crate::sqtt::TokenOp::new(layout, next(ops) as u32)
+                    }
+                    _ => crate::sqtt::TokenOp::NONE,
+                };
+                let t = InstToken {
+                    time: 0,
+                    wave: 0,
+                    kind,
+                    op,
+                    offset: 0,
+                };
+                let name = token_name(&t);
+                let id = match want.iter().position(|n| *n == name) {
+                    Some(i) => i,
+                    None => {
+                        want.push(name);
+                        want.len() - 1
+                    }
+                };
+                assert_eq!(names.id(&t), id as u32, "case {case}");
+            }
+            assert_eq!(names.names, want, "case {case}");
+        }
+    }
+
+    /// A token's row through the slot fast path is the one the full lookup gives: rows in
+    /// the order first met, keyed by PC when it has disassembly, else by position and name.
+    #[test]
+    fn rows_are_the_first_met_keys() {
+        let mut next = crate::analysis::test_rng(0x1234_5678_9abc_def1);
+        for case in 0..300 {
+            let (st, disasm) = random_se(&mut next);
+            let mut rows = Rows::new(std::slice::from_ref(&st), &disasm);
+            let mut want: Vec<(Option<u64>, usize, u32)> = Vec::new();
+            for _ in 0..next(500) {
+                let i = next(20) as usize;
+                let kind = next(6) as u32;
+                let pc = match next(5) {
+                    0 => u64::MAX,
+                    1 => 0x8000 + 4 * next(4),
+                    _ => 0x1000 + 4 * next(10),
+                };
+                let key = match (pc != u64::MAX && disasm.contains_key(&pc)).then_some(pc) {
+                    Some(pc) => (Some(pc), 0, 0),
+                    None => (None, i, kind),
+                };
+                let g = match want.iter().position(|k| *k == key) {
+                    Some(g) => g,
+                    None => {
+                        want.push(key);
+                        want.len() - 1
+                    }
+                };
+                assert_eq!(rows.row(i, kind, pc), g as u32, "case {case}");
+            }
+            let got: Vec<_> = rows.rows.iter().map(|r| (r.pc, r.index, r.name)).collect();
+            assert_eq!(got, want, "case {case}");
+        }
     }
 }

@@ -703,11 +703,17 @@ impl CycleSweep<'_> {
             c.prev = t;
             emit(e, &split);
         }
-        seen[least as usize] += 1;
+        // The count bumped lane by lane, not by index: an indexed 4-byte store under the
+        // whole-array reads below stalled them (no store forwarding).
+        let mut next = *seen;
+        for (k, v) in next.iter_mut().enumerate() {
+            *v += (k == least as usize) as u32;
+        }
+        *seen = next;
         for e in issues {
             let c = &mut clocks[slot(e) as usize];
             if c.state != ClockState::Off {
-                c.upto = *seen;
+                c.upto = next;
                 c.state = ClockState::Live;
             }
         }

@@ -62,6 +62,12 @@ impl TokenOp {
         )
     }
 
+    /// The packed value (equal ops, equal bits).
+    #[inline]
+    pub(crate) fn bits(self) -> u16 {
+        self.0
+    }
+
     /// The layout and op field value, if there is an op.
     pub fn raw(self) -> Option<(Layout, u32)> {
         if self.0 & Self::PRESENT == 0 {
@@ -276,16 +282,24 @@ impl OpInfo {
 /// otherwise): every op value of 8 bits, the others worked out.
 #[inline]
 pub(crate) fn op_info(layout: Layout, op: u32) -> OpInfo {
+    match op_info_ref(layout, op) {
+        Some(i) => *i,
+        None => OpInfo::of(op_name(layout, op)),
+    }
+}
+
+/// [`op_info`] of an op value below 256 (every op field of the RDNA layouts), by reference
+/// into the table: a per-token caller reads the one field it tests instead of copying the
+/// record (whose copy through memory stalled the per-packet walk).
+#[inline]
+pub(crate) fn op_info_ref(layout: Layout, op: u32) -> Option<&'static OpInfo> {
     static T: std::sync::LazyLock<Vec<[OpInfo; 256]>> = std::sync::LazyLock::new(|| {
         Layout::ALL
             .iter()
             .map(|&l| std::array::from_fn(|v| OpInfo::of(op_name(l, v as u32))))
             .collect()
     });
-    match T[layout as usize].get(op as usize) {
-        Some(i) => *i,
-        None => OpInfo::of(op_name(layout, op)),
-    }
+    T[layout as usize].get(op as usize)
 }
 
 #[cfg(test)]
@@ -340,6 +354,7 @@ mod tests {
             for op in 0..600u32 {
                 let n = op_name(layout, op);
                 let i = op_info(layout, op);
+                assert_eq!(op_info_ref(layout, op).copied(), (op < 256).then_some(i));
                 assert_eq!(i.name, n);
                 // The count ends the displayed name, if anywhere.
                 let shown = n.to_string();

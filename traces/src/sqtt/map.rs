@@ -16,7 +16,7 @@
 //! where the two decoders still differ.
 
 use super::decoder::{DecodeOptions, Decoder, Packet};
-use super::inst_op::{op_info, op_name, OpInfo};
+use super::inst_op::{op_info, op_info_ref, op_name, OpInfo};
 use super::packets::{Kind, Layout, Role};
 use crate::isa::{self, CodeObject, Instruction};
 use std::collections::{BTreeMap, HashMap};
@@ -63,6 +63,23 @@ pub(crate) struct WalkInst<'a> {
     pub issue_time: i64,
     pub stall: i64,
     pub duration: i64,
+}
+
+/// What [`RdnaWalk::packet`] hands each mapped instruction to. A type of the caller's with an
+/// `#[inline(always)]` method is inlined into the walk's per-token code, where a closure
+/// through the walk's layers was a call per token with the instruction record in memory.
+pub(crate) trait WalkSink {
+    fn inst(&mut self, m: &WalkInst);
+}
+
+/// A closure as a [`WalkSink`] (the paths that are not per-token hot).
+pub(crate) struct FnSink<F>(pub F);
+
+impl<F: FnMut(&WalkInst)> WalkSink for FnSink<F> {
+    #[inline]
+    fn inst(&mut self, m: &WalkInst) {
+        (self.0)(m)
+    }
 }
 
 impl WalkInst<'_> {
@@ -165,7 +182,7 @@ impl Program {
     }
 
     /// The instruction at `pc` and its [`flags_of`].
-    #[inline]
+    #[inline(always)]
     fn get_flagged(&self, pc: u64) -> Option<(&Instruction, u8)> {
         let d = pc.checked_sub(self.base)?;
         if d % 4 != 0 {
@@ -234,9 +251,11 @@ pub fn map_insts_each(
     let program = Program::new(code);
     let mut walk = RdnaWalk::new(program);
     for p in Decoder::new(blob, opts) {
-        walk.packet(&p, || wave_at(analysis, p.offset), &mut |m| {
-            emit(m.to_mapped())
-        });
+        walk.packet(
+            &p,
+            || wave_at(analysis, p.offset),
+            &mut FnSink(|m: &WalkInst| emit(m.to_mapped())),
+        );
     }
     walk.error()
 }
@@ -317,8 +336,21 @@ impl RdnaWalk {
         )
     }
 
+    /// Whether `p` is of the traced unit, CU 0 and SIMD 0 (a packet without those fields is):
+    /// the only packets [`RdnaWalk::packet_traced`] looks at.
+    #[inline(always)]
+    pub(crate) fn traced(p: &Packet) -> bool {
+        Self::traced_in(super::packets::places(), p)
+    }
+
+    /// [`RdnaWalk::traced`] with the places table at hand (a per-packet caller holds it).
+    #[inline(always)]
+    pub(crate) fn traced_in(places: &super::packets::PlacesTable, p: &Packet) -> bool {
+        places[p.layout as usize][p.index as usize & 31].on_unit_zero(p.raw)
+    }
+
     /// One packet of the stream, in order: `wave` gives the index of the wave a WAVESTART
-    /// opens; every instruction the packet maps goes to `emit` (AMD's times filled in). What
+    /// opens; every instruction the packet maps goes to `sink` (AMD's times filled in). What
     /// the walk cannot follow is recorded ([`RdnaWalk::error`]) and the walk goes on: a wave
     /// whose instructions leave the program (or a WAVESTART in its slot while it is live) is
     /// dropped, a token for no live wave is skipped.
@@ -327,53 +359,46 @@ impl RdnaWalk {
         &mut self,
         p: &Packet,
         wave: impl FnOnce() -> Option<u32>,
-        emit: &mut impl FnMut(&WalkInst),
+        sink: &mut impl WalkSink,
     ) {
-        if !Self::wants(p.ty.kind) {
-            return;
+        if Self::wants(p.ty.kind) && Self::traced(p) {
+            self.packet_traced(p, wave, sink);
         }
+    }
+
+    /// [`RdnaWalk::packet`] of a packet its caller found wanted ([`RdnaWalk::wants`]) and of
+    /// the traced unit ([`RdnaWalk::traced`]).
+    #[inline]
+    pub(crate) fn packet_traced(
+        &mut self,
+        p: &Packet,
+        wave: impl FnOnce() -> Option<u32>,
+        sink: &mut impl WalkSink,
+    ) {
         let layout = p.layout;
         let pl = p.places();
-        // Only the traced unit: CU 0, SIMD 0 (packets without those fields pass).
-        if pl.cu(layout, p.raw) != 0 || pl.simd.get(p.raw) != 0 {
-            return;
-        }
         // (slot, why, whether its wave is lost): rare, so a list only when there is one.
         let mut troubles: Vec<(u8, String, bool)> = Vec::new();
         let amd = &mut self.amd;
-        let mut emit = |mut m: WalkInst, how: AmdHow| {
-            (m.issue_time, m.stall, m.duration) = amd.times(m.slot, m.p.time, how);
-            emit(&m);
-        };
         let program = &self.program;
         let live = &mut *self.live;
         let slot = pl.wave.get(p.raw) as u8;
         match p.ty.kind {
             Kind::WaveStart => {
                 if live[slot as usize].is_some() {
-                    troubles.push((
-                        slot,
-                        format!("WAVESTART for slot {slot}, which is already live"),
-                        true,
-                    ));
+                    troubles.push((slot, already_live(slot), true));
                 }
                 live[slot as usize] = Some((program.entry, wave()));
             }
             Kind::WaveEnd if layout != Layout::Cdna => match live[slot as usize].take() {
                 None => {
-                    troubles.push((
-                        slot,
-                        format!("WAVEEND for slot {slot}, which is not live"),
-                        false,
-                    ));
+                    troubles.push((slot, not_live(slot), false));
                 }
                 Some((pc, wave)) => match program.get_flagged(pc) {
-                    None => troubles.push((
-                        slot,
-                        format!("slot {slot} ends at {pc:#x}, outside the program"),
-                        true,
-                    )),
+                    None => troubles.push((slot, ends_outside(slot, pc), true)),
                     Some((inst, _)) => emit(
+                        amd,
+                        sink,
                         WalkInst {
                             p,
                             pc,
@@ -395,17 +420,27 @@ impl RdnaWalk {
                     if mask & (1 << s) == 0 {
                         continue;
                     }
-                    if let Err(e) = step(program, live, &mut emit, p, s, None) {
+                    if let Err(e) = step(program, live, amd, sink, p, s, None) {
                         troubles.push((s, e.message, e.lost));
                     }
                 }
             }
             Kind::Inst | Kind::ValuInst | Kind::Immediate if layout != Layout::Cdna => {
-                let op = pl.op.opt(p.raw).map(|v| op_info(layout, v as u32));
+                let owned;
+                let op = match pl.op.opt(p.raw) {
+                    None => None,
+                    Some(v) => Some(match op_info_ref(layout, v as u32) {
+                        Some(i) => i,
+                        None => {
+                            owned = op_info(layout, v as u32);
+                            &owned
+                        }
+                    }),
+                };
                 if op.is_some_and(|o| o.other_simd) {
                     return;
                 }
-                if let Err(e) = step(program, live, &mut emit, p, slot, op) {
+                if let Err(e) = step(program, live, amd, sink, p, slot, op) {
                     troubles.push((slot, e.message, e.lost));
                 }
             }
@@ -517,41 +552,81 @@ impl StepError {
     }
 }
 
+// The walk's troubles, worded out of line: the per-packet code keeps no formatting.
+
+#[cold]
+#[inline(never)]
+fn already_live(slot: u8) -> String {
+    format!("WAVESTART for slot {slot}, which is already live")
+}
+
+#[cold]
+#[inline(never)]
+fn not_live(slot: u8) -> String {
+    format!("WAVEEND for slot {slot}, which is not live")
+}
+
+#[cold]
+#[inline(never)]
+fn ends_outside(slot: u8, pc: u64) -> String {
+    format!("slot {slot} ends at {pc:#x}, outside the program")
+}
+
+#[cold]
+#[inline(never)]
+fn no_live_wave(token: &str, slot: u8) -> StepError {
+    StepError {
+        message: format!("{token} token for slot {slot}, which has no live wave"),
+        lost: false,
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn outside(slot: u8, pc: u64) -> StepError {
+    StepError::lost(format!("slot {slot} reached {pc:#x}, outside the program"))
+}
+
+#[cold]
+#[inline(never)]
+fn unmatched_branch(inst: &Instruction, pc: u64, token: &str) -> StepError {
+    StepError::lost(format!(
+        "{} at {pc:#x} must be matched by a JUMP token, got {token}",
+        inst.mnemonic()
+    ))
+}
+
+/// Hands `m` to `sink` with AMD's times ([`AmdRdna::times`]) filled in.
+#[inline(always)]
+fn emit(amd: &mut AmdRdna, sink: &mut impl WalkSink, mut m: WalkInst, how: AmdHow) {
+    (m.issue_time, m.stall, m.duration) = amd.times(m.slot, m.p.time, how);
+    sink.inst(&m);
+}
+
 /// Take the instruction at `slot`'s PC for a token, and advance the PC. Inlined with AMD's
-/// times and the caller's `emit` into the packet's walk: as calls, each token's instruction
+/// times and the caller's sink into the packet's walk: as calls, each token's instruction
 /// record went through memory twice (a few percent of an itraced SE's mapped pass).
 #[inline(always)]
 fn step(
     program: &Program,
     live: &mut LiveSlots,
-    emit: &mut impl for<'i> FnMut(WalkInst<'i>, AmdHow),
+    amd: &mut AmdRdna,
+    sink: &mut impl WalkSink,
     p: &Packet,
     slot: u8,
-    op: Option<OpInfo>,
+    op: Option<&OpInfo>,
 ) -> Result<(), StepError> {
     let Some((pc, wave)) = live[slot as usize].as_mut() else {
-        return Err(StepError {
-            message: format!(
-                "{} token for slot {slot}, which has no live wave",
-                p.ty.name
-            ),
-            lost: false,
-        });
+        return Err(no_live_wave(p.ty.name, slot));
     };
-    let outside =
-        |pc: u64| StepError::lost(format!("slot {slot} reached {pc:#x}, outside the program"));
-    let (mut inst, mut flags) = program.get_flagged(*pc).ok_or_else(|| outside(*pc))?;
+    let (mut inst, mut flags) = program.get_flagged(*pc).ok_or_else(|| outside(slot, *pc))?;
     while flags & SKIPPED != 0 {
         *pc += inst.len() as u64;
-        (inst, flags) = program.get_flagged(*pc).ok_or_else(|| outside(*pc))?;
+        (inst, flags) = program.get_flagged(*pc).ok_or_else(|| outside(slot, *pc))?;
     }
     let jump = op.filter(|o| o.jump);
     if flags & BRANCH != 0 && jump.is_none() {
-        return Err(StepError::lost(format!(
-            "{} at {pc:#x} must be matched by a JUMP token, got {}",
-            inst.mnemonic(),
-            p.ty.name
-        )));
+        return Err(unmatched_branch(inst, *pc, p.ty.name));
     }
     let at = *pc;
     let taken = jump.is_some_and(|o| o.jump_taken);
@@ -569,6 +644,8 @@ fn step(
         AmdHow::Exec(op.map_or(1, |o| o.cycles))
     };
     emit(
+        amd,
+        sink,
         WalkInst {
             p,
             pc: at,

@@ -1149,12 +1149,15 @@ pub struct Places {
     pub delta: Bits,
     pub rt: Bits,
     pub pl: Bits,
+    /// The raw bits [`Places::on_unit_zero`] tests: those of the fields [`Places::cu`] (for
+    /// the table's layout) and `simd` read, as far as their values reach.
+    pub unit: u64,
 }
 
 impl Places {
-    fn of(t: &PacketType) -> Places {
+    fn of(t: &PacketType, layout: Layout) -> Places {
         let r = |role| Bits::of(t.field(role));
-        Places {
+        let mut p = Places {
             wave: r(Role::Wave),
             simd: r(Role::Simd),
             sa: r(Role::Sa),
@@ -1171,7 +1174,27 @@ impl Places {
             delta: r(Role::Delta),
             rt: r(Role::Rt),
             pl: r(Role::Pl),
-        }
+            unit: 0,
+        };
+        // A field's value bits `keep` as raw bits (`get` reads raw bit `lo + k` as bit k).
+        let raw_bits = |b: Bits, keep: u64| (b.mask & keep).checked_shl(b.lo as u32).unwrap_or(0);
+        // `cu` is a u16: only the value bits that reach it count.
+        let cu = match layout {
+            Layout::Cdna => raw_bits(p.cu, 0xffff),
+            _ => {
+                raw_bits(p.wgp, 0xffff)
+                    | raw_bits(p.sa, 0xffffu64.checked_shr(p.sa_shift as u32).unwrap_or(0))
+            }
+        };
+        p.unit = cu | raw_bits(p.simd, u64::MAX);
+        p
+    }
+
+    /// Whether the packet is of CU 0 and SIMD 0 (a type without those fields is): what
+    /// `cu(layout, raw) == 0 && simd.get(raw) == 0` says for the table's layout, by one mask.
+    #[inline(always)]
+    pub fn on_unit_zero(&self, raw: u64) -> bool {
+        raw & self.unit == 0
     }
 
     /// The compute unit of a wave packet (see `Packet::cu`).
@@ -1199,7 +1222,7 @@ pub fn places() -> &'static PlacesTable {
         let mut t = [[Places::default(); 32]; 3];
         for layout in Layout::ALL {
             for (i, ty) in Table::for_layout(layout).types.iter().enumerate() {
-                t[layout as usize][i] = Places::of(ty);
+                t[layout as usize][i] = Places::of(ty, layout);
             }
         }
         t
@@ -1215,6 +1238,30 @@ pub fn all_types() -> impl Iterator<Item = &'static PacketType> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The unit mask says what the CU and SIMD fields say, for every type of every layout, on
+    /// random raw values and on each single bit.
+    #[test]
+    fn unit_mask_is_cu_and_simd_zero() {
+        let mut next = crate::analysis::test_rng(0xd1b5_4a32_d192_ed03);
+        let t = places();
+        for layout in Layout::ALL {
+            for (i, pl) in t[layout as usize].iter().enumerate() {
+                let raws = (0..64)
+                    .map(|b| 1u64 << b)
+                    .chain((0..2000).map(|_| next(u64::MAX) & next(u64::MAX)))
+                    .chain([0, u64::MAX]);
+                for raw in raws {
+                    let want = pl.cu(layout, raw) == 0 && pl.simd.get(raw) == 0;
+                    assert_eq!(
+                        pl.on_unit_zero(raw),
+                        want,
+                        "{layout:?} type {i} raw {raw:#x}"
+                    );
+                }
+            }
+        }
+    }
 
     /// The places table holds every type, and reads each role's field as the search by role
     /// does, on every bit pattern's low and high bits.
