@@ -44,6 +44,21 @@ impl Default for DecodeOptions {
     }
 }
 
+/// What [`Decoder::for_each_run_into`] hands each packet and its repeat count to.
+pub trait RunSink {
+    fn run(&mut self, p: &Packet, n: u32);
+}
+
+/// A closure as a [`RunSink`] ([`Decoder::for_each_run`]).
+struct FnRuns<F>(F);
+
+impl<F: FnMut(&Packet, u32)> RunSink for FnRuns<F> {
+    #[inline(always)]
+    fn run(&mut self, p: &Packet, n: u32) {
+        (self.0)(p, n)
+    }
+}
+
 /// One decoded packet. `raw` holds the packet's first 64 bits (its fields never reach higher).
 #[derive(Clone, Copy)]
 pub struct Packet {
@@ -471,16 +486,24 @@ impl<'a> Decoder<'a> {
     /// to the end of the blob. This is the fastest way through a stream: the loop runs on a
     /// copy of the decoder, so that its state lives in registers.
     #[inline]
-    pub fn for_each_run<F: FnMut(&Packet, u32)>(&mut self, mut f: F) {
+    pub fn for_each_run<F: FnMut(&Packet, u32)>(&mut self, f: F) {
+        self.for_each_run_into(&mut FnRuns(f))
+    }
+
+    /// [`Decoder::for_each_run`] into a [`RunSink`], whose `#[inline(always)]` step is built
+    /// into the loop itself: a closure is inlined only while the compiler finds it small, and
+    /// a per-packet step out of line is a call per packet.
+    #[inline]
+    pub fn for_each_run_into<S: RunSink>(&mut self, sink: &mut S) {
         let mut d = self.clone();
         loop {
             if d.pending_nops == 0 {
                 while let Some((p, n)) = d.next_fast::<true>() {
-                    f(&p, n);
+                    sink.run(&p, n);
                 }
             }
             let more;
-            (d, more) = d.slow_runs(&mut f);
+            (d, more) = d.slow_runs(sink);
             if !more {
                 break;
             }
@@ -506,10 +529,10 @@ impl<'a> Decoder<'a> {
     /// moved once for the whole stretch rather than once per packet.
     #[cold]
     #[inline(never)]
-    fn slow_runs<F: FnMut(&Packet, u32)>(mut self, f: &mut F) -> (Self, bool) {
+    fn slow_runs<S: RunSink>(mut self, sink: &mut S) -> (Self, bool) {
         loop {
             match self.next_run_slow() {
-                Some((p, n)) => f(&p, n),
+                Some((p, n)) => sink.run(&p, n),
                 None => return (self, false),
             }
             if self.pending_nops == 0 && window16(self.fast, self.pos).is_some() {

@@ -21,7 +21,7 @@ pub mod synth;
 pub mod time;
 pub mod waves;
 
-pub use decoder::{decode, Cut, DecodeOptions, Decoder, Framing, Packet, Tail};
+pub use decoder::{decode, Cut, DecodeOptions, Decoder, Framing, Packet, RunSink, Tail};
 pub use inst_op::{op_name, OpName, TokenOp};
 pub use packets::{Kind, Layout, PacketType, Role};
 pub use time::{dispatch_time_maps, link_time_maps, TimeMap};

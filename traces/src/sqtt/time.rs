@@ -47,9 +47,9 @@ impl TimeMap {
         layout: Layout,
         reference_ticks: Option<u64>,
     ) -> Option<TimeMap> {
-        let mut keep = Self::point_filter(*markers.first()?, layout, reference_ticks)?;
+        let keep = Self::point_filter(*markers.first()?, layout, reference_ticks)?;
         // `Vec` -> `into_iter` -> `filter_map` -> `collect` reuses the source allocation.
-        let points: Vec<(i64, f64)> = markers.into_iter().filter_map(|m| keep(m)).collect();
+        let points: Vec<(i64, f64)> = markers.into_iter().filter_map(keep).collect();
         Some(Self::of_points(points))
     }
 

@@ -329,10 +329,9 @@ pub(crate) fn analyze_hooked(
     let mut a = Analyzer::new(opts);
     a.reserve_for(blob.len());
     let mut dec = Decoder::new(blob, opts.decode);
-    dec.for_each_run(|p, n| {
-        let before = a.out.tokens.len();
-        a.packet_run(p, n);
-        hook(&a, p, n, before);
+    dec.for_each_run_into(&mut Hooked {
+        a: &mut a,
+        hook: &mut hook,
     });
     before_finish(&a);
     let mut out = a.finish();
@@ -394,6 +393,22 @@ pub(crate) fn analyze_hooked(
     out.cut_packet = tail.cut.map(|c| (c.offset, c.name));
     out.tail_packets = tail.packets;
     Ok(out)
+}
+
+/// [`analyze_hooked`]'s per-packet step: the analyzer, then the hook; built into the decode
+/// loop whatever the hook's size ([`super::decoder::RunSink`]).
+struct Hooked<'h, H> {
+    a: &'h mut Analyzer,
+    hook: &'h mut H,
+}
+
+impl<H: FnMut(&Analyzer, &Packet, u32, usize)> super::decoder::RunSink for Hooked<'_, H> {
+    #[inline(always)]
+    fn run(&mut self, p: &Packet, n: u32) {
+        let before = self.a.out.tokens.len();
+        self.a.packet_run(p, n);
+        (self.hook)(self.a, p, n, before);
+    }
 }
 
 impl BlobAnalysis {
