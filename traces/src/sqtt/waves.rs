@@ -51,6 +51,31 @@ pub enum WaveTag {
 }
 
 impl Wave {
+    /// A wave as its WAVESTART makes it: live (ends where it starts until its WAVEEND).
+    #[inline(always)]
+    fn started(
+        cu: u16,
+        simd: u8,
+        wave: u8,
+        sa: Option<u8>,
+        tag: WaveTag,
+        time: i64,
+        offset: u64,
+    ) -> Wave {
+        Wave {
+            cu,
+            simd,
+            wave,
+            sa,
+            tag,
+            start: time,
+            end: time,
+            insts: 0,
+            start_offset: offset,
+            end_delta: 0,
+        }
+    }
+
     /// RDNA: the WAVESTART `id7` field.
     pub fn id7(&self) -> Option<u32> {
         match self.tag {
@@ -671,13 +696,8 @@ impl LiveWaves {
     /// The packed [`key`] of a direct slot (the inverse of [`LiveWaves::slot`]).
     #[inline]
     fn key_of_slot(s: usize) -> u32 {
-        let s = s as u32;
-        key(
-            (s >> 15) as u8,
-            (s >> 7) as u16 & 0xff,
-            (s >> 5) as u8 & 3,
-            s as u8 & 31,
-        )
+        let (sa, cu, simd, wave) = slot_place(s);
+        key(sa, cu, simd, wave)
     }
 
     /// [`LiveWaves::insert`] for a key given by its direct slot ([`SlotBits`]).
@@ -713,6 +733,18 @@ impl LiveWaves {
             None => self.other.remove(&k),
         }
     }
+}
+
+/// The (sa, cu, simd, wave) of a direct [`LiveWaves`] slot ([`LiveWaves::slot`]'s layout).
+#[inline(always)]
+fn slot_place(s: usize) -> (u8, u16, u8, u8) {
+    let s = s as u32;
+    (
+        (s >> 15) as u8,
+        (s >> 7) as u16 & 0xff,
+        (s >> 5) as u8 & 3,
+        s as u8 & 31,
+    )
 }
 
 fn key(sa: u8, cu: u16, simd: u8, wave: u8) -> u32 {
@@ -763,12 +795,7 @@ impl WaveFast {
     /// [`WaveBits::tag`].
     #[inline(always)]
     fn tag(&self, raw: u64) -> WaveTag {
-        let v = self.tag.get(raw) as u32;
-        match self.tag_kind {
-            1 => WaveTag::Id7(v),
-            2 => WaveTag::Count(v),
-            _ => WaveTag::None,
-        }
+        wave_tag(self.tag, self.tag_kind, raw)
     }
 }
 
@@ -895,12 +922,19 @@ impl WaveBits {
 
     #[inline(always)]
     fn tag(&self, raw: u64) -> WaveTag {
-        let v = self.tag.get(raw) as u32;
-        match self.tag_kind {
-            1 => WaveTag::Id7(v),
-            2 => WaveTag::Count(v),
-            _ => WaveTag::None,
-        }
+        wave_tag(self.tag, self.tag_kind, raw)
+    }
+}
+
+/// A WAVESTART's [`WaveTag`]: the `tag` field read as `kind` says (1: `id7`, 2: `count`,
+/// else none).
+#[inline(always)]
+fn wave_tag(tag: Bits, kind: u8, raw: u64) -> WaveTag {
+    let v = tag.get(raw) as u32;
+    match kind {
+        1 => WaveTag::Id7(v),
+        2 => WaveTag::Count(v),
+        _ => WaveTag::None,
     }
 }
 
@@ -1216,18 +1250,9 @@ impl Analyzer {
             let waves = &mut self.out.waves;
             if let (Some(d @ 0), true) = (self.live.direct.get_mut(s), i < waves.capacity()) {
                 // The record first: nothing stored between the test of room and the push.
-                waves.push(Wave {
-                    cu: (s >> 7) as u16 & 0xff,
-                    simd: (s >> 5) as u8 & 3,
-                    wave: s as u8 & 31,
-                    sa: wf.with_sa.then_some((s >> 15) as u8),
-                    tag: wf.tag(raw),
-                    start: time,
-                    end: time,
-                    insts: 0,
-                    start_offset: offset,
-                    end_delta: 0,
-                });
+                let (sa, cu, simd, wave) = slot_place(s);
+                let sa = wf.with_sa.then_some(sa);
+                waves.push(Wave::started(cu, simd, wave, sa, wf.tag(raw), time, offset));
                 *d = i as u32 + 1;
                 self.out.wave_starts += 1;
                 return;
@@ -1246,30 +1271,15 @@ impl Analyzer {
             return self.wave_start_keyed(raw, time, offset, &self.wave_bits[layout][index]);
         }
         self.out.wave_starts += 1;
-        // The place from the slot (`key_of_slot`'s fields): one read of the packet.
+        // The place from the slot: one read of the packet.
         let s = wf.slot.get(raw);
-        let (sa, cu, simd, wave) = (
-            (s >> 15) as u8,
-            (s >> 7) as u16 & 0xff,
-            (s >> 5) as u8 & 3,
-            s as u8 & 31,
-        );
+        let (sa, cu, simd, wave) = slot_place(s);
         // The slot first, then the record, as below.
         if self.live.insert_direct(s, self.out.waves.len()).is_some() {
             self.start_while_live(offset, cu, simd, wave);
         }
-        self.push_wave(Wave {
-            cu,
-            simd,
-            wave,
-            sa: wf.with_sa.then_some(sa),
-            tag: wf.tag(raw),
-            start: time,
-            end: time,
-            insts: 0,
-            start_offset: offset,
-            end_delta: 0,
-        });
+        let sa = wf.with_sa.then_some(sa);
+        self.push_wave(Wave::started(cu, simd, wave, sa, wf.tag(raw), time, offset));
     }
 
     /// [`Analyzer::wave_start_general`] for a type whose place may have no direct slot.
@@ -1285,19 +1295,8 @@ impl Analyzer {
         if self.live.insert(k, self.out.waves.len()).is_some() {
             self.start_while_live(offset, cu, simd, wave);
         }
-        let cdna = self.layout == Layout::Cdna;
-        self.push_wave(Wave {
-            cu,
-            simd,
-            wave,
-            sa: cdna.then_some(sa),
-            tag: wb.tag(raw),
-            start: time,
-            end: time,
-            insts: 0,
-            start_offset: offset,
-            end_delta: 0,
-        });
+        let sa = (self.layout == Layout::Cdna).then_some(sa);
+        self.push_wave(Wave::started(cu, simd, wave, sa, wb.tag(raw), time, offset));
     }
 
     #[inline(always)]
