@@ -288,6 +288,16 @@ pub(crate) fn op_info(layout: Layout, op: u32) -> OpInfo {
     }
 }
 
+/// [`op_info`] by reference for a per-token caller: from the table ([`op_info_ref`]) for an
+/// op value below 256, else worked out into `spare`.
+#[inline(always)]
+pub(crate) fn op_info_in(layout: Layout, op: u32, spare: &mut Option<OpInfo>) -> &OpInfo {
+    match op_info_ref(layout, op) {
+        Some(i) => i,
+        None => spare.insert(op_info(layout, op)),
+    }
+}
+
 /// [`op_info`] of an op value below 256 (every op field of the RDNA layouts), by reference
 /// into the table: a per-token caller reads the one field it tests instead of copying the
 /// record (whose copy through memory stalled the per-packet walk).

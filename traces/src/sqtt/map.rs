@@ -16,7 +16,7 @@
 //! where the two decoders still differ.
 
 use super::decoder::{DecodeOptions, Decoder, Packet};
-use super::inst_op::{op_info, op_info_ref, op_name, OpInfo};
+use super::inst_op::{op_info_in, op_name, OpInfo};
 use super::packets::{Kind, Layout, Role};
 use crate::isa::{self, CodeObject, Instruction};
 use std::collections::{BTreeMap, HashMap};
@@ -426,17 +426,11 @@ impl RdnaWalk {
                 }
             }
             Kind::Inst | Kind::ValuInst | Kind::Immediate if layout != Layout::Cdna => {
-                let owned;
-                let op = match pl.op.opt(p.raw) {
-                    None => None,
-                    Some(v) => Some(match op_info_ref(layout, v as u32) {
-                        Some(i) => i,
-                        None => {
-                            owned = op_info(layout, v as u32);
-                            &owned
-                        }
-                    }),
-                };
+                let mut spare = None;
+                let op = pl
+                    .op
+                    .opt(p.raw)
+                    .map(|v| op_info_in(layout, v as u32, &mut spare));
                 if op.is_some_and(|o| o.other_simd) {
                     return;
                 }

@@ -2,7 +2,7 @@
 //! attributed to their wave, realtime markers, RGP userdata register writes, packet statistics.
 
 use super::decoder::{DecodeOptions, Decoder, Packet};
-use super::inst_op::{op_info, op_info_ref, op_name, TokenOp};
+use super::inst_op::{op_info_in, op_name, TokenOp};
 use super::packets::{places, Bits, Kind, Layout, PacketType, Places, PlacesTable, TimeRule};
 use crate::target::{Family, GfxTarget};
 use std::collections::{BTreeMap, HashMap};
@@ -1396,14 +1396,8 @@ impl Analyzer {
             Kind::WaveEnd => self.wave_end(p),
             Kind::Inst => {
                 let op = pl.op.get(raw) as u32;
-                let owned;
-                let info = match op_info_ref(self.layout, op) {
-                    Some(i) => i,
-                    None => {
-                        owned = op_info(self.layout, op);
-                        &owned
-                    }
-                };
+                let mut spare = None;
+                let info = op_info_in(self.layout, op, &mut spare);
                 if let Some(c) = self.op_counts[self.layout as usize].get_mut(op as usize) {
                     *c += 1;
                 }
