@@ -134,11 +134,8 @@ fn main() {
             let a = sqtt::analyze_with(b, target, Default::default());
             a.map_or(0, |a| {
                 let mut ach = traces::analysis::occupancy::Achieved::default();
-                let lives = a
-                    .waves
-                    .iter()
-                    .map(traces::analysis::occupancy::WaveLife::of);
-                traces::analysis::occupancy::achieved_se(&mut ach, 0, lives);
+                // From the sums kept during the analysis when they hold, as `stats` takes it.
+                traces::analysis::occupancy::achieved_of(&mut ach, 0, &a);
                 let n = a.waves.len() as u64;
                 sqtt::waves::recycle(a.waves, a.tokens);
                 n + ach.per_simd.len() as u64

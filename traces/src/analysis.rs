@@ -563,8 +563,7 @@ pub fn kernel_table(p: &Profile, ki: usize) -> Option<KernelTable> {
     }
     let fold = |st: &SeTrace, disasm: &HashMap<u64, String>| {
         let mut achieved = occupancy::Achieved::default();
-        let lives = st.analysis.waves.iter().map(occupancy::WaveLife::of);
-        occupancy::achieved_se(&mut achieved, st.se, lives);
+        occupancy::achieved_of(&mut achieved, st.se, &st.analysis);
         let (table, splits) = TablePart::of_se(st, disasm);
         Part {
             waves: st.analysis.waves.len(),

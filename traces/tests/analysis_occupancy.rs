@@ -317,3 +317,43 @@ fn scratch_limited() {
     let o = theoretical(&r, &limits(t).with_device_props(&props(32, Some(32768))));
     assert_eq!((limit(&o, "scratch"), o.waves_per_simd), (8, 8));
 }
+
+/// Achieved occupancy from the sums the analyzer keeps as waves start and end
+/// (`BlobAnalysis::residency`) against the sweep of the wave records, on every SE blob of the
+/// shared captures (real streams of three architectures): the sums are kept wherever every
+/// wave ended, and give the same numbers.
+#[test]
+fn residency_sums_of_shared_blobs_equal_the_records() {
+    use traces::analysis::occupancy::{achieved_of, achieved_se, Achieved, WaveLife};
+    let Some(dir) = testdata::require_shared("traces") else {
+        return;
+    };
+    let mut kept = 0;
+    for arch in std::fs::read_dir(&dir).unwrap() {
+        for case in std::fs::read_dir(arch.unwrap().path()).unwrap() {
+            for f in std::fs::read_dir(case.unwrap().path()).unwrap() {
+                let p = f.unwrap().path();
+                if p.extension().is_none_or(|e| e != "sqtt") {
+                    continue;
+                }
+                let blob = std::fs::read(&p).unwrap();
+                let Ok(a) = traces::sqtt::analyze(&blob, None) else {
+                    continue;
+                };
+                let all_ended = !a.wave_anomalies.contains_key("start_without_end");
+                assert_eq!(
+                    a.residency.is_some(),
+                    all_ended && !a.waves.is_empty(),
+                    "{}",
+                    p.display()
+                );
+                let (mut got, mut want) = (Achieved::default(), Achieved::default());
+                achieved_of(&mut got, 7, &a);
+                achieved_se(&mut want, 7, a.waves.iter().map(WaveLife::of));
+                assert_eq!(got, want, "{}", p.display());
+                kept += a.residency.is_some() as usize;
+            }
+        }
+    }
+    assert!(kept >= 20, "{kept} blobs with the sums kept");
+}

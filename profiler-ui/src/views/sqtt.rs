@@ -9,7 +9,6 @@ use egui_plot::{Legend, Line, Plot, PlotPoints};
 
 use super::{mesh_rect, navigate, paint_measure, paint_ruler, RULER_H};
 use crate::data::hidden::KernelSplits;
-use crate::data::occupancy::WaveLife;
 use crate::data::{InstStat, KernelSqtt, SeClock, SeTrace, WaveInst, XUnit};
 use crate::layout::ruler::{format_cycles, format_us};
 use crate::layout::sqtt::{layout_frame, Cat, Frame, RowKind, SeWaves, SqttRows};
@@ -111,8 +110,7 @@ impl SePart {
     /// (the tokens before the waves are grouped: at most one SE's records and its part).
     fn take(st: &mut SeTrace, disasm: &HashMap<u64, String>, table: bool) -> SePart {
         let mut achieved = crate::data::occupancy::Achieved::default();
-        let lives = st.analysis.waves.iter().map(WaveLife::of);
-        crate::data::occupancy::achieved_se(&mut achieved, st.se, lives);
+        crate::data::occupancy::achieved_of(&mut achieved, st.se, &st.analysis);
         // Only waves with tokens have rows and splits.
         let table = (table && !st.analysis.tokens.is_empty()).then(|| TablePart::of_se(st, disasm));
         let traced = TracedWaves::of(st);

@@ -227,6 +227,11 @@ pub struct BlobAnalysis {
     #[serde(skip)]
     pub tokens: Vec<InstToken>,
     pub warnings: Vec<Warning>,
+    /// Achieved occupancy's per-SIMD sums of `waves`, kept as they started and ended
+    /// ([`super::residency`]): None when they do not hold (a wave that never ended, wave
+    /// events out of time order) or once `waves` is changed.
+    #[serde(skip)]
+    pub residency: Option<super::residency::Residency>,
 }
 
 /// Analysis settings.
@@ -504,6 +509,8 @@ pub struct Analyzer {
     last_time: i64,
     /// The blob's size when known ([`Analyzer::reserve_for`]), to reserve the token list.
     blob_bytes: usize,
+    /// Achieved occupancy's sums as waves start and end.
+    residency: super::residency::ResidencySweep,
 }
 
 /// The packet kinds [`Analyzer::detail`] looks at, as a bit set by `Kind as u32` (a kind
@@ -1033,6 +1040,7 @@ impl Analyzer {
             anomalies: [0; ANOMALIES.len()],
             last_time: 0,
             blob_bytes: 0,
+            residency: Default::default(),
         }
     }
 
@@ -1255,6 +1263,7 @@ impl Analyzer {
                 waves.push(Wave::started(cu, simd, wave, sa, wf.tag(raw), time, offset));
                 *d = i as u32 + 1;
                 self.out.wave_starts += 1;
+                self.residency.start(cu, simd, time);
                 return;
             }
         }
@@ -1280,6 +1289,7 @@ impl Analyzer {
         }
         let sa = wf.with_sa.then_some(sa);
         self.push_wave(Wave::started(cu, simd, wave, sa, wf.tag(raw), time, offset));
+        self.residency.start(cu, simd, time);
     }
 
     /// [`Analyzer::wave_start_general`] for a type whose place may have no direct slot.
@@ -1297,6 +1307,7 @@ impl Analyzer {
         }
         let sa = (self.layout == Layout::Cdna).then_some(sa);
         self.push_wave(Wave::started(cu, simd, wave, sa, wb.tag(raw), time, offset));
+        self.residency.start(cu, simd, time);
     }
 
     #[inline(always)]
@@ -1375,6 +1386,7 @@ impl Analyzer {
             // Each wave is live, so ends, at most once. (Packets given out of order, a
             // WAVEEND at its WAVESTART's offset, would leave it unended throughout.)
             self.ended_waves += Self::has_ended(w) as usize;
+            self.residency.end(w.cu, w.simd, w.start, time);
         }
     }
 
@@ -1533,6 +1545,11 @@ impl Analyzer {
         }
         // (Counted as they end: a pass over every record here would read them all again.)
         let unended = (self.out.waves.len() - self.ended_waves) as u64;
+        self.out.residency = self.residency.finish(
+            self.out.waves.len(),
+            self.out.waves.first().map(|w| w.start),
+            unended == 0,
+        );
         if unended > 0 {
             *self
                 .out
