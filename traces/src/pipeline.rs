@@ -907,7 +907,7 @@ impl TablePart {
         let waves = &st.analysis.waves;
         // The waves with tokens (slots, in wave order), their SIMDs (by CU and SIMD, as the
         // splits group them) and where each wave's walk starts.
-        let mut slot_of = vec![u32::MAX; waves.len()];
+        let mut slot_of = crate::spare::filled(waves.len(), u32::MAX);
         let mut slot_wave: Vec<u32> = Vec::new();
         let mut simd_keys: Vec<(u16, u8)> = Vec::new();
         let mut starts: Vec<Vec<(i64, u32)>> = Vec::new();
@@ -1006,6 +1006,7 @@ impl TablePart {
             keys.push(key);
         }
         // Only waves with tokens have a split, in wave order.
+        out.waves.reserve_exact(slot_wave.len());
         for (&w, split) in slot_wave.iter().zip(&by_slot) {
             let wave = &waves[w as usize];
             out.total.add(split);
@@ -1029,6 +1030,7 @@ impl TablePart {
             best: name_order.iter().map(|&k| best[k as usize]).collect(),
             amd: st.amd_pc.clone(),
         };
+        crate::spare::give(slot_of);
         Some((part, out))
     }
 
