@@ -205,7 +205,7 @@ pub(crate) fn group_by_wave<T>(
     // Counted one place further on than the starts, so that after the prefix sum
     // `start[w + 1]` is where wave `w`'s items begin: filling moves it to where they end, which
     // is wave `w + 1`'s start. No second array of cursors (a copy of `start`, fresh pages).
-    let mut start = vec![0u32; waves + 2];
+    let mut start = crate::spare::filled(waves + 2, 0);
     for t in items {
         if let Some(c) = start.get_mut(wave(t) as usize + 2) {
             *c += 1;
@@ -214,7 +214,7 @@ pub(crate) fn group_by_wave<T>(
     for i in 1..start.len() {
         start[i] += start[i - 1];
     }
-    let mut order = vec![0u32; start.last().copied().unwrap_or(0) as usize];
+    let mut order = crate::spare::filled(start.last().copied().unwrap_or(0) as usize, 0);
     for (i, t) in items.iter().enumerate() {
         let w = wave(t) as usize;
         if w < waves {
@@ -692,6 +692,8 @@ fn analyze_kernel_clocked<T: Send>(
                 spilled = Some(f(&st, &d));
                 map_error = st.map_error.take();
                 crate::pipeline::recycle_pcs(std::mem::take(&mut st.token_pc));
+                crate::spare::give(std::mem::take(&mut st.token_order));
+                crate::spare::give(std::mem::take(&mut st.token_start));
                 let mut a = st.analysis;
                 sqtt::waves::recycle(std::mem::take(&mut a.waves), std::mem::take(&mut a.tokens));
                 (a, None)
@@ -722,12 +724,14 @@ fn analyze_kernel_clocked<T: Send>(
         PerSe::Fold(_) => {
             let (a, b) = rayon::join(
                 || {
+                    crate::spare::keep(true);
                     let done = traced
                         .iter()
                         .map(|&i| (i, one(&streams[i])))
                         .collect::<Vec<_>>();
                     sqtt::waves::drop_spare_tokens();
                     crate::pipeline::drop_spare_pcs();
+                    crate::spare::keep(false);
                     done
                 },
                 || {

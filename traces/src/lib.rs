@@ -21,6 +21,7 @@ pub mod perfetto;
 pub mod pickle;
 pub mod pipeline;
 pub mod rgp;
+mod spare;
 pub mod sqtt;
 pub mod target;
 pub mod tinygrad;

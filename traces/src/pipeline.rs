@@ -709,8 +709,11 @@ impl<'k> Rows<'k> {
     }
 }
 
-/// A row's latencies, kept for the median: 4 bytes each while they fit a u32.
+/// A row's latencies, kept for the median: 2 bytes each while they fit a u16, then 4 while
+/// they fit a u32. One per execution of the itraced waves (millions at real sizes, and most
+/// latencies are a few cycles to a few thousand): the narrower list is half the fresh pages.
 enum Gaps {
+    Short(Vec<u16>),
     Narrow(Vec<u32>),
     Wide(Vec<i64>),
 }
@@ -719,39 +722,82 @@ impl Gaps {
     #[inline]
     fn push(&mut self, gap: i64) {
         match self {
+            Gaps::Short(v) => match u16::try_from(gap) {
+                Ok(g) => v.push(g),
+                Err(_) => self.widen_for(gap),
+            },
             Gaps::Narrow(v) => match u32::try_from(gap) {
                 Ok(g) => v.push(g),
-                Err(_) => {
-                    self.widen();
-                    self.push(gap);
-                }
+                Err(_) => self.widen_for(gap),
             },
             Gaps::Wide(v) => v.push(gap),
         }
     }
 
-    fn widen(&mut self) {
-        if let Gaps::Narrow(v) = self {
-            *self = Gaps::Wide(v.iter().map(|&g| g as i64).collect());
+    /// How wide the list is: 0 (u16), 1 (u32), 2 (i64).
+    fn width(&self) -> u8 {
+        match self {
+            Gaps::Short(_) => 0,
+            Gaps::Narrow(_) => 1,
+            Gaps::Wide(_) => 2,
         }
     }
 
+    /// The width that holds `gap`.
+    fn width_of(gap: i64) -> u8 {
+        if u16::try_from(gap).is_ok() {
+            0
+        } else if u32::try_from(gap).is_ok() {
+            1
+        } else {
+            2
+        }
+    }
+
+    /// Widens the list to hold `gap`, then adds it.
+    #[cold]
+    #[inline(never)]
+    fn widen_for(&mut self, gap: i64) {
+        self.widen_to(Self::width_of(gap));
+        self.push(gap);
+    }
+
+    /// The same latencies in a list at least `width` wide.
+    fn widen_to(&mut self, width: u8) {
+        if width <= self.width() {
+            return;
+        }
+        *self = match (std::mem::replace(self, Gaps::Wide(Vec::new())), width) {
+            (Gaps::Short(v), 1) => Gaps::Narrow(v.iter().map(|&g| g as u32).collect()),
+            (Gaps::Short(v), _) => Gaps::Wide(v.iter().map(|&g| g as i64).collect()),
+            (Gaps::Narrow(v), _) => Gaps::Wide(v.iter().map(|&g| g as i64).collect()),
+            (wide, _) => wide,
+        };
+    }
+
     /// Adds another row's latencies (the median is of the values, not their order).
-    fn append(&mut self, o: Gaps) {
+    fn append(&mut self, mut o: Gaps) {
+        let width = self.width().max(o.width());
+        self.widen_to(width);
+        o.widen_to(width);
         match (&mut *self, o) {
+            (Gaps::Short(a), Gaps::Short(mut b)) => a.append(&mut b),
             (Gaps::Narrow(a), Gaps::Narrow(mut b)) => a.append(&mut b),
             (Gaps::Wide(a), Gaps::Wide(mut b)) => a.append(&mut b),
-            (Gaps::Wide(a), Gaps::Narrow(b)) => a.extend(b.iter().map(|&g| g as i64)),
-            (Gaps::Narrow(_), b @ Gaps::Wide(_)) => {
-                self.widen();
-                self.append(b);
-            }
+            // Both are `width` wide by now; one by one otherwise.
+            (_, Gaps::Short(b)) => b.iter().for_each(|&g| self.push(g as i64)),
+            (_, Gaps::Narrow(b)) => b.iter().for_each(|&g| self.push(g as i64)),
+            (_, Gaps::Wide(b)) => b.iter().for_each(|&g| self.push(g)),
         }
     }
 
     /// The element at `len / 2` in sorted order (what the sorted list's middle was).
     fn median(&mut self) -> i64 {
         match self {
+            Gaps::Short(v) if !v.is_empty() => {
+                let m = v.len() / 2;
+                *v.select_nth_unstable(m).1 as i64
+            }
             Gaps::Narrow(v) if !v.is_empty() => {
                 let m = v.len() / 2;
                 *v.select_nth_unstable(m).1 as i64
@@ -783,7 +829,7 @@ impl Acc {
             total: 0,
             min: i64::MAX,
             max: i64::MIN,
-            gaps: Gaps::Narrow(Vec::new()),
+            gaps: Gaps::Short(Vec::new()),
             kinds: Vec::new(),
         }
     }
@@ -907,7 +953,7 @@ impl TablePart {
         let waves = &st.analysis.waves;
         // The waves with tokens (slots, in wave order), their SIMDs (by CU and SIMD, as the
         // splits group them) and where each wave's walk starts.
-        let mut slot_of = vec![u32::MAX; waves.len()];
+        let mut slot_of = crate::spare::filled(waves.len(), u32::MAX);
         let mut slot_wave: Vec<u32> = Vec::new();
         let mut simd_keys: Vec<(u16, u8)> = Vec::new();
         let mut starts: Vec<Vec<(i64, u32)>> = Vec::new();
@@ -1006,6 +1052,7 @@ impl TablePart {
             keys.push(key);
         }
         // Only waves with tokens have a split, in wave order.
+        out.waves.reserve_exact(slot_wave.len());
         for (&w, split) in slot_wave.iter().zip(&by_slot) {
             let wave = &waves[w as usize];
             out.total.add(split);
@@ -1029,6 +1076,7 @@ impl TablePart {
             best: name_order.iter().map(|&k| best[k as usize]).collect(),
             amd: st.amd_pc.clone(),
         };
+        crate::spare::give(slot_of);
         Some((part, out))
     }
 
@@ -1216,6 +1264,45 @@ impl TablePart {
 mod tests {
     use super::*;
     use crate::sqtt::{BlobAnalysis, Layout, Wave, WaveTag};
+
+    /// A row's latencies give the median of a plain sorted list of the same values, pushed
+    /// and appended in pieces, at every width: small ones (u16), some past u16 or u32,
+    /// negative ones; and a list stays as narrow as its values allow.
+    #[test]
+    fn gaps_median_is_the_sorted_middle() {
+        fn value(next: &mut impl FnMut(u64) -> u64) -> i64 {
+            match next(20) {
+                0 => 65_536 + next(1 << 20) as i64,
+                1 => (1 << 32) + next(1000) as i64,
+                2 => -(next(1000) as i64) - 1,
+                3 => 65_535 - next(3) as i64,
+                _ => next(5000) as i64,
+            }
+        }
+        let mut next = crate::analysis::test_rng(0x6a09_e667_f3bc_c908);
+        for case in 0..3000 {
+            let pieces = 1 + case % 4;
+            let mut all = Vec::new();
+            let mut gaps = Gaps::Short(Vec::new());
+            for piece in 0..pieces {
+                let n = next(40) as usize;
+                let vals: Vec<i64> = (0..n).map(|_| value(&mut next)).collect();
+                all.extend(&vals);
+                if piece == 0 {
+                    vals.iter().for_each(|&g| gaps.push(g));
+                } else {
+                    let mut o = Gaps::Short(Vec::new());
+                    vals.iter().for_each(|&g| o.push(g));
+                    gaps.append(o);
+                }
+            }
+            let want_width = all.iter().map(|&g| Gaps::width_of(g)).max().unwrap_or(0);
+            assert_eq!(gaps.width(), want_width, "case {case}");
+            all.sort_unstable();
+            let want = all.get(all.len() / 2).copied().unwrap_or(0);
+            assert_eq!(gaps.median(), want, "case {case}: {all:?}");
+        }
+    }
 
     /// A random itraced SE: waves on a few SIMDs (most without tokens), tokens in stream
     /// order (in time order per SIMD, or now and then not), PCs mapped with and without

@@ -397,7 +397,12 @@ impl KernelSplits {
         for (k, s) in o.by_inst {
             self.by_inst.entry(k).or_default().add(&s);
         }
-        self.waves.extend(o.waves);
+        // The first part's list is moved, not copied.
+        if self.waves.is_empty() {
+            self.waves = o.waves;
+        } else {
+            self.waves.extend(o.waves);
+        }
         self.total.add(&o.total);
     }
 }

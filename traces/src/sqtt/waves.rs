@@ -1474,7 +1474,11 @@ impl Analyzer {
                 }
             }
             Kind::DeltaOrMarker if p.ty.time == TimeRule::DeltaOrMarker && pl.is_marker(raw) => {
-                self.out.markers.push(Marker {
+                let m = &mut self.out.markers;
+                if m.len() == m.capacity() {
+                    grow_at_rate(m, (p.offset / 2) as usize, self.blob_bytes);
+                }
+                m.push(Marker {
                     time: p.time,
                     realtime: pl.delta.get(raw),
                 });
@@ -1484,7 +1488,11 @@ impl Analyzer {
                 // RDNA: hi_byte bit 7 marks an SH-register offset, not an absolute address.
                 let absolute = !pl.reg_hi.present() || pl.reg_hi.get(raw) & 0x80 == 0;
                 if absolute && (addr == USERDATA_2 || addr == USERDATA_3) {
-                    self.out.userdata_writes.push(UserdataWrite {
+                    let u = &mut self.out.userdata_writes;
+                    if u.len() == u.capacity() {
+                        grow_at_rate(u, (p.offset / 2) as usize, self.blob_bytes);
+                    }
+                    u.push(UserdataWrite {
                         time: p.time,
                         reg: addr,
                         value: pl.reg_data.get(raw) as u32,
@@ -1592,8 +1600,30 @@ impl Analyzer {
         // doubling would have.
         shrink_overshoot(&mut self.out.waves);
         shrink_overshoot(&mut self.out.tokens);
+        shrink_overshoot(&mut self.out.markers);
+        shrink_overshoot(&mut self.out.userdata_writes);
         self.out
     }
+}
+
+/// Room for more in a full list of things met along a blob of `blob_bytes` (0: unknown), its
+/// first `done_bytes` read: once past a few thousand entries and a sixty-fourth of the blob,
+/// what the rate so far gives for the whole blob, an eighth over; doubling before that. A list
+/// grown by doubling past the heap's mmap threshold is copied at each step, its new pages
+/// faulted on top of the old (half the pages a large capture's markers and RGP userdata
+/// writes touched). A rate that falls later is just grown again; one that was high early
+/// leaves room that [`shrink_overshoot`] gives back.
+#[cold]
+#[inline(never)]
+fn grow_at_rate<T>(v: &mut Vec<T>, done_bytes: usize, blob_bytes: usize) {
+    let len = v.len();
+    let want = if len >= 1024 && done_bytes > 0 && done_bytes.saturating_mul(64) >= blob_bytes {
+        let whole = len as u128 * blob_bytes as u128 / done_bytes as u128;
+        usize::try_from(whole + whole / 8).unwrap_or(0)
+    } else {
+        0
+    };
+    v.reserve(want.max(2 * len).max(16) - len);
 }
 
 /// Room for one more in a full vector (as `push` would make), out of the caller's code.
@@ -1613,6 +1643,38 @@ pub(crate) fn shrink_overshoot<T>(v: &mut Vec<T>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A full list grows to the blob's whole at the rate so far (an eighth over) once past a
+    /// sixty-fourth of the blob and a thousand entries, by doubling otherwise (and at least),
+    /// keeping what it holds.
+    #[test]
+    fn lists_grow_at_the_stream_rate() {
+        let full = |n: u32| {
+            let mut v: Vec<u32> = (0..n).collect();
+            v.shrink_to_fit();
+            v
+        };
+        let mut v = full(2000);
+        grow_at_rate(&mut v, 100_000, 1_000_000);
+        assert_eq!(v.capacity(), 22_500);
+        assert_eq!(v, (0..2000).collect::<Vec<_>>());
+        // Before a sixty-fourth of the blob, short, or the blob's size unknown: doubled.
+        for (n, done, blob) in [(2000, 10_000, 1_000_000), (500, 500_000, 1_000_000)] {
+            let mut v = full(n);
+            grow_at_rate(&mut v, done, blob);
+            assert_eq!(v.capacity(), 2 * n as usize, "{n} {done} {blob}");
+        }
+        let mut v = full(2000);
+        grow_at_rate(&mut v, 100_000, 0);
+        assert_eq!(v.capacity(), 4000);
+        // Late in the blob: never less than doubling.
+        let mut v = full(2000);
+        grow_at_rate(&mut v, 900_000, 1_000_000);
+        assert_eq!(v.capacity(), 4000);
+        let mut v: Vec<u32> = Vec::new();
+        grow_at_rate(&mut v, 0, 0);
+        assert!(v.capacity() >= 16);
+    }
 
     /// The live-wave table answers as one hash map would, for keys inside and outside its
     /// direct range (a damaged stream can carry any field value).
