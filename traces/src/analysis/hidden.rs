@@ -508,8 +508,9 @@ fn se_splits(
             &mut clocks,
             class_of,
             |s, ti, split| {
-                by_row[token_rows[ti as usize] as usize].add(split);
-                by_slot[s as usize].add(split);
+                let split = split.split();
+                by_row[token_rows[ti as usize] as usize].add(&split);
+                by_slot[s as usize].add(&split);
             },
         );
         if r.clone().all(|s| in_order[s]) {
@@ -558,7 +559,7 @@ struct WaveClock {
     prev: i64,
     /// The SIMD's cycles up to `prev` (included), by filling class (`seen` in
     /// [`sweep_splits`] when the wave reached `prev`).
-    upto: [u32; InstClass::ALL.len()],
+    upto: Counts,
     state: ClockState,
 }
 
@@ -574,7 +575,7 @@ enum ClockState {
 impl WaveClock {
     const OFF: WaveClock = WaveClock {
         prev: 0,
-        upto: [0; InstClass::ALL.len()],
+        upto: [0; LANES],
         state: ClockState::Off,
     };
 
@@ -585,7 +586,7 @@ impl WaveClock {
         for &(start, s) in starts.iter() {
             clocks[s as usize] = WaveClock {
                 prev: start,
-                upto: [0; InstClass::ALL.len()],
+                upto: [0; LANES],
                 state: ClockState::Waiting,
             };
         }
@@ -608,11 +609,11 @@ fn sweep_splits(
     starts: &mut [(i64, u32)],
     clocks: &mut [WaveClock],
     class_of: impl Fn(u32) -> InstClass,
-    mut emit: impl FnMut(u32, u32, &LatencySplit),
+    mut emit: impl FnMut(u32, u32, &SweptSplit),
 ) {
     WaveClock::wait_for(starts, clocks);
     // Cycles swept so far, by their least class.
-    let mut seen = [0u32; InstClass::ALL.len()];
+    let mut seen: Counts = [0; LANES];
     let mut next_start = 0;
     for cycle in events.chunk_by(|a, b| a.time == b.time) {
         let sweep = CycleSweep {
@@ -631,13 +632,88 @@ fn sweep_splits(
     }
 }
 
+/// Lanes of a per-class count: the classes (lane = place in [`InstClass::ALL`]), padded to 8
+/// so an array of them is whole vectors; the padding lane counts nothing the split reports.
+const LANES: usize = 8;
+const PAD: u8 = InstClass::ALL.len() as u8;
+type Counts = [u32; LANES];
+
+/// One lane set per class (and the padding lane), to add a count lane by lane: an indexed
+/// 4-byte store under the whole-array reads after it stalls them (no store forwarding), and
+/// a per-lane compare is not made whole vectors of.
+const ONE_HOT: [Counts; LANES] = {
+    let mut t = [[0; LANES]; LANES];
+    let mut k = 0;
+    while k < LANES {
+        t[k][k] = 1;
+        k += 1;
+    }
+    t
+};
+
+/// `a + b` lane by lane.
+#[inline(always)]
+fn plus(a: &Counts, b: &Counts) -> Counts {
+    std::array::from_fn(|k| a[k] + b[k])
+}
+
+/// One issue's split as the sweep finds it: its latency and its hidden cycles by class, the
+/// padding lane counting its own cycle when no other wave filled it (or it has no window).
+/// [`SweptSplit::split`] is the [`LatencySplit`].
+#[derive(Debug, Clone, Copy)]
+struct SweptSplit {
+    latency: i64,
+    hidden: Counts,
+}
+
+impl SweptSplit {
+    fn split(&self) -> LatencySplit {
+        let mut sum = SplitSum::<u64>::default();
+        sum.add(self);
+        sum.split()
+    }
+}
+
+/// A sum of [`SweptSplit`]s: the latencies, and the hidden cycles by class in lanes of `T`
+/// (a wave's fit a u32: its windows are disjoint, so they count each cycle of its SIMD at
+/// most once, and `seen` counts those in a u32; a row's sums many waves' windows, so u64).
+/// The exposed cycles are the latency minus the hidden ones, taken once at the end: the sum
+/// of each issue's, as i64 sums wrap alike.
+#[derive(Debug, Clone, Copy, Default)]
+struct SplitSum<T> {
+    latency: i64,
+    hidden: [T; LANES],
+}
+
+impl<T: Copy + Into<u64> + From<u32> + std::ops::AddAssign> SplitSum<T> {
+    #[inline(always)]
+    fn add(&mut self, s: &SweptSplit) {
+        self.latency += s.latency;
+        for (h, &b) in self.hidden.iter_mut().zip(&s.hidden) {
+            *h += T::from(b);
+        }
+    }
+
+    fn split(&self) -> LatencySplit {
+        let mut out = LatencySplit {
+            latency: self.latency,
+            ..Default::default()
+        };
+        for (k, c) in InstClass::ALL.into_iter().enumerate() {
+            *out.hidden.slot(c) = self.hidden[k].into() as i64;
+        }
+        out.exposed = out.latency - out.hidden_total();
+        out
+    }
+}
+
 /// One cycle of a SIMD's sweep ([`sweep_splits`], [`StreamSplits`]): its time, the SIMD's
 /// waves by start and how many of them are swept, and the cycles swept so far by least class.
 struct CycleSweep<'a> {
     time: i64,
     starts: &'a [(i64, u32)],
     next_start: &'a mut usize,
-    seen: &'a mut [u32; InstClass::ALL.len()],
+    seen: &'a mut Counts,
 }
 
 impl CycleSweep<'_> {
@@ -651,7 +727,7 @@ impl CycleSweep<'_> {
         clocks: &mut [WaveClock],
         slot: impl Fn(&I) -> u32,
         class: impl Fn(&I) -> InstClass,
-        mut emit: impl FnMut(&I, &LatencySplit),
+        mut emit: impl FnMut(&I, &SweptSplit),
     ) {
         let t = self.time;
         // Waves that started before this cycle: every cycle up to their start is swept.
@@ -685,30 +761,23 @@ impl CycleSweep<'_> {
                 continue;
             }
             // A wave's later issues in this cycle find `prev` here: no latency, none hidden.
-            let mut split = LatencySplit {
+            let mut split = SweptSplit {
                 latency: t - c.prev,
-                ..Default::default()
+                hidden: ONE_HOT[PAD as usize],
             };
             if t > c.prev {
                 debug_assert_eq!(c.state, ClockState::Live, "a start before {t} is swept");
-                for (k, class) in InstClass::ALL.into_iter().enumerate() {
-                    *split.hidden.slot(class) = (seen[k] - c.upto[k]) as i64;
-                }
-                let fill = if slot != least_slot { least } else { other };
-                if let Some(&class) = InstClass::ALL.get(fill as usize) {
-                    *split.hidden.slot(class) += 1;
-                }
+                // No other wave issued here (u8::MAX): the padding lane.
+                let fill = PAD.min(if slot != least_slot { least } else { other });
+                let before: Counts = std::array::from_fn(|k| seen[k] - c.upto[k]);
+                split.hidden = plus(&before, &ONE_HOT[fill as usize]);
             }
-            split.exposed = split.latency - split.hidden_total();
             c.prev = t;
             emit(e, &split);
         }
-        // The count bumped lane by lane, not by index: an indexed 4-byte store under the
-        // whole-array reads below stalled them (no store forwarding).
-        let mut next = *seen;
-        for (k, v) in next.iter_mut().enumerate() {
-            *v += (k == least as usize) as u32;
-        }
+        // The count bumped lane by lane ([`ONE_HOT`]); `least` is a class (`issues` is not
+        // empty).
+        let next = plus(seen, &ONE_HOT[least as usize & (LANES - 1)]);
         *seen = next;
         for e in issues {
             let c = &mut clocks[slot(e) as usize];
@@ -732,9 +801,9 @@ pub(crate) struct StreamSplits {
     clocks: Vec<WaveClock>,
     /// Per row: its class, and its executions' splits summed.
     classes: Vec<InstClass>,
-    by_row: Vec<LatencySplit>,
+    by_row: Vec<SplitSum<u64>>,
     /// Per wave slot, its executions' splits summed.
-    by_slot: Vec<LatencySplit>,
+    by_slot: Vec<SplitSum<u32>>,
 }
 
 /// One SIMD of [`StreamSplits`]: [`sweep_splits`]'s state between two cycles.
@@ -743,7 +812,7 @@ struct SimdSweep {
     starts: Vec<(i64, u32)>,
     next_start: usize,
     /// Cycles swept so far, by their least class.
-    seen: [u32; InstClass::ALL.len()],
+    seen: Counts,
     /// The cycle being gathered and its issues (slot, row), in issue order.
     time: i64,
     cycle: Vec<(u32, u32)>,
@@ -760,7 +829,7 @@ impl StreamSplits {
                 SimdSweep {
                     starts,
                     next_start: 0,
-                    seen: [0; InstClass::ALL.len()],
+                    seen: [0; LANES],
                     time: i64::MIN,
                     cycle: Vec::new(),
                 }
@@ -771,14 +840,14 @@ impl StreamSplits {
             clocks,
             classes: Vec::new(),
             by_row: Vec::new(),
-            by_slot: vec![LatencySplit::default(); slots],
+            by_slot: vec![SplitSum::default(); slots],
         }
     }
 
     /// A new row (the next index), of this class.
     pub(crate) fn add_row(&mut self, class: InstClass) {
         self.classes.push(class);
-        self.by_row.push(LatencySplit::default());
+        self.by_row.push(SplitSum::default());
     }
 
     /// The issue of wave `slot` (of SIMD `simd`) at `time`, of row `row`; false when it is
@@ -809,8 +878,8 @@ impl StreamSplits {
         m: &mut SimdSweep,
         clocks: &mut [WaveClock],
         classes: &[InstClass],
-        by_row: &mut [LatencySplit],
-        by_slot: &mut [LatencySplit],
+        by_row: &mut [SplitSum<u64>],
+        by_slot: &mut [SplitSum<u32>],
     ) {
         let sweep = CycleSweep {
             time: m.time,
@@ -844,7 +913,10 @@ impl StreamSplits {
                 );
             }
         }
-        (self.by_row, self.by_slot)
+        (
+            self.by_row.iter().map(SplitSum::split).collect(),
+            self.by_slot.iter().map(SplitSum::split).collect(),
+        )
     }
 }
 
@@ -1009,7 +1081,8 @@ mod tests {
                 |ti| classes[ti as usize],
                 |w, ti, s| {
                     assert_eq!(tokens[ti as usize].wave, w);
-                    assert!(fast[ti as usize].replace(*s).is_none(), "token {ti} twice");
+                    let s = s.split();
+                    assert!(fast[ti as usize].replace(s).is_none(), "token {ti} twice");
                 },
             );
             for w in 0..waves {
@@ -1032,6 +1105,80 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// The streamed sweep's sums per row and per wave are the scanned splits summed: several
+    /// SIMDs fed interleaved, waves issuing several times in a cycle or before their start,
+    /// rows shared across waves and SIMDs.
+    #[test]
+    fn streamed_sums_are_the_scanned_ones() {
+        use crate::sqtt::{InstToken, TokenKind};
+        let mut next = crate::analysis::test_rng(0x51ee_7f00_d15c_a11b);
+        for case in 0..2000 {
+            let simds = 1 + next(3) as usize;
+            let n_rows = 1 + next(8) as usize;
+            let classes: Vec<InstClass> = (0..n_rows)
+                .map(|_| InstClass::ALL[next(7) as usize])
+                .collect();
+            // Per wave (slot): its SIMD and start; per token: (time, slot, row), each wave's
+            // in time order.
+            let mut waves: Vec<(usize, i64)> = Vec::new();
+            let mut tokens: Vec<(i64, u32, u32)> = Vec::new();
+            for _ in 0..1 + next(8) {
+                let slot = waves.len() as u32;
+                let start = next(30) as i64;
+                waves.push((next(simds as u64) as usize, start));
+                let mut t = start - next(3) as i64;
+                for _ in 0..next(15) {
+                    t += next(5) as i64;
+                    tokens.push((t, slot, next(n_rows as u64) as u32));
+                }
+            }
+            // Every SIMD's issues in time order, the SIMDs interleaved (a stable sort keeps
+            // each wave's order within a cycle).
+            tokens.sort_by_key(|t| t.0);
+            let mut starts = vec![Vec::new(); simds];
+            for (s, &(simd, start)) in waves.iter().enumerate() {
+                starts[simd].push((start, s as u32));
+            }
+            let mut stream = StreamSplits::new(starts, waves.len());
+            for &c in &classes {
+                stream.add_row(c);
+            }
+            for &(time, slot, row) in &tokens {
+                let simd = waves[slot as usize].0 as u32;
+                assert!(stream.issue(simd, time, slot, row), "case {case}");
+            }
+            let (by_row, by_slot) = stream.finish();
+            let mut want_row = vec![LatencySplit::default(); n_rows];
+            let mut want_slot = vec![LatencySplit::default(); waves.len()];
+            let inst: Vec<InstToken> = tokens
+                .iter()
+                .map(|&(time, slot, _)| InstToken {
+                    time,
+                    wave: slot,
+                    kind: TokenKind::ValuInst,
+                    op: crate::sqtt::TokenOp::NONE,
+                    offset: 0,
+                })
+                .collect();
+            for (w, &(simd, start)) in waves.iter().enumerate() {
+                let events: Vec<(i64, u32, InstClass)> = tokens
+                    .iter()
+                    .filter(|t| waves[t.1 as usize].0 == simd)
+                    .map(|&(time, slot, row)| (time, slot, classes[row as usize]))
+                    .collect();
+                let order: Vec<u32> = (0..tokens.len() as u32)
+                    .filter(|&i| tokens[i as usize].1 == w as u32)
+                    .collect();
+                scan_wave_splits(w as u32, start, &order, &inst, &events, |ti, s| {
+                    want_row[tokens[ti as usize].2 as usize].add(s);
+                    want_slot[w].add(s);
+                });
+            }
+            assert_eq!(by_row, want_row, "case {case}: rows");
+            assert_eq!(by_slot, want_slot, "case {case}: waves");
         }
     }
 }
