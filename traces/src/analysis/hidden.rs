@@ -707,7 +707,8 @@ impl<T: Copy + Into<u64> + From<u32> + std::ops::AddAssign> SplitSum<T> {
     }
 }
 
-/// One cycle of a SIMD's sweep ([`sweep_splits`], [`StreamSplits`]): its time, the SIMD's
+/// One cycle of a SIMD's sweep ([`sweep_splits`]; [`StreamSplits`] does the same a token at a
+/// time): its time, the SIMD's
 /// waves by start and how many of them are swept, and the cycles swept so far by least class.
 struct CycleSweep<'a> {
     time: i64,
@@ -791,11 +792,13 @@ impl CycleSweep<'_> {
 
 /// [`sweep_splits`] fed one issue at a time, for a pass that meets each SIMD's issues in time
 /// order as it goes (the instruction table's fold over an SE's tokens,
-/// [`crate::pipeline::TablePart::of_se`]): each SIMD gathers the issues of its current cycle
-/// and sweeps them, as [`sweep_splits`] does a cycle, once a later one comes. Each issue's
-/// split is added to its row's and its wave's sum. Every wave must be in time order: an issue
-/// earlier than its SIMD's current cycle is refused ([`StreamSplits::issue`]), and the caller
-/// then takes [`splits_with_rows`] instead.
+/// [`crate::pipeline::TablePart::of_se`]). Each issue's split is added to its row's and its
+/// wave's sum as it comes, but for its own cycle's fill, which depends on the other issues of
+/// that cycle: those are kept (most cycles have one, which no other wave fills) and the fill
+/// is added once a later cycle comes, as the SIMD's count by least class and its waves' `upto`
+/// are advanced ([`sweep_splits`] does all of it a cycle at a time). Every wave must be in
+/// time order: an issue earlier than its SIMD's current cycle is refused
+/// ([`StreamSplits::issue`]), and the caller then takes [`splits_with_rows`] instead.
 pub(crate) struct StreamSplits {
     simds: Vec<SimdSweep>,
     clocks: Vec<WaveClock>,
@@ -806,16 +809,22 @@ pub(crate) struct StreamSplits {
     by_slot: Vec<SplitSum<u32>>,
 }
 
-/// One SIMD of [`StreamSplits`]: [`sweep_splits`]'s state between two cycles.
+/// One SIMD of [`StreamSplits`]: [`sweep_splits`]'s state, its current cycle open.
 struct SimdSweep {
     /// (start, slot) of its waves, sorted; those before `next_start` are swept.
     starts: Vec<(i64, u32)>,
     next_start: usize,
-    /// Cycles swept so far, by their least class.
+    /// Cycles swept so far (the current one not yet), by their least class.
     seen: Counts,
-    /// The cycle being gathered and its issues (slot, row), in issue order.
+    /// The current cycle and its issues (slot, row, whether it had a window to split), in
+    /// issue order.
     time: i64,
-    cycle: Vec<(u32, u32)>,
+    cycle: Vec<(u32, u32, bool)>,
+    /// The least class issued in the current cycle and its wave, and the least class of the
+    /// other waves ([`CycleSweep::run`]'s, kept as the issues come).
+    least: u8,
+    least_slot: u32,
+    other: u8,
 }
 
 impl StreamSplits {
@@ -832,6 +841,9 @@ impl StreamSplits {
                     seen: [0; LANES],
                     time: i64::MIN,
                     cycle: Vec::new(),
+                    least: u8::MAX,
+                    least_slot: u32::MAX,
+                    other: u8::MAX,
                 }
             })
             .collect();
@@ -856,61 +868,106 @@ impl StreamSplits {
     #[inline]
     pub(crate) fn issue(&mut self, simd: u32, time: i64, slot: u32, row: u32) -> bool {
         let m = &mut self.simds[simd as usize];
-        if time != m.time && !m.cycle.is_empty() {
-            if time < m.time {
-                return false;
+        if time != m.time {
+            if !m.cycle.is_empty() {
+                if time < m.time {
+                    return false;
+                }
+                if let [(s, _, _)] = m.cycle[..] {
+                    // One issue (most cycles): no other wave filled its cycle, only the count
+                    // and its window's start move ([`StreamSplits::close`] inline).
+                    m.seen = plus(&m.seen, &ONE_HOT[m.least as usize & (LANES - 1)]);
+                    let c = &mut self.clocks[s as usize];
+                    if c.state != ClockState::Off {
+                        c.upto = m.seen;
+                        c.state = ClockState::Live;
+                    }
+                    m.cycle.clear();
+                    (m.least, m.least_slot, m.other) = (u8::MAX, u32::MAX, u8::MAX);
+                } else {
+                    Self::close(m, &mut self.clocks, &mut self.by_row, &mut self.by_slot);
+                }
             }
-            Self::sweep(
-                m,
-                &mut self.clocks,
-                &self.classes,
-                &mut self.by_row,
-                &mut self.by_slot,
-            );
+            m.time = time;
+            // Waves that started before this cycle: every cycle up to their start is swept.
+            while let Some(&(_, s)) = m.starts.get(m.next_start).filter(|e| e.0 < time) {
+                let c = &mut self.clocks[s as usize];
+                if c.state == ClockState::Waiting {
+                    c.upto = m.seen;
+                    c.state = ClockState::Live;
+                }
+                m.next_start += 1;
+            }
         }
-        m.time = time;
-        m.cycle.push((slot, row));
+        // The least classes, as [`CycleSweep::run`] finds them.
+        let class = self.classes[row as usize] as u8;
+        if class < m.least {
+            if slot != m.least_slot {
+                m.other = m.least;
+            }
+            m.least = class;
+            m.least_slot = slot;
+        } else if slot != m.least_slot {
+            m.other = m.other.min(class);
+        }
+        let c = &mut self.clocks[slot as usize];
+        // A wave's later issues in this cycle find `prev` here: no latency, none hidden.
+        let window = c.state != ClockState::Off && time > c.prev;
+        if c.state != ClockState::Off {
+            let mut split = SweptSplit {
+                latency: time - c.prev,
+                hidden: [0; LANES],
+            };
+            if window {
+                debug_assert_eq!(c.state, ClockState::Live, "a start before {time} is swept");
+                split.hidden = std::array::from_fn(|k| m.seen[k] - c.upto[k]);
+            }
+            c.prev = time;
+            self.by_row[row as usize].add(&split);
+            self.by_slot[slot as usize].add(&split);
+        }
+        m.cycle.push((slot, row, window));
         true
     }
 
-    /// [`sweep_splits`]' work for one cycle of one SIMD, then the cycle emptied.
-    fn sweep(
+    /// Closes the SIMD's current cycle: each of its issues with a window gets the cycle's
+    /// fill (the least class of another wave's issues here, if any), the cycle is counted by
+    /// its least class, and its waves' windows start after it.
+    #[inline(never)]
+    fn close(
         m: &mut SimdSweep,
         clocks: &mut [WaveClock],
-        classes: &[InstClass],
         by_row: &mut [SplitSum<u64>],
         by_slot: &mut [SplitSum<u32>],
     ) {
-        let sweep = CycleSweep {
-            time: m.time,
-            starts: &m.starts,
-            next_start: &mut m.next_start,
-            seen: &mut m.seen,
-        };
-        sweep.run(
-            &m.cycle,
-            clocks,
-            |&(slot, _)| slot,
-            |&(_, row)| classes[row as usize],
-            |&(slot, row), split| {
-                by_row[row as usize].add(split);
-                by_slot[slot as usize].add(split);
-            },
-        );
+        let next = plus(&m.seen, &ONE_HOT[m.least as usize & (LANES - 1)]);
+        m.seen = next;
+        for &(slot, row, window) in &m.cycle {
+            let c = &mut clocks[slot as usize];
+            if c.state == ClockState::Off {
+                continue;
+            }
+            c.upto = next;
+            c.state = ClockState::Live;
+            let fill = if slot != m.least_slot {
+                m.least
+            } else {
+                m.other
+            };
+            if window && fill < PAD {
+                by_row[row as usize].hidden[fill as usize] += 1;
+                by_slot[slot as usize].hidden[fill as usize] += 1;
+            }
+        }
         m.cycle.clear();
+        (m.least, m.least_slot, m.other) = (u8::MAX, u32::MAX, u8::MAX);
     }
 
-    /// Sweeps every SIMD's last cycle: the splits summed per row and per wave slot.
+    /// Closes every SIMD's last cycle: the splits summed per row and per wave slot.
     pub(crate) fn finish(mut self) -> (Vec<LatencySplit>, Vec<LatencySplit>) {
         for m in &mut self.simds {
             if !m.cycle.is_empty() {
-                Self::sweep(
-                    m,
-                    &mut self.clocks,
-                    &self.classes,
-                    &mut self.by_row,
-                    &mut self.by_slot,
-                );
+                Self::close(m, &mut self.clocks, &mut self.by_row, &mut self.by_slot);
             }
         }
         (
