@@ -708,8 +708,8 @@ impl<T: Copy + Into<u64> + From<u32> + std::ops::AddAssign> SplitSum<T> {
 }
 
 /// One cycle of a SIMD's sweep ([`sweep_splits`]; [`StreamSplits`] does the same a token at a
-/// time): its time, the SIMD's
-/// waves by start and how many of them are swept, and the cycles swept so far by least class.
+/// time): its time, the SIMD's waves by start and how many of them are swept, and the cycles
+/// swept so far by least class.
 struct CycleSweep<'a> {
     time: i64,
     starts: &'a [(i64, u32)],
