@@ -579,6 +579,26 @@ impl WaveClock {
         state: ClockState::Off,
     };
 
+    /// Waves of `starts` (sorted, those before `next_start` done) that started before cycle
+    /// `t` go live: every cycle up to their start is swept (`seen` of them).
+    #[inline(always)]
+    fn wake(
+        starts: &[(i64, u32)],
+        next_start: &mut usize,
+        seen: &Counts,
+        clocks: &mut [WaveClock],
+        t: i64,
+    ) {
+        while let Some(&(_, s)) = starts.get(*next_start).filter(|e| e.0 < t) {
+            let c = &mut clocks[s as usize];
+            if c.state == ClockState::Waiting {
+                c.upto = *seen;
+                c.state = ClockState::Live;
+            }
+            *next_start += 1;
+        }
+    }
+
     /// Sorts one SIMD's `starts` ((start, slot) of its swept waves) and sets each wave's clock
     /// waiting from its start.
     fn wait_for(starts: &mut [(i64, u32)], clocks: &mut [WaveClock]) {
@@ -657,9 +677,9 @@ fn plus(a: &Counts, b: &Counts) -> Counts {
     std::array::from_fn(|k| a[k] + b[k])
 }
 
-/// One issue's split as the sweep finds it: its latency and its hidden cycles by class, the
-/// padding lane counting its own cycle when no other wave filled it (or it has no window).
-/// [`SweptSplit::split`] is the [`LatencySplit`].
+/// One issue's split as the sweep finds it: its latency and its hidden cycles by class (the
+/// padding lane, ignored, takes [`CycleSweep::run`]'s fill when no other wave filled its
+/// cycle). [`SweptSplit::split`] is the [`LatencySplit`].
 #[derive(Debug, Clone, Copy)]
 struct SweptSplit {
     latency: i64,
@@ -707,6 +727,54 @@ impl<T: Copy + Into<u64> + From<u32> + std::ops::AddAssign> SplitSum<T> {
     }
 }
 
+/// The least class issued in a cycle and its wave, and the least class of the other waves
+/// (`u8::MAX`: none), over the cycle's issues in issue order.
+#[derive(Debug, Clone, Copy)]
+struct Least {
+    least: u8,
+    slot: u32,
+    other: u8,
+}
+
+impl Least {
+    const NONE: Least = Least {
+        least: u8::MAX,
+        slot: u32::MAX,
+        other: u8::MAX,
+    };
+
+    #[inline(always)]
+    fn add(&mut self, slot: u32, class: InstClass) {
+        let c = class as u8;
+        if c < self.least {
+            if slot != self.slot {
+                self.other = self.least;
+            }
+            self.least = c;
+            self.slot = slot;
+        } else if slot != self.slot {
+            self.other = self.other.min(c);
+        }
+    }
+
+    /// The class that filled the cycle for the wave in `slot`: the least of another wave's
+    /// (`u8::MAX`: none).
+    #[inline(always)]
+    fn fill(&self, slot: u32) -> u8 {
+        if slot != self.slot {
+            self.least
+        } else {
+            self.other
+        }
+    }
+
+    /// The lane the cycle counts in ([`LANES`]' padding when no issue was added).
+    #[inline(always)]
+    fn lane(&self) -> usize {
+        self.least as usize & (LANES - 1)
+    }
+}
+
 /// One cycle of a SIMD's sweep ([`sweep_splits`]; [`StreamSplits`] does the same a token at a
 /// time): its time, the SIMD's waves by start and how many of them are swept, and the cycles
 /// swept so far by least class.
@@ -731,28 +799,10 @@ impl CycleSweep<'_> {
         mut emit: impl FnMut(&I, &SweptSplit),
     ) {
         let t = self.time;
-        // Waves that started before this cycle: every cycle up to their start is swept.
-        while let Some(&(_, s)) = self.starts.get(*self.next_start).filter(|e| e.0 < t) {
-            let c = &mut clocks[s as usize];
-            if c.state == ClockState::Waiting {
-                c.upto = *self.seen;
-                c.state = ClockState::Live;
-            }
-            *self.next_start += 1;
-        }
-        // The least class issued here and its wave, and the least class of the other waves.
-        let (mut least, mut least_slot, mut other) = (u8::MAX, u32::MAX, u8::MAX);
+        WaveClock::wake(self.starts, self.next_start, self.seen, clocks, t);
+        let mut least = Least::NONE;
         for e in issues {
-            let (slot, c) = (slot(e), class(e) as u8);
-            if c < least {
-                if slot != least_slot {
-                    other = least;
-                }
-                least = c;
-                least_slot = slot;
-            } else if slot != least_slot {
-                other = other.min(c);
-            }
+            least.add(slot(e), class(e));
         }
         let seen = self.seen;
         for e in issues {
@@ -768,8 +818,8 @@ impl CycleSweep<'_> {
             };
             if t > c.prev {
                 debug_assert_eq!(c.state, ClockState::Live, "a start before {t} is swept");
-                // No other wave issued here (u8::MAX): the padding lane.
-                let fill = PAD.min(if slot != least_slot { least } else { other });
+                // No other wave issued here: the padding lane.
+                let fill = PAD.min(least.fill(slot));
                 let before: Counts = std::array::from_fn(|k| seen[k] - c.upto[k]);
                 split.hidden = plus(&before, &ONE_HOT[fill as usize]);
             }
@@ -778,7 +828,7 @@ impl CycleSweep<'_> {
         }
         // The count bumped lane by lane ([`ONE_HOT`]); `least` is a class (`issues` is not
         // empty).
-        let next = plus(seen, &ONE_HOT[least as usize & (LANES - 1)]);
+        let next = plus(seen, &ONE_HOT[least.lane()]);
         *seen = next;
         for e in issues {
             let c = &mut clocks[slot(e) as usize];
@@ -820,11 +870,8 @@ struct SimdSweep {
     /// issue order.
     time: i64,
     cycle: Vec<(u32, u32, bool)>,
-    /// The least class issued in the current cycle and its wave, and the least class of the
-    /// other waves ([`CycleSweep::run`]'s, kept as the issues come).
-    least: u8,
-    least_slot: u32,
-    other: u8,
+    /// The current cycle's least classes, kept as its issues come.
+    least: Least,
 }
 
 impl StreamSplits {
@@ -841,9 +888,7 @@ impl StreamSplits {
                     seen: [0; LANES],
                     time: i64::MIN,
                     cycle: Vec::new(),
-                    least: u8::MAX,
-                    least_slot: u32::MAX,
-                    other: u8::MAX,
+                    least: Least::NONE,
                 }
             })
             .collect();
@@ -876,40 +921,28 @@ impl StreamSplits {
                 if let [(s, _, _)] = m.cycle[..] {
                     // One issue (most cycles): no other wave filled its cycle, only the count
                     // and its window's start move ([`StreamSplits::close`] inline).
-                    m.seen = plus(&m.seen, &ONE_HOT[m.least as usize & (LANES - 1)]);
+                    m.seen = plus(&m.seen, &ONE_HOT[m.least.lane()]);
                     let c = &mut self.clocks[s as usize];
                     if c.state != ClockState::Off {
                         c.upto = m.seen;
                         c.state = ClockState::Live;
                     }
                     m.cycle.clear();
-                    (m.least, m.least_slot, m.other) = (u8::MAX, u32::MAX, u8::MAX);
+                    m.least = Least::NONE;
                 } else {
                     Self::close(m, &mut self.clocks, &mut self.by_row, &mut self.by_slot);
                 }
             }
             m.time = time;
-            // Waves that started before this cycle: every cycle up to their start is swept.
-            while let Some(&(_, s)) = m.starts.get(m.next_start).filter(|e| e.0 < time) {
-                let c = &mut self.clocks[s as usize];
-                if c.state == ClockState::Waiting {
-                    c.upto = m.seen;
-                    c.state = ClockState::Live;
-                }
-                m.next_start += 1;
-            }
+            WaveClock::wake(
+                &m.starts,
+                &mut m.next_start,
+                &m.seen,
+                &mut self.clocks,
+                time,
+            );
         }
-        // The least classes, as [`CycleSweep::run`] finds them.
-        let class = self.classes[row as usize] as u8;
-        if class < m.least {
-            if slot != m.least_slot {
-                m.other = m.least;
-            }
-            m.least = class;
-            m.least_slot = slot;
-        } else if slot != m.least_slot {
-            m.other = m.other.min(class);
-        }
+        m.least.add(slot, self.classes[row as usize]);
         let c = &mut self.clocks[slot as usize];
         // A wave's later issues in this cycle find `prev` here: no latency, none hidden.
         let window = c.state != ClockState::Off && time > c.prev;
@@ -940,7 +973,7 @@ impl StreamSplits {
         by_row: &mut [SplitSum<u64>],
         by_slot: &mut [SplitSum<u32>],
     ) {
-        let next = plus(&m.seen, &ONE_HOT[m.least as usize & (LANES - 1)]);
+        let next = plus(&m.seen, &ONE_HOT[m.least.lane()]);
         m.seen = next;
         for &(slot, row, window) in &m.cycle {
             let c = &mut clocks[slot as usize];
@@ -949,18 +982,14 @@ impl StreamSplits {
             }
             c.upto = next;
             c.state = ClockState::Live;
-            let fill = if slot != m.least_slot {
-                m.least
-            } else {
-                m.other
-            };
+            let fill = m.least.fill(slot);
             if window && fill < PAD {
                 by_row[row as usize].hidden[fill as usize] += 1;
                 by_slot[slot as usize].hidden[fill as usize] += 1;
             }
         }
         m.cycle.clear();
-        (m.least, m.least_slot, m.other) = (u8::MAX, u32::MAX, u8::MAX);
+        m.least = Least::NONE;
     }
 
     /// Closes every SIMD's last cycle: the splits summed per row and per wave slot.
