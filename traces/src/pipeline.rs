@@ -982,9 +982,10 @@ impl TablePart {
         let mut rows = Rows::new(std::slice::from_ref(st), disasm);
         let mut best: Vec<i64> = Vec::new();
         let mut acc: Vec<Acc> = Vec::new();
-        // Where the wave-by-wave walk meets each row and each name first: (wave, position).
-        let mut row_first: Vec<(u32, u32)> = Vec::new();
-        let mut name_first: Vec<(u32, u32)> = Vec::new();
+        // Where the wave-by-wave walk meets each row and each name first: (wave, position),
+        // packed in a u64 (wave high) to take the least in one compare.
+        let mut row_first: Vec<u64> = Vec::new();
+        let mut name_first: Vec<u64> = Vec::new();
         for (ti, t) in tokens.iter().enumerate() {
             // A token of no wave in the list is in no wave's tokens either.
             let Some(&s) = slot_of.get(t.wave as usize) else {
@@ -996,7 +997,7 @@ impl TablePart {
             *prev = t.time;
             let i = *met;
             *met += 1;
-            let first = (t.wave, i);
+            let first = (t.wave as u64) << 32 | i as u64;
             let kind = rows.name_id(t);
             if best.len() <= kind as usize {
                 best.resize(kind as usize + 1, i64::MAX);
