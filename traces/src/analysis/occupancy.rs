@@ -1110,6 +1110,37 @@ mod tests {
         }
     }
 
+    /// `n` waves in start order on up to 12 SIMDs: lives that cross (long ones ending out of
+    /// start order), equal starts and ends, zero-length waves; with `far`, about one in `far`
+    /// on a CU outside the direct tables.
+    fn random_lives(
+        next: &mut impl FnMut(u64) -> u64,
+        n: usize,
+        far: Option<u64>,
+    ) -> Vec<WaveLife> {
+        let simds = 1 + next(12) as u16;
+        let mut t = next(1000) as i64 - 500;
+        (0..n)
+            .map(|_| {
+                t += next(3) as i64;
+                let life = match next(8) {
+                    0 => 0,
+                    1 => next(3) as i64,
+                    2 | 3 => next(500) as i64,
+                    _ => next(40) as i64,
+                };
+                let g = next(simds as u64) as u16;
+                let out = far.is_some_and(|f| next(f) == 0);
+                WaveLife {
+                    start: t,
+                    end: t + life,
+                    cu: if out { 1000 + g } else { g / 4 * 9 },
+                    simd: (g % 4) as u8,
+                }
+            })
+            .collect()
+    }
+
     /// The one-pass sweep's resident ends (kept sorted, ended ones dropped from the front)
     /// against the gathered sweep's heap and sorted merge: many resident waves per SIMD
     /// (long lives ending out of start order), many SIMDs, equal starts and ends, zero-length
@@ -1118,26 +1149,8 @@ mod tests {
     fn one_pass_sweep_equals_the_gathered_sweep_with_many_resident() {
         let mut next = crate::analysis::test_rng(0x9e37_79b9_7f4a_7c15u64);
         for case in 0..400 {
-            let simds = 1 + next(12) as u16;
-            let mut t = next(1000) as i64 - 500;
-            let waves: Vec<WaveLife> = (0..1 + next(400))
-                .map(|_| {
-                    t += next(3) as i64;
-                    let life = match next(8) {
-                        0 => 0,
-                        1 => next(3) as i64,
-                        2 | 3 => next(500) as i64,
-                        _ => next(40) as i64,
-                    };
-                    let g = next(simds as u64) as u16;
-                    WaveLife {
-                        start: t,
-                        end: t + life,
-                        cu: if next(50) == 0 { 1000 + g } else { g / 4 * 9 },
-                        simd: (g % 4) as u8,
-                    }
-                })
-                .collect();
+            let n = 1 + next(400) as usize;
+            let waves = random_lives(&mut next, n, Some(50));
             let (mut one, mut two) = (Achieved::default(), Achieved::default());
             assert!(achieved_in_start_order(&mut one, 3, waves.iter().copied()));
             achieved_any_order(&mut two, 3, waves.iter().copied());
@@ -1154,32 +1167,10 @@ mod tests {
         let mut next = crate::analysis::test_rng(0x7a3d_19c4_22e1_0b5fu64);
         let (mut kept, mut given_up) = (0, 0);
         for case in 0..600 {
-            let simds = 1 + next(12) as u16;
-            let mut t = next(1000) as i64 - 500;
             let n = next(300) as usize;
-            let unslotted = next(10) == 0;
-            let waves: Vec<WaveLife> = (0..n)
-                .map(|i| {
-                    t += next(3) as i64;
-                    let life = match next(8) {
-                        0 => 0,
-                        1 => next(3) as i64,
-                        2 | 3 => next(500) as i64,
-                        _ => next(40) as i64,
-                    };
-                    let g = next(simds as u64) as u16;
-                    WaveLife {
-                        start: t,
-                        end: t + life,
-                        cu: if unslotted && i == n / 2 {
-                            256 + g
-                        } else {
-                            g / 4 * 9
-                        },
-                        simd: (g % 4) as u8,
-                    }
-                })
-                .collect();
+            let far = (next(10) == 0).then_some(100);
+            let waves = random_lives(&mut next, n, far);
+            let unslotted = waves.iter().any(|w| w.cu >= 256);
             // (time, random tie-break, is an end, wave): a wave's end sorts after its start.
             let mut events: Vec<(i64, u64, bool, usize)> = Vec::new();
             for (i, w) in waves.iter().enumerate() {
