@@ -55,6 +55,19 @@ pub struct SeTrace {
     pub amd_pc: Vec<(u64, i64, i64)>,
 }
 
+/// Which token index [`SeTrace::build`] makes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TokenIndex {
+    Always,
+    /// Only for an SE with tokens (`token_start` would be a zero per wave: millions at real
+    /// sizes, for a fold that reads none).
+    IfTokens,
+    /// None ([`SeTrace::has_token_index`]): an SE folded straight from the decode that mapped
+    /// it, whose instruction table needs only each wave's token count (the index is a scatter
+    /// of every token and a list per wave, about 4% of `stats`).
+    Later,
+}
+
 /// A small xorshift generator for the analysis' randomized unit tests (no dependency): each
 /// call gives a number below its argument.
 #[cfg(test)]
@@ -99,7 +112,45 @@ impl SeTrace {
         n
     }
 
-    /// Token indices of wave `w`, in time order.
+    /// Whether the token index is built ([`SeTrace::wave_tokens`] reads it): always, but in an
+    /// SE handed to a fold straight from the decode that mapped it ([`SeFold`]), which the
+    /// instruction table folds from each wave's token count alone.
+    pub fn has_token_index(&self) -> bool {
+        !self.token_start.is_empty() || self.analysis.tokens.is_empty()
+    }
+
+    /// How many tokens wave `w` has: from the index, or without one from the wave's record
+    /// (`Wave::insts` counts each token the analyzer attributes to it: the same number).
+    pub fn wave_token_count(&self, w: usize) -> usize {
+        match self.has_token_index() {
+            true => self.wave_tokens(w).len(),
+            false => self.analysis.waves.get(w).map_or(0, |x| x.insts as usize),
+        }
+    }
+
+    /// A copy of this SE with its token index, for what reads tokens wave by wave when it was
+    /// handed on without one ([`SeTrace::has_token_index`]).
+    pub(crate) fn with_token_index(&self) -> SeTrace {
+        let (token_order, token_start) =
+            group_tokens(&self.analysis.tokens, self.analysis.waves.len());
+        SeTrace {
+            se: self.se,
+            itrace: self.itrace,
+            analysis: self.analysis.clone(),
+            error: self.error.clone(),
+            wave_x: self.wave_x.clone(),
+            token_x: self.token_x.clone(),
+            token_order,
+            token_start,
+            token_pc: self.token_pc.clone(),
+            map_error: self.map_error.clone(),
+            mapped: self.mapped.clone(),
+            amd_pc: self.amd_pc.clone(),
+        }
+    }
+
+    /// Token indices of wave `w`, in time order (none while the index is not built,
+    /// [`SeTrace::has_token_index`]).
     pub fn wave_tokens(&self, w: usize) -> &[u32] {
         let a = self.token_start.get(w).copied().unwrap_or(0) as usize;
         let b = self.token_start.get(w + 1).copied().unwrap_or(0) as usize;
@@ -125,13 +176,12 @@ impl SeTrace {
         to_x: &dyn Fn(i64) -> f64,
         detail: bool,
     ) -> SeTrace {
-        SeTrace::build(se, itrace, analysis, to_x, detail, true, true)
+        SeTrace::build(se, itrace, analysis, to_x, detail, true, TokenIndex::Always)
     }
 
     /// [`SeTrace::with_detail`]; without `wave_x`, `wave_x` stays empty too (16 bytes and two
-    /// clock conversions per wave that the instruction table does not need). Without
-    /// `keep_empty_index`, an SE without tokens gets no token index (`token_start` would be a
-    /// zero per wave: millions at real sizes, for a fold that reads none).
+    /// clock conversions per wave that the instruction table does not need), and the token
+    /// index as `index` says.
     fn build(
         se: u32,
         itrace: bool,
@@ -139,7 +189,7 @@ impl SeTrace {
         to_x: &dyn Fn(i64) -> f64,
         detail: bool,
         wave_x: bool,
-        keep_empty_index: bool,
+        index: TokenIndex,
     ) -> SeTrace {
         let wave_x = if wave_x {
             analysis
@@ -155,11 +205,11 @@ impl SeTrace {
         } else {
             Vec::new()
         };
-        let (token_order, token_start) = if analysis.tokens.is_empty() && !keep_empty_index {
+        let (token_order, token_start) = match index {
             // Nothing to index: a wave's tokens read as none either way.
-            (Vec::new(), Vec::new())
-        } else {
-            group_tokens(&analysis.tokens, analysis.waves.len())
+            TokenIndex::IfTokens if analysis.tokens.is_empty() => (Vec::new(), Vec::new()),
+            TokenIndex::Later => (Vec::new(), Vec::new()),
+            _ => group_tokens(&analysis.tokens, analysis.waves.len()),
         };
         SeTrace {
             se,
@@ -426,6 +476,8 @@ pub type WaveSpill<'a, T> = dyn Fn(&[sqtt::waves::Wave]) -> Option<T> + Sync + '
 /// Where [`kernel_table`]'s analysis hands each decoded SE, with its tokens mapped to PCs
 /// (`token_pc`, `amd_pc`) and the disassembly of those PCs, in the SE's decoding thread; its
 /// waves, tokens and mapping are dropped once this returns. The SE has no x.
+/// An instruction-traced RDNA SE, mapped in the pass that decoded it, comes without its token
+/// index ([`SeTrace::has_token_index`]; [`crate::pipeline::TablePart::of_se`] does without).
 pub type SeFold<'a, T> = dyn Fn(&SeTrace, &HashMap<u64, String>) -> T + Sync + 'a;
 
 /// [`SeFold`] that may take the SE's records ([`analyze_kernel_view_fold`]).
@@ -664,10 +716,9 @@ fn analyze_kernel_clocked<T: Send>(
         let mut spilled = None;
         // Where a folded SE's mapping lost track (the fold drops the SE, not this).
         let mut map_error = None;
-        // What a fold reads: the SE mapped, without x (and no token index for an SE without
-        // tokens: every fold reads a wave's tokens through `wave_tokens`).
-        let mapped = |a: BlobAnalysis, m: Option<crate::pipeline::SeMap>| {
-            let mut st = SeTrace::build(s.se, s.itrace, a, &|c| c as f64, false, false, false);
+        // What a fold reads: the SE mapped, without x, and its token index as `index` says.
+        let mapped = |a: BlobAnalysis, m: Option<crate::pipeline::SeMap>, index| {
+            let mut st = SeTrace::build(s.se, s.itrace, a, &|c| c as f64, false, false, index);
             let mut d = HashMap::new();
             if let Some(code) = &code {
                 map_se_trace(&mut st, m, blob, code, opts, &|c| c as f64, &mut d);
@@ -688,7 +739,13 @@ fn analyze_kernel_clocked<T: Send>(
             // Mapped here, without x (a fold has none), then folded and dropped: only the
             // counters and markers (for the clocks) stay.
             PerSe::Fold(f) => {
-                let (mut st, d) = mapped(a, m);
+                // An SE mapped in its decode (RDNA): the table reads only each wave's token
+                // count; the CDNA walk and the later mapping rebuild or read the index.
+                let index = match m.is_some() {
+                    true => TokenIndex::Later,
+                    false => TokenIndex::IfTokens,
+                };
+                let (mut st, d) = mapped(a, m, index);
                 spilled = Some(f(&st, &d));
                 map_error = st.map_error.take();
                 crate::pipeline::recycle_pcs(std::mem::take(&mut st.token_pc));
@@ -699,7 +756,7 @@ fn analyze_kernel_clocked<T: Send>(
                 (a, None)
             }
             PerSe::View(f) => {
-                let (mut st, d) = mapped(a, m);
+                let (mut st, d) = mapped(a, m, TokenIndex::IfTokens);
                 spilled = Some(f(&mut st, &d));
                 map_error = st.map_error.take();
                 let mut a = st.analysis;
@@ -852,8 +909,15 @@ fn analyze_kernel_clocked<T: Send>(
                     hint.set(h);
                     x
                 };
-                let mut st =
-                    SeTrace::build(s.se, s.itrace, a, &to_x, opts.token_x, opts.wave_x, true);
+                let mut st = SeTrace::build(
+                    s.se,
+                    s.itrace,
+                    a,
+                    &to_x,
+                    opts.token_x,
+                    opts.wave_x,
+                    TokenIndex::Always,
+                );
                 st.map_error = map_error;
                 ses.push(st);
             }

@@ -929,8 +929,12 @@ impl TablePart {
         if st.analysis.tokens.is_empty() {
             return Default::default();
         }
-        Self::streamed(st, disasm)
-            .unwrap_or_else(|| Self::with_splits(std::slice::from_ref(st), disasm))
+        Self::streamed(st, disasm).unwrap_or_else(|| match st.has_token_index() {
+            true => Self::with_splits(std::slice::from_ref(st), disasm),
+            // Handed on without its index (an RDNA SE, whose issues come in time order, so not
+            // met in practice): the walk reads tokens wave by wave, from a copy with one.
+            false => Self::with_splits(std::slice::from_ref(&st.with_token_index()), disasm),
+        })
     }
 
     /// [`TablePart::of_se`] in one pass over the SE's tokens in stream order, when every
@@ -960,7 +964,7 @@ impl TablePart {
         // Per slot: its SIMD, its last issue (its start before the first), the tokens met.
         let mut live: Vec<(u32, i64, u32)> = Vec::new();
         for (w, wave) in waves.iter().enumerate() {
-            if st.wave_tokens(w).is_empty() {
+            if st.wave_token_count(w) == 0 {
                 continue;
             }
             let s = slot_wave.len() as u32;
@@ -1024,7 +1028,7 @@ impl TablePart {
         if live
             .iter()
             .zip(&slot_wave)
-            .any(|(l, &w)| l.2 as usize != st.wave_tokens(w as usize).len())
+            .any(|(l, &w)| l.2 as usize != st.wave_token_count(w as usize))
         {
             return None;
         }
@@ -1063,7 +1067,7 @@ impl TablePart {
                 cu: wave.cu,
                 simd: wave.simd,
                 slot: wave.wave,
-                instructions: st.wave_tokens(w as usize).len(),
+                instructions: st.wave_token_count(w as usize),
                 split: *split,
             });
         }
@@ -1429,6 +1433,48 @@ mod tests {
             );
         }
         assert!(streamed > 1000, "{streamed} cases streamed");
+    }
+
+    /// An SE handed on without its token index (an RDNA SE folded straight from its decode)
+    /// folds to the same table and splits as with it: streamed from each wave's token count
+    /// when the counts are the tokens' (as the analyzer keeps them), else (counts that do not
+    /// match, a SIMD out of time order) from a copy with the index.
+    #[test]
+    fn fold_without_the_token_index_is_the_same() {
+        let mut next = crate::analysis::test_rng(0x3c6e_f372_fe94_f82b);
+        let (mut streamed, mut copied) = (0, 0);
+        let json = |(p, s): (TablePart, crate::analysis::hidden::KernelSplits)| {
+            let mut by_inst: Vec<_> = s.by_inst.iter().collect();
+            by_inst.sort_by(|a, b| a.0.cmp(b.0));
+            let splits = format!("{by_inst:?} {:?} {:?}", s.waves, s.total);
+            serde_json::to_string(&p.finish(&s.by_inst)).unwrap() + &splits
+        };
+        for case in 0..1500 {
+            let (mut st, disasm) = random_se(&mut next);
+            if st.analysis.tokens.is_empty() {
+                continue;
+            }
+            // The counts the analyzer keeps, but now and then wrong.
+            let wrong = next(8) == 0;
+            for t in &st.analysis.tokens {
+                if let Some(w) = st.analysis.waves.get_mut(t.wave as usize) {
+                    w.insts += 1 + wrong as u32;
+                }
+            }
+            let want = json(TablePart::of_se(&st, &disasm));
+            st.token_order = Vec::new();
+            st.token_start = Vec::new();
+            assert!(!st.has_token_index());
+            match TablePart::streamed(&st, &disasm) {
+                Some(_) => {
+                    assert!(!wrong, "case {case}: streamed from wrong counts");
+                    streamed += 1;
+                }
+                None => copied += 1,
+            }
+            assert_eq!(json(TablePart::of_se(&st, &disasm)), want, "case {case}");
+        }
+        assert!(streamed > 500 && copied > 100, "{streamed} {copied}");
     }
 
     /// Token name ids through the direct-mapped cache are the ids of a plain search: names
