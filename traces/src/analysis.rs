@@ -26,6 +26,7 @@ pub enum XUnit {
 }
 
 /// One SE of a kernel run.
+#[derive(Clone)]
 pub struct SeTrace {
     pub se: u32,
     pub itrace: bool,
@@ -131,22 +132,10 @@ impl SeTrace {
     /// A copy of this SE with its token index, for what reads tokens wave by wave when it was
     /// handed on without one ([`SeTrace::has_token_index`]).
     pub(crate) fn with_token_index(&self) -> SeTrace {
-        let (token_order, token_start) =
+        let mut copy = self.clone();
+        (copy.token_order, copy.token_start) =
             group_tokens(&self.analysis.tokens, self.analysis.waves.len());
-        SeTrace {
-            se: self.se,
-            itrace: self.itrace,
-            analysis: self.analysis.clone(),
-            error: self.error.clone(),
-            wave_x: self.wave_x.clone(),
-            token_x: self.token_x.clone(),
-            token_order,
-            token_start,
-            token_pc: self.token_pc.clone(),
-            map_error: self.map_error.clone(),
-            mapped: self.mapped.clone(),
-            amd_pc: self.amd_pc.clone(),
-        }
+        copy
     }
 
     /// Token indices of wave `w`, in time order (none while the index is not built,

@@ -584,6 +584,18 @@ impl WaveClock {
         state: ClockState::Off,
     };
 
+    /// After a cycle its wave issued in: its window starts after the cycle (`seen` counts the
+    /// cycles through it). False for a wave not swept.
+    #[inline(always)]
+    fn issued_through(&mut self, seen: Counts) -> bool {
+        if self.state == ClockState::Off {
+            return false;
+        }
+        self.upto = seen;
+        self.state = ClockState::Live;
+        true
+    }
+
     /// Waves of `starts` (sorted, those before `next_start` done) that started before cycle
     /// `t` go live: every cycle up to their start is swept (`seen` of them).
     #[inline(always)]
@@ -836,11 +848,7 @@ impl CycleSweep<'_> {
         let next = plus(seen, &ONE_HOT[least.lane()]);
         *seen = next;
         for e in issues {
-            let c = &mut clocks[slot(e) as usize];
-            if c.state != ClockState::Off {
-                c.upto = next;
-                c.state = ClockState::Live;
-            }
+            clocks[slot(e) as usize].issued_through(next);
         }
     }
 }
@@ -877,6 +885,17 @@ struct SimdSweep {
     cycle: Vec<(u32, u32, bool)>,
     /// The current cycle's least classes, kept as its issues come.
     least: Least,
+}
+
+impl SimdSweep {
+    /// Counts the current cycle by its least class and starts gathering the next one's: the
+    /// cycles swept so far.
+    #[inline(always)]
+    fn count_cycle(&mut self) -> Counts {
+        self.seen = plus(&self.seen, &ONE_HOT[self.least.lane()]);
+        self.least = Least::NONE;
+        self.seen
+    }
 }
 
 impl StreamSplits {
@@ -926,14 +945,9 @@ impl StreamSplits {
                 if let [(s, _, _)] = m.cycle[..] {
                     // One issue (most cycles): no other wave filled its cycle, only the count
                     // and its window's start move ([`StreamSplits::close`] inline).
-                    m.seen = plus(&m.seen, &ONE_HOT[m.least.lane()]);
-                    let c = &mut self.clocks[s as usize];
-                    if c.state != ClockState::Off {
-                        c.upto = m.seen;
-                        c.state = ClockState::Live;
-                    }
+                    let next = m.count_cycle();
+                    self.clocks[s as usize].issued_through(next);
                     m.cycle.clear();
-                    m.least = Least::NONE;
                 } else {
                     Self::close(m, &mut self.clocks, &mut self.by_row, &mut self.by_slot);
                 }
@@ -978,23 +992,19 @@ impl StreamSplits {
         by_row: &mut [SplitSum<u64>],
         by_slot: &mut [SplitSum<u32>],
     ) {
-        let next = plus(&m.seen, &ONE_HOT[m.least.lane()]);
-        m.seen = next;
+        let least = m.least;
+        let next = m.count_cycle();
         for &(slot, row, window) in &m.cycle {
-            let c = &mut clocks[slot as usize];
-            if c.state == ClockState::Off {
+            if !clocks[slot as usize].issued_through(next) {
                 continue;
             }
-            c.upto = next;
-            c.state = ClockState::Live;
-            let fill = m.least.fill(slot);
+            let fill = least.fill(slot);
             if window && fill < PAD {
                 by_row[row as usize].hidden[fill as usize] += 1;
                 by_slot[slot as usize].hidden[fill as usize] += 1;
             }
         }
         m.cycle.clear();
-        m.least = Least::NONE;
     }
 
     /// Closes every SIMD's last cycle: the splits summed per row and per wave slot.

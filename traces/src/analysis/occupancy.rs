@@ -504,13 +504,18 @@ impl WaveLife {
 /// the records.
 pub fn achieved_of(out: &mut Achieved, se: u32, a: &crate::sqtt::BlobAnalysis) {
     match &a.residency {
-        Some(r) if r.waves == a.waves.len() && r.waves > 0 => {
-            // Saturating, as the sweep of the records takes it.
-            let span = r.last_end.saturating_sub(r.first_start).max(1);
-            push_se(out, se, span, r.simds.iter().copied());
-        }
+        Some(r) if r.waves == a.waves.len() && r.waves > 0 => achieved_of_sums(out, se, r),
         _ => achieved_se(out, se, a.waves.iter().map(WaveLife::of)),
     }
+}
+
+/// [`achieved_se`] from the sums of an SE's waves kept as they started and ended.
+fn achieved_of_sums(out: &mut Achieved, se: u32, r: &crate::sqtt::Residency) {
+    let simds = r
+        .simds
+        .iter()
+        .map(|&(place, waves, b, peak)| (place, waves, busy(b), peak));
+    push_se(out, se, span(r.first_start, r.last_end), simds);
 }
 
 /// Adds SE `se`'s achieved occupancy to `out` from its waves in stream order (an SE without
@@ -602,8 +607,7 @@ fn achieved_any_order(out: &mut Achieved, se: u32, waves: impl Iterator<Item = W
     if keys.is_empty() {
         return;
     }
-    // Saturating: the times may come from a file's index (`.wst`), not only the decoder.
-    let span = hi.saturating_sub(lo).max(1);
+    let span = span(lo, hi);
     // Starts and ends grouped by SIMD (counting sort, each group in stream order).
     let mut first = Vec::with_capacity(keys.len() + 1);
     let mut n = 0usize;
@@ -664,6 +668,12 @@ fn push_se(
         mean_waves_per_simd: sum / count.max(1) as f64,
         peak_waves_per_simd: peak_all,
     });
+}
+
+/// The cycles from the first start `lo` to the last end `hi`, at least 1. Saturating: the
+/// times may come from a file's index (`.wst`), not only the decoder.
+fn span(lo: i64, hi: i64) -> i64 {
+    hi.saturating_sub(lo).max(1)
 }
 
 /// A busy sum saturated to `i64` (as the sweeps' saturating sums of lifetimes give it).
@@ -795,7 +805,7 @@ fn achieved_in_start_order(
     let Some(lo) = lo else {
         return true;
     };
-    let span = hi.saturating_sub(lo).max(1);
+    let span = span(lo, hi);
     simds.sort_unstable_by_key(|s| s.key);
     let simds = simds.into_iter().map(|mut s| {
         s.settle(s.pending);
@@ -943,8 +953,8 @@ pub fn active_waves(waves: &[(f64, f64)], max_points: usize) -> Vec<[f64; 2]> {
 #[cfg(test)]
 mod tests {
     use super::{
-        achieved_any_order, achieved_in_start_order, achieved_of, achieved_se, active_waves,
-        merged_peak, peak_waves, push_se, Achieved, WaveLife,
+        achieved_any_order, achieved_in_start_order, achieved_of, achieved_of_sums, achieved_se,
+        active_waves, merged_peak, peak_waves, Achieved, WaveLife,
     };
 
     /// The peak by its definition: at each start (in time order), the waves started so far
@@ -1224,8 +1234,7 @@ mod tests {
                     };
                     // (achieved_of reads the sums only beside as many records.)
                     let mut one = Achieved::default();
-                    let span = r.last_end.saturating_sub(r.first_start).max(1);
-                    push_se(&mut one, 2, span, r.simds.iter().copied());
+                    achieved_of_sums(&mut one, 2, &r);
                     assert_eq!(one, want, "case {case}");
                     assert_eq!(r.waves, records.len());
                     let mut none = Achieved::default();

@@ -19,9 +19,9 @@ pub struct Residency {
     /// The first wave's start and the latest end.
     pub first_start: i64,
     pub last_end: i64,
-    /// Per SIMD, in (CU, SIMD) order: its place, waves, busy cycles (the sum of the waves'
-    /// lifetimes, saturated to `i64`) and most waves resident at once.
-    pub simds: Vec<((u16, u8), usize, i64, usize)>,
+    /// Per SIMD, in (CU, SIMD) order: its place, waves, busy cycles (the exact sum of the
+    /// waves' lifetimes; achieved occupancy saturates it) and most waves resident at once.
+    pub simds: Vec<((u16, u8), usize, u128, usize)>,
 }
 
 /// One SIMD's running sums.
@@ -141,8 +141,7 @@ impl ResidencySweep {
             s.settle();
             total += s.waves as usize;
             let place = ((g / SIMDS) as u16, (g % SIMDS) as u8);
-            let busy = s.busy.min(i64::MAX as u128) as i64;
-            simds.push((place, s.waves as usize, busy, s.peak as usize));
+            simds.push((place, s.waves as usize, s.busy, s.peak as usize));
         }
         (total == waves).then_some(Residency {
             waves,

@@ -1474,29 +1474,23 @@ impl Analyzer {
                 }
             }
             Kind::DeltaOrMarker if p.ty.time == TimeRule::DeltaOrMarker && pl.is_marker(raw) => {
-                let m = &mut self.out.markers;
-                if m.len() == m.capacity() {
-                    grow_at_rate(m, (p.offset / 2) as usize, self.blob_bytes);
-                }
-                m.push(Marker {
+                let m = Marker {
                     time: p.time,
                     realtime: pl.delta.get(raw),
-                });
+                };
+                push_at_rate(&mut self.out.markers, m, p.offset, self.blob_bytes);
             }
             Kind::Reg => {
                 let addr = pl.reg_addr.get(raw) as u32;
                 // RDNA: hi_byte bit 7 marks an SH-register offset, not an absolute address.
                 let absolute = !pl.reg_hi.present() || pl.reg_hi.get(raw) & 0x80 == 0;
                 if absolute && (addr == USERDATA_2 || addr == USERDATA_3) {
-                    let u = &mut self.out.userdata_writes;
-                    if u.len() == u.capacity() {
-                        grow_at_rate(u, (p.offset / 2) as usize, self.blob_bytes);
-                    }
-                    u.push(UserdataWrite {
+                    let u = UserdataWrite {
                         time: p.time,
                         reg: addr,
                         value: pl.reg_data.get(raw) as u32,
-                    });
+                    };
+                    push_at_rate(&mut self.out.userdata_writes, u, p.offset, self.blob_bytes);
                 }
             }
             Kind::CdnaTimestamp if (raw >> 4) & 0xfff == 0 => {
@@ -1604,6 +1598,16 @@ impl Analyzer {
         shrink_overshoot(&mut self.out.userdata_writes);
         self.out
     }
+}
+
+/// Adds `x`, met at nibble `offset` of a blob of `blob_bytes`, to a list grown at the
+/// stream's rate ([`grow_at_rate`]).
+#[inline(always)]
+fn push_at_rate<T>(v: &mut Vec<T>, x: T, offset: u64, blob_bytes: usize) {
+    if v.len() == v.capacity() {
+        grow_at_rate(v, (offset / 2) as usize, blob_bytes);
+    }
+    v.push(x);
 }
 
 /// Room for more in a full list of things met along a blob of `blob_bytes` (0: unknown), its
