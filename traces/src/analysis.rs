@@ -373,6 +373,10 @@ pub struct KernelOptions {
     /// Each SE's waves and tokens shrunk to their length as soon as it is decoded (growth
     /// capacity is most of a large capture's memory otherwise).
     pub compact: bool,
+    /// The SEs without instruction tracing analysed without wave records where that is exact
+    /// ([`AnalyzeOptions::record_free`]; again with records where it gives up): for a fold
+    /// that reads only their wave count, first start and achieved occupancy ([`kernel_table`]).
+    pub record_free: bool,
 }
 
 impl KernelOptions {
@@ -382,6 +386,7 @@ impl KernelOptions {
         token_x: true,
         wave_x: true,
         compact: false,
+        record_free: false,
     };
     /// The app's SQTT view ([`analyze_kernel_view`]).
     pub const VIEW: KernelOptions = KernelOptions {
@@ -389,6 +394,7 @@ impl KernelOptions {
         token_x: true,
         wave_x: true,
         compact: false,
+        record_free: false,
     };
     /// Waves with their x and the table's inputs, no per-token detail (the diff engine).
     pub const WAVES: KernelOptions = KernelOptions {
@@ -396,6 +402,7 @@ impl KernelOptions {
         token_x: false,
         wave_x: true,
         compact: false,
+        record_free: false,
     };
     /// The instruction table's inputs alone ([`analyze_kernel_table`]).
     pub const TABLE: KernelOptions = KernelOptions {
@@ -403,6 +410,7 @@ impl KernelOptions {
         token_x: false,
         wave_x: false,
         compact: false,
+        record_free: false,
     };
     /// [`KernelOptions::TABLE`], compact ([`analyze_kernel_index`], [`kernel_table`]).
     pub const INDEX: KernelOptions = KernelOptions {
@@ -410,6 +418,12 @@ impl KernelOptions {
         token_x: false,
         wave_x: false,
         compact: true,
+        record_free: false,
+    };
+    /// [`KernelOptions::INDEX`] without the untraced SEs' wave records ([`kernel_table`]).
+    pub const STATS: KernelOptions = KernelOptions {
+        record_free: true,
+        ..KernelOptions::INDEX
     };
 }
 
@@ -607,13 +621,15 @@ pub fn kernel_table(p: &Profile, ki: usize) -> Option<KernelTable> {
         occupancy::achieved_of(&mut achieved, st.se, &st.analysis);
         let (table, splits) = TablePart::of_se(st, disasm);
         Part {
-            waves: st.analysis.waves.len(),
+            waves: st.analysis.wave_count(),
             achieved,
             table,
             splits,
         }
     };
-    let (kernel, parts) = analyze_kernel_fold(p, ki, &fold)?;
+    // The SEs without instruction tracing keep no wave records: the fold reads none.
+    let (kernel, _, parts) =
+        analyze_kernel_clocked(p, ki, &|_, _| {}, KernelOptions::STATS, PerSe::Fold(&fold))?;
     let mut waves = 0;
     let mut achieved = occupancy::Achieved::default();
     let mut table = TablePart::default();
@@ -672,6 +688,10 @@ fn analyze_kernel_clocked<T: Send>(
         // not one over the whole prefix every few thousand packets.
         let mut released = 0usize;
         let mut release = |done: usize| {
+            // A second pass over the blob (a record-free analysis that gave up).
+            if done < released {
+                released = 0;
+            }
             if done < released.saturating_add(RELEASE_STEP) && done < blob.len() {
                 return;
             }
@@ -684,6 +704,20 @@ fn analyze_kernel_clocked<T: Send>(
             Some(c) if s.itrace && !sqtt::map::walks_cdna(blob, c, ao.decode) => {
                 crate::pipeline::analyze_mapped(blob, target, ao, c, opts.detail, &mut release)
                     .map(|(a, m)| (a, Some(m)))
+            }
+            _ if opts.record_free && !s.itrace => {
+                let free = AnalyzeOptions {
+                    record_free: true,
+                    ..ao
+                };
+                match sqtt::analyze_with_progress(blob, target, free, &mut release) {
+                    // Given up (see `record_free`): analysed again with records.
+                    Ok(a) if a.waves_without_records.is_none() => {
+                        sqtt::analyze_with_progress(blob, target, ao, &mut release)
+                    }
+                    r => r,
+                }
+                .map(|a| (a, None))
             }
             _ => sqtt::analyze_with_progress(blob, target, ao, &mut release).map(|a| (a, None)),
         };
@@ -698,10 +732,7 @@ fn analyze_kernel_clocked<T: Send>(
             (a, m)
         });
         // The origin needs each SE's first wave, spilled or not.
-        let first = r
-            .as_ref()
-            .ok()
-            .and_then(|(a, _)| a.waves.first().map(|w| w.start));
+        let first = r.as_ref().ok().and_then(|(a, _)| a.first_wave_start());
         let mut spilled = None;
         // Where a folded SE's mapping lost track (the fold drops the SE, not this).
         let mut map_error = None;

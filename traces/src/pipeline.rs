@@ -244,6 +244,11 @@ pub fn analyze_mapped(
     progress: &mut dyn FnMut(usize),
 ) -> Result<(crate::sqtt::BlobAnalysis, SeMap), crate::sqtt::DecodeError> {
     use crate::sqtt::map::RdnaWalk;
+    // The mapping reads the wave records.
+    let opts = crate::sqtt::AnalyzeOptions {
+        record_free: false,
+        ..opts
+    };
     let slots = PcSlots {
         base: code.text_addr,
         len: code.text.len() / 4 + 1,

@@ -157,3 +157,63 @@ fn table_rows_equal_a_per_execution_recomputation() {
 fn json<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap()
 }
+
+/// Every SE without instruction tracing of every shared capture (and of the tiled 10 MiB
+/// capture of the scale bench, `../scale-cap/10M/big.wst`, when it is there) analysed without
+/// wave records as `kernel_table` does and with them: exact on each (none gives up), with the
+/// same wave count, first wave, sums, achieved occupancy (against the sweep of the records)
+/// and everything else of the analysis.
+#[test]
+fn record_free_equals_the_records_on_every_untraced_se() {
+    use traces::sqtt::{self, AnalyzeOptions, BlobAnalysis};
+    let mut files: Vec<std::path::PathBuf> = capture_dirs()
+        .into_iter()
+        .map(|d| d.join("profile.pkl"))
+        .collect();
+    let tiled = shared().join("../scale-cap/10M/big.wst");
+    match tiled.is_file() {
+        true => files.push(tiled),
+        false => eprintln!("{} is not there: not compared", tiled.display()),
+    }
+    let rest = |a: &BlobAnalysis| {
+        serde_json::to_string(&BlobAnalysis {
+            waves: Vec::new(),
+            ..a.clone()
+        })
+        .unwrap()
+    };
+    let (mut ses, mut waves) = (0, 0);
+    for f in files {
+        let (_, p) = traces::open::open_path(&f).unwrap();
+        for (i, s) in p.sqtt.iter().enumerate().filter(|(_, s)| !s.itrace) {
+            let what = format!("{} stream {i} (SE {})", f.display(), s.se);
+            let target = p.props_device(s.device).and_then(|d| d.target());
+            let blob = p.blob(s.blob);
+            let opts = AnalyzeOptions::default();
+            let Ok(rec) = sqtt::analyze_with(blob, target, opts) else {
+                continue;
+            };
+            let free = AnalyzeOptions {
+                record_free: true,
+                ..opts
+            };
+            let free = sqtt::analyze_with(blob, target, free).unwrap();
+            assert_eq!(free.waves_without_records, Some(rec.waves.len()), "{what}");
+            assert_eq!(free.first_wave_start(), rec.first_wave_start(), "{what}");
+            assert_eq!(free.residency, rec.residency, "{what}");
+            let (mut want, mut got) = (occupancy::Achieved::default(), Default::default());
+            occupancy::achieved_se(
+                &mut want,
+                s.se,
+                rec.waves.iter().map(occupancy::WaveLife::of),
+            );
+            occupancy::achieved_of(&mut got, s.se, &free);
+            assert_eq!(got, want, "{what}");
+            assert_eq!(rest(&free), rest(&rec), "{what}");
+            ses += 1;
+            waves += rec.waves.len();
+        }
+    }
+    assert!(ses > 0 && waves > 0, "{ses} SEs, {waves} waves");
+    eprintln!("{ses} untraced SEs, {waves} waves analysed without records");
+}

@@ -504,7 +504,7 @@ impl WaveLife {
 /// the records.
 pub fn achieved_of(out: &mut Achieved, se: u32, a: &crate::sqtt::BlobAnalysis) {
     match &a.residency {
-        Some(r) if r.waves == a.waves.len() && r.waves > 0 => achieved_of_sums(out, se, r),
+        Some(r) if r.waves == a.wave_count() && r.waves > 0 => achieved_of_sums(out, se, r),
         _ => achieved_se(out, se, a.waves.iter().map(WaveLife::of)),
     }
 }
