@@ -217,3 +217,59 @@ fn record_free_equals_the_records_on_every_untraced_se() {
     assert!(ses > 0 && waves > 0, "{ses} SEs, {waves} waves");
     eprintln!("{ses} untraced SEs, {waves} waves analysed without records");
 }
+
+/// `kernel_table` where an SE without instruction tracing cannot be analysed without records
+/// (its stream re-framed without its first WAVEEND: that wave never ends, or its slot's next
+/// wave replaces it) and where it can (without its first WAVESTART: an end without a live
+/// wave): the SE is analysed again with records where it gave up, and the table, wave count,
+/// achieved occupancy and notes equal the whole kernel's analysis either way.
+#[test]
+fn kernel_table_analyses_again_where_the_record_free_analysis_gives_up() {
+    use traces::sqtt::{self, AnalyzeOptions, Kind};
+    let (mut given_up, mut exact) = (0, 0);
+    for dir in capture_dirs() {
+        let (_, orig) = traces::open::open_path(&dir.join("profile.pkl")).unwrap();
+        for (i, s) in orig.sqtt.iter().enumerate().filter(|(_, s)| !s.itrace) {
+            for drop in [Kind::WaveEnd, Kind::WaveStart] {
+                let mut p = orig.clone();
+                let src = p.blob(s.blob);
+                let Some(blob) = sqtt::synth::without_first(src, |pk| pk.ty.kind == drop) else {
+                    continue;
+                };
+                let target = p.props_device(s.device).and_then(|d| d.target());
+                let free = AnalyzeOptions {
+                    record_free: true,
+                    ..Default::default()
+                };
+                let a = sqtt::analyze_with(&blob, target, free).unwrap();
+                match a.waves_without_records {
+                    None => given_up += 1,
+                    Some(_) => exact += 1,
+                }
+                p.sqtt[i].blob = p.add_blob(traces::model::Blob::from_vec(blob));
+                let what = format!("{} stream {i} without its first {drop:?}", dir.display());
+                for k in kernels_with_sqtt(&p) {
+                    let a = analyze_kernel_par(&p, k, &|_, _| {}).unwrap();
+                    let splits = hidden::kernel_splits(&a);
+                    let t = kernel_table(&p, k).unwrap();
+                    assert_eq!(
+                        json(&t.instructions),
+                        json(&inst_stats_with(&a, &splits)),
+                        "{what}"
+                    );
+                    assert_eq!(t.waves, a.wave_count(), "{what}");
+                    assert_eq!(t.achieved, occupancy::achieved(&a), "{what}");
+                    let notes = |k: &traces::analysis::KernelSqtt| -> Vec<Vec<String>> {
+                        k.ses.iter().map(|s| s.notes()).collect()
+                    };
+                    assert_eq!(notes(&t.kernel), notes(&a), "{what}");
+                }
+            }
+        }
+    }
+    assert!(
+        given_up > 0 && exact > 0,
+        "{given_up} given up, {exact} exact"
+    );
+    eprintln!("{given_up} SEs given up and analysed again, {exact} exact");
+}
