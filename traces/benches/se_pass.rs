@@ -5,8 +5,11 @@
 //! capture's first kernel, one after the other on this thread:
 //! - `decode`: the raw decoder alone ([`Decoder::for_each_run`], the loop the analysis uses);
 //! - `analyze waves`: [`sqtt::analyze_with`] without tokens;
-//! - `untraced`: what `stats` runs on the SEs without instruction tokens (their analysis, then
-//!   the achieved occupancy of their waves), beside the decode of the same blobs;
+//! - `untraced`: on the SEs without instruction tokens, their analysis with wave records, then
+//!   the achieved occupancy of their waves (what `stats` ran there before), beside the decode
+//!   of the same blobs;
+//! - `recordfree`: the same without wave records ([`AnalyzeOptions::record_free`], what `stats`
+//!   runs there now), beside the decode of the same blobs;
 //! - `analyze tokens`: [`sqtt::analyze_with`] keeping every instruction token (what `stats`
 //!   runs on untraced SEs, and the app);
 //! - `analyze mapped`: [`traces::pipeline::analyze_mapped`] on the itraced SEs (analysis and
@@ -16,7 +19,7 @@
 //!   and mapped ([`traces::pipeline::TablePart::of_se`], what `stats` runs on them), beside the
 //!   decode of the same blobs.
 //!
-//! `WAVESCOPE_SE_PASS_STEPS=mapped` (any of `waves,untraced,tokens,mapped,fold`) runs only those steps
+//! `WAVESCOPE_SE_PASS_STEPS=mapped` (any of `waves,untraced,recordfree,tokens,mapped,fold`) runs only those steps
 //! beside the decode (for a profiler's view of one).
 //!
 //! It prints MB of SQTT per CPU second (CPU time of this thread from
@@ -142,6 +145,27 @@ fn main() {
             })
         });
         row("analyze + occupancy (untraced)", un_mb, folded, dec_un);
+    }
+    if wanted("recordfree") && !untraced.is_empty() {
+        let un_mb = mb(&untraced);
+        let dec_un = best(runs, &untraced, decode);
+        row("decode (untraced SEs)", un_mb, dec_un, dec_un);
+        // The same without wave records, as `stats` runs it now.
+        let free = AnalyzeOptions {
+            record_free: true,
+            ..Default::default()
+        };
+        let folded = best(runs, &untraced, |b| {
+            let a = sqtt::analyze_with(b, target, free);
+            a.map_or(0, |a| {
+                // (A stream it gives up on is analysed again with records by `stats`.)
+                assert!(a.waves_without_records.is_some(), "record-free gave up");
+                let mut ach = traces::analysis::occupancy::Achieved::default();
+                traces::analysis::occupancy::achieved_of(&mut ach, 0, &a);
+                (a.wave_count() + ach.per_simd.len()) as u64
+            })
+        });
+        row("record-free + occupancy (untraced)", un_mb, folded, dec_un);
     }
     if wanted("tokens") {
         let tokens = best(runs, &all, |b| {
