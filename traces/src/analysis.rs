@@ -569,9 +569,10 @@ pub fn analyze_kernel_index<T: Send>(
 }
 
 /// Kernel `ki` with each SE handed to `fold` as soon as it is decoded and mapped, and then
-/// dropped: what a report that only sums over the SEs needs (`wavescope stats`). Returns the
-/// kernel with its SEs' names, errors and unit but no waves or tokens, and each SE's fold
-/// (in `ses` order; `None` for an SE that could not be decoded).
+/// dropped: what a report that only sums over the SEs needs ([`kernel_table`] runs it with
+/// the SEs without instruction tracing analysed without wave records). Returns the kernel with
+/// its SEs' names, errors and unit but no waves or tokens, and each SE's fold (in `ses`
+/// order; `None` for an SE that could not be decoded).
 pub fn analyze_kernel_fold<T: Send>(
     p: &Profile,
     ki: usize,
@@ -597,7 +598,8 @@ pub fn analyze_kernel_index_fold<T: Send>(
 /// SE folded into them as soon as it is decoded and then dropped (`wavescope stats`): the
 /// results of [`inst_stats_with`], [`hidden::kernel_splits`], [`KernelSqtt::wave_count`] and
 /// [`occupancy::achieved`] on [`analyze_kernel_table`]'s analysis, holding only the SEs being
-/// decoded instead of every SE's waves and tokens.
+/// decoded instead of every SE's waves and tokens, and no wave record of an SE without
+/// instruction tracing where its analysis without them is exact ([`KernelOptions::STATS`]).
 pub struct KernelTable {
     /// The kernel with its SEs' names, itrace flags, errors and unit, but no waves or tokens.
     pub kernel: KernelSqtt,
