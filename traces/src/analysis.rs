@@ -470,9 +470,11 @@ pub type WaveSpill<'a, T> = dyn Fn(&[sqtt::waves::Wave]) -> Option<T> + Sync + '
 /// Where [`kernel_table`]'s analysis hands each decoded SE, with its tokens mapped to PCs
 /// (`token_pc`, `amd_pc`) and the disassembly of those PCs, in the SE's decoding thread; its
 /// waves, tokens and mapping are dropped once this returns. The SE has no x.
-/// An instruction-traced RDNA SE, mapped in the pass that decoded it, comes without its token
-/// index ([`SeTrace::has_token_index`]; [`crate::pipeline::TablePart::of_se`] does without).
-/// It may take what was folded in the decode ([`crate::pipeline::TablePart::take_se`]).
+/// An instruction-traced RDNA SE comes with its table part and latency splits folded in the
+/// pass that decoded and mapped it and no tokens ([`crate::pipeline::analyze_folded`]; the
+/// fold takes them with [`crate::pipeline::TablePart::take_se`]), or, where that fold could
+/// not be exact, decoded again with its tokens but without its token index
+/// ([`SeTrace::has_token_index`]; [`crate::pipeline::TablePart::of_se`] does without).
 pub type SeFold<'a, T> = dyn Fn(&mut SeTrace, &HashMap<u64, String>) -> T + Sync + 'a;
 
 /// [`SeFold`] that may take the SE's records ([`analyze_kernel_view_fold`]).
@@ -678,6 +680,10 @@ fn analyze_kernel_clocked<T: Send>(
         // not one over the whole prefix every few thousand packets.
         let mut released = 0usize;
         let mut release = |done: usize| {
+            // A second pass over the blob (a fold decoded again with its tokens) starts over.
+            if done < released.saturating_sub(RELEASE_STEP) {
+                released = 0;
+            }
             if done < released.saturating_add(RELEASE_STEP) && done < blob.len() {
                 return;
             }
