@@ -16,10 +16,13 @@
 //!   PC mapping in one decode, what `stats` runs there), beside the decode of the same blobs
 //!   and their analysis alone (what the mapping adds);
 //! - `fold`: the instruction table's and latency splits' fold of each itraced SE once decoded
-//!   and mapped ([`traces::pipeline::TablePart::of_se`], what `stats` runs on them), beside the
-//!   decode of the same blobs.
+//!   and mapped with its tokens ([`traces::pipeline::TablePart::of_se`], what `stats` ran on
+//!   them after `analyze mapped`), beside the decode of the same blobs;
+//! - `fused`: [`traces::pipeline::analyze_folded`] on the itraced SEs (analysis, PC mapping,
+//!   instruction table and latency splits in one decode, no token kept: what `stats` runs
+//!   there instead of `mapped` and `fold`), beside the decode of the same blobs.
 //!
-//! `WAVESCOPE_SE_PASS_STEPS=mapped` (any of `waves,untraced,recordfree,tokens,mapped,fold`) runs only those steps
+//! `WAVESCOPE_SE_PASS_STEPS=mapped` (any of `waves,untraced,recordfree,tokens,mapped,fold,fused`) runs only those steps
 //! beside the decode (for a profiler's view of one).
 //!
 //! It prints MB of SQTT per CPU second (CPU time of this thread from
@@ -204,25 +207,53 @@ fn main() {
     if wanted("fold") && !itraced.is_empty() {
         let dec_it = best(runs, &itraced, decode);
         // Each SE's fold timed on the thread that decoded it, as `stats` runs it.
-        let fold = |st: &traces::analysis::SeTrace,
-                    disasm: &std::collections::HashMap<u64, String>| {
-            if !st.itrace {
-                return 0.0;
-            }
-            (0..runs)
-                .map(|_| {
-                    let t = cpu_seconds();
-                    black_box(traces::pipeline::TablePart::of_se(st, disasm));
-                    cpu_seconds() - t
-                })
-                .fold(f64::INFINITY, f64::min)
-        };
-        match traces::analysis::analyze_kernel_fold(&p, 0, &fold) {
-            Some((_, per_se)) => {
-                let s: f64 = per_se.into_iter().flatten().sum();
+        // Each SE as `analyze mapped` gives it, with its tokens (a fold of the kernel now
+        // takes what `fused` folded in the decode).
+        let table = traces::analysis::KernelOptions::TABLE;
+        match traces::analysis::analyze_kernel_with(&p, 0, &|_, _| {}, table) {
+            Some(k) => {
+                let s: f64 = k
+                    .ses
+                    .iter()
+                    .filter(|st| st.itrace)
+                    .map(|st| {
+                        (0..runs)
+                            .map(|_| {
+                                let t = cpu_seconds();
+                                black_box(traces::pipeline::TablePart::of_se(st, &k.disasm));
+                                cpu_seconds() - t
+                            })
+                            .fold(f64::INFINITY, f64::min)
+                    })
+                    .sum();
                 row("fold (itraced SEs)", it_mb, s, dec_it);
             }
             None => println!("fold: the first kernel could not be analysed"),
+        }
+    }
+    if let (true, Some(code), false) = (wanted("fused"), &code, itraced.is_empty()) {
+        let dec_it = best(runs, &itraced, decode);
+        let mut exact = true;
+        let fused = best(runs, &itraced, |b| {
+            let r = traces::pipeline::analyze_folded(
+                b,
+                target,
+                Default::default(),
+                code,
+                false,
+                &mut |_| {},
+            );
+            match r {
+                Ok(Some((a, _))) => a.waves.len() as u64,
+                _ => {
+                    exact = false;
+                    0
+                }
+            }
+        });
+        row("analyze folded (itraced SEs)", it_mb, fused, dec_it);
+        if !exact {
+            println!("fused: some SE could not be folded in its decode (stats decodes it again)");
         }
     }
     println!("goal: the analysis within 2x the raw decode; worst x{worst:.2}");

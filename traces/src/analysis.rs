@@ -54,6 +54,10 @@ pub struct SeTrace {
     /// AMD's stall and duration summed per PC over `mapped` (sorted by PC), kept with or
     /// without the detail.
     pub amd_pc: Vec<(u64, i64, i64)>,
+    /// The instruction table part and latency splits of an instruction-traced RDNA SE, when
+    /// they were folded in its decode and its tokens were not kept
+    /// ([`crate::pipeline::analyze_folded`]; [`crate::pipeline::TablePart::take_se`]).
+    pub(crate) folded: Option<crate::pipeline::SeFolded>,
 }
 
 /// Which token index [`SeTrace::build`] makes.
@@ -213,6 +217,7 @@ impl SeTrace {
             map_error: None,
             mapped: Vec::new(),
             amd_pc: Vec::new(),
+            folded: None,
         }
     }
 
@@ -479,9 +484,12 @@ pub type WaveSpill<'a, T> = dyn Fn(&[sqtt::waves::Wave]) -> Option<T> + Sync + '
 /// Where [`kernel_table`]'s analysis hands each decoded SE, with its tokens mapped to PCs
 /// (`token_pc`, `amd_pc`) and the disassembly of those PCs, in the SE's decoding thread; its
 /// waves, tokens and mapping are dropped once this returns. The SE has no x.
-/// An instruction-traced RDNA SE, mapped in the pass that decoded it, comes without its token
-/// index ([`SeTrace::has_token_index`]; [`crate::pipeline::TablePart::of_se`] does without).
-pub type SeFold<'a, T> = dyn Fn(&SeTrace, &HashMap<u64, String>) -> T + Sync + 'a;
+/// An instruction-traced RDNA SE comes with its table part and latency splits folded in the
+/// pass that decoded and mapped it and no tokens ([`crate::pipeline::analyze_folded`]; the
+/// fold takes them with [`crate::pipeline::TablePart::take_se`]), or, where that fold could
+/// not be exact, decoded again with its tokens but without its token index
+/// ([`SeTrace::has_token_index`]; [`crate::pipeline::TablePart::of_se`] does without).
+pub type SeFold<'a, T> = dyn Fn(&mut SeTrace, &HashMap<u64, String>) -> T + Sync + 'a;
 
 /// [`SeFold`] that may take the SE's records ([`analyze_kernel_view_fold`]).
 pub type SeTake<'a, T> = dyn Fn(&mut SeTrace, &HashMap<u64, String>) -> T + Sync + 'a;
@@ -618,10 +626,10 @@ pub fn kernel_table(p: &Profile, ki: usize) -> Option<KernelTable> {
         table: TablePart,
         splits: hidden::KernelSplits,
     }
-    let fold = |st: &SeTrace, disasm: &HashMap<u64, String>| {
+    let fold = |st: &mut SeTrace, disasm: &HashMap<u64, String>| {
         let mut achieved = occupancy::Achieved::default();
         occupancy::achieved_of(&mut achieved, st.se, &st.analysis);
-        let (table, splits) = TablePart::of_se(st, disasm);
+        let (table, splits) = TablePart::take_se(st, disasm);
         Part {
             waves: st.analysis.wave_count(),
             achieved,
@@ -690,7 +698,8 @@ fn analyze_kernel_clocked<T: Send>(
         // not one over the whole prefix every few thousand packets.
         let mut released = 0usize;
         let mut release = |done: usize| {
-            // A second pass over the blob (a record-free analysis that gave up).
+            // A second pass over the blob (a record-free analysis that gave up, a fold decoded
+            // again with its tokens) starts over.
             if done < released {
                 released = 0;
             }
@@ -703,6 +712,21 @@ fn analyze_kernel_clocked<T: Send>(
             released = done;
         };
         let r = match &code {
+            // A fold takes the SE's table and splits folded in its decode, with no token
+            // kept, unless they could not be exact there: then decoded again with its tokens.
+            Some(c)
+                if s.itrace
+                    && matches!(per_se, PerSe::Fold(_))
+                    && !sqtt::map::walks_cdna(blob, c, ao.decode) =>
+            {
+                use crate::pipeline::{analyze_folded, analyze_mapped};
+                match analyze_folded(blob, target, ao, c, opts.detail, &mut release) {
+                    Ok(Some(r)) => Ok(r),
+                    Ok(None) => analyze_mapped(blob, target, ao, c, opts.detail, &mut release),
+                    Err(e) => Err(e),
+                }
+                .map(|(a, m)| (a, Some(m)))
+            }
             Some(c) if s.itrace && !sqtt::map::walks_cdna(blob, c, ao.decode) => {
                 crate::pipeline::analyze_mapped(blob, target, ao, c, opts.detail, &mut release)
                     .map(|(a, m)| (a, Some(m)))
@@ -768,7 +792,7 @@ fn analyze_kernel_clocked<T: Send>(
                     false => TokenIndex::IfTokens,
                 };
                 let (mut st, d) = mapped(a, m, index);
-                spilled = Some(f(&st, &d));
+                spilled = Some(f(&mut st, &d));
                 map_error = st.map_error.take();
                 crate::pipeline::recycle_pcs(std::mem::take(&mut st.token_pc));
                 crate::spare::give(std::mem::take(&mut st.token_order));
@@ -1014,7 +1038,9 @@ fn map_se_trace(
     to_x: &dyn Fn(i64) -> f64,
     disasm: &mut HashMap<u64, String>,
 ) {
-    if !(st.itrace && st.error.is_none() && !st.analysis.tokens.is_empty()) {
+    // (An SE folded in its decode kept no token: its fold says it had some.)
+    let folded = se_map.as_ref().is_some_and(|m| m.folded.is_some());
+    if !(st.itrace && st.error.is_none() && (folded || !st.analysis.tokens.is_empty())) {
         return;
     }
     // The CDNA walk's issue list becomes the SE's token stream, so CDNA keeps it.

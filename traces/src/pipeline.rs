@@ -212,6 +212,8 @@ pub struct SeMap {
     pub error: Option<String>,
     pub mapped: Vec<MappedInst>,
     pub disasm: HashMap<u64, String>,
+    /// The SE's table part and splits, when folded in its decode ([`analyze_folded`]).
+    pub folded: Option<SeFolded>,
 }
 
 impl SeMap {
@@ -222,6 +224,7 @@ impl SeMap {
         se.amd_pc = self.amd_pc;
         se.map_error = self.error;
         se.mapped = self.mapped;
+        se.folded = self.folded;
         for (pc, text) in self.disasm {
             disasm.entry(pc).or_insert(text);
         }
@@ -243,12 +246,84 @@ pub fn analyze_mapped(
     keep_mapped: bool,
     progress: &mut dyn FnMut(usize),
 ) -> Result<(crate::sqtt::BlobAnalysis, SeMap), crate::sqtt::DecodeError> {
+    analyze_walked(blob, target, opts, code, keep_mapped, progress, None).map(|(a, m, _)| (a, m))
+}
+
+/// [`analyze_mapped`] with the SE's instruction table part and latency splits folded in the
+/// same pass ([`TokenFold`]): no token is kept (the analysis' token list is empty; each
+/// wave's count is in its record) and the map carries the fold ([`SeMap::folded`], taken by
+/// [`TablePart::take_se`]), what [`TablePart::of_se`] would make of the SE
+/// [`analyze_mapped`] gives. `Ok(None)` when the fold could not be exact ([`TokenFold`]):
+/// the caller takes [`analyze_mapped`] instead.
+#[allow(clippy::type_complexity)]
+pub fn analyze_folded(
+    blob: &[u8],
+    target: Option<crate::target::GfxTarget>,
+    opts: crate::sqtt::AnalyzeOptions,
+    code: &crate::isa::CodeObject,
+    keep_mapped: bool,
+    progress: &mut dyn FnMut(usize),
+) -> Result<Option<(crate::sqtt::BlobAnalysis, SeMap)>, crate::sqtt::DecodeError> {
+    Ok(fold_or_miss(blob, target, opts, code, keep_mapped, progress)?.ok())
+}
+
+/// [`analyze_folded`], or why the fold could not be exact.
+#[allow(clippy::type_complexity)]
+fn fold_or_miss(
+    blob: &[u8],
+    target: Option<crate::target::GfxTarget>,
+    opts: crate::sqtt::AnalyzeOptions,
+    code: &crate::isa::CodeObject,
+    keep_mapped: bool,
+    progress: &mut dyn FnMut(usize),
+) -> Result<Result<(crate::sqtt::BlobAnalysis, SeMap), Miss>, crate::sqtt::DecodeError> {
+    let fold = TokenFold::new(code);
+    let (a, mut m, fold) =
+        analyze_walked(blob, target, opts, code, keep_mapped, progress, Some(fold))?;
+    let Some(fold) = fold else {
+        return Ok(Err(Miss::Unended));
+    };
+    Ok(fold.finish(&a).map(|(folded, disasm)| {
+        m.folded = folded;
+        m.disasm = disasm;
+        (a, m)
+    }))
+}
+
+/// Why [`TokenFold`] could not fold an SE as [`TablePart::streamed`] would.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Miss {
+    /// A token of a wave not added (not one that may take tokens, or not yet started).
+    UnknownWave,
+    /// A wave's start before an earlier one or before its SIMD's current cycle.
+    StartOutOfOrder,
+    /// An issue before its SIMD's current cycle.
+    IssueOutOfOrder,
+    /// A wave that never ended (the analysis drops it and renumbers the waves).
+    Unended,
+    /// Tokens met that are not the waves' counts, or left in the list.
+    Count,
+}
+
+/// [`analyze_mapped`], and with `fold` [`analyze_folded`]'s pass (the fold handed back, or
+/// `None` when some wave never ended).
+#[allow(clippy::type_complexity)]
+fn analyze_walked(
+    blob: &[u8],
+    target: Option<crate::target::GfxTarget>,
+    opts: crate::sqtt::AnalyzeOptions,
+    code: &crate::isa::CodeObject,
+    keep_mapped: bool,
+    progress: &mut dyn FnMut(usize),
+    mut fold: Option<TokenFold>,
+) -> Result<(crate::sqtt::BlobAnalysis, SeMap, Option<TokenFold>), crate::sqtt::DecodeError> {
     use crate::sqtt::map::RdnaWalk;
     // The mapping reads the wave records.
     let opts = crate::sqtt::AnalyzeOptions {
         record_free: false,
         ..opts
     };
+    let keep_pcs = fold.is_none();
     let slots = PcSlots {
         base: code.text_addr,
         len: code.text.len() / 4 + 1,
@@ -265,6 +340,7 @@ pub fn analyze_mapped(
     let places = crate::sqtt::packets::places();
     // Set when some wave never ended: which raw tokens stay, and each raw wave's final index.
     let mut kept: Option<(Vec<bool>, Vec<Option<u32>>)> = None;
+    let mut all_ended = true;
     let mut countdown = 0u32;
     let analysis = crate::sqtt::waves::analyze_hooked(
         blob,
@@ -281,13 +357,20 @@ pub fn analyze_mapped(
             if RdnaWalk::wants(p.ty.kind) && RdnaWalk::traced_in(places, p) {
                 // By value: a call given the packet's address would have the decoder store
                 // every packet to memory, in case.
-                st.packet(an, *p, before);
+                let pc = st.packet(an, *p, before, keep_pcs);
+                // The fold looks at nothing else: the waves that may take tokens start in
+                // packets the walk wants, and another packet's tokens (none seen) wait in
+                // the list for the next one.
+                if let Some(f) = fold.as_mut() {
+                    f.packet(an, before, pc, &st.walk);
+                }
             }
         },
         |an| {
             if an.all_ended() {
                 return;
             }
+            all_ended = false;
             let ended = an.ended();
             let keep = an
                 .raw_tokens()
@@ -355,8 +438,330 @@ pub fn analyze_mapped(
             error: error.map(|e| format!("nibble {}: {}", e.offset, e.message)),
             mapped,
             disasm,
+            folded: None,
         },
+        fold.filter(|_| all_ended),
     ))
+}
+
+/// An instruction-traced RDNA SE's instruction table part and latency splits, folded in the
+/// pass that decoded and mapped it ([`analyze_folded`]): [`TablePart::of_se`]'s results but
+/// for what the SE's records give (its AMD sums, its waves' places and token counts).
+#[derive(Clone)]
+pub struct SeFolded {
+    /// The part without `amd`.
+    part: TablePart,
+    by_inst: HashMap<crate::analysis::hidden::InstKey, crate::analysis::hidden::LatencySplit>,
+    /// The waves with tokens, in wave order, and their splits.
+    waves: Vec<(u32, crate::analysis::hidden::LatencySplit)>,
+}
+
+impl SeFolded {
+    /// The part and splits of `st`, the SE this was folded from.
+    fn finish(self, st: &SeTrace) -> (TablePart, crate::analysis::hidden::KernelSplits) {
+        use crate::analysis::hidden::{KernelSplits, WaveSplit};
+        let SeFolded {
+            mut part,
+            by_inst,
+            waves,
+        } = self;
+        part.amd = st.amd_pc.clone();
+        let mut out = KernelSplits {
+            by_inst,
+            ..Default::default()
+        };
+        out.waves.reserve_exact(waves.len());
+        for (w, split) in waves {
+            let Some(wave) = st.analysis.waves.get(w as usize) else {
+                continue;
+            };
+            out.total.add(&split);
+            out.waves.push(WaveSplit {
+                se: st.se,
+                wave: w as usize,
+                cu: wave.cu,
+                simd: wave.simd,
+                slot: wave.wave,
+                instructions: wave.insts as usize,
+                split,
+            });
+        }
+        (part, out)
+    }
+}
+
+/// [`TablePart::streamed`] fed each token as the analyzer makes it and the walk maps it
+/// ([`analyze_folded`]), so no token list and no token PC list is written: the waves that may
+/// take tokens are added to their SIMD's sweep as they start (in wave order, so slots come in
+/// wave order; those that end up with none have no row, no split and no effect on another
+/// wave's), each token goes to its wave's slot, position and last issue, its name and row,
+/// the row's accumulator and its SIMD's sweep. Anything the pass cannot fold as `streamed`
+/// would (a token of a wave not added, an issue or a start out of time order in its SIMD, a
+/// wave that never ended, a count that does not match) leaves it missed (`miss`), and the caller
+/// decodes the SE again with its tokens.
+/// Entries of [`TokenFold::recent`].
+const RECENT: usize = 256;
+
+struct TokenFold {
+    rows: Rows<'static>,
+    best: Vec<i64>,
+    acc: Vec<Acc>,
+    /// Where the wave-by-wave walk meets each row and each name first ([`TablePart::streamed`]).
+    row_first: Vec<u64>,
+    name_first: Vec<u64>,
+    splits: crate::analysis::hidden::StreamSplits,
+    simd_keys: Vec<(u16, u8)>,
+    /// Per slot: its wave's raw index (ascending), and its SIMD, last issue (its start
+    /// before the first) and tokens met.
+    slot_wave: Vec<u32>,
+    live: Vec<(u32, i64, u32)>,
+    /// (raw wave, slot) of the waves added, by the wave's low bits (`u32::MAX`: none): a
+    /// token's slot in one probe while no later wave took the entry (few waves are live at
+    /// once), `slot_wave` searched otherwise ([`TokenFold::slot_of`]).
+    recent: Box<[(u32, u32); RECENT]>,
+    /// Waves of the analyzer looked at so far.
+    waves_seen: usize,
+    tokens: usize,
+    /// Set once the fold cannot be exact: nothing more is folded.
+    miss: Option<Miss>,
+}
+
+impl TokenFold {
+    fn new(code: &crate::isa::CodeObject) -> TokenFold {
+        let slots = PcSlots {
+            base: code.text_addr,
+            len: code.text.len() / 4 + 1,
+        };
+        TokenFold {
+            rows: Rows::with_slots(Some(slots), Disasm::Own(HashMap::new())),
+            best: Vec::new(),
+            acc: Vec::new(),
+            row_first: Vec::new(),
+            name_first: Vec::new(),
+            splits: crate::analysis::hidden::StreamSplits::new(Vec::new(), 0),
+            simd_keys: Vec::new(),
+            slot_wave: Vec::new(),
+            live: Vec::new(),
+            recent: Box::new([(u32::MAX, 0); RECENT]),
+            waves_seen: 0,
+            tokens: 0,
+            miss: None,
+        }
+    }
+
+    /// After the analyzer took a packet the walk wants (of PC `pc` for its tokens,
+    /// `an.raw_tokens()[before..]`): the tokens of packets before it (of no PC, which the
+    /// walk did not see), the waves started since the last such packet, and its tokens; the
+    /// tokens are then dropped. A wave that started or a token made in between that would
+    /// change what came after it here leaves the fold not exact: a token of a wave not yet
+    /// added, or a start before an issue of its SIMD ([`crate::analysis::hidden::StreamSplits::add_wave`]).
+    #[inline(always)]
+    fn packet(
+        &mut self,
+        an: &mut crate::sqtt::waves::Analyzer,
+        before: usize,
+        pc: u64,
+        walk: &crate::sqtt::map::RdnaWalk,
+    ) {
+        if an.raw_waves() != self.waves_seen || !an.raw_tokens().is_empty() {
+            self.take(an, before, pc, walk);
+        }
+    }
+
+    /// [`TokenFold::packet`] when there is something to take.
+    #[inline(never)]
+    fn take(
+        &mut self,
+        an: &mut crate::sqtt::waves::Analyzer,
+        before: usize,
+        pc: u64,
+        walk: &crate::sqtt::map::RdnaWalk,
+    ) {
+        if before > 0 {
+            self.tokens_of(&an.raw_tokens()[..before], u64::MAX, walk);
+        }
+        if an.raw_waves() != self.waves_seen {
+            self.started(an);
+        }
+        if an.raw_tokens().len() > before {
+            self.tokens_of(&an.raw_tokens()[before..], pc, walk);
+        }
+        an.clear_tokens();
+    }
+
+    /// The waves started since the last packet: those that may take tokens are added.
+    #[inline(never)]
+    fn started(&mut self, an: &mut crate::sqtt::waves::Analyzer) {
+        if self.waves_seen == 0 {
+            an.stream_tokens();
+        }
+        for i in self.waves_seen..an.raw_waves() {
+            let Some(w) = an.raw_wave(i) else { break };
+            if !an.takes_tokens(w) {
+                continue;
+            }
+            let key = (w.cu, w.simd);
+            let m = match self.simd_keys.iter().position(|k| *k == key) {
+                Some(m) => m as u32,
+                None => {
+                    self.simd_keys.push(key);
+                    self.splits.add_simd()
+                }
+            };
+            match self.splits.add_wave(m, w.start) {
+                Some(s) => {
+                    self.recent[i % RECENT] = (i as u32, s);
+                    self.slot_wave.push(i as u32);
+                    self.live.push((m, w.start, 0));
+                }
+                None => self.miss = self.miss.or(Some(Miss::StartOutOfOrder)),
+            }
+        }
+        self.waves_seen = an.raw_waves();
+    }
+
+    /// [`TablePart::streamed`]'s step for each of `tokens`, of PC `pc`.
+    #[inline(always)]
+    fn tokens_of(&mut self, tokens: &[InstToken], pc: u64, walk: &crate::sqtt::map::RdnaWalk) {
+        self.tokens += tokens.len();
+        if self.miss.is_some() {
+            return;
+        }
+        for t in tokens {
+            let s = match self.recent[t.wave as usize % RECENT] {
+                (w, s) if w == t.wave => s,
+                _ => match self.slot_of(t.wave) {
+                    Some(s) => s,
+                    None => {
+                        self.miss = Some(Miss::UnknownWave);
+                        return;
+                    }
+                },
+            };
+            let (simd, prev, met) = &mut self.live[s as usize];
+            let gap = t.time - *prev;
+            *prev = t.time;
+            let i = *met;
+            *met += 1;
+            let simd = *simd;
+            let first = (t.wave as u64) << 32 | i as u64;
+            let rows = &mut self.rows;
+            let kind = rows.name_id(t);
+            if self.best.len() <= kind as usize {
+                self.best.resize(kind as usize + 1, i64::MAX);
+                self.name_first.resize(kind as usize + 1, first);
+            }
+            let b = &mut self.best[kind as usize];
+            *b = (*b).min(gap);
+            let f = &mut self.name_first[kind as usize];
+            *f = (*f).min(first);
+            let g = rows.row(i as usize, kind, pc);
+            if self.acc.len() <= g as usize {
+                self.new_row(g, first, walk);
+            }
+            let f = &mut self.row_first[g as usize];
+            *f = (*f).min(first);
+            self.acc[g as usize].add(gap, kind);
+            if !self.splits.issue(simd, t.time, s, g) {
+                self.miss = Some(Miss::IssueOutOfOrder);
+                return;
+            }
+        }
+    }
+
+    /// The slot of raw wave `w`, not in [`TokenFold::recent`]: among the waves added last
+    /// (the live ones), else by a search.
+    #[cold]
+    #[inline(never)]
+    fn slot_of(&mut self, w: u32) -> Option<u32> {
+        let n = self.slot_wave.len();
+        let s = match self.slot_wave[n.saturating_sub(32)..]
+            .iter()
+            .rposition(|&x| x == w)
+        {
+            Some(i) => n.saturating_sub(32) + i,
+            None => self.slot_wave.binary_search(&w).ok()?,
+        } as u32;
+        self.recent[w as usize % RECENT] = (w, s);
+        Some(s)
+    }
+
+    /// Row `g`, just made: its disassembly (a PC's: the walk's program text, as
+    /// [`analyze_mapped`] gives it), its accumulator and its class for the splits.
+    #[cold]
+    #[inline(never)]
+    fn new_row(&mut self, g: u32, first: u64, walk: &crate::sqtt::map::RdnaWalk) {
+        if let Some(pc) = self.rows.rows[g as usize].pc {
+            let text = walk.inst_at(pc).map(|i| i.text()).unwrap_or_default();
+            self.rows.set_text(pc, text);
+        }
+        self.acc.push(Acc::new());
+        self.row_first.push(first);
+        self.splits
+            .add_row(crate::analysis::hidden::row_class(&self.rows, g));
+    }
+
+    /// The folded part and splits of `analysis` (the analysis this was fed), and the
+    /// disassembly of the PCs its tokens map to; why not when the fold is not exact. No
+    /// token: nothing folded (the SE has no rows and no splits).
+    fn finish(
+        self,
+        analysis: &crate::sqtt::BlobAnalysis,
+    ) -> Result<(Option<SeFolded>, HashMap<u64, String>), Miss> {
+        if let Some(miss) = self.miss {
+            return Err(miss);
+        }
+        // (A token left in the list came after the last packet the walk wanted.)
+        if !analysis.tokens.is_empty() {
+            return Err(Miss::Count);
+        }
+        // Every wave's tokens met, as the analyzer counted them (and no more waves with tokens).
+        let met: usize = self.live.iter().map(|l| l.2 as usize).sum();
+        let counted = self
+            .live
+            .iter()
+            .zip(&self.slot_wave)
+            .all(|(l, &w)| analysis.waves.get(w as usize).map(|w| w.insts) == Some(l.2));
+        if !counted || met != self.tokens {
+            return Err(Miss::Count);
+        }
+        if self.tokens == 0 {
+            return Ok((None, HashMap::new()));
+        }
+        let TokenFold {
+            rows,
+            best,
+            acc,
+            row_first,
+            name_first,
+            splits,
+            slot_wave,
+            live,
+            ..
+        } = self;
+        let (by_row, by_slot) = splits.finish();
+        let (part, by_inst) =
+            renumbered(&rows, acc, best, &row_first, &name_first, &by_row).ok_or(Miss::Count)?;
+        let waves = slot_wave
+            .iter()
+            .zip(&live)
+            .zip(by_slot)
+            .filter(|((_, l), _)| l.2 > 0)
+            .map(|((&w, _), split)| (w, split))
+            .collect();
+        let disasm = match rows.disasm {
+            Disasm::Own(d) => d,
+            Disasm::Of(d) => d.clone(),
+        };
+        Ok((
+            Some(SeFolded {
+                part,
+                by_inst,
+                waves,
+            }),
+            disasm,
+        ))
+    }
 }
 
 thread_local! {
@@ -398,8 +803,16 @@ impl MapState {
     /// One packet of a kind the walk wants and of the traced unit, which the analyzer just
     /// took (its tokens are `an.raw_tokens()[before..]`). Out of line: the per-packet loop
     /// stays small.
+    /// Returns the PC the packet's tokens take (`u64::MAX`: none); with `keep_pcs` false
+    /// ([`TokenFold`]), `token_pc` is left alone.
     #[inline(never)]
-    fn packet(&mut self, an: &crate::sqtt::waves::Analyzer, p: crate::sqtt::Packet, before: usize) {
+    fn packet(
+        &mut self,
+        an: &crate::sqtt::waves::Analyzer,
+        p: crate::sqtt::Packet,
+        before: usize,
+        keep_pcs: bool,
+    ) -> u64 {
         let p = &p;
         let now = an.raw_tokens().len();
         let mut sink = MapSink {
@@ -413,12 +826,12 @@ impl MapState {
             || an.raw_waves().checked_sub(1).map(|w| w as u32),
             &mut sink,
         );
-        if now == before {
-            return;
-        }
         // The packet's tokens take the PC of the last instruction it mapped (none: u64::MAX),
         // written once each; tokens of packets not passed here are padded to none.
         let last = sink.last;
+        if now == before || !keep_pcs {
+            return last;
+        }
         let token_pc = &mut self.token_pc;
         if token_pc.capacity() == 0 {
             // As the analyzer's token list: the last SE's list if one was handed back
@@ -434,6 +847,7 @@ impl MapState {
         // (Never longer than `before`: only tokens of earlier packets are in it.)
         token_pc.resize(before, u64::MAX);
         token_pc.resize(now, last);
+        last
     }
 }
 
@@ -589,7 +1003,7 @@ pub(crate) struct RowKey {
 /// string built or hashed per token. [`inst_stats`] and
 /// [`crate::analysis::hidden::kernel_splits`] group executions the same way through it.
 pub(crate) struct Rows<'k> {
-    disasm: &'k HashMap<u64, String>,
+    disasm: Disasm<'k>,
     names: Names,
     slots: Option<PcSlots>,
     by_slot: Vec<u32>,
@@ -599,13 +1013,25 @@ pub(crate) struct Rows<'k> {
     pub rows: Vec<RowKey>,
 }
 
+/// Where [`Rows`] finds a PC's disassembly.
+enum Disasm<'k> {
+    /// A PC without any is keyed like an unmapped token.
+    Of(&'k HashMap<u64, String>),
+    /// Every PC has some (a walk's PCs: its program's text, or none), added as each PC's row
+    /// is made ([`Rows::set_text`]).
+    Own(HashMap<u64, String>),
+}
+
 impl<'k> Rows<'k> {
     /// The rows of `ses`, whose mapped PCs' disassembly is in `disasm`.
     pub fn new(ses: &[SeTrace], disasm: &'k HashMap<u64, String>) -> Rows<'k> {
         let pcs = ses
             .iter()
             .flat_map(|s| s.token_pc.iter().copied().filter(|&p| p != u64::MAX));
-        let slots = PcSlots::covering(pcs);
+        Rows::with_slots(PcSlots::covering(pcs), Disasm::Of(disasm))
+    }
+
+    fn with_slots(slots: Option<PcSlots>, disasm: Disasm<'k>) -> Rows<'k> {
         let by_slot = vec![u32::MAX; slots.as_ref().map_or(0, |s| s.len)];
         Rows {
             disasm,
@@ -660,7 +1086,11 @@ impl<'k> Rows<'k> {
                     None => self.by_pc.entry(pc).or_insert(u32::MAX),
                 };
                 if *cell == u32::MAX {
-                    *cell = if self.disasm.contains_key(&pc) {
+                    let has = match &self.disasm {
+                        Disasm::Of(d) => d.contains_key(&pc),
+                        Disasm::Own(_) => true,
+                    };
+                    *cell = if has {
                         self.rows.push(RowKey {
                             pc: Some(pc),
                             index: 0,
@@ -698,9 +1128,20 @@ impl<'k> Rows<'k> {
     /// A row's name: its disassembly, or the token name.
     pub fn row_name(&self, g: u32) -> String {
         let r = &self.rows[g as usize];
+        let disasm = match &self.disasm {
+            Disasm::Of(d) => d,
+            Disasm::Own(d) => d,
+        };
         match r.pc {
-            Some(pc) => self.disasm.get(&pc).cloned().unwrap_or_default(),
+            Some(pc) => disasm.get(&pc).cloned().unwrap_or_default(),
             None => self.name(r.name).to_string(),
+        }
+    }
+
+    /// The disassembly of `pc`, whose row was just made, with [`Disasm::Own`].
+    fn set_text(&mut self, pc: u64, text: String) {
+        if let Disasm::Own(d) = &mut self.disasm {
+            d.entry(pc).or_insert(text);
         }
     }
 
@@ -717,6 +1158,7 @@ impl<'k> Rows<'k> {
 /// A row's latencies, kept for the median: 2 bytes each while they fit a u16, then 4 while
 /// they fit a u32. One per execution of the itraced waves (millions at real sizes, and most
 /// latencies are a few cycles to a few thousand): the narrower list is half the fresh pages.
+#[derive(Clone)]
 enum Gaps {
     Short(Vec<u16>),
     Narrow(Vec<u32>),
@@ -818,6 +1260,7 @@ impl Gaps {
 
 /// One row being accumulated; `kinds`: how many of its executions had each token name (by
 /// name id), for the stall beyond each name's best case.
+#[derive(Clone)]
 struct Acc {
     count: u64,
     total: i64,
@@ -840,7 +1283,7 @@ impl Acc {
     }
 
     /// One execution: its latency and token name id.
-    #[inline]
+    #[inline(always)]
     fn add(&mut self, gap: i64, kind: u32) {
         self.count += 1;
         self.total += gap;
@@ -908,7 +1351,7 @@ pub fn inst_stats_with(
 /// name's best case over the kernel, which is never more than the latency, so a row's stall
 /// is its total minus, per name, its executions of that name times the name's best case: no
 /// second pass once the best cases are known.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct TablePart {
     keys: Vec<crate::analysis::hidden::InstKey>,
     acc: Vec<Acc>,
@@ -916,6 +1359,57 @@ pub struct TablePart {
     best: Vec<i64>,
     /// AMD's stall and duration per PC, summed per SE.
     amd: Vec<(u64, i64, i64)>,
+}
+
+/// [`TablePart::streamed`]'s rows and token names, met in stream order, in the order the
+/// wave-by-wave walk meets them: by where it meets each first (`row_first`, `name_first`:
+/// (wave, position) packed in a u64). The part (without AMD's sums) and each row's split
+/// (`by_row`) by its key.
+#[allow(clippy::type_complexity)]
+fn renumbered(
+    rows: &Rows<'_>,
+    acc: Vec<Acc>,
+    best: Vec<i64>,
+    row_first: &[u64],
+    name_first: &[u64],
+    by_row: &[crate::analysis::hidden::LatencySplit],
+) -> Option<(
+    TablePart,
+    HashMap<crate::analysis::hidden::InstKey, crate::analysis::hidden::LatencySplit>,
+)> {
+    let mut row_order: Vec<u32> = (0..acc.len() as u32).collect();
+    row_order.sort_unstable_by_key(|&g| row_first[g as usize]);
+    let mut name_order: Vec<u32> = (0..best.len() as u32).collect();
+    name_order.sort_unstable_by_key(|&k| name_first[k as usize]);
+    let mut name_new = vec![0u32; name_order.len()];
+    for (new, &old) in name_order.iter().enumerate() {
+        name_new[old as usize] = new as u32;
+    }
+    let mut acc: Vec<Option<Acc>> = acc.into_iter().map(Some).collect();
+    let mut out_acc = Vec::with_capacity(acc.len());
+    let mut keys = Vec::with_capacity(acc.len());
+    let mut by_inst = HashMap::new();
+    for &g in &row_order {
+        let mut a = acc[g as usize].take()?;
+        for k in &mut a.kinds {
+            k.0 = name_new[k.0 as usize];
+        }
+        out_acc.push(a);
+        let key = rows.inst_key(g);
+        by_inst.insert(key.clone(), *by_row.get(g as usize)?);
+        keys.push(key);
+    }
+    let part = TablePart {
+        keys,
+        acc: out_acc,
+        names: name_order
+            .iter()
+            .map(|&k| rows.name(k).to_string())
+            .collect(),
+        best: name_order.iter().map(|&k| best[k as usize]).collect(),
+        amd: Vec::new(),
+    };
+    Some((part, by_inst))
 }
 
 impl TablePart {
@@ -931,6 +1425,9 @@ impl TablePart {
         st: &SeTrace,
         disasm: &HashMap<u64, String>,
     ) -> (TablePart, crate::analysis::hidden::KernelSplits) {
+        if let Some(f) = &st.folded {
+            return f.clone().finish(st);
+        }
         if st.analysis.tokens.is_empty() {
             return Default::default();
         }
@@ -940,6 +1437,18 @@ impl TablePart {
             // met in practice): the walk reads tokens wave by wave, from a copy with one.
             false => Self::with_splits(std::slice::from_ref(&st.with_token_index()), disasm),
         })
+    }
+
+    /// [`TablePart::of_se`] of an SE the caller is done with: what was folded in its decode
+    /// ([`analyze_folded`]) taken out of it, not copied.
+    pub fn take_se(
+        st: &mut SeTrace,
+        disasm: &HashMap<u64, String>,
+    ) -> (TablePart, crate::analysis::hidden::KernelSplits) {
+        match st.folded.take() {
+            Some(f) => f.finish(st),
+            None => Self::of_se(st, disasm),
+        }
     }
 
     /// [`TablePart::of_se`] in one pass over the SE's tokens in stream order, when every
@@ -1038,29 +1547,12 @@ impl TablePart {
             return None;
         }
         let (by_row, by_slot) = splits.finish();
-        // Rows and names in the walk's order.
-        let mut row_order: Vec<u32> = (0..acc.len() as u32).collect();
-        row_order.sort_unstable_by_key(|&g| row_first[g as usize]);
-        let mut name_order: Vec<u32> = (0..best.len() as u32).collect();
-        name_order.sort_unstable_by_key(|&k| name_first[k as usize]);
-        let mut name_new = vec![0u32; name_order.len()];
-        for (new, &old) in name_order.iter().enumerate() {
-            name_new[old as usize] = new as u32;
-        }
-        let mut acc: Vec<Option<Acc>> = acc.into_iter().map(Some).collect();
-        let mut out_acc = Vec::with_capacity(acc.len());
-        let mut keys = Vec::with_capacity(acc.len());
-        let mut out = KernelSplits::default();
-        for &g in &row_order {
-            let mut a = acc[g as usize].take()?;
-            for k in &mut a.kinds {
-                k.0 = name_new[k.0 as usize];
-            }
-            out_acc.push(a);
-            let key = rows.inst_key(g);
-            out.by_inst.insert(key.clone(), by_row[g as usize]);
-            keys.push(key);
-        }
+        let (mut part, by_inst) = renumbered(&rows, acc, best, &row_first, &name_first, &by_row)?;
+        part.amd = st.amd_pc.clone();
+        let mut out = KernelSplits {
+            by_inst,
+            ..Default::default()
+        };
         // Only waves with tokens have a split, in wave order.
         out.waves.reserve_exact(slot_wave.len());
         for (&w, split) in slot_wave.iter().zip(&by_slot) {
@@ -1076,16 +1568,6 @@ impl TablePart {
                 split: *split,
             });
         }
-        let part = TablePart {
-            keys,
-            acc: out_acc,
-            names: name_order
-                .iter()
-                .map(|&k| rows.name(k).to_string())
-                .collect(),
-            best: name_order.iter().map(|&k| best[k as usize]).collect(),
-            amd: st.amd_pc.clone(),
-        };
         crate::spare::give(slot_of);
         Some((part, out))
     }
@@ -1480,6 +1962,115 @@ mod tests {
             assert_eq!(json(TablePart::of_se(&st, &disasm)), want, "case {case}");
         }
         assert!(streamed > 500 && copied > 100, "{streamed} {copied}");
+    }
+
+    /// (blob, code object) of the instruction-traced SEs of the RDNA3 and RDNA4 gemm captures.
+    fn traced_sources() -> Vec<(Vec<u8>, crate::isa::CodeObject)> {
+        let mut out = Vec::new();
+        for arch in ["gfx1100", "gfx1200"] {
+            let dir = testdata::shared("")
+                .join("traces")
+                .join(arch)
+                .join("gemm_run_0");
+            let elf = std::fs::read(dir.join("program0_r_32_32_16_2.elf")).unwrap();
+            for se in 0..2 {
+                let blob = std::fs::read(dir.join(format!("kern0_se{se}.sqtt"))).unwrap();
+                out.push((blob, crate::isa::CodeObject::parse(&elf).unwrap()));
+            }
+        }
+        out
+    }
+
+    /// `blob` damaged a few times at random (bytes flipped, chunks repeated or cut, the end
+    /// cut off), its layout header kept.
+    fn damaged(blob: &[u8], next: &mut impl FnMut(u64) -> u64) -> Vec<u8> {
+        let mut b = blob.to_vec();
+        for _ in 0..next(4) {
+            let n = b.len().max(17) - 16;
+            let i = (16 + next(n as u64) as usize).min(b.len());
+            let j = (i + 1 + next(300) as usize).min(b.len());
+            match next(4) {
+                0 if i < b.len() => b[i] ^= 1 << next(8),
+                1 => {
+                    let chunk = b[i..j].to_vec();
+                    b.splice(j..j, chunk);
+                }
+                2 => {
+                    b.drain(i..j);
+                }
+                _ => b.truncate(i),
+            }
+        }
+        b
+    }
+
+    /// The fold made in the decode ([`analyze_folded`], no token kept) is the fold of the
+    /// tokens [`analyze_mapped`] keeps ([`TablePart::of_se`]), table and splits, and the rest
+    /// of the analysis and mapping is the same, on real instruction-traced blobs damaged at
+    /// random (waves that never end, tokens without a live wave, a WAVESTART while live,
+    /// truncation); where it cannot be exact it says so ([`Miss`]), and `stats` takes
+    /// [`analyze_mapped`] (today's path) instead.
+    #[test]
+    fn fold_in_the_decode_is_the_fold_of_the_tokens() {
+        let sources = traced_sources();
+        let mut next = crate::analysis::test_rng(0xa076_1d64_78bd_642f);
+        let json = |(p, s): (TablePart, crate::analysis::hidden::KernelSplits)| {
+            let mut by_inst: Vec<_> = s.by_inst.iter().collect();
+            by_inst.sort_by(|a, b| a.0.cmp(b.0));
+            let splits = format!("{by_inst:?} {:?} {:?}", s.waves, s.total);
+            serde_json::to_string(&p.finish(&s.by_inst)).unwrap() + &splits
+        };
+        let se_of = |a: crate::sqtt::BlobAnalysis, m: SeMap| {
+            let mut st = SeTrace::with_detail(3, true, a, &|c| c as f64, false);
+            let mut disasm = HashMap::new();
+            m.apply(&mut st, &mut disasm);
+            (st, disasm)
+        };
+        let (mut folded, mut missed) = (0, Vec::new());
+        for case in 0..300 {
+            let (blob, code) = &sources[case % sources.len()];
+            let b = match case < sources.len() {
+                true => blob.clone(),
+                false => damaged(blob, &mut next),
+            };
+            let opts = crate::sqtt::AnalyzeOptions::default();
+            let Ok((a, m)) = analyze_mapped(&b, None, opts, code, false, &mut |_| {}) else {
+                continue;
+            };
+            let r = fold_or_miss(&b, None, opts, code, false, &mut |_| {}).unwrap();
+            let (fa, fm) = match r {
+                Ok(r) => r,
+                Err(miss) => {
+                    missed.push(miss);
+                    continue;
+                }
+            };
+            assert!(fa.tokens.is_empty(), "case {case}");
+            assert!(fm.token_pc.is_empty(), "case {case}");
+            assert_eq!(fm.folded.is_some(), !a.tokens.is_empty(), "case {case}");
+            assert_eq!(fm.amd_pc, m.amd_pc, "case {case}");
+            assert_eq!(fm.error, m.error, "case {case}");
+            assert_eq!(fm.disasm, m.disasm, "case {case}");
+            let mut plain = serde_json::to_value(&a).unwrap();
+            plain["tokens"] = serde_json::Value::Null;
+            let mut fv = serde_json::to_value(&fa).unwrap();
+            fv["tokens"] = serde_json::Value::Null;
+            assert_eq!(fv, plain, "case {case}");
+            let (st, disasm) = se_of(a, m);
+            let want = json(TablePart::of_se(&st, &disasm));
+            let (mut fst, fdisasm) = se_of(fa, fm);
+            assert_eq!(json(TablePart::of_se(&fst, &fdisasm)), want, "case {case}");
+            assert_eq!(
+                json(TablePart::take_se(&mut fst, &fdisasm)),
+                want,
+                "case {case}"
+            );
+            assert!(fst.folded.is_none());
+            folded += 1;
+        }
+        // Most damage leaves the fold exact; waves cut off by a truncation never end.
+        assert!(folded > 100, "{folded} folded, missed {missed:?}");
+        assert!(missed.contains(&Miss::Unended), "{missed:?}");
     }
 
     /// Token name ids through the direct-mapped cache are the ids of a plain search: names

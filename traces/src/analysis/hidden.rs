@@ -925,6 +925,41 @@ impl StreamSplits {
         }
     }
 
+    /// A SIMD with no wave yet (the next index), for waves added as they start
+    /// ([`StreamSplits::add_wave`]).
+    pub(crate) fn add_simd(&mut self) -> u32 {
+        self.simds.push(SimdSweep {
+            starts: Vec::new(),
+            next_start: 0,
+            seen: [0; LANES],
+            time: i64::MIN,
+            cycle: Vec::new(),
+            least: Least::NONE,
+        });
+        (self.simds.len() - 1) as u32
+    }
+
+    /// A wave of SIMD `simd` starting at `start`, added as the stream meets its start: its
+    /// slot (the next one), or `None` when that is not what [`StreamSplits::new`] would have
+    /// made of it, with every start known up front: a start before one added before it (the
+    /// starts are kept sorted), or before the SIMD's current cycle (a cycle after the start
+    /// was already counted, which the wave's window would have to leave out).
+    pub(crate) fn add_wave(&mut self, simd: u32, start: i64) -> Option<u32> {
+        let m = self.simds.get_mut(simd as usize)?;
+        if m.time > start || m.starts.last().is_some_and(|l| l.0 > start) {
+            return None;
+        }
+        let s = self.clocks.len() as u32;
+        m.starts.push((start, s));
+        self.clocks.push(WaveClock {
+            prev: start,
+            upto: [0; LANES],
+            state: ClockState::Waiting,
+        });
+        self.by_slot.push(SplitSum::default());
+        Some(s)
+    }
+
     /// A new row (the next index), of this class.
     pub(crate) fn add_row(&mut self, class: InstClass) {
         self.classes.push(class);
@@ -934,7 +969,7 @@ impl StreamSplits {
     /// The issue of wave `slot` (of SIMD `simd`) at `time`, of row `row`; false when it is
     /// earlier than the SIMD's last (the stream is not in time order: nothing more may be
     /// asked of this).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn issue(&mut self, simd: u32, time: i64, slot: u32, row: u32) -> bool {
         let m = &mut self.simds[simd as usize];
         if time != m.time {
@@ -1281,5 +1316,90 @@ mod tests {
             assert_eq!(by_row, want_row, "case {case}: rows");
             assert_eq!(by_slot, want_slot, "case {case}: waves");
         }
+    }
+
+    /// Waves added to the sweep as the stream meets their starts ([`StreamSplits::add_wave`],
+    /// the decode's in-pass fold) sweep as with every start given up front
+    /// ([`StreamSplits::new`], of the waves with tokens only): waves without tokens added too
+    /// change nothing, a start at the time of its SIMD's current cycle is taken, and a start
+    /// before an earlier start or before its SIMD's current cycle is refused.
+    #[test]
+    fn waves_added_as_they_start_sweep_as_given_up_front() {
+        let mut next = crate::analysis::test_rng(0x7f4a_7c15_51ee_d15c);
+        let mut refused = 0;
+        for case in 0..2000 {
+            let simds = 1 + next(3) as usize;
+            let n_rows = 1 + next(8) as usize;
+            let classes: Vec<InstClass> = (0..n_rows)
+                .map(|_| InstClass::ALL[next(7) as usize])
+                .collect();
+            // Per wave in start order: its SIMD and start; per token: (time, wave, row), each
+            // wave's at or after its start, in time order.
+            let mut waves: Vec<(usize, i64)> = (0..1 + next(8))
+                .map(|_| (next(simds as u64) as usize, next(30) as i64))
+                .collect();
+            waves.sort_by_key(|w| w.1);
+            let mut tokens: Vec<(i64, u32, u32)> = Vec::new();
+            for (w, &(_, start)) in waves.iter().enumerate() {
+                let mut t = start;
+                for _ in 0..next(15) {
+                    t += next(5) as i64;
+                    tokens.push((t, w as u32, next(n_rows as u64) as u32));
+                }
+            }
+            tokens.sort_by_key(|t| t.0);
+            // Up front: the waves with tokens, numbered in wave order.
+            let with: Vec<usize> = (0..waves.len())
+                .filter(|&w| tokens.iter().any(|t| t.1 == w as u32))
+                .collect();
+            let mut starts = vec![Vec::new(); simds];
+            for (s, &w) in with.iter().enumerate() {
+                starts[waves[w].0].push((waves[w].1, s as u32));
+            }
+            let mut want = StreamSplits::new(starts, with.len());
+            // As they start: every wave, each added before the first issue after its start
+            // (at random before or after the issues at its start).
+            let mut got = StreamSplits::new(Vec::new(), 0);
+            for _ in 0..simds {
+                got.add_simd();
+            }
+            for &c in &classes {
+                want.add_row(c);
+                got.add_row(c);
+            }
+            let mut added = 0;
+            for (i, &(time, w, row)) in tokens.iter().enumerate() {
+                while added < waves.len()
+                    && (waves[added].1 < time || (waves[added].1 == time && next(2) == 0))
+                {
+                    let (simd, start) = waves[added];
+                    assert_eq!(got.add_wave(simd as u32, start), Some(added as u32));
+                    added += 1;
+                }
+                // A wave's first issue comes after its start.
+                while added <= w as usize {
+                    let (simd, start) = waves[added];
+                    assert_eq!(got.add_wave(simd as u32, start), Some(added as u32));
+                    added += 1;
+                }
+                let simd = waves[w as usize].0 as u32;
+                let s = with.iter().position(|&x| x == w as usize).unwrap() as u32;
+                assert!(want.issue(simd, time, s, row), "case {case}");
+                assert!(got.issue(simd, time, w, row), "case {case}");
+                // A start before this issue, or before the last start, is refused.
+                if i + 1 == tokens.len() && time > 0 {
+                    let last = waves[..added].iter().map(|w| w.1).max().unwrap_or(0);
+                    let early = time.min(last) - 1;
+                    assert_eq!(got.add_wave(simd, early), None, "case {case}");
+                    refused += 1;
+                }
+            }
+            let (want_row, want_slot) = want.finish();
+            let (got_row, got_slot) = got.finish();
+            assert_eq!(got_row, want_row, "case {case}: rows");
+            let got_with: Vec<LatencySplit> = with.iter().map(|&w| got_slot[w]).collect();
+            assert_eq!(got_with, want_slot, "case {case}: waves");
+        }
+        assert!(refused > 500, "{refused}");
     }
 }

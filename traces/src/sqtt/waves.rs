@@ -366,7 +366,7 @@ pub(crate) fn analyze_hooked(
     blob: &[u8],
     target: Option<GfxTarget>,
     opts: AnalyzeOptions,
-    mut hook: impl FnMut(&Analyzer, &Packet, u32, usize),
+    mut hook: impl FnMut(&mut Analyzer, &Packet, u32, usize),
     before_finish: impl FnOnce(&Analyzer),
 ) -> Result<BlobAnalysis, DecodeError> {
     check_header(blob)?;
@@ -446,12 +446,12 @@ struct Hooked<'h, H> {
     hook: &'h mut H,
 }
 
-impl<H: FnMut(&Analyzer, &Packet, u32, usize)> super::decoder::RunSink for Hooked<'_, H> {
+impl<H: FnMut(&mut Analyzer, &Packet, u32, usize)> super::decoder::RunSink for Hooked<'_, H> {
     #[inline(always)]
     fn run(&mut self, p: &Packet, n: u32) {
         let before = self.a.out.tokens.len();
         self.a.packet_run(p, n);
-        (self.hook)(self.a, p, n, before);
+        (self.hook)(&mut *self.a, p, n, before);
     }
 }
 
@@ -1240,6 +1240,32 @@ impl Analyzer {
     /// Waves started so far (indices of tokens and WAVESTARTs before [`Analyzer::finish`]).
     pub(crate) fn raw_waves(&self) -> usize {
         self.out.waves.len()
+    }
+
+    /// The record of raw wave `i` (its index in tokens before [`Analyzer::finish`]).
+    pub(crate) fn raw_wave(&self, i: usize) -> Option<&Wave> {
+        self.out.waves.get(i)
+    }
+
+    /// Whether a wave can be given tokens: [`Analyzer::token`] attributes them to the live
+    /// wave of the traced SIMD at its slot, on shader array and CU 0 only.
+    pub(crate) fn takes_tokens(&self, w: &Wave) -> bool {
+        w.cu == 0 && w.sa.unwrap_or(0) == 0 && w.simd == self.opts.traced_simd
+    }
+
+    /// For a hook that folds each packet's tokens as they come and drops them
+    /// ([`Analyzer::clear_tokens`]): room for one packet's tokens, so the list never takes
+    /// the spare list ([`recycle`]) nor reserves for the whole blob.
+    pub(crate) fn stream_tokens(&mut self) {
+        if self.out.tokens.capacity() < 64 {
+            self.out.tokens.reserve_exact(64);
+        }
+    }
+
+    /// Drops the tokens attributed so far (their waves keep their counts, `Wave::insts`).
+    #[inline(always)]
+    pub(crate) fn clear_tokens(&mut self) {
+        self.out.tokens.clear();
     }
 
     /// Whether every wave started so far has ended (the usual case: no record is read).

@@ -546,10 +546,10 @@ struct SePart {
 /// after): its waves to a spill, its tokens folded into its table and splits, so the index
 /// holds no SE's tokens and no waves beyond the SEs being decoded.
 fn fold_se(
-    st: &crate::analysis::SeTrace,
+    st: &mut crate::analysis::SeTrace,
     disasm: &std::collections::HashMap<u64, String>,
 ) -> SePart {
-    let (table, splits) = crate::pipeline::TablePart::of_se(st, disasm);
+    let (table, splits) = crate::pipeline::TablePart::take_se(st, disasm);
     SePart {
         waves: Spill::new(&st.analysis.waves),
         table,
