@@ -678,6 +678,12 @@ fn analyze_kernel_clocked<T: Send>(
     // The program, to map itraced SEs' tokens to PCs when its code object is in the profile.
     let code = p.run_code_object(ki).map(|(c, _)| c);
     let done = std::sync::atomic::AtomicUsize::new(0);
+    // Set once an SE's one-pass fold (no tokens, no wave records) could not be exact and the
+    // SE was decoded again. Its usual cause, waves left live by a trace buffer that filled,
+    // cuts every SE of the capture alike: the SEs not started yet are decoded once, with
+    // their tokens and wave records, rather than twice each.
+    let missed = std::sync::atomic::AtomicBool::new(false);
+    let relaxed = std::sync::atomic::Ordering::Relaxed;
     // One decode per SE: an itraced RDNA SE is mapped in the same pass that analyses it.
     #[allow(clippy::type_complexity)]
     type Decoded<T> = (
@@ -717,12 +723,16 @@ fn analyze_kernel_clocked<T: Send>(
             Some(c)
                 if s.itrace
                     && matches!(per_se, PerSe::Fold(_))
+                    && !missed.load(relaxed)
                     && !sqtt::map::walks_cdna(blob, c, ao.decode) =>
             {
                 use crate::pipeline::{analyze_folded, analyze_mapped};
                 match analyze_folded(blob, target, ao, c, opts.detail, &mut release) {
                     Ok(Some(r)) => Ok(r),
-                    Ok(None) => analyze_mapped(blob, target, ao, c, opts.detail, &mut release),
+                    Ok(None) => {
+                        missed.store(true, relaxed);
+                        analyze_mapped(blob, target, ao, c, opts.detail, &mut release)
+                    }
                     Err(e) => Err(e),
                 }
                 .map(|(a, m)| (a, Some(m)))
@@ -731,7 +741,7 @@ fn analyze_kernel_clocked<T: Send>(
                 crate::pipeline::analyze_mapped(blob, target, ao, c, opts.detail, &mut release)
                     .map(|(a, m)| (a, Some(m)))
             }
-            _ if opts.record_free && !s.itrace => {
+            _ if opts.record_free && !s.itrace && !missed.load(relaxed) => {
                 let free = AnalyzeOptions {
                     record_free: true,
                     ..ao
@@ -739,6 +749,7 @@ fn analyze_kernel_clocked<T: Send>(
                 match sqtt::analyze_with_progress(blob, target, free, &mut release) {
                     // Given up (see `record_free`): analysed again with records.
                     Ok(a) if a.waves_without_records.is_none() => {
+                        missed.store(true, relaxed);
                         sqtt::analyze_with_progress(blob, target, ao, &mut release)
                     }
                     r => r,
