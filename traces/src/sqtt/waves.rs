@@ -1398,7 +1398,7 @@ impl Analyzer {
     }
 
     /// [`Analyzer::wave_start_at`] without a record: the start time in the slot.
-    #[inline(never)]
+    #[inline(always)]
     fn wave_start_free(&mut self, raw: u64, time: i64, layout: Layout, index: u8) {
         let wf: &'static WaveFast = &self.wave_fast[layout as usize][index as usize & 31];
         // The usual case: a direct slot, free, in the table allocated (so not the first).
@@ -1551,7 +1551,7 @@ impl Analyzer {
     }
 
     /// [`Analyzer::wave_end_at`] without records ([`Analyzer::wave_start_free`]).
-    #[inline(never)]
+    #[inline(always)]
     fn wave_end_free(&mut self, raw: u64, time: i64, layout: Layout, index: u8) {
         let sb = &self.wave_fast[layout as usize][index as usize & 31].slot;
         let slot = match sb.direct {
