@@ -47,6 +47,14 @@ impl Default for DecodeOptions {
 /// What [`Decoder::for_each_run_into`] hands each packet and its repeat count to.
 pub trait RunSink {
     fn run(&mut self, p: &Packet, n: u32);
+
+    /// A run of `n` zero nibbles read by the fast path (RDNA NOP padding, about half of a
+    /// stream's packets): `p` is its first NOP, of the table's NOP type ([`super::packets::Kind::Nop`], as the
+    /// tables' tests check). A sink that knows what a NOP needs may skip looking at its type.
+    #[inline(always)]
+    fn nops(&mut self, p: &Packet, n: u32) {
+        self.run(p, n)
+    }
 }
 
 /// A closure as a [`RunSink`] ([`Decoder::for_each_run`]).
@@ -398,6 +406,12 @@ impl<'a> Decoder<'a> {
     /// NOP with the rest left in `pending_nops`; every other packet has a count of 1.
     #[inline(always)]
     fn next_fast<const RUNS: bool>(&mut self) -> Option<(Packet, u32)> {
+        self.next_fast_nops::<RUNS>().map(|(p, n, _)| (p, n))
+    }
+
+    /// [`Decoder::next_fast`], saying whether the packet is a run of zero nibbles (NOPs).
+    #[inline(always)]
+    fn next_fast_nops<const RUNS: bool>(&mut self) -> Option<(Packet, u32, bool)> {
         let pos = self.pos;
         let raw = window16(self.fast, pos)?;
         // Most packets are told apart by a branch on their low 5 bits and decoded from
@@ -405,23 +419,23 @@ impl<'a> Decoder<'a> {
         let low5 = raw & 0x1f;
         if low5 & 0xf == 0 {
             if self.layout == Layout::Cdna {
-                return Some((self.known(&CDNA_MISC_INFO, pos, raw), 1));
+                return Some((self.known(&CDNA_MISC_INFO, pos, raw), 1, false));
             }
             // A run of NOPs: zero nibbles from the bottom, 1..=16.
             let run = raw.trailing_zeros() / 4;
             let p = self.packet(&self.table.info[0], pos, self.time, raw, 1);
             if RUNS {
                 self.pos = pos + run as u64;
-                return Some((p, run));
+                return Some((p, run, true));
             }
             self.pending_nops = run - 1;
             self.pos = pos + 1;
-            return Some((p, 1));
+            return Some((p, 1, true));
         }
         macro_rules! known {
             ($by:ident: $($n:literal)*) => {
                 match low5 {
-                    $($n => return Some((self.known(&const { $by[$n].unwrap() }, pos, raw), 1)),)*
+                    $($n => return Some((self.known(&const { $by[$n].unwrap() }, pos, raw), 1, false)),)*
                     _ => {}
                 }
             };
@@ -440,7 +454,7 @@ impl<'a> Decoder<'a> {
             let time = self.time.wrapping_add(plain_delta(info, raw) as i64);
             self.time = time;
             self.pos = pos + info.nibbles as u64;
-            return Some((self.packet(info, pos, time, raw, info.nibbles), 1));
+            return Some((self.packet(info, pos, time, raw, info.nibbles), 1, false));
         }
         if info.flags & FLAG_SPECIAL != 0 {
             return None;
@@ -448,7 +462,11 @@ impl<'a> Decoder<'a> {
         // A possible realtime marker or a CDNA timestamp.
         fast_advance(*info, raw, &mut self.time, &mut self.ts_offset);
         self.pos = pos + info.nibbles as u64;
-        Some((self.packet(info, pos, self.time, raw, info.nibbles), 1))
+        Some((
+            self.packet(info, pos, self.time, raw, info.nibbles),
+            1,
+            false,
+        ))
     }
 
     /// A packet whose size and time rule the first nibble decided, decoded from the constants
@@ -498,8 +516,11 @@ impl<'a> Decoder<'a> {
         let mut d = self.clone();
         loop {
             if d.pending_nops == 0 {
-                while let Some((p, n)) = d.next_fast::<true>() {
-                    sink.run(&p, n);
+                while let Some((p, n, nops)) = d.next_fast_nops::<true>() {
+                    match nops {
+                        true => sink.nops(&p, n),
+                        false => sink.run(&p, n),
+                    }
                 }
             }
             let more;

@@ -85,9 +85,16 @@ impl ResidencySweep {
             return None;
         }
         if self.simds.is_empty() {
-            self.simds = vec![SimdLive::default(); CUS * SIMDS].into_boxed_slice();
+            self.allocate();
         }
         self.simds.get_mut(g)
+    }
+
+    /// The table, at the first wave: out of the analyzer's per-wave code.
+    #[cold]
+    #[inline(never)]
+    fn allocate(&mut self) {
+        self.simds = vec![SimdLive::default(); CUS * SIMDS].into_boxed_slice();
     }
 
     /// A wave of (`cu`, `simd`) starts at `time`.

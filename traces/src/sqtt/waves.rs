@@ -453,6 +453,13 @@ impl<H: FnMut(&mut Analyzer, &Packet, u32, usize)> super::decoder::RunSink for H
         self.a.packet_run(p, n);
         (self.hook)(&mut *self.a, p, n, before);
     }
+
+    #[inline(always)]
+    fn nops(&mut self, p: &Packet, n: u32) {
+        let before = self.a.out.tokens.len();
+        self.a.nop_run(p, n);
+        (self.hook)(&mut *self.a, p, n, before);
+    }
 }
 
 impl BlobAnalysis {
@@ -792,8 +799,8 @@ struct LiveStarts {
     /// ([`LiveStarts::code`]), 0 for none. Allocated (zeroed pages, touched only where used)
     /// at the first start.
     starts: Vec<u64>,
-    started: usize,
-    ended: usize,
+    /// (The waves started and ended are the analysis' WAVESTARTs, unless it gave up, and
+    /// WAVEENDs but those without a start: [`Analyzer::finish_free`].)
     first_start: Option<i64>,
     /// Set once the stream holds something only records give exactly.
     gave_up: bool,
@@ -1328,6 +1335,18 @@ impl Analyzer {
         }
     }
 
+    /// [`Analyzer::packet_run`] of a run of NOPs ([`super::decoder::RunSink::nops`]): once the
+    /// first packet is in, a NOP is only counted, so its kind's step is not looked up (a
+    /// load through the packet's type and an indirect jump on about half of the packets).
+    #[inline(always)]
+    pub(crate) fn nop_run(&mut self, p: &Packet, n: u32) {
+        if self.steps[Kind::Nop as usize] != Step::Skip {
+            return self.packet_run(p, n);
+        }
+        self.counts[p.layout as usize][p.index as usize & 31] += n as u64;
+        self.last_time = p.time;
+    }
+
     /// The stream's first packet (whatever its kind): the stream's first time, then the
     /// packets `detail` reads.
     #[cold]
@@ -1379,7 +1398,7 @@ impl Analyzer {
     }
 
     /// [`Analyzer::wave_start_at`] without a record: the start time in the slot.
-    #[inline(never)]
+    #[inline(always)]
     fn wave_start_free(&mut self, raw: u64, time: i64, layout: Layout, index: u8) {
         let wf: &'static WaveFast = &self.wave_fast[layout as usize][index as usize & 31];
         // The usual case: a direct slot, free, in the table allocated (so not the first).
@@ -1388,7 +1407,6 @@ impl Analyzer {
             let code = LiveStarts::code(time);
             if let (Some(d @ 0), true) = (self.free.starts.get_mut(s), code != 0) {
                 *d = code;
-                self.free.started += 1;
                 self.out.wave_starts += 1;
                 let (_, cu, simd, _) = slot_place(s);
                 self.residency.start(cu, simd, time);
@@ -1431,10 +1449,9 @@ impl Analyzer {
                 return;
             }
         }
-        if f.started == 0 {
+        if f.first_start.is_none() {
             f.first_start = Some(time);
         }
-        f.started += 1;
         let (_, cu, simd, _) = slot_place(s);
         self.residency.start(cu, simd, time);
     }
@@ -1534,7 +1551,7 @@ impl Analyzer {
     }
 
     /// [`Analyzer::wave_end_at`] without records ([`Analyzer::wave_start_free`]).
-    #[inline(never)]
+    #[inline(always)]
     fn wave_end_free(&mut self, raw: u64, time: i64, layout: Layout, index: u8) {
         let sb = &self.wave_fast[layout as usize][index as usize & 31].slot;
         let slot = match sb.direct {
@@ -1546,7 +1563,6 @@ impl Analyzer {
         match live {
             Some((s, d)) if *d != 0 => {
                 let start = LiveStarts::time(std::mem::take(d));
-                self.free.ended += 1;
                 let (_, cu, simd, _) = slot_place(s);
                 self.residency.end(cu, simd, start, time);
             }
@@ -1735,11 +1751,16 @@ impl Analyzer {
     /// again with records).
     fn finish_free(&mut self) -> Option<super::residency::Residency> {
         let f = &self.free;
-        let all_ended = f.started == f.ended;
-        let sums = self.residency.finish(f.started, f.first_start, all_ended);
+        // Each WAVESTART started a wave unless the analysis gave up (and then the counts
+        // are not used); each WAVEEND ended one but those without a start (counted as such
+        // only by `wave_end_free` here).
+        let started = self.out.wave_starts as usize;
+        let ended = (self.out.wave_ends - self.anomalies[END_WITHOUT_START]) as usize;
+        let all_ended = started == ended;
+        let sums = self.residency.finish(started, f.first_start, all_ended);
         // No wave at all has no sums, and is exact.
-        let exact = !f.gave_up && all_ended && (sums.is_some() || f.started == 0);
-        self.out.waves_without_records = exact.then_some(f.started);
+        let exact = !f.gave_up && all_ended && (sums.is_some() || started == 0);
+        self.out.waves_without_records = exact.then_some(started);
         sums.filter(|_| exact)
     }
 
@@ -2460,6 +2481,64 @@ mod tests {
             eprintln!("{} {seen:?}", ws.name);
             assert!(seen.iter().all(|&n| n >= 5), "{} {seen:?}", ws.name);
         }
+    }
+
+    /// The decode loop's analysis ([`analyze_with`]: runs of NOPs through
+    /// [`Analyzer::nop_run`]) against the plain one, a packet at a time with each NOP on its
+    /// own, with and without records, on every shared capture's SE blobs as captured and with
+    /// NOPs appended: the same analysis.
+    #[test]
+    fn runs_of_nops_are_counted_as_single_nops() {
+        let mut blobs = Vec::new();
+        let mut dirs = vec![testdata::shared("traces")];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let path = e.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|x| x == "sqtt") {
+                    blobs.push(path);
+                }
+            }
+        }
+        blobs.sort();
+        assert!(blobs.len() >= 50, "{}", blobs.len());
+        let mut nops = 0u64;
+        for path in &blobs {
+            let blob = std::fs::read(path).unwrap();
+            let mut padded = blob.clone();
+            padded.resize(blob.len() + 4096, 0);
+            for (blob, record_free) in [(&blob, false), (&blob, true), (&padded, true)] {
+                let opts = AnalyzeOptions {
+                    record_free,
+                    ..Default::default()
+                };
+                let Ok(got) = analyze_with(blob, None, opts) else {
+                    continue;
+                };
+                let mut a = Analyzer::new(opts);
+                for p in Decoder::new(blob, opts.decode) {
+                    a.packet(&p);
+                }
+                let mut want = a.finish();
+                // What `analyze_hooked` adds from the decoder.
+                (want.decoded_nibbles, want.blob_nibbles, want.layout) =
+                    (got.decoded_nibbles, got.blob_nibbles, got.layout);
+                (want.warnings, want.tail_packets, want.cut_packet) =
+                    (got.warnings.clone(), got.tail_packets, got.cut_packet);
+                let what = format!("{} record_free {record_free}", path.display());
+                let json = |a: &BlobAnalysis| serde_json::to_string(a).unwrap();
+                assert_eq!(json(&got), json(&want), "{what}");
+                assert_eq!(got.tokens, want.tokens, "{what}");
+                assert_eq!(got.residency, want.residency, "{what}");
+                assert_eq!(
+                    got.waves_without_records, want.waves_without_records,
+                    "{what}"
+                );
+                nops += got.packet_counts.get("NOP").copied().unwrap_or(0);
+            }
+        }
+        assert!(nops > 10_000, "{nops}");
     }
 
     /// Without records, a wave at a place outside the direct table gives up (no type of
