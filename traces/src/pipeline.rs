@@ -341,14 +341,17 @@ fn analyze_walked(
     // Set when some wave never ended: which raw tokens stay, and each raw wave's final index.
     let mut kept: Option<(Vec<bool>, Vec<Option<u32>>)> = None;
     let mut all_ended = true;
-    let mut countdown = 0u32;
+    // By position in the stream, as [`crate::sqtt::waves::analyze_with_progress`]: one
+    // compare per packet, of a value the hook owns (not one it reaches through a reference).
+    let mut next = 0u64;
+    let (st_mut, fold_mut) = (&mut st, &mut fold);
     let analysis = crate::sqtt::waves::analyze_hooked(
         blob,
         target,
         opts,
-        |an, p, _, before| {
-            countdown = countdown.wrapping_sub(1);
-            if countdown & 0xffff == 0 {
+        move |an, p, _, before| {
+            if p.offset >= next {
+                next = p.offset + crate::sqtt::waves::PROGRESS_NIBBLES;
                 progress((p.offset / 2) as usize);
             }
             // Tokens come only from packets the walk wants; a token the walk could not map
@@ -357,13 +360,7 @@ fn analyze_walked(
             if RdnaWalk::wants(p.ty.kind) && RdnaWalk::traced_in(places, p) {
                 // By value: a call given the packet's address would have the decoder store
                 // every packet to memory, in case.
-                let pc = st.packet(an, *p, before, keep_pcs);
-                // The fold looks at nothing else: the waves that may take tokens start in
-                // packets the walk wants, and another packet's tokens (none seen) wait in
-                // the list for the next one.
-                if let Some(f) = fold.as_mut() {
-                    f.packet(an, before, pc, &st.walk);
-                }
+                wanted(st_mut, fold_mut, an, *p, before, keep_pcs);
             }
         },
         |an| {
@@ -563,30 +560,26 @@ impl TokenFold {
         pc: u64,
         walk: &crate::sqtt::map::RdnaWalk,
     ) {
-        if an.raw_waves() != self.waves_seen || !an.raw_tokens().is_empty() {
-            self.take(an, before, pc, walk);
-        }
-    }
-
-    /// [`TokenFold::packet`] when there is something to take.
-    #[inline(never)]
-    fn take(
-        &mut self,
-        an: &mut crate::sqtt::waves::Analyzer,
-        before: usize,
-        pc: u64,
-        walk: &crate::sqtt::map::RdnaWalk,
-    ) {
+        // Inline in [`wanted`]: no call per packet but for what is rare (tokens of packets
+        // before it, waves started).
         if before > 0 {
-            self.tokens_of(&an.raw_tokens()[..before], u64::MAX, walk);
+            self.tokens_before(&an.raw_tokens()[..before], walk);
         }
         if an.raw_waves() != self.waves_seen {
             self.started(an);
         }
         if an.raw_tokens().len() > before {
             self.tokens_of(&an.raw_tokens()[before..], pc, walk);
+            an.clear_tokens();
+        } else if before > 0 {
+            an.clear_tokens();
         }
-        an.clear_tokens();
+    }
+
+    /// [`TokenFold::packet`]'s tokens of packets before its packet (of no PC).
+    #[inline(never)]
+    fn tokens_before(&mut self, tokens: &[InstToken], walk: &crate::sqtt::map::RdnaWalk) {
+        self.tokens_of(tokens, u64::MAX, walk);
     }
 
     /// The waves started since the last packet: those that may take tokens are added.
@@ -788,6 +781,27 @@ pub(crate) fn drop_spare_pcs() {
     SPARE_PCS.with(|s| *s.borrow_mut() = Vec::new());
 }
 
+/// A packet the walk wants, of the traced unit, which the analyzer just took (its tokens are
+/// `an.raw_tokens()[before..]`): mapped ([`MapState::packet`]), then its tokens folded when
+/// there is a fold ([`TokenFold::packet`]). One call per such packet for both: the
+/// per-packet loop stays small.
+#[inline(never)]
+fn wanted(
+    st: &mut MapState,
+    fold: &mut Option<TokenFold>,
+    an: &mut crate::sqtt::waves::Analyzer,
+    p: crate::sqtt::Packet,
+    before: usize,
+    keep_pcs: bool,
+) {
+    let pc = st.packet(an, p, before, keep_pcs);
+    // The fold looks at nothing else: the waves that may take tokens start in packets the
+    // walk wants, and another packet's tokens (none seen) wait in the list for the next one.
+    if let Some(f) = fold.as_mut() {
+        f.packet(an, before, pc, &st.walk);
+    }
+}
+
 /// What [`analyze_mapped`] folds from the packets the walk wants.
 struct MapState {
     walk: crate::sqtt::map::RdnaWalk,
@@ -801,11 +815,10 @@ struct MapState {
 
 impl MapState {
     /// One packet of a kind the walk wants and of the traced unit, which the analyzer just
-    /// took (its tokens are `an.raw_tokens()[before..]`). Out of line: the per-packet loop
-    /// stays small.
+    /// took (its tokens are `an.raw_tokens()[before..]`), in [`wanted`]'s call.
     /// Returns the PC the packet's tokens take (`u64::MAX`: none); with `keep_pcs` false
     /// ([`TokenFold`]), `token_pc` is left alone.
-    #[inline(never)]
+    #[inline(always)]
     fn packet(
         &mut self,
         an: &crate::sqtt::waves::Analyzer,

@@ -329,7 +329,7 @@ pub fn analyze_with(
 }
 
 /// How often [`analyze_with_progress`] reports: every 256 KiB of stream.
-const PROGRESS_NIBBLES: u64 = 512 * 1024;
+pub(crate) const PROGRESS_NIBBLES: u64 = 512 * 1024;
 
 /// [`analyze_with`], calling `progress` with the number of bytes decoded so far every few
 /// hundred KiB (to release memory-mapped pages, or drive a progress bar).
