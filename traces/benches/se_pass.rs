@@ -244,7 +244,7 @@ fn main() {
                 &mut |_| {},
             );
             match r {
-                Ok(Some((a, _))) => a.waves.len() as u64,
+                Ok(Ok((a, _))) => a.waves.len() as u64,
                 _ => {
                     exact = false;
                     0

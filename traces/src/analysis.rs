@@ -728,8 +728,8 @@ fn analyze_kernel_clocked<T: Send>(
             {
                 use crate::pipeline::{analyze_folded, analyze_mapped};
                 match analyze_folded(blob, target, ao, c, opts.detail, &mut release) {
-                    Ok(Some(r)) => Ok(r),
-                    Ok(None) => {
+                    Ok(Ok(r)) => Ok(r),
+                    Ok(Err(_)) => {
                         missed.store(true, relaxed);
                         analyze_mapped(blob, target, ao, c, opts.detail, &mut release)
                     }

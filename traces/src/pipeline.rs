@@ -253,23 +253,10 @@ pub fn analyze_mapped(
 /// same pass ([`TokenFold`]): no token is kept (the analysis' token list is empty; each
 /// wave's count is in its record) and the map carries the fold ([`SeMap::folded`], taken by
 /// [`TablePart::take_se`]), what [`TablePart::of_se`] would make of the SE
-/// [`analyze_mapped`] gives. `Ok(None)` when the fold could not be exact ([`TokenFold`]):
+/// [`analyze_mapped`] gives. `Ok(Err(why))` when the fold could not be exact ([`TokenFold`]):
 /// the caller takes [`analyze_mapped`] instead.
 #[allow(clippy::type_complexity)]
 pub fn analyze_folded(
-    blob: &[u8],
-    target: Option<crate::target::GfxTarget>,
-    opts: crate::sqtt::AnalyzeOptions,
-    code: &crate::isa::CodeObject,
-    keep_mapped: bool,
-    progress: &mut dyn FnMut(usize),
-) -> Result<Option<(crate::sqtt::BlobAnalysis, SeMap)>, crate::sqtt::DecodeError> {
-    Ok(fold_or_miss(blob, target, opts, code, keep_mapped, progress)?.ok())
-}
-
-/// [`analyze_folded`], or why the fold could not be exact.
-#[allow(clippy::type_complexity)]
-fn fold_or_miss(
     blob: &[u8],
     target: Option<crate::target::GfxTarget>,
     opts: crate::sqtt::AnalyzeOptions,
@@ -292,7 +279,7 @@ fn fold_or_miss(
 
 /// Why [`TokenFold`] could not fold an SE as [`TablePart::streamed`] would.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Miss {
+pub enum Miss {
     /// A token of a wave not added (not one that may take tokens, or not yet started).
     UnknownWave,
     /// A wave's start before an earlier one or before its SIMD's current cycle.
@@ -2050,7 +2037,7 @@ mod tests {
             let Ok((a, m)) = analyze_mapped(&b, None, opts, code, false, &mut |_| {}) else {
                 continue;
             };
-            let r = fold_or_miss(&b, None, opts, code, false, &mut |_| {}).unwrap();
+            let r = analyze_folded(&b, None, opts, code, false, &mut |_| {}).unwrap();
             let (fa, fm) = match r {
                 Ok(r) => r,
                 Err(miss) => {

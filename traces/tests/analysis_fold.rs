@@ -38,7 +38,7 @@ fn kernel_table_equals_the_whole_kernel_analysis() {
                 let splits = hidden::kernel_splits(&a);
                 let rows = inst_stats_with(&a, &splits);
                 let t = kernel_table(&p, k).unwrap();
-                assert_eq!(json(&t.instructions), json(&rows), "{what}");
+                assert_table_is_the_analysis(&t, &a, &what);
                 let pcs = |r: &[traces::analysis::InstStat]| -> Vec<_> {
                     r.iter().map(|r| r.pc).collect()
                 };
@@ -47,16 +47,7 @@ fn kernel_table_equals_the_whole_kernel_analysis() {
                 let by_se = inst_stats_by_se(&a);
                 assert_eq!(json(&by_se), json(&rows), "{what}");
                 assert_eq!(pcs(&by_se), pcs(&rows), "{what}");
-                assert_eq!(json(&t.splits.waves), json(&splits.waves), "{what}");
-                assert_eq!(t.splits.total, splits.total, "{what}");
-                let by = |m: &HashMap<hidden::InstKey, hidden::LatencySplit>| {
-                    let mut v: Vec<_> = m.iter().map(|(k, s)| (k.clone(), *s)).collect();
-                    v.sort_by(|x, y| x.0.cmp(&y.0));
-                    v
-                };
-                assert_eq!(by(&t.splits.by_inst), by(&splits.by_inst), "{what}");
                 assert_eq!(t.achieved, occupancy::achieved(&a), "{what}");
-                assert_eq!(t.waves, a.wave_count(), "{what}");
                 assert_eq!(t.kernel.unit, a.unit, "{what}");
                 let ses = |k: &traces::analysis::KernelSqtt| -> Vec<_> {
                     k.ses
@@ -158,6 +149,27 @@ fn json<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap()
 }
 
+/// `kernel_table`'s instruction table, latency splits and wave count against those of the
+/// whole kernel analysis `a`.
+fn assert_table_is_the_analysis(
+    t: &traces::analysis::KernelTable,
+    a: &traces::analysis::KernelSqtt,
+    what: &str,
+) {
+    let splits = hidden::kernel_splits(a);
+    let rows = inst_stats_with(a, &splits);
+    assert_eq!(json(&t.instructions), json(&rows), "{what}");
+    assert_eq!(json(&t.splits.waves), json(&splits.waves), "{what}");
+    assert_eq!(t.splits.total, splits.total, "{what}");
+    let by = |m: &HashMap<hidden::InstKey, hidden::LatencySplit>| {
+        let mut v: Vec<_> = m.iter().map(|(k, s)| (k.clone(), *s)).collect();
+        v.sort_by(|x, y| x.0.cmp(&y.0));
+        v
+    };
+    assert_eq!(by(&t.splits.by_inst), by(&splits.by_inst), "{what}");
+    assert_eq!(t.waves, a.wave_count(), "{what}");
+}
+
 /// Every SE without instruction tracing of every shared capture (and of the tiled 10 MiB
 /// capture of the scale bench, `../scale-cap/10M/big.wst`, when it is there) analysed without
 /// wave records as `kernel_table` does and with them: exact on each (none gives up), with the
@@ -250,14 +262,8 @@ fn kernel_table_analyses_again_where_the_record_free_analysis_gives_up() {
                 let what = format!("{} stream {i} without its first {drop:?}", dir.display());
                 for k in kernels_with_sqtt(&p) {
                     let a = analyze_kernel_par(&p, k, &|_, _| {}).unwrap();
-                    let splits = hidden::kernel_splits(&a);
                     let t = kernel_table(&p, k).unwrap();
-                    assert_eq!(
-                        json(&t.instructions),
-                        json(&inst_stats_with(&a, &splits)),
-                        "{what}"
-                    );
-                    assert_eq!(t.waves, a.wave_count(), "{what}");
+                    assert_table_is_the_analysis(&t, &a, &what);
                     assert_eq!(t.achieved, occupancy::achieved(&a), "{what}");
                     let notes = |k: &traces::analysis::KernelSqtt| -> Vec<Vec<String>> {
                         k.ses.iter().map(|s| s.notes()).collect()
@@ -312,19 +318,7 @@ fn kernel_table_of_cut_traced_streams_equals_the_whole_kernel_analysis() {
             for k in kernels_with_sqtt(&p) {
                 let what = format!("{arch} cut at {cut}/10 kernel {k}");
                 let a = analyze_kernel_par(&p, k, &|_, _| {}).unwrap();
-                let splits = hidden::kernel_splits(&a);
-                let rows = inst_stats_with(&a, &splits);
-                let t = kernel_table(&p, k).unwrap();
-                assert_eq!(json(&t.instructions), json(&rows), "{what}");
-                assert_eq!(json(&t.splits.waves), json(&splits.waves), "{what}");
-                assert_eq!(t.splits.total, splits.total, "{what}");
-                let by = |m: &HashMap<hidden::InstKey, hidden::LatencySplit>| {
-                    let mut v: Vec<_> = m.iter().map(|(k, s)| (k.clone(), *s)).collect();
-                    v.sort_by(|x, y| x.0.cmp(&y.0));
-                    v
-                };
-                assert_eq!(by(&t.splits.by_inst), by(&splits.by_inst), "{what}");
-                assert_eq!(t.waves, a.wave_count(), "{what}");
+                assert_table_is_the_analysis(&kernel_table(&p, k).unwrap(), &a, &what);
             }
         }
     }

@@ -1244,6 +1244,16 @@ mod tests {
         }
     }
 
+    /// A random SIMD count (1-3) and row classes (1-8 rows) for the streamed sweep's tests.
+    fn random_simds_and_classes(next: &mut impl FnMut(u64) -> u64) -> (usize, Vec<InstClass>) {
+        let simds = 1 + next(3) as usize;
+        let n_rows = 1 + next(8) as usize;
+        let classes = (0..n_rows)
+            .map(|_| InstClass::ALL[next(7) as usize])
+            .collect();
+        (simds, classes)
+    }
+
     /// The streamed sweep's sums per row and per wave are the scanned splits summed: several
     /// SIMDs fed interleaved, waves issuing several times in a cycle or before their start,
     /// rows shared across waves and SIMDs.
@@ -1252,11 +1262,8 @@ mod tests {
         use crate::sqtt::{InstToken, TokenKind};
         let mut next = crate::analysis::test_rng(0x51ee_7f00_d15c_a11b);
         for case in 0..2000 {
-            let simds = 1 + next(3) as usize;
-            let n_rows = 1 + next(8) as usize;
-            let classes: Vec<InstClass> = (0..n_rows)
-                .map(|_| InstClass::ALL[next(7) as usize])
-                .collect();
+            let (simds, classes) = random_simds_and_classes(&mut next);
+            let n_rows = classes.len();
             // Per wave (slot): its SIMD and start; per token: (time, slot, row), each wave's
             // in time order.
             let mut waves: Vec<(usize, i64)> = Vec::new();
@@ -1328,11 +1335,8 @@ mod tests {
         let mut next = crate::analysis::test_rng(0x7f4a_7c15_51ee_d15c);
         let mut refused = 0;
         for case in 0..2000 {
-            let simds = 1 + next(3) as usize;
-            let n_rows = 1 + next(8) as usize;
-            let classes: Vec<InstClass> = (0..n_rows)
-                .map(|_| InstClass::ALL[next(7) as usize])
-                .collect();
+            let (simds, classes) = random_simds_and_classes(&mut next);
+            let n_rows = classes.len();
             // Per wave in start order: its SIMD and start; per token: (time, wave, row), each
             // wave's at or after its start, in time order.
             let mut waves: Vec<(usize, i64)> = (0..1 + next(8))
