@@ -18,7 +18,10 @@
 //! of the first SE's raw blob; its memory goal is against that blob's size), `export-perfetto`
 //! (waves placed on the timeline), `reopen-json` (`wavescope stats --json` of the indexed copy:
 //! the per-wave detail from the index, only the traced waves decoded) and `reopen-diff`
-//! (`wavescope diff` of the indexed copy with itself, both sides from the index).
+//! (`wavescope diff` of the indexed copy with itself, both sides from the index);
+//! `stats-cut` (not by default: `wavescope stats` of the capture with every stream cut at nine
+//! tenths, as trace buffers that filled leave it, waves live at the end of every SE: where the
+//! one-pass folds of `stats` give up and an SE is decoded again; printed beside `stats`).
 //!
 //! Every step runs in a fresh child process (this binary re-executed with `--step`), which
 //! reports its CPU time (user + sys, getrusage) and peak RSS, so steps do not pollute each other.
@@ -110,12 +113,13 @@ fn step(name: &str, file: &Path, out: &Path) {
             std::hint::black_box(&v);
             note
         }
-        "stats" | "export" | "index" | "reopen-stats" | "info" | "decode-summary"
+        "stats" | "stats-cut" | "export" | "index" | "reopen-stats" | "info" | "decode-summary"
         | "export-perfetto" | "reopen-json" | "reopen-diff" => {
             let bin = env!("CARGO_BIN_EXE_wavescope");
             let mut c = Command::new(bin);
             match name {
                 "stats" => c.arg("stats").arg(file),
+                "stats-cut" => c.arg("stats").arg(file.with_file_name("cut.wst")),
                 "reopen-stats" => c.arg("stats").arg(indexed(file)),
                 "reopen-json" => c.args(["stats", "--json"]).arg(indexed(file)),
                 "reopen-diff" => c.arg("diff").arg(indexed(file)).arg(indexed(file)),
@@ -246,6 +250,10 @@ fn main() {
             .join("../../shared")
             .join(capture::SOURCE);
         let (wst, sqtt) = build_capture(&src, &dir, size);
+        let cut_sqtt = match steps.iter().any(|s| s == "stats-cut") {
+            true => capture::cut_capture(&dir).1,
+            false => sqtt,
+        };
         let out = dir.join("out.rgp");
         let limit = 1.5 * sqtt as f64 + 64.0 * MIB as f64;
         let mut decode_mbs = None;
@@ -254,7 +262,9 @@ fn main() {
                 failed = true;
                 continue;
             };
-            let mbs = sqtt as f64 / 1e6 / cpu.max(1e-9);
+            // The cut capture's rate is of its own bytes.
+            let bytes = if s == "stats-cut" { cut_sqtt } else { sqtt };
+            let mbs = bytes as f64 / 1e6 / cpu.max(1e-9);
             if s == "decode" {
                 decode_mbs = Some(mbs);
             }
@@ -268,6 +278,10 @@ fn main() {
                     "< 0.5 s (goal at 1.5 GiB); RSS <= 1.5x + 64 MiB"
                 }
                 "decode" => "(reference)",
+                "stats-cut" => {
+                    failed |= rss as f64 > limit;
+                    "printed (every stream cut); RSS <= 1.5x + 64 MiB"
+                }
                 "decode-summary" => {
                     let blob = std::fs::metadata(first_blob(&wst)).unwrap().len() as f64;
                     failed |= rss as f64 > 1.5 * blob + 64.0 * MIB as f64;

@@ -43,3 +43,25 @@ pub fn build_capture(src: &Path, dir: &Path, bytes: u64) -> (PathBuf, u64) {
     traces::wst::write_file(&out, &wst).unwrap();
     (wst, total)
 }
+
+/// The capture [`build_capture`] wrote in `dir` (`big.wst` and its streams) with every SQTT
+/// stream cut at nine tenths of its length, at a 32-byte unit (no decoder warning of its own):
+/// what trace buffers that filled leave, waves started and never ended in every SE. Written
+/// beside it as `cut.wst`, its streams mapped from the same files; returns its path and SQTT
+/// bytes.
+#[allow(dead_code)] // The scale bench's; the memory test shares the module.
+pub fn cut_capture(dir: &Path) -> (PathBuf, u64) {
+    let (_, mut p) = traces::open::open_path(&dir.join("big.wst")).unwrap();
+    let mut total = 0;
+    for i in 0..p.sqtt.len() {
+        let path = dir.join(format!("se{}_{i}.sqtt", p.sqtt[i].se));
+        let store = traces::open::map_file(&path).unwrap();
+        let cut = (store.bytes().len() / 10 * 9) & !31;
+        total += cut as u64;
+        // In place, so the written file holds only the cut streams.
+        p.blobs[p.sqtt[i].blob.0 as usize] = Blob::slice_of(&store, 0..cut).unwrap();
+    }
+    let wst = dir.join("cut.wst");
+    traces::wst::write_file(&p, &wst).unwrap();
+    (wst, total)
+}
