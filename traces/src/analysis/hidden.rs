@@ -616,16 +616,21 @@ impl WaveClock {
         }
     }
 
+    /// A wave's clock waiting from its start (`upto` not known until it is swept).
+    fn waiting(start: i64) -> WaveClock {
+        WaveClock {
+            prev: start,
+            upto: [0; LANES],
+            state: ClockState::Waiting,
+        }
+    }
+
     /// Sorts one SIMD's `starts` ((start, slot) of its swept waves) and sets each wave's clock
     /// waiting from its start.
     fn wait_for(starts: &mut [(i64, u32)], clocks: &mut [WaveClock]) {
         starts.sort_unstable();
         for &(start, s) in starts.iter() {
-            clocks[s as usize] = WaveClock {
-                prev: start,
-                upto: [0; LANES],
-                state: ClockState::Waiting,
-            };
+            clocks[s as usize] = WaveClock::waiting(start);
         }
     }
 }
@@ -888,6 +893,18 @@ struct SimdSweep {
 }
 
 impl SimdSweep {
+    /// A SIMD's sweep over its waves' `starts` (sorted), before its first cycle.
+    fn of(starts: Vec<(i64, u32)>) -> SimdSweep {
+        SimdSweep {
+            starts,
+            next_start: 0,
+            seen: [0; LANES],
+            time: i64::MIN,
+            cycle: Vec::new(),
+            least: Least::NONE,
+        }
+    }
+
     /// Counts the current cycle by its least class and starts gathering the next one's: the
     /// cycles swept so far.
     #[inline(always)]
@@ -906,14 +923,7 @@ impl StreamSplits {
             .into_iter()
             .map(|mut starts| {
                 WaveClock::wait_for(&mut starts, &mut clocks);
-                SimdSweep {
-                    starts,
-                    next_start: 0,
-                    seen: [0; LANES],
-                    time: i64::MIN,
-                    cycle: Vec::new(),
-                    least: Least::NONE,
-                }
+                SimdSweep::of(starts)
             })
             .collect();
         StreamSplits {
@@ -928,14 +938,7 @@ impl StreamSplits {
     /// A SIMD with no wave yet (the next index), for waves added as they start
     /// ([`StreamSplits::add_wave`]).
     pub(crate) fn add_simd(&mut self) -> u32 {
-        self.simds.push(SimdSweep {
-            starts: Vec::new(),
-            next_start: 0,
-            seen: [0; LANES],
-            time: i64::MIN,
-            cycle: Vec::new(),
-            least: Least::NONE,
-        });
+        self.simds.push(SimdSweep::of(Vec::new()));
         (self.simds.len() - 1) as u32
     }
 
@@ -951,11 +954,7 @@ impl StreamSplits {
         }
         let s = self.clocks.len() as u32;
         m.starts.push((start, s));
-        self.clocks.push(WaveClock {
-            prev: start,
-            upto: [0; LANES],
-            state: ClockState::Waiting,
-        });
+        self.clocks.push(WaveClock::waiting(start));
         self.by_slot.push(SplitSum::default());
         Some(s)
     }
