@@ -8,6 +8,14 @@
 //! waves when its next event later than `a` arrives: every end at or before `a` came before it,
 //! no later one did. The sums hold only for such a stream in which every wave ended; the
 //! analyzer keeps them only then ([`ResidencySweep::finish`]).
+//!
+//! Without wave records a stream cut by a full trace buffer still has its sums: its waves that
+//! never ended are the ones live at the end, which the records drop
+//! ([`ResidencySweep::finish_cut`]). They added no busy cycles (added at the end) and their
+//! SIMDs' counts lose them; a SIMD's peak is the most of its live waves at a start time `a`
+//! less its unended waves started by `a`. Only the times the live count rose above the SIMD's
+//! peak so far need keeping for that: an earlier such time with at least as many live waves has
+//! no more unended ones started by then (they never leave), so it gives at least as much.
 
 /// An SE's waves by SIMD as achieved occupancy sums them: what the sweep of its wave records
 /// would give (see the module's note), kept only when every wave ended and the wave events
@@ -37,13 +45,10 @@ struct SimdLive {
     peak: u32,
 }
 
-impl SimdLive {
-    /// The peak at the pending start, once every end at or before it is in.
-    #[inline(always)]
-    fn settle(&mut self) {
-        self.peak = self.peak.max(self.live);
-    }
-}
+/// At most this many raises of a SIMD's peak are kept ([`ResidencySweep::keep_raises`]): a
+/// SIMD's live waves are bounded by its wave slots (32 per shader array) without records, so
+/// only a damaged stream reaches it; past it, a cut stream's sums are given up.
+pub(crate) const RAISES_CAP: usize = 1 << 16;
 
 /// CUs and SIMDs with a slot in the table: every place of today's layouts (a CU number of
 /// 8 bits, 2 bits of SIMD). A wave elsewhere gives up the sums.
@@ -60,6 +65,14 @@ pub(crate) struct ResidencySweep {
     last_end: i64,
     /// False once a wave event came out of time order or a wave's place has no slot.
     ok: bool,
+    /// The least start of a wave that ended (`i64::MAX`: none yet).
+    first_ended: i64,
+    /// Each time a SIMD's live count rose above its peak: (its pending start, SIMD, the count),
+    /// kept ([`ResidencySweep::keep_raises`]) for [`ResidencySweep::finish_cut`].
+    raises: Vec<(i64, u32, u32)>,
+    keep_raises: bool,
+    /// More raises came than [`RAISES_CAP`].
+    raises_lost: bool,
 }
 
 impl Default for ResidencySweep {
@@ -69,14 +82,23 @@ impl Default for ResidencySweep {
             last: i64::MIN,
             last_end: i64::MIN,
             ok: true,
+            first_ended: i64::MAX,
+            raises: Vec::new(),
+            keep_raises: false,
+            raises_lost: false,
         }
     }
 }
 
 impl ResidencySweep {
-    /// The SIMD of (`cu`, `simd`), when it has a slot; its event at `time` in time order.
+    /// Keeps the raises of each SIMD's peak, which [`ResidencySweep::finish_cut`] needs.
+    pub(crate) fn keep_raises(&mut self) {
+        self.keep_raises = true;
+    }
+
+    /// The index of (`cu`, `simd`), when it has a slot; its event at `time` in time order.
     #[inline(always)]
-    fn at(&mut self, cu: u16, simd: u8, time: i64) -> Option<&mut SimdLive> {
+    fn at(&mut self, cu: u16, simd: u8, time: i64) -> Option<usize> {
         let in_order = time >= self.last;
         self.last = time;
         let g = cu as usize * SIMDS + simd as usize;
@@ -87,7 +109,7 @@ impl ResidencySweep {
         if self.simds.is_empty() {
             self.allocate();
         }
-        self.simds.get_mut(g)
+        Some(g)
     }
 
     /// The table, at the first wave: out of the analyzer's per-wave code.
@@ -97,16 +119,78 @@ impl ResidencySweep {
         self.simds = vec![SimdLive::default(); CUS * SIMDS].into_boxed_slice();
     }
 
+    /// SIMD `g`'s live count rose to `live` above its peak at its pending start `at`.
+    #[cold]
+    #[inline(never)]
+    fn raise(&mut self, g: usize, at: i64, live: u32) {
+        if !self.keep_raises {
+            return;
+        }
+        match self.raises.len() < RAISES_CAP {
+            true => self.raises.push((at, g as u32, live)),
+            false => self.raises_lost = true,
+        }
+    }
+
+    /// The peak at SIMD `g`'s pending start, once every end at or before it is in: its new
+    /// live count by the event at `time`, if the event settles it.
+    #[inline(always)]
+    fn settle_before(&mut self, g: usize, time: i64) {
+        if self.simds.get(g).is_some_and(|s| s.pending < time) {
+            self.settle(g);
+        }
+    }
+
+    /// The peak at SIMD `g`'s pending start, its raise kept.
+    #[inline(always)]
+    fn settle(&mut self, g: usize) {
+        let Some(s) = self.simds.get_mut(g) else {
+            return;
+        };
+        if s.live > s.peak {
+            s.peak = s.live;
+            let (at, live) = (s.pending, s.live);
+            self.raise(g, at, live);
+        }
+    }
+
+    /// Every SIMD's last pending start settled (no later event came).
+    fn settle_all(&mut self) {
+        for g in 0..self.simds.len() {
+            self.settle(g);
+        }
+    }
+
+    /// The sums of `waves` waves, every SIMD settled: None unless its counts add up to them.
+    fn sums(&self, waves: usize, first_start: i64) -> Option<Residency> {
+        let mut simds = Vec::new();
+        let mut total = 0usize;
+        for (g, s) in self.simds.iter().enumerate() {
+            if s.waves == 0 {
+                continue;
+            }
+            total += s.waves as usize;
+            let place = ((g / SIMDS) as u16, (g % SIMDS) as u8);
+            simds.push((place, s.waves as usize, s.busy, s.peak as usize));
+        }
+        (total == waves).then_some(Residency {
+            waves,
+            first_start,
+            last_end: self.last_end,
+            simds,
+        })
+    }
+
     /// A wave of (`cu`, `simd`) starts at `time`.
     #[inline(always)]
     pub(crate) fn start(&mut self, cu: u16, simd: u8, time: i64) {
-        if let Some(s) = self.at(cu, simd, time) {
-            if s.pending < time {
-                s.settle();
+        if let Some(g) = self.at(cu, simd, time) {
+            self.settle_before(g, time);
+            if let Some(s) = self.simds.get_mut(g) {
+                s.pending = time;
+                s.live += 1;
+                s.waves += 1;
             }
-            s.pending = time;
-            s.live += 1;
-            s.waves += 1;
         }
     }
 
@@ -114,15 +198,16 @@ impl ResidencySweep {
     #[inline(always)]
     pub(crate) fn end(&mut self, cu: u16, simd: u8, start: i64, end: i64) {
         self.last_end = self.last_end.max(end);
-        if let Some(s) = self.at(cu, simd, end) {
+        self.first_ended = self.first_ended.min(start);
+        if let Some(g) = self.at(cu, simd, end) {
             // As the sweep of the records takes it: never before its start.
             let end = end.max(start);
-            if s.pending < end {
-                s.settle();
+            self.settle_before(g, end);
+            if let Some(s) = self.simds.get_mut(g) {
+                s.live = s.live.wrapping_sub(1);
+                // `end >= start`: the difference fits in u64.
+                s.busy += (end as u64).wrapping_sub(start as u64) as u128;
             }
-            s.live = s.live.wrapping_sub(1);
-            // `end >= start`: the difference fits in u64.
-            s.busy += (end as u64).wrapping_sub(start as u64) as u128;
         }
     }
 
@@ -139,23 +224,60 @@ impl ResidencySweep {
         if !(self.ok && all_ended) {
             return None;
         }
-        let mut simds = Vec::new();
-        let mut total = 0usize;
-        for (g, s) in self.simds.iter_mut().enumerate() {
-            if s.waves == 0 {
-                continue;
-            }
-            s.settle();
-            total += s.waves as usize;
-            let place = ((g / SIMDS) as u16, (g % SIMDS) as u8);
-            simds.push((place, s.waves as usize, s.busy, s.peak as usize));
+        self.settle_all();
+        self.sums(waves, first_start)
+    }
+
+    /// The sums of the `ended` waves of a stream whose other waves never ended (`unended`:
+    /// each one's CU, SIMD and start), as the records give them once those are dropped
+    /// (see the module's note): None where they do not hold (as [`ResidencySweep::finish`]),
+    /// where the raises were not kept or some were lost, or for no ended wave.
+    pub(crate) fn finish_cut(
+        &mut self,
+        ended: usize,
+        unended: &mut [(u16, u8, i64)],
+    ) -> Option<Residency> {
+        if unended.is_empty() {
+            let first = (self.first_ended != i64::MAX).then_some(self.first_ended);
+            return self.finish(ended, first, true);
         }
-        (total == waves).then_some(Residency {
-            waves,
-            first_start,
-            last_end: self.last_end,
-            simds,
-        })
+        if !(self.ok && self.keep_raises) || ended == 0 {
+            return None;
+        }
+        // The last pending starts' peaks (no later event settled them).
+        self.settle_all();
+        if self.raises_lost {
+            return None;
+        }
+        let group = |&(cu, simd, _): &(u16, u8, i64)| cu as usize * SIMDS + simd as usize;
+        if unended.iter().any(|u| group(u) >= self.simds.len()) {
+            return None;
+        }
+        unended.sort_unstable_by_key(|&u| (group(&u), u.2));
+        // Raises by SIMD, each SIMD's in time order (they came so).
+        self.raises.sort_by_key(|r| r.1);
+        let mut raises = &self.raises[..];
+        for run in unended.chunk_by(|a, b| group(a) == group(b)) {
+            let g = group(&run[0]);
+            let s = &mut self.simds[g];
+            s.waves = s.waves.checked_sub(run.len() as u64)?;
+            let skip = raises.partition_point(|r| (r.1 as usize) < g);
+            raises = &raises[skip..];
+            let mine = raises.partition_point(|r| r.1 as usize == g);
+            // The most ended waves live at a raise: its count less the unended waves started
+            // by then (none started after it ended, so all were live at it).
+            let mut peak = 0u32;
+            let mut by = 0usize;
+            for &(at, _, live) in &raises[..mine] {
+                while by < run.len() && run[by].2 <= at {
+                    by += 1;
+                }
+                peak = peak.max(live.saturating_sub(by as u32));
+            }
+            s.peak = peak;
+            raises = &raises[mine..];
+        }
+        self.sums(ended, self.first_ended)
     }
 }
 

@@ -233,8 +233,9 @@ pub struct BlobAnalysis {
     #[serde(skip)]
     pub residency: Option<super::residency::Residency>,
     /// Analysed without wave records ([`AnalyzeOptions::record_free`]) and exact: this many
-    /// waves, all ended, `waves` empty, `residency` their sums (when there are any). None
-    /// otherwise (with records, or the analysis gave up).
+    /// waves ended (those that never did dropped, as with records), `waves` empty, `residency`
+    /// their sums (when there are any). None otherwise (with records, or the analysis gave
+    /// up).
     #[serde(skip)]
     pub waves_without_records: Option<usize>,
 }
@@ -251,11 +252,12 @@ pub struct AnalyzeOptions {
     pub max_warnings: usize,
     /// No wave records (`wavescope stats` on SEs without instruction tracing): the live waves'
     /// start times are kept by slot and the waves counted and summed as they end
-    /// ([`BlobAnalysis::waves_without_records`]), where that gives what the records would; a
-    /// stream where it may not (a token for a live wave, a wave started while its slot is live
-    /// or never ended, a place outside the direct table, wave times going back) gives up, and
-    /// the caller analyses it again with records. For packets in stream order, as the decoder
-    /// gives them.
+    /// ([`BlobAnalysis::waves_without_records`]), where that gives what the records would
+    /// (waves that never ended, as a full trace buffer leaves them, dropped as the records
+    /// drop them); a stream where it may not (a token for a live wave, a wave started while
+    /// its slot is live, a place outside the direct table, wave times going back) gives up,
+    /// and the caller analyses it again with records. For packets in stream order, as the
+    /// decoder gives them.
     pub record_free: bool,
 }
 
@@ -791,14 +793,15 @@ impl LiveWaves {
 }
 
 /// The live waves of an analysis without wave records ([`AnalyzeOptions::record_free`]): each
-/// direct slot's live wave by its start time (its place is the slot's), and the counts the
-/// records would give.
+/// direct slot's live wave by its start time and offset (its place is the slot's), and the
+/// counts the records would give.
 #[derive(Default)]
 struct LiveStarts {
     /// Per direct slot ([`LiveWaves::slot`]): the live wave's start with its sign bit flipped
-    /// ([`LiveStarts::code`]), 0 for none. Allocated (zeroed pages, touched only where used)
-    /// at the first start.
-    starts: Vec<u64>,
+    /// ([`LiveStarts::code`]), 0 for none, and its WAVESTART's offset (the warning for waves
+    /// that never ended names the first's; in the same cache line). Allocated (zeroed pages,
+    /// touched only where used) at the first start.
+    starts: Vec<[u64; 2]>,
     /// (The waves started and ended are the analysis' WAVESTARTs, unless it gave up, and
     /// WAVEENDs but those without a start: [`Analyzer::finish_free`].)
     first_start: Option<i64>,
@@ -820,7 +823,7 @@ impl LiveStarts {
 
     /// Whether a wave is live in direct slot `s`.
     fn is_live(&self, s: usize) -> bool {
-        self.starts.get(s).is_some_and(|&c| c != 0)
+        self.starts.get(s).is_some_and(|c| c[0] != 0)
     }
 }
 
@@ -1105,6 +1108,11 @@ impl Analyzer {
             true => Vec::new(),
             false => SPARE.with(|s| std::mem::take(&mut s.borrow_mut().0)),
         };
+        let mut residency = super::residency::ResidencySweep::default();
+        // Without records, waves that never ended are dropped from the sums at the end.
+        if opts.record_free {
+            residency.keep_raises();
+        }
         Analyzer {
             opts,
             out: BlobAnalysis {
@@ -1126,7 +1134,7 @@ impl Analyzer {
             anomalies: [0; ANOMALIES.len()],
             last_time: 0,
             blob_bytes: 0,
-            residency: Default::default(),
+            residency,
             free: LiveStarts::default(),
         }
     }
@@ -1318,7 +1326,9 @@ impl Analyzer {
                 return self.wave_start_at(p.raw, p.time, p.offset, p.layout, p.index)
             }
             Step::WaveEnd => return self.wave_end_at(p.raw, p.time, p.offset, p.layout, p.index),
-            Step::WaveStartFree => return self.wave_start_free(p.raw, p.time, p.layout, p.index),
+            Step::WaveStartFree => {
+                return self.wave_start_free(p.raw, p.time, p.offset, p.layout, p.index)
+            }
             Step::WaveEndFree => return self.wave_end_free(p.raw, p.time, p.layout, p.index),
             Step::Reg => {
                 let addr = self.places_of(p).reg_addr.get(p.raw) as u32;
@@ -1392,34 +1402,41 @@ impl Analyzer {
     #[inline(always)]
     fn wave_start(&mut self, p: &Packet) {
         match self.opts.record_free {
-            true => self.wave_start_free(p.raw, p.time, p.layout, p.index),
+            true => self.wave_start_free(p.raw, p.time, p.offset, p.layout, p.index),
             false => self.wave_start_at(p.raw, p.time, p.offset, p.layout, p.index),
         }
     }
 
     /// [`Analyzer::wave_start_at`] without a record: the start time in the slot.
     #[inline(always)]
-    fn wave_start_free(&mut self, raw: u64, time: i64, layout: Layout, index: u8) {
+    fn wave_start_free(&mut self, raw: u64, time: i64, offset: u64, layout: Layout, index: u8) {
         let wf: &'static WaveFast = &self.wave_fast[layout as usize][index as usize & 31];
         // The usual case: a direct slot, free, in the table allocated (so not the first).
         if wf.slot.direct {
             let s = wf.slot.get(raw);
             let code = LiveStarts::code(time);
-            if let (Some(d @ 0), true) = (self.free.starts.get_mut(s), code != 0) {
-                *d = code;
+            if let (Some(d @ [0, _]), true) = (self.free.starts.get_mut(s), code != 0) {
+                *d = [code, offset];
                 self.out.wave_starts += 1;
                 let (_, cu, simd, _) = slot_place(s);
                 self.residency.start(cu, simd, time);
                 return;
             }
         }
-        self.wave_start_free_general(raw, time, layout, index)
+        self.wave_start_free_general(raw, time, offset, layout, index)
     }
 
     /// [`Analyzer::wave_start_free`] in every case.
     #[cold]
     #[inline(never)]
-    fn wave_start_free_general(&mut self, raw: u64, time: i64, layout: Layout, index: u8) {
+    fn wave_start_free_general(
+        &mut self,
+        raw: u64,
+        time: i64,
+        offset: u64,
+        layout: Layout,
+        index: u8,
+    ) {
         let (layout, index) = (layout as usize, index as usize & 31);
         let wf: &'static WaveFast = &self.wave_fast[layout][index];
         self.out.wave_starts += 1;
@@ -1437,11 +1454,11 @@ impl Analyzer {
             return;
         };
         if f.starts.is_empty() {
-            f.starts = vec![0; LiveWaves::DIRECT];
+            f.starts = vec![[0; 2]; LiveWaves::DIRECT];
         }
         let code = LiveStarts::code(time);
         match f.starts.get_mut(s) {
-            Some(d @ 0) if code != 0 => *d = code,
+            Some(d @ [0, _]) if code != 0 => *d = [code, offset],
             // A wave started while its slot is live (the records keep the one replaced, which
             // never ends), or at `i64::MIN`.
             _ => {
@@ -1561,8 +1578,8 @@ impl Analyzer {
         self.out.wave_ends += 1;
         let live = slot.and_then(|s| Some((s, self.free.starts.get_mut(s)?)));
         match live {
-            Some((s, d)) if *d != 0 => {
-                let start = LiveStarts::time(std::mem::take(d));
+            Some((s, d)) if d[0] != 0 => {
+                let start = LiveStarts::time(std::mem::take(&mut d[0]));
                 let (_, cu, simd, _) = slot_place(s);
                 self.residency.end(cu, simd, start, time);
             }
@@ -1746,22 +1763,63 @@ impl Analyzer {
         }
     }
 
-    /// The waves counted without records: their number and sums when exact (every wave
-    /// ended, the sums hold, nothing gave up), else none (the caller analyses the stream
-    /// again with records).
+    /// The waves counted without records: their number and sums when exact (the sums hold,
+    /// nothing gave up), else none (the caller analyses the stream again with records). Waves
+    /// that never ended (the ones live at the end) are dropped as the records drop them:
+    /// counted as anomalies, with the same warning.
     fn finish_free(&mut self) -> Option<super::residency::Residency> {
-        let f = &self.free;
         // Each WAVESTART started a wave unless the analysis gave up (and then the counts
         // are not used); each WAVEEND ended one but those without a start (counted as such
         // only by `wave_end_free` here).
         let started = self.out.wave_starts as usize;
         let ended = (self.out.wave_ends - self.anomalies[END_WITHOUT_START]) as usize;
-        let all_ended = started == ended;
-        let sums = self.residency.finish(started, f.first_start, all_ended);
-        // No wave at all has no sums, and is exact.
-        let exact = !f.gave_up && all_ended && (sums.is_some() || started == 0);
-        self.out.waves_without_records = exact.then_some(started);
-        sums.filter(|_| exact)
+        if self.free.gave_up || ended > started {
+            return None;
+        }
+        // The waves never ended, and the first one's WAVESTART (the least offset: stream
+        // order).
+        let mut unended = Vec::new();
+        let mut first_offset = u64::MAX;
+        if started > ended {
+            for (s, &[code, offset]) in self.free.starts.iter().enumerate() {
+                if code != 0 {
+                    let (_, cu, simd, _) = slot_place(s);
+                    unended.push((cu, simd, LiveStarts::time(code)));
+                    first_offset = first_offset.min(offset);
+                }
+            }
+        }
+        // Every start took a slot (else it gave up), every end with a start freed one.
+        if unended.len() != started - ended {
+            return None;
+        }
+        let sums = self.residency.finish_cut(ended, &mut unended);
+        // No ended wave at all has no sums, and is exact.
+        if sums.is_none() && ended > 0 {
+            return None;
+        }
+        self.out.waves_without_records = Some(ended);
+        if !unended.is_empty() {
+            self.unended(unended.len() as u64, Some(first_offset));
+        }
+        sums
+    }
+
+    /// `unended` waves started but never ended, the first at `offset`: counted and warned of.
+    #[cold]
+    #[inline(never)]
+    fn unended(&mut self, unended: u64, offset: Option<u64>) {
+        *self
+            .out
+            .wave_anomalies
+            .entry("start_without_end")
+            .or_default() += unended;
+        if let Some(offset) = offset {
+            self.warn(
+                offset,
+                format!("{unended} waves started but never ended (trace stopped or buffer full?)"),
+            );
+        }
     }
 
     /// Close the analysis: drop waves that never ended (counted as anomalies).
@@ -1821,20 +1879,8 @@ impl Analyzer {
             ),
         };
         if unended > 0 {
-            *self
-                .out
-                .wave_anomalies
-                .entry("start_without_end")
-                .or_default() += unended;
-            if let Some(w) = self.out.waves.iter().find(|w| !Self::has_ended(w)) {
-                let off = w.start_offset;
-                self.warn(
-                    off,
-                    format!(
-                        "{unended} waves started but never ended (trace stopped or buffer full?)"
-                    ),
-                );
-            }
+            let first = self.out.waves.iter().find(|w| !Self::has_ended(w));
+            self.unended(unended, first.map(|w| w.start_offset));
             // Renumber tokens onto the kept waves.
             let mut new_index = Vec::with_capacity(self.out.waves.len());
             let mut n = 0u32;
