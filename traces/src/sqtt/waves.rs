@@ -228,8 +228,8 @@ pub struct BlobAnalysis {
     pub tokens: Vec<InstToken>,
     pub warnings: Vec<Warning>,
     /// Achieved occupancy's per-SIMD sums of `waves`, kept as they started and ended
-    /// ([`super::residency`]): None when they do not hold (a wave that never ended, wave
-    /// events out of time order) or once `waves` is changed.
+    /// ([`super::residency`]): None when they do not hold (with records, a wave that never
+    /// ended; wave events out of time order) or once `waves` is changed.
     #[serde(skip)]
     pub residency: Option<super::residency::Residency>,
     /// Analysed without wave records ([`AnalyzeOptions::record_free`]) and exact: this many
