@@ -802,9 +802,8 @@ struct LiveStarts {
     /// that never ended names the first's; in the same cache line). Allocated (zeroed pages,
     /// touched only where used) at the first start.
     starts: Vec<[u64; 2]>,
-    /// (The waves started and ended are the analysis' WAVESTARTs, unless it gave up, and
-    /// WAVEENDs but those without a start: [`Analyzer::finish_free`].)
-    first_start: Option<i64>,
+    // (The waves started and ended are the analysis' WAVESTARTs, unless it gave up, and
+    // WAVEENDs but those without a start; the first start is the sums': [`Analyzer::finish_free`].)
     /// Set once the stream holds something only records give exactly.
     gave_up: bool,
 }
@@ -1465,9 +1464,6 @@ impl Analyzer {
                 f.gave_up = true;
                 return;
             }
-        }
-        if f.first_start.is_none() {
-            f.first_start = Some(time);
         }
         let (_, cu, simd, _) = slot_place(s);
         self.residency.start(cu, simd, time);
