@@ -20,8 +20,9 @@
 //! the per-wave detail from the index, only the traced waves decoded) and `reopen-diff`
 //! (`wavescope diff` of the indexed copy with itself, both sides from the index);
 //! `stats-cut` (not by default: `wavescope stats` of the capture with every stream cut at nine
-//! tenths, as trace buffers that filled leave it, waves live at the end of every SE: where the
-//! one-pass folds of `stats` give up and an SE is decoded again; printed beside `stats`).
+//! tenths, as trace buffers that filled leave it, waves live at the end of every SE: the SEs
+//! without instruction tracing stay record-free through them, an instruction-traced SE's fold
+//! gives up and it is decoded again; printed beside `stats`).
 //!
 //! Every step runs in a fresh child process (this binary re-executed with `--step`), which
 //! reports its CPU time (user + sys, getrusage) and peak RSS, so steps do not pollute each other.

@@ -679,10 +679,13 @@ fn analyze_kernel_clocked<T: Send>(
     let code = p.run_code_object(ki).map(|(c, _)| c);
     let done = std::sync::atomic::AtomicUsize::new(0);
     // Set once an SE's one-pass fold (no tokens, no wave records) could not be exact and the
-    // SE was decoded again. Its usual cause, waves left live by a trace buffer that filled,
-    // cuts every SE of the capture alike: the SEs not started yet are decoded once, with
-    // their tokens and wave records, rather than twice each.
+    // SE was decoded again. Its usual cause for an itraced SE, waves left live by a trace
+    // buffer that filled, cuts every SE of the capture alike: the itraced SEs not started yet
+    // are decoded once, with their tokens and wave records, rather than twice each. An SE
+    // without tokens is exact without records through such waves (`record_free`): only its
+    // own kind's misses (`missed_free`) send the next ones to the records.
     let missed = std::sync::atomic::AtomicBool::new(false);
+    let missed_free = std::sync::atomic::AtomicBool::new(false);
     let relaxed = std::sync::atomic::Ordering::Relaxed;
     // One decode per SE: an itraced RDNA SE is mapped in the same pass that analyses it.
     #[allow(clippy::type_complexity)]
@@ -741,7 +744,7 @@ fn analyze_kernel_clocked<T: Send>(
                 crate::pipeline::analyze_mapped(blob, target, ao, c, opts.detail, &mut release)
                     .map(|(a, m)| (a, Some(m)))
             }
-            _ if opts.record_free && !s.itrace && !missed.load(relaxed) => {
+            _ if opts.record_free && !s.itrace && !missed_free.load(relaxed) => {
                 let free = AnalyzeOptions {
                     record_free: true,
                     ..ao
@@ -750,6 +753,7 @@ fn analyze_kernel_clocked<T: Send>(
                     // Given up (see `record_free`): analysed again with records.
                     Ok(a) if a.waves_without_records.is_none() => {
                         missed.store(true, relaxed);
+                        missed_free.store(true, relaxed);
                         sqtt::analyze_with_progress(blob, target, ao, &mut release)
                     }
                     r => r,

@@ -230,11 +230,82 @@ fn record_free_equals_the_records_on_every_untraced_se() {
     eprintln!("{ses} untraced SEs, {waves} waves analysed without records");
 }
 
+/// Every SE without instruction tracing of every shared capture (and of the tiled 10 MiB
+/// capture, when it is there: slots used again, many waves live at once) cut at many places
+/// (as a trace buffer that filled leaves it: waves started and never ended, a packet cut short)
+/// analysed without wave records and with them: exact at every cut (the waves never ended
+/// dropped as the records drop them), with the same wave count, first wave, achieved occupancy
+/// (against the sweep of the records), anomalies, warnings and everything else.
+#[test]
+fn record_free_equals_the_records_on_every_untraced_se_cut_short() {
+    use traces::sqtt::{self, AnalyzeOptions, BlobAnalysis};
+    let rest = |a: &BlobAnalysis| {
+        serde_json::to_string(&BlobAnalysis {
+            waves: Vec::new(),
+            ..a.clone()
+        })
+        .unwrap()
+    };
+    let mut files: Vec<(std::path::PathBuf, usize)> = capture_dirs()
+        .into_iter()
+        .map(|d| (d.join("profile.pkl"), 24))
+        .collect();
+    let tiled = shared().join("../scale-cap/10M/big.wst");
+    match tiled.is_file() {
+        true => files.push((tiled, 5)),
+        false => eprintln!("{} is not there: not compared", tiled.display()),
+    }
+    let (mut cuts, mut unended) = (0, 0);
+    for (f, parts) in files {
+        let (_, p) = traces::open::open_path(&f).unwrap();
+        for (i, s) in p.sqtt.iter().enumerate().filter(|(_, s)| !s.itrace) {
+            let target = p.props_device(s.device).and_then(|d| d.target());
+            let whole = p.blob(s.blob);
+            for cut in 1..parts {
+                // Some at a 32-byte unit, some mid-packet.
+                let at = whole.len() * cut / parts + (cut % 3) * 5;
+                let blob = &whole[..at.min(whole.len())];
+                let what = format!("{} stream {i} (SE {}) cut at {at}", f.display(), s.se);
+                let opts = AnalyzeOptions::default();
+                let Ok(rec) = sqtt::analyze_with(blob, target, opts) else {
+                    continue;
+                };
+                let free = AnalyzeOptions {
+                    record_free: true,
+                    ..opts
+                };
+                let free = sqtt::analyze_with(blob, target, free).unwrap();
+                assert_eq!(free.waves_without_records, Some(rec.waves.len()), "{what}");
+                assert_eq!(free.first_wave_start(), rec.first_wave_start(), "{what}");
+                let (mut want, mut got) = (occupancy::Achieved::default(), Default::default());
+                occupancy::achieved_se(
+                    &mut want,
+                    s.se,
+                    rec.waves.iter().map(occupancy::WaveLife::of),
+                );
+                occupancy::achieved_of(&mut got, s.se, &free);
+                assert_eq!(got, want, "{what}");
+                // Not from the records' sweep: the sums counted without them.
+                assert!(free.residency.is_some() || rec.waves.is_empty(), "{what}");
+                assert_eq!(rest(&free), rest(&rec), "{what}");
+                cuts += 1;
+                unended += rec.wave_anomalies.contains_key("start_without_end") as usize;
+            }
+        }
+    }
+    assert!(
+        unended > 50,
+        "{cuts} cuts, {unended} with waves never ended"
+    );
+    eprintln!("{cuts} cut untraced SEs, {unended} with waves never ended");
+}
+
 /// `kernel_table` where an SE without instruction tracing cannot be analysed without records
-/// (its stream re-framed without its first WAVEEND: that wave never ends, or its slot's next
-/// wave replaces it) and where it can (without its first WAVESTART: an end without a live
-/// wave): the SE is analysed again with records where it gave up, and the table, wave count,
-/// achieved occupancy and notes equal the whole kernel's analysis either way.
+/// (its stream re-framed with its first WAVESTART twice: a wave started while its slot is
+/// live) and where it can (without its first WAVEEND: a wave never ended, its slot not used
+/// again in these captures; without its first WAVESTART: an end without a live wave): the SE
+/// is analysed again with records where it gave up, and the table, wave count, achieved
+/// occupancy and notes equal the whole kernel's analysis either way.
 #[test]
 fn kernel_table_analyses_again_where_the_record_free_analysis_gives_up() {
     use traces::sqtt::{self, AnalyzeOptions, Kind};
@@ -242,10 +313,20 @@ fn kernel_table_analyses_again_where_the_record_free_analysis_gives_up() {
     for dir in capture_dirs() {
         let (_, orig) = traces::open::open_path(&dir.join("profile.pkl")).unwrap();
         for (i, s) in orig.sqtt.iter().enumerate().filter(|(_, s)| !s.itrace) {
-            for drop in [Kind::WaveEnd, Kind::WaveStart] {
+            // (Without the first of a kind, or with the first WAVESTART twice.)
+            for (drop, kind) in [
+                (true, Kind::WaveEnd),
+                (true, Kind::WaveStart),
+                (false, Kind::WaveStart),
+            ] {
                 let mut p = orig.clone();
                 let src = p.blob(s.blob);
-                let Some(blob) = sqtt::synth::without_first(src, |pk| pk.ty.kind == drop) else {
+                let pick = |pk: &sqtt::Packet| pk.ty.kind == kind;
+                let blob = match drop {
+                    true => sqtt::synth::without_first(src, pick),
+                    false => sqtt::synth::with_first_twice(src, pick),
+                };
+                let Some(blob) = blob else {
                     continue;
                 };
                 let target = p.props_device(s.device).and_then(|d| d.target());
@@ -259,7 +340,7 @@ fn kernel_table_analyses_again_where_the_record_free_analysis_gives_up() {
                     Some(_) => exact += 1,
                 }
                 p.sqtt[i].blob = p.add_blob(traces::model::Blob::from_vec(blob));
-                let what = format!("{} stream {i} without its first {drop:?}", dir.display());
+                let what = format!("{} stream {i} drop {drop} first {kind:?}", dir.display());
                 for k in kernels_with_sqtt(&p) {
                     let a = analyze_kernel_par(&p, k, &|_, _| {}).unwrap();
                     let t = kernel_table(&p, k).unwrap();
@@ -284,20 +365,30 @@ fn kernel_table_analyses_again_where_the_record_free_analysis_gives_up() {
 /// back to decoding the SE again with its tokens where it cannot be exact (waves that never
 /// end: the analysis drops them and renumbers the waves), and either way gives the whole
 /// kernel analysis' table and splits: the gemm captures with each traced SE's stream cut at
-/// several places (each cut leaves waves started but not ended) and whole.
+/// several places (each cut leaves waves started but not ended) and whole; and with every SE
+/// cut (as trace buffers that filled leave a capture: the SEs without tokens are exact
+/// without records, whatever a traced SE's fold did).
 #[test]
 fn kernel_table_of_cut_traced_streams_equals_the_whole_kernel_analysis() {
-    let mut cut_short = 0;
+    let (mut cut_short, mut untraced_short) = (0, 0);
     for arch in ["gfx1100", "gfx1200"] {
         let Some(path) = testdata::require_shared(&format!("traces/{arch}/gemm_run_0/profile.pkl"))
         else {
             return;
         };
         let (_, orig) = traces::open::open_path(&path).unwrap();
-        for cut in [0u32, 3, 5, 7, 9] {
+        for (cut, all) in [
+            (0u32, false),
+            (3, false),
+            (5, false),
+            (7, false),
+            (9, false),
+            (4, true),
+            (9, true),
+        ] {
             let mut p = orig.clone();
             for i in 0..p.sqtt.len() {
-                if !p.sqtt[i].itrace || cut == 0 {
+                if !(p.sqtt[i].itrace || all) || cut == 0 {
                     continue;
                 }
                 let blob = p.blob(p.sqtt[i].blob).to_vec();
@@ -310,20 +401,23 @@ fn kernel_table_of_cut_traced_streams_equals_the_whole_kernel_analysis() {
                     .unwrap_or(0)
                     > 0
                 {
-                    cut_short += 1;
+                    match p.sqtt[i].itrace {
+                        true => cut_short += 1,
+                        false => untraced_short += 1,
+                    }
                 }
                 let b = traces::model::Blob::from_vec(blob[..at].to_vec());
                 p.sqtt[i].blob = p.add_blob(b);
             }
             for k in kernels_with_sqtt(&p) {
-                let what = format!("{arch} cut at {cut}/10 kernel {k}");
+                let what = format!("{arch} cut at {cut}/10 (all {all}) kernel {k}");
                 let a = analyze_kernel_par(&p, k, &|_, _| {}).unwrap();
                 assert_table_is_the_analysis(&kernel_table(&p, k).unwrap(), &a, &what);
             }
         }
     }
     assert!(
-        cut_short > 4,
-        "{cut_short} streams cut with waves left live"
+        cut_short > 4 && untraced_short > 4,
+        "{cut_short} traced and {untraced_short} untraced streams cut with waves left live"
     );
 }

@@ -125,25 +125,41 @@ pub fn tile<W: std::io::Write>(
 /// framing) without the first one `drop` picks, then padded to whole trace-buffer units.
 /// `None` when `drop` picks none.
 pub fn without_first(blob: &[u8], drop: impl Fn(&super::Packet) -> bool) -> Option<Vec<u8>> {
+    reframed(blob, drop, 0)
+}
+
+/// [`without_first`] with the first packet `pick` picks twice instead (a WAVESTART twice: a
+/// wave started while its slot is live).
+pub fn with_first_twice(blob: &[u8], pick: impl Fn(&super::Packet) -> bool) -> Option<Vec<u8>> {
+    reframed(blob, pick, 2)
+}
+
+/// `blob`'s packets re-framed with `copies` of the first one `pick` picks.
+fn reframed(blob: &[u8], pick: impl Fn(&super::Packet) -> bool, copies: usize) -> Option<Vec<u8>> {
     let opts = DecodeOptions {
         framing: Framing::Hardware,
         ..DecodeOptions::default()
     };
     let mut w = NibbleWriter::with_capacity(blob.len() + 32);
-    let mut dropped = false;
+    let mut picked = false;
     let mut layout = None;
     for p in Decoder::new(blob, opts) {
         layout.get_or_insert(p.layout);
-        if !dropped && drop(&p) {
-            dropped = true;
-            continue;
+        let n = match !picked && pick(&p) {
+            true => {
+                picked = true;
+                copies
+            }
+            false => 1,
+        };
+        for _ in 0..n {
+            w.push(p.raw, p.nibbles);
         }
-        w.push(p.raw, p.nibbles);
     }
     if w.nibbles() % 2 == 1 {
         w.push(0, 1);
     }
     let mut out = w.into_bytes();
     out.resize(out.len() + super::waves::unit_padding(layout, out.len()), 0);
-    dropped.then_some(out)
+    picked.then_some(out)
 }
