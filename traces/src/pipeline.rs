@@ -2255,6 +2255,20 @@ mod tests {
                 record_free: true,
                 ..opts
             };
+            // Without the tokens kept, both miss alike (the waves' counts are not the fold's).
+            if case < sources.len() {
+                let bare = |record_free| crate::sqtt::AnalyzeOptions {
+                    keep_tokens: false,
+                    record_free,
+                    ..opts
+                };
+                let run = |o| {
+                    analyze_folded(&b, None, o, code, false, &mut |_| {})
+                        .unwrap()
+                        .map(|(_, m)| m.folded.is_some())
+                };
+                assert_eq!(run(bare(true)), run(bare(false)), "{what} without tokens");
+            }
             // Every other case keeps the mapped instructions (their wave: its running index).
             let keep = case % 2 == 0;
             let Ok(rec) = analyze_folded(&b, None, opts, code, keep, &mut |_| {}) else {
