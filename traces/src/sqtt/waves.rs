@@ -249,10 +249,10 @@ pub struct AnalyzeOptions {
     pub traced_simd: u8,
     /// At most this many warnings are kept (the rest are counted).
     pub max_warnings: usize,
-    /// No wave records (`wavescope stats` on SEs without instruction tracing): the live waves'
-    /// start times are kept by slot and the waves counted and summed as they end
-    /// ([`BlobAnalysis::waves_without_records`]), where that gives what the records would; a
-    /// stream where it may not (a token for a live wave, a wave started while its slot is live
+    /// No wave records (`wavescope stats`): the live waves' start times are kept by slot and
+    /// the waves counted and summed as they end ([`BlobAnalysis::waves_without_records`]),
+    /// where that gives what the records would; a stream where it may not (a token for a live
+    /// wave but with [`AnalyzeOptions::queue_token_waves`], a wave started while its slot is live
     /// or never ended, a place outside the direct table, wave times going back) gives up, and
     /// the caller analyses it again with records. For packets in stream order, as the decoder
     /// gives them.
