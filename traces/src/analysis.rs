@@ -381,6 +381,8 @@ pub struct KernelOptions {
     /// The SEs without instruction tracing analysed without wave records where that is exact
     /// ([`AnalyzeOptions::record_free`]; again with records where it gives up): for a fold
     /// that reads only their wave count, first start and achieved occupancy ([`kernel_table`]).
+    /// The instruction-traced RDNA SEs folded in their decode too
+    /// ([`crate::pipeline::analyze_folded`]; where it misses, decoded again with records).
     pub record_free: bool,
 }
 
@@ -425,7 +427,7 @@ impl KernelOptions {
         compact: true,
         record_free: false,
     };
-    /// [`KernelOptions::INDEX`] without the untraced SEs' wave records ([`kernel_table`]).
+    /// [`KernelOptions::INDEX`] without wave records ([`kernel_table`]).
     pub const STATS: KernelOptions = KernelOptions {
         record_free: true,
         ..KernelOptions::INDEX
@@ -606,8 +608,8 @@ pub fn analyze_kernel_index_fold<T: Send>(
 /// SE folded into them as soon as it is decoded and then dropped (`wavescope stats`): the
 /// results of [`inst_stats_with`], [`hidden::kernel_splits`], [`KernelSqtt::wave_count`] and
 /// [`occupancy::achieved`] on [`analyze_kernel_table`]'s analysis, holding only the SEs being
-/// decoded instead of every SE's waves and tokens, and no wave record of an SE without
-/// instruction tracing where its analysis without them is exact ([`KernelOptions::STATS`]).
+/// decoded instead of every SE's waves and tokens, and no wave record of an SE where its
+/// analysis without them is exact ([`KernelOptions::STATS`]).
 pub struct KernelTable {
     /// The kernel with its SEs' names, itrace flags, errors and unit, but no waves or tokens.
     pub kernel: KernelSqtt,
@@ -730,7 +732,13 @@ fn analyze_kernel_clocked<T: Send>(
                     && !sqtt::map::walks_cdna(blob, c, ao.decode) =>
             {
                 use crate::pipeline::{analyze_folded, analyze_mapped};
-                match analyze_folded(blob, target, ao, c, opts.detail, &mut release) {
+                // Without wave records where the options say (`stats`): the fold reads only
+                // the traced waves' places and counts, which it keeps itself.
+                let fo = AnalyzeOptions {
+                    record_free: opts.record_free,
+                    ..ao
+                };
+                match analyze_folded(blob, target, fo, c, opts.detail, &mut release) {
                     Ok(Ok(r)) => Ok(r),
                     Ok(Err(_)) => {
                         missed.store(true, relaxed);

@@ -264,7 +264,7 @@ pub fn analyze_folded(
     keep_mapped: bool,
     progress: &mut dyn FnMut(usize),
 ) -> Result<Result<(crate::sqtt::BlobAnalysis, SeMap), Miss>, crate::sqtt::DecodeError> {
-    let fold = TokenFold::new(code);
+    let fold = TokenFold::new(code, opts.record_free);
     let (a, mut m, fold) =
         analyze_walked(blob, target, opts, code, keep_mapped, progress, Some(fold))?;
     let Some(fold) = fold else {
@@ -290,6 +290,10 @@ pub enum Miss {
     Unended,
     /// Tokens met that are not the waves' counts, or left in the list.
     Count,
+    /// The analysis without wave records gave up ([`crate::sqtt::AnalyzeOptions::record_free`]:
+    /// a wave started while its slot is live, a place outside the direct table, wave times
+    /// going back).
+    RecordFree,
 }
 
 /// [`analyze_mapped`], and with `fold` [`analyze_folded`]'s pass (the fold handed back, or
@@ -305,9 +309,13 @@ fn analyze_walked(
     mut fold: Option<TokenFold>,
 ) -> Result<(crate::sqtt::BlobAnalysis, SeMap, Option<TokenFold>), crate::sqtt::DecodeError> {
     use crate::sqtt::map::RdnaWalk;
-    // The mapping reads the wave records.
+    // The mapping reads only each traced wave's running index: without records for a fold
+    // that asks for it ([`TokenFold::free`]), which takes the token places' waves as they
+    // start; with them otherwise.
+    let free = fold.as_ref().is_some_and(|f| f.free);
     let opts = crate::sqtt::AnalyzeOptions {
-        record_free: false,
+        record_free: free,
+        queue_token_waves: free,
         ..opts
     };
     let keep_pcs = fold.is_none();
@@ -328,6 +336,8 @@ fn analyze_walked(
     // Set when some wave never ended: which raw tokens stay, and each raw wave's final index.
     let mut kept: Option<(Vec<bool>, Vec<Option<u32>>)> = None;
     let mut all_ended = true;
+    // Tokens the analyzer attributed to a wave: what the fold's waves' counts must sum to.
+    let mut attributed = 0u64;
     // By position in the stream, as [`crate::sqtt::waves::analyze_with_progress`]: one
     // compare per packet, of a value the hook owns (not one it reaches through a reference).
     let mut next = 0u64;
@@ -351,6 +361,7 @@ fn analyze_walked(
             }
         },
         |an| {
+            attributed = an.attributed_tokens();
             if an.all_ended() {
                 return;
             }
@@ -372,6 +383,9 @@ fn analyze_walked(
             kept = Some((keep, index));
         },
     )?;
+    if let Some(f) = fold.as_mut() {
+        f.attributed = attributed;
+    }
     let MapState {
         walk,
         mut token_pc,
@@ -436,9 +450,12 @@ pub struct SeFolded {
     /// The part without `amd`.
     part: TablePart,
     by_inst: HashMap<crate::analysis::hidden::InstKey, crate::analysis::hidden::LatencySplit>,
-    /// The waves with tokens, in wave order, and their splits.
-    waves: Vec<(u32, crate::analysis::hidden::LatencySplit)>,
+    /// The waves with tokens, in wave order: each one's index, place, token count and split.
+    waves: Vec<(u32, WavePlace, u32, crate::analysis::hidden::LatencySplit)>,
 }
+
+/// A wave's (cu, simd, slot), as its record has them.
+type WavePlace = (u16, u8, u8);
 
 impl SeFolded {
     /// The part and splits of `st`, the SE this was folded from.
@@ -455,18 +472,17 @@ impl SeFolded {
             ..Default::default()
         };
         out.waves.reserve_exact(waves.len());
-        for (w, split) in waves {
-            let Some(wave) = st.analysis.waves.get(w as usize) else {
-                continue;
-            };
+        // (Each wave's place as its record has it, and its count: the records' `insts`, which
+        // the fold checked. With records or without.)
+        for (w, (cu, simd, slot), insts, split) in waves {
             out.total.add(&split);
             out.waves.push(WaveSplit {
                 se: st.se,
                 wave: w as usize,
-                cu: wave.cu,
-                simd: wave.simd,
-                slot: wave.wave,
-                instructions: wave.insts as usize,
+                cu,
+                simd,
+                slot,
+                instructions: insts as usize,
                 split,
             });
         }
@@ -496,22 +512,32 @@ struct TokenFold {
     splits: crate::analysis::hidden::StreamSplits,
     simd_keys: Vec<(u16, u8)>,
     /// Per slot: its wave's raw index (ascending), and its SIMD, last issue (its start
-    /// before the first) and tokens met.
+    /// before the first) and tokens met; its wave's place.
     slot_wave: Vec<u32>,
     live: Vec<(u32, i64, u32)>,
+    slot_place: Vec<WavePlace>,
     /// (raw wave, slot) of the waves added, by the wave's low bits (`u32::MAX`: none): a
     /// token's slot in one probe while no later wave took the entry (few waves are live at
     /// once), `slot_wave` searched otherwise ([`TokenFold::slot_of`]).
     recent: Box<[(u32, u32); RECENT]>,
-    /// Waves of the analyzer looked at so far.
+    /// Waves of the analyzer looked at so far (with records).
     waves_seen: usize,
+    /// Fed by an analysis without wave records ([`crate::sqtt::AnalyzeOptions::queue_token_waves`]):
+    /// the waves that may take tokens come from its queue, their counts are checked by their
+    /// sum, and the fold misses where that analysis gives up.
+    free: bool,
+    /// Whether the analyzer's token list is set for one packet's tokens
+    /// ([`crate::sqtt::waves::Analyzer::stream_tokens`]).
+    streaming: bool,
+    /// Tokens the analyzer attributed to a wave, set at its end ([`analyze_walked`]).
+    attributed: u64,
     tokens: usize,
     /// Set once the fold cannot be exact: nothing more is folded.
     miss: Option<Miss>,
 }
 
 impl TokenFold {
-    fn new(code: &crate::isa::CodeObject) -> TokenFold {
+    fn new(code: &crate::isa::CodeObject, free: bool) -> TokenFold {
         let slots = PcSlots {
             base: code.text_addr,
             len: code.text.len() / 4 + 1,
@@ -526,8 +552,12 @@ impl TokenFold {
             simd_keys: Vec::new(),
             slot_wave: Vec::new(),
             live: Vec::new(),
+            slot_place: Vec::new(),
             recent: Box::new([(u32::MAX, 0); RECENT]),
             waves_seen: 0,
+            free,
+            streaming: false,
+            attributed: 0,
             tokens: 0,
             miss: None,
         }
@@ -552,7 +582,11 @@ impl TokenFold {
         if before > 0 {
             self.tokens_before(&an.raw_tokens()[..before], walk);
         }
-        if an.raw_waves() != self.waves_seen {
+        if self.free {
+            if !an.queued_waves().is_empty() {
+                self.started_queued(an);
+            }
+        } else if an.raw_waves() != self.waves_seen {
             self.started(an);
         }
         if an.raw_tokens().len() > before {
@@ -572,32 +606,59 @@ impl TokenFold {
     /// The waves started since the last packet: those that may take tokens are added.
     #[inline(never)]
     fn started(&mut self, an: &mut crate::sqtt::waves::Analyzer) {
-        if self.waves_seen == 0 {
-            an.stream_tokens();
-        }
+        self.stream(an);
         for i in self.waves_seen..an.raw_waves() {
             let Some(w) = an.raw_wave(i) else { break };
-            if !an.takes_tokens(w) {
-                continue;
-            }
-            let key = (w.cu, w.simd);
-            let m = match self.simd_keys.iter().position(|k| *k == key) {
-                Some(m) => m as u32,
-                None => {
-                    self.simd_keys.push(key);
-                    self.splits.add_simd()
-                }
-            };
-            match self.splits.add_wave(m, w.start) {
-                Some(s) => {
-                    self.recent[i % RECENT] = (i as u32, s);
-                    self.slot_wave.push(i as u32);
-                    self.live.push((m, w.start, 0));
-                }
-                None => self.miss = self.miss.or(Some(Miss::StartOutOfOrder)),
+            if an.takes_tokens(w) {
+                self.add_wave(i as u32, (w.cu, w.simd, w.wave), w.start);
             }
         }
         self.waves_seen = an.raw_waves();
+    }
+
+    /// [`TokenFold::started`] without records: the waves the analyzer queued (those of the
+    /// token places, in start order), then dropped from its queue.
+    #[inline(never)]
+    fn started_queued(&mut self, an: &mut crate::sqtt::waves::Analyzer) {
+        self.stream(an);
+        let traced = an.traced_simd();
+        for q in an.queued_waves() {
+            // ([`crate::sqtt::waves::Analyzer::takes_tokens`]: the token places are on shader
+            // array and CU 0.)
+            if q.simd == traced {
+                self.add_wave(q.index, (q.cu, q.simd, q.wave), q.start);
+            }
+        }
+        an.clear_queued();
+    }
+
+    /// Sets the analyzer's token list for one packet's tokens, once.
+    fn stream(&mut self, an: &mut crate::sqtt::waves::Analyzer) {
+        if !self.streaming {
+            self.streaming = true;
+            an.stream_tokens();
+        }
+    }
+
+    /// Raw wave `i`, which may take tokens, started at `start`: its slot.
+    fn add_wave(&mut self, i: u32, place: WavePlace, start: i64) {
+        let key = (place.0, place.1);
+        let m = match self.simd_keys.iter().position(|k| *k == key) {
+            Some(m) => m as u32,
+            None => {
+                self.simd_keys.push(key);
+                self.splits.add_simd()
+            }
+        };
+        match self.splits.add_wave(m, start) {
+            Some(s) => {
+                self.recent[i as usize % RECENT] = (i, s);
+                self.slot_wave.push(i);
+                self.live.push((m, start, 0));
+                self.slot_place.push(place);
+            }
+            None => self.miss = self.miss.or(Some(Miss::StartOutOfOrder)),
+        }
     }
 
     /// [`TablePart::streamed`]'s step for each of `tokens`, of PC `pc`.
@@ -691,18 +752,34 @@ impl TokenFold {
         if let Some(miss) = self.miss {
             return Err(miss);
         }
+        if self.free && analysis.waves_without_records.is_none() {
+            let ends = analysis.wave_ends
+                - analysis
+                    .wave_anomalies
+                    .get("end_without_start")
+                    .copied()
+                    .unwrap_or(0);
+            return Err(match analysis.wave_starts == ends {
+                true => Miss::RecordFree,
+                false => Miss::Unended,
+            });
+        }
         // (A token left in the list came after the last packet the walk wanted.)
         if !analysis.tokens.is_empty() {
             return Err(Miss::Count);
         }
-        // Every wave's tokens met, as the analyzer counted them (and no more waves with tokens).
+        // Every wave's tokens met, as the analyzer counted them (and no more waves with
+        // tokens): each token met went to its wave's slot, so when as many were met as the
+        // analyzer attributed, every wave met all of its own. With records, each wave's count
+        // is checked too.
         let met: usize = self.live.iter().map(|l| l.2 as usize).sum();
-        let counted = self
-            .live
-            .iter()
-            .zip(&self.slot_wave)
-            .all(|(l, &w)| analysis.waves.get(w as usize).map(|w| w.insts) == Some(l.2));
-        if !counted || met != self.tokens {
+        let counted = self.free
+            || self
+                .live
+                .iter()
+                .zip(&self.slot_wave)
+                .all(|(l, &w)| analysis.waves.get(w as usize).map(|w| w.insts) == Some(l.2));
+        if !counted || met != self.tokens || self.attributed != self.tokens as u64 {
             return Err(Miss::Count);
         }
         if self.tokens == 0 {
@@ -717,6 +794,7 @@ impl TokenFold {
             splits,
             slot_wave,
             live,
+            slot_place,
             ..
         } = self;
         let (by_row, by_slot) = splits.finish();
@@ -725,9 +803,10 @@ impl TokenFold {
         let waves = slot_wave
             .iter()
             .zip(&live)
+            .zip(&slot_place)
             .zip(by_slot)
-            .filter(|((_, l), _)| l.2 > 0)
-            .map(|((&w, _), split)| (w, split))
+            .filter(|(((_, l), _), _)| l.2 > 0)
+            .map(|(((&w, l), &place), split)| (w, place, l.2, split))
             .collect();
         let disasm = match rows.disasm {
             Disasm::Own(d) => d,
@@ -2071,6 +2150,182 @@ mod tests {
         // Most damage leaves the fold exact; waves cut off by a truncation never end.
         assert!(folded > 100, "{folded} folded, missed {missed:?}");
         assert!(missed.contains(&Miss::Unended), "{missed:?}");
+    }
+
+    /// (what, blob, code object) of every instruction-traced RDNA SE of the shared captures
+    /// (`traces/*/*`, each kernel's SEs with its program), those `stats` folds in the decode.
+    fn every_traced_rdna_se() -> Vec<(String, Vec<u8>, crate::isa::CodeObject)> {
+        let mut out = Vec::new();
+        let root = testdata::shared("").join("traces");
+        let mut runs: Vec<_> = std::fs::read_dir(&root)
+            .unwrap()
+            .flat_map(|arch| std::fs::read_dir(arch.unwrap().path()).unwrap())
+            .map(|run| run.unwrap().path())
+            .collect();
+        runs.sort();
+        for run in runs {
+            let meta: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(run.join("meta.json")).unwrap()).unwrap();
+            for s in meta["sqtt"].as_array().unwrap() {
+                if s["itrace"] != serde_json::Value::Bool(true) {
+                    continue;
+                }
+                let kern = s["kern"].as_u64().unwrap();
+                let prefix = format!("program{kern}_");
+                let elf = std::fs::read_dir(&run)
+                    .unwrap()
+                    .map(|e| e.unwrap().path())
+                    .find(|p| {
+                        let name = p.file_name().unwrap().to_string_lossy();
+                        name.starts_with(&prefix) && name.ends_with(".elf")
+                    })
+                    .unwrap();
+                // The device's target, as the profile gives it (an ELF may name none).
+                let arch = run.parent().unwrap().file_name().unwrap().to_string_lossy();
+                let v = &arch["gfx".len()..];
+                let (major, minor, stepping) = (
+                    v[..v.len() - 2].parse().unwrap(),
+                    u32::from_str_radix(&v[v.len() - 2..v.len() - 1], 16).unwrap(),
+                    u32::from_str_radix(&v[v.len() - 1..], 16).unwrap(),
+                );
+                let target = crate::target::GfxTarget::new(major, minor, stepping);
+                let code = crate::isa::CodeObject::parse_with_target(
+                    &std::fs::read(&elf).unwrap(),
+                    Some(target),
+                )
+                .unwrap();
+                let file = run.join(s["file"].as_str().unwrap());
+                let blob = std::fs::read(&file).unwrap();
+                let decode = crate::sqtt::AnalyzeOptions::default().decode;
+                if !crate::sqtt::map::walks_cdna(&blob, &code, decode) {
+                    out.push((file.display().to_string(), blob, code));
+                }
+            }
+        }
+        out
+    }
+
+    /// The fold without wave records ([`crate::sqtt::AnalyzeOptions::record_free`], what
+    /// `stats` takes) is the fold with them: the same table, splits (each wave's index, place
+    /// and count), mapping and the rest of the analysis, with the wave count, first start and
+    /// occupancy sums the records give; on every instruction-traced RDNA SE of the shared
+    /// captures, as they are and damaged at random (waves never ended, replaced live slots,
+    /// tokens without a live wave). Where the records' fold misses, it misses too; where only
+    /// it misses, its analysis gave up on what the records show (sums that do not hold).
+    #[test]
+    fn record_free_fold_is_the_records_fold() {
+        let sources = every_traced_rdna_se();
+        assert!(sources.len() >= 10, "{} traced RDNA SEs", sources.len());
+        let mut next = crate::analysis::test_rng(0x5851_f42d_4c95_7f2d);
+        let json = |(p, s): (TablePart, crate::analysis::hidden::KernelSplits)| {
+            let mut by_inst: Vec<_> = s.by_inst.iter().collect();
+            by_inst.sort_by(|a, b| a.0.cmp(b.0));
+            let splits = format!("{by_inst:?} {:?} {:?}", s.waves, s.total);
+            serde_json::to_string(&p.finish(&s.by_inst)).unwrap() + &splits
+        };
+        let se_of = |a: crate::sqtt::BlobAnalysis, m: SeMap| {
+            let mut st = SeTrace::with_detail(3, true, a, &|c| c as f64, false);
+            let mut disasm = HashMap::new();
+            m.apply(&mut st, &mut disasm);
+            let part = json(TablePart::take_se(&mut st, &disasm));
+            (st, part)
+        };
+        let rest = |a: &crate::sqtt::BlobAnalysis| {
+            serde_json::to_string(&crate::sqtt::BlobAnalysis {
+                waves: Vec::new(),
+                ..a.clone()
+            })
+            .unwrap()
+        };
+        // Folded both ways (with tokens); missed both ways; missed without records only.
+        let mut seen = [0u32; 3];
+        // Damage seen in the cases: waves never ended, replaced live slots, tokens without a
+        // live wave.
+        let mut damage = [0u32; 3];
+        let cases = 400.max(sources.len());
+        for case in 0..cases {
+            let (what, blob, code) = &sources[case % sources.len()];
+            let b = match case < sources.len() {
+                true => blob.clone(),
+                false => damaged(blob, &mut next),
+            };
+            let what = format!("{what} case {case}");
+            let opts = crate::sqtt::AnalyzeOptions::default();
+            let free_opts = crate::sqtt::AnalyzeOptions {
+                record_free: true,
+                ..opts
+            };
+            // Without the tokens kept, both miss alike (the waves' counts are not the fold's).
+            if case < sources.len() {
+                let bare = |record_free| crate::sqtt::AnalyzeOptions {
+                    keep_tokens: false,
+                    record_free,
+                    ..opts
+                };
+                let run = |o| {
+                    analyze_folded(&b, None, o, code, false, &mut |_| {})
+                        .unwrap()
+                        .map(|(_, m)| m.folded.is_some())
+                };
+                assert_eq!(run(bare(true)), run(bare(false)), "{what} without tokens");
+            }
+            // Every other case keeps the mapped instructions (their wave: its running index).
+            let keep = case % 2 == 0;
+            let Ok(rec) = analyze_folded(&b, None, opts, code, keep, &mut |_| {}) else {
+                continue;
+            };
+            let free = analyze_folded(&b, None, free_opts, code, keep, &mut |_| {}).unwrap();
+            if let Ok((a, _)) = analyze_mapped(&b, None, opts, code, false, &mut |_| {}) {
+                let count = |k: &str| a.wave_anomalies.get(k).copied().unwrap_or(0);
+                damage[0] += (count("start_without_end") > 0) as u32;
+                damage[1] += (count("start_while_live") > 0) as u32;
+                damage[2] += (count("token_without_live_wave") > 0) as u32;
+            }
+            let ((ra, rm), (fa, fm)) = match (rec, free) {
+                (Ok(r), Ok(f)) => (r, f),
+                (Err(_), Err(_)) => {
+                    seen[1] += 1;
+                    continue;
+                }
+                (Err(miss), Ok(_)) => panic!("{what}: folded without records, missed {miss:?}"),
+                (Ok((ra, _)), Err(miss)) => {
+                    assert_eq!(miss, Miss::RecordFree, "{what}");
+                    assert!(ra.residency.is_none(), "{what}: gave up on sums that hold");
+                    seen[2] += 1;
+                    continue;
+                }
+            };
+            assert!(fa.waves.is_empty() && fa.tokens.is_empty(), "{what}");
+            assert_eq!(fa.wave_count(), ra.waves.len(), "{what}");
+            assert_eq!(fa.first_wave_start(), ra.first_wave_start(), "{what}");
+            assert_eq!(fa.residency, ra.residency, "{what}");
+            assert_eq!(rest(&fa), rest(&ra), "{what}");
+            let (mut got, mut want) = (
+                crate::analysis::occupancy::Achieved::default(),
+                crate::analysis::occupancy::Achieved::default(),
+            );
+            crate::analysis::occupancy::achieved_of(&mut got, 3, &fa);
+            crate::analysis::occupancy::achieved_of(&mut want, 3, &ra);
+            assert_eq!(got, want, "{what}");
+            assert_eq!(fm.token_pc, rm.token_pc, "{what}");
+            assert_eq!(fm.amd_pc, rm.amd_pc, "{what}");
+            assert_eq!(fm.error, rm.error, "{what}");
+            assert_eq!(fm.disasm, rm.disasm, "{what}");
+            assert_eq!(fm.mapped.len(), rm.mapped.len(), "{what}");
+            assert_eq!(
+                format!("{:?}", fm.mapped),
+                format!("{:?}", rm.mapped),
+                "{what}"
+            );
+            assert_eq!(fm.folded.is_some(), rm.folded.is_some(), "{what}");
+            let with_tokens = rm.folded.is_some();
+            let ((_, fpart), (_, rpart)) = (se_of(fa, fm), se_of(ra, rm));
+            assert_eq!(fpart, rpart, "{what}");
+            seen[0] += with_tokens as u32;
+        }
+        eprintln!("{} SEs: {seen:?} damage {damage:?}", sources.len());
+        assert!(seen[0] > 100 && seen[1] > 10, "{seen:?}");
+        assert!(damage.iter().all(|&n| n > 0), "{damage:?}");
     }
 
     /// Token name ids through the direct-mapped cache are the ids of a plain search: names

@@ -250,15 +250,22 @@ pub struct AnalyzeOptions {
     pub traced_simd: u8,
     /// At most this many warnings are kept (the rest are counted).
     pub max_warnings: usize,
-    /// No wave records (`wavescope stats` on SEs without instruction tracing): the live waves'
-    /// start times are kept by slot and the waves counted and summed as they end
-    /// ([`BlobAnalysis::waves_without_records`]), where that gives what the records would
-    /// (waves that never ended, as a full trace buffer leaves them, dropped as the records
-    /// drop them); a stream where it may not (a token for a live wave, a wave started while
-    /// its slot is live, a place outside the direct table, wave times going back) gives up,
-    /// and the caller analyses it again with records. For packets in stream order, as the
-    /// decoder gives them.
+    /// No wave records (`wavescope stats`): the live waves' start times are kept by slot and
+    /// the waves counted and summed as they end ([`BlobAnalysis::waves_without_records`]),
+    /// where that gives what the records would (waves that never ended, as a full trace buffer
+    /// leaves them, dropped as the records drop them, but with
+    /// [`AnalyzeOptions::queue_token_waves`]); a stream where it may not (a token for a live
+    /// wave but with `queue_token_waves`, a wave started while its slot is live, one never
+    /// ended with `queue_token_waves`, a place outside the direct table, wave times going back)
+    /// gives up, and the caller analyses it again with records. For packets in stream order,
+    /// as the decoder gives them.
     pub record_free: bool,
+    /// With `record_free`: the waves of the places tokens go to (shader array and CU 0,
+    /// [`Analyzer::token`]) keep their running index (their index in the records) in the live
+    /// table, so their tokens are attributed as with records, and their starts wait in a queue
+    /// for a hook to take ([`Analyzer::queued_waves`]): an instruction-traced SE folded in its
+    /// decode (`pipeline::analyze_folded`) without a record per wave.
+    pub queue_token_waves: bool,
 }
 
 impl Default for AnalyzeOptions {
@@ -269,6 +276,7 @@ impl Default for AnalyzeOptions {
             traced_simd: 0,
             max_warnings: 64,
             record_free: false,
+            queue_token_waves: false,
         }
     }
 }
@@ -549,7 +557,27 @@ pub struct Analyzer {
     residency: super::residency::ResidencySweep,
     /// The live waves without records ([`AnalyzeOptions::record_free`]).
     free: LiveStarts,
+    /// The waves of the token places started and not yet taken
+    /// ([`AnalyzeOptions::queue_token_waves`]).
+    queued: Vec<QueuedWave>,
+    /// Tokens attributed to a live wave (each wave's `insts`, summed).
+    attributed: u64,
 }
+
+/// A wave of a token place started without a record ([`AnalyzeOptions::queue_token_waves`]):
+/// what the fold reads of its record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct QueuedWave {
+    /// Its index in the records (its tokens' `wave`).
+    pub index: u32,
+    pub cu: u16,
+    pub simd: u8,
+    pub wave: u8,
+    pub start: i64,
+}
+
+/// The direct [`LiveWaves`] slots below this are the token places (shader array and CU 0).
+const TOKEN_SLOTS: usize = 1 << 7;
 
 /// The packet kinds [`Analyzer::detail`] looks at, as a bit set by `Kind as u32` (a kind
 /// added to its `match` must be added here).
@@ -1135,6 +1163,8 @@ impl Analyzer {
             blob_bytes: 0,
             residency,
             free: LiveStarts::default(),
+            queued: Vec::new(),
+            attributed: 0,
         }
     }
 
@@ -1213,6 +1243,7 @@ impl Analyzer {
                 if let Some(w) = self.out.waves.get_mut(i) {
                     w.insts += 1;
                 }
+                self.attributed += 1;
                 if self.opts.keep_tokens {
                     if self.out.tokens.len() == self.out.tokens.capacity() {
                         self.grow_tokens(p.offset);
@@ -1251,9 +1282,29 @@ impl Analyzer {
         &self.out.tokens
     }
 
-    /// Waves started so far (indices of tokens and WAVESTARTs before [`Analyzer::finish`]).
+    /// Waves started so far (indices of tokens and WAVESTARTs before [`Analyzer::finish`]):
+    /// records, or without them every WAVESTART (each pushes a record with them).
     pub(crate) fn raw_waves(&self) -> usize {
-        self.out.waves.len()
+        match self.opts.record_free {
+            true => self.out.wave_starts as usize,
+            false => self.out.waves.len(),
+        }
+    }
+
+    /// The waves of the token places started since [`Analyzer::clear_queued`], in start order
+    /// ([`AnalyzeOptions::queue_token_waves`]).
+    pub(crate) fn queued_waves(&self) -> &[QueuedWave] {
+        &self.queued
+    }
+
+    pub(crate) fn clear_queued(&mut self) {
+        self.queued.clear();
+    }
+
+    /// Tokens attributed to a live wave so far (the sum of the records' `insts`, with or
+    /// without records).
+    pub(crate) fn attributed_tokens(&self) -> u64 {
+        self.attributed
     }
 
     /// The record of raw wave `i` (its index in tokens before [`Analyzer::finish`]).
@@ -1265,6 +1316,11 @@ impl Analyzer {
     /// wave of the traced SIMD at its slot, on shader array and CU 0 only.
     pub(crate) fn takes_tokens(&self, w: &Wave) -> bool {
         w.cu == 0 && w.sa.unwrap_or(0) == 0 && w.simd == self.opts.traced_simd
+    }
+
+    /// The traced SIMD ([`AnalyzeOptions::traced_simd`]).
+    pub(crate) fn traced_simd(&self) -> u8 {
+        self.opts.traced_simd
     }
 
     /// For a hook that folds each packet's tokens as they come and drops them
@@ -1419,6 +1475,9 @@ impl Analyzer {
                 self.out.wave_starts += 1;
                 let (_, cu, simd, _) = slot_place(s);
                 self.residency.start(cu, simd, time);
+                if s < TOKEN_SLOTS && self.opts.queue_token_waves {
+                    self.token_wave_started(s, time);
+                }
                 return;
             }
         }
@@ -1467,6 +1526,26 @@ impl Analyzer {
         }
         let (_, cu, simd, _) = slot_place(s);
         self.residency.start(cu, simd, time);
+        if s < TOKEN_SLOTS && self.opts.queue_token_waves {
+            self.token_wave_started(s, time);
+        }
+    }
+
+    /// A wave without a record started in token place `s` (its start in [`LiveStarts`]): live
+    /// by its running index, as a record's, for its tokens, and queued
+    /// ([`AnalyzeOptions::queue_token_waves`]).
+    #[inline(never)]
+    fn token_wave_started(&mut self, s: usize, time: i64) {
+        let i = self.out.wave_starts as usize - 1;
+        self.live.insert_direct(s, i);
+        let (_, cu, simd, wave) = slot_place(s);
+        self.queued.push(QueuedWave {
+            index: i as u32,
+            cu,
+            simd,
+            wave,
+            start: time,
+        });
     }
 
     /// [`Analyzer::wave_start`] given the packet's fields: they stay in registers (a packet
@@ -1578,6 +1657,10 @@ impl Analyzer {
                 let start = LiveStarts::time(std::mem::take(&mut d[0]));
                 let (_, cu, simd, _) = slot_place(s);
                 self.residency.end(cu, simd, start, time);
+                // Its tokens end with it, as with a record.
+                if s < TOKEN_SLOTS && self.opts.queue_token_waves {
+                    self.live.remove_direct(s);
+                }
             }
             // As with records: a key without a direct slot has no live wave (its start gave
             // up).
@@ -1769,7 +1852,10 @@ impl Analyzer {
         // only by `wave_end_free` here).
         let started = self.out.wave_starts as usize;
         let ended = (self.out.wave_ends - self.anomalies[END_WITHOUT_START]) as usize;
-        if self.free.gave_up || ended > started {
+        // With the token places' waves queued, a wave never ended gives up: the fold took
+        // its tokens, which the records drop.
+        let unended_given_up = self.opts.queue_token_waves && started > ended;
+        if self.free.gave_up || ended > started || unended_given_up {
             return None;
         }
         // The waves never ended, and the first one's WAVESTART (the least offset: stream
@@ -2349,7 +2435,11 @@ mod tests {
     /// achieved occupancy equal to the sweep over the records (which drop the waves never
     /// ended); it gives up exactly where the records show a reason (a wave started in a live
     /// slot, a token of a live wave, wave times going back), found in the same stream with
-    /// every wave ended.
+    /// every wave ended. With the token places' waves queued
+    /// ([`AnalyzeOptions::queue_token_waves`]), a token of a live wave is no reason but a wave
+    /// never ended is: the tokens are the records' (same wave indices), the queue holds the
+    /// records' waves of the token places (index, place, start) and the attributed count is
+    /// their `insts` summed.
     #[test]
     fn record_free_equals_the_records() {
         use super::super::encode::{assemble, NibbleWriter};
@@ -2394,6 +2484,8 @@ mod tests {
             // wave, a token of a live wave, times going back (alone); exact with waves never
             // ended, with a SIMD's peak lowered by them.
             let mut seen = [0u64; 7];
+            // Queued and exact: in all, with tokens of live waves, with tokens of none.
+            let mut queue_seen = [0u64; 3];
             for case in 0..1000 {
                 let replace = next(5) == 0;
                 let unend = next(3) == 0;
@@ -2505,20 +2597,29 @@ mod tests {
                     closed[waves_at[j]].time = time;
                 }
                 // The analysis, and whether a token went to a live wave (before those never
-                // ended are dropped with theirs).
-                let run = |packets: &[Packet], record_free: bool| {
+                // ended are dropped with theirs); with the token places' waves queued, the
+                // queue and the tokens attributed.
+                let run_queued = |packets: &[Packet],
+                                  record_free: bool,
+                                  queue_token_waves: bool| {
                     let mut a = Analyzer::new(AnalyzeOptions {
                         record_free,
+                        queue_token_waves,
                         ..Default::default()
                     });
                     for p in packets {
                         a.packet(p);
                     }
                     let tokens = !a.raw_tokens().is_empty();
-                    (a.finish(), tokens)
+                    let (queued, attributed) = (a.queued_waves().to_vec(), a.attributed_tokens());
+                    ((a.finish(), tokens), queued, attributed)
+                };
+                let run = |packets: &[Packet], record_free: bool| {
+                    run_queued(packets, record_free, false).0
                 };
                 let ((rec, live_token), (free, _)) = (run(&packets, false), run(&packets, true));
                 let whole = run(&closed, false).0;
+                let ((queue, _), queued, attributed) = run_queued(&packets, true, true);
                 let what = format!("{} case {case}", ws.name);
                 let count = |k: &str| rec.wave_anomalies.get(k).copied().unwrap_or(0);
                 // Wave times going back: a WAVESTART's, or a WAVEEND's of a live place, before
@@ -2547,6 +2648,44 @@ mod tests {
                 let reasons = [count("start_while_live") > 0, live_token, back];
                 let exact = !reasons.iter().any(|&r| r);
                 assert_eq!(free.waves_without_records.is_some(), exact, "{what}");
+                // Queued: a token of a live wave is attributed as with records, a wave never
+                // ended gives up (the fold took its tokens).
+                let queue_exact = !(reasons[0] || reasons[2] || count("start_without_end") > 0);
+                assert_eq!(
+                    queue.waves_without_records.is_some(),
+                    queue_exact,
+                    "{what} queued"
+                );
+                if queue_exact {
+                    let want: Vec<QueuedWave> = (rec.waves.iter().enumerate())
+                        .filter(|(_, w)| w.cu == 0 && w.sa.unwrap_or(0) == 0)
+                        .map(|(i, w)| QueuedWave {
+                            index: i as u32,
+                            cu: w.cu,
+                            simd: w.simd,
+                            wave: w.wave,
+                            start: w.start,
+                        })
+                        .collect();
+                    assert_eq!(queued, want, "{what} queued");
+                    let insts: u64 = rec.waves.iter().map(|w| w.insts as u64).sum();
+                    assert_eq!(attributed, insts, "{what} attributed");
+                    assert_eq!(queue.tokens, rec.tokens, "{what} tokens");
+                    assert_eq!(queue.wave_count(), rec.waves.len(), "{what}");
+                    assert_eq!(queue.first_wave_start(), rec.first_wave_start(), "{what}");
+                    assert_eq!(queue.residency, rec.residency, "{what}");
+                    let rest = |a: &BlobAnalysis| {
+                        serde_json::to_string(&BlobAnalysis {
+                            waves: Vec::new(),
+                            ..a.clone()
+                        })
+                        .unwrap()
+                    };
+                    assert_eq!(rest(&queue), rest(&rec), "{what} queued");
+                    queue_seen[0] += 1;
+                    queue_seen[1] += live_token as u64;
+                    queue_seen[2] += (count("token_without_live_wave") > 0) as u64;
+                }
                 if !exact {
                     for (s, r) in seen[2..].iter_mut().zip(reasons) {
                         *s += r as u64;
@@ -2591,8 +2730,13 @@ mod tests {
                 seen[1] +=
                     (count("end_without_start") + count("token_without_live_wave") > 0) as u64;
             }
-            eprintln!("{} {seen:?}", ws.name);
+            eprintln!("{} {seen:?} queued {queue_seen:?}", ws.name);
             assert!(seen.iter().all(|&n| n >= 5), "{} {seen:?}", ws.name);
+            assert!(
+                queue_seen.iter().all(|&n| n >= 5),
+                "{} {queue_seen:?}",
+                ws.name
+            );
         }
     }
 
