@@ -639,7 +639,8 @@ pub fn kernel_table(p: &Profile, ki: usize) -> Option<KernelTable> {
             splits,
         }
     };
-    // The SEs without instruction tracing keep no wave records: the fold reads none.
+    // No SE keeps wave records where its fold can be exact without them (`record_free`):
+    // the fold reads none.
     let (kernel, _, parts) =
         analyze_kernel_clocked(p, ki, &|_, _| {}, KernelOptions::STATS, PerSe::Fold(&fold))?;
     let mut waves = 0;
@@ -684,8 +685,9 @@ fn analyze_kernel_clocked<T: Send>(
     // SE was decoded again. Its usual cause for an itraced SE, waves left live by a trace
     // buffer that filled, cuts every SE of the capture alike: the itraced SEs not started yet
     // are decoded once, with their tokens and wave records, rather than twice each. An SE
-    // without tokens is exact without records through such waves (`record_free`): only its
-    // own kind's misses (`missed_free`) send the next ones to the records.
+    // without tokens is exact without records through such waves (`record_free`): each kind's
+    // misses (`missed` for the itraced SEs, `missed_free` for the others) send only the next
+    // SEs of that kind to the records.
     let missed = std::sync::atomic::AtomicBool::new(false);
     let missed_free = std::sync::atomic::AtomicBool::new(false);
     let relaxed = std::sync::atomic::Ordering::Relaxed;
@@ -760,7 +762,6 @@ fn analyze_kernel_clocked<T: Send>(
                 match sqtt::analyze_with_progress(blob, target, free, &mut release) {
                     // Given up (see `record_free`): analysed again with records.
                     Ok(a) if a.waves_without_records.is_none() => {
-                        missed.store(true, relaxed);
                         missed_free.store(true, relaxed);
                         sqtt::analyze_with_progress(blob, target, ao, &mut release)
                     }

@@ -18,8 +18,9 @@
 //! no more unended ones started by then (they never leave), so it gives at least as much.
 
 /// An SE's waves by SIMD as achieved occupancy sums them: what the sweep of its wave records
-/// would give (see the module's note), kept only when every wave ended and the wave events
-/// came in time order.
+/// would give (see the module's note), kept only when the wave events came in time order and
+/// every wave ended, or, without records, of the waves that ended
+/// ([`ResidencySweep::finish_cut`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Residency {
     /// The waves summed: the analysis' wave records, while it has them.
@@ -445,7 +446,8 @@ mod tests {
 
     /// A cut stream's sums are given up where they may not be exact: raises not kept, more
     /// raises than [`RAISES_CAP`] (a damaged stream: live waves beyond any SIMD's slots),
-    /// events out of time order; the same stream with every wave ended keeps them.
+    /// events out of time order; with the raises kept and under the cap, the same stream with
+    /// every wave ended keeps them (out of time order, it gives them up too).
     #[test]
     fn a_cut_stream_gives_up_its_sums_where_they_may_not_hold() {
         let run = |keep: bool, starts: usize, back: bool, cut: bool| {
