@@ -2009,12 +2009,7 @@ mod tests {
     fn fold_without_the_token_index_is_the_same() {
         let mut next = crate::analysis::test_rng(0x3c6e_f372_fe94_f82b);
         let (mut streamed, mut copied) = (0, 0);
-        let json = |(p, s): (TablePart, crate::analysis::hidden::KernelSplits)| {
-            let mut by_inst: Vec<_> = s.by_inst.iter().collect();
-            by_inst.sort_by(|a, b| a.0.cmp(b.0));
-            let splits = format!("{by_inst:?} {:?} {:?}", s.waves, s.total);
-            serde_json::to_string(&p.finish(&s.by_inst)).unwrap() + &splits
-        };
+        let json = part_json;
         for case in 0..1500 {
             let (mut st, disasm) = random_se(&mut next);
             if st.analysis.tokens.is_empty() {
@@ -2083,6 +2078,14 @@ mod tests {
         b
     }
 
+    /// A table part and its splits as text, to compare two folds.
+    fn part_json((p, s): (TablePart, crate::analysis::hidden::KernelSplits)) -> String {
+        let mut by_inst: Vec<_> = s.by_inst.iter().collect();
+        by_inst.sort_by(|a, b| a.0.cmp(b.0));
+        let splits = format!("{by_inst:?} {:?} {:?}", s.waves, s.total);
+        serde_json::to_string(&p.finish(&s.by_inst)).unwrap() + &splits
+    }
+
     /// The fold made in the decode ([`analyze_folded`], no token kept) is the fold of the
     /// tokens [`analyze_mapped`] keeps ([`TablePart::of_se`]), table and splits, and the rest
     /// of the analysis and mapping is the same, on real instruction-traced blobs damaged at
@@ -2093,12 +2096,7 @@ mod tests {
     fn fold_in_the_decode_is_the_fold_of_the_tokens() {
         let sources = traced_sources();
         let mut next = crate::analysis::test_rng(0xa076_1d64_78bd_642f);
-        let json = |(p, s): (TablePart, crate::analysis::hidden::KernelSplits)| {
-            let mut by_inst: Vec<_> = s.by_inst.iter().collect();
-            by_inst.sort_by(|a, b| a.0.cmp(b.0));
-            let splits = format!("{by_inst:?} {:?} {:?}", s.waves, s.total);
-            serde_json::to_string(&p.finish(&s.by_inst)).unwrap() + &splits
-        };
+        let json = part_json;
         let se_of = |a: crate::sqtt::BlobAnalysis, m: SeMap| {
             let mut st = SeTrace::with_detail(3, true, a, &|c| c as f64, false);
             let mut disasm = HashMap::new();
@@ -2217,12 +2215,7 @@ mod tests {
         let sources = every_traced_rdna_se();
         assert!(sources.len() >= 10, "{} traced RDNA SEs", sources.len());
         let mut next = crate::analysis::test_rng(0x5851_f42d_4c95_7f2d);
-        let json = |(p, s): (TablePart, crate::analysis::hidden::KernelSplits)| {
-            let mut by_inst: Vec<_> = s.by_inst.iter().collect();
-            by_inst.sort_by(|a, b| a.0.cmp(b.0));
-            let splits = format!("{by_inst:?} {:?} {:?}", s.waves, s.total);
-            serde_json::to_string(&p.finish(&s.by_inst)).unwrap() + &splits
-        };
+        let json = part_json;
         let se_of = |a: crate::sqtt::BlobAnalysis, m: SeMap| {
             let mut st = SeTrace::with_detail(3, true, a, &|c| c as f64, false);
             let mut disasm = HashMap::new();

@@ -170,6 +170,42 @@ fn assert_table_is_the_analysis(
     assert_eq!(t.waves, a.wave_count(), "{what}");
 }
 
+/// The analysis of `blob` without wave records against the one with them (`None` when that
+/// fails to decode): the same wave count, first wave, achieved occupancy (against the sweep of
+/// the records) and everything else of the analysis; both analyses.
+fn assert_record_free_is_the_records(
+    blob: &[u8],
+    target: Option<traces::target::GfxTarget>,
+    se: u32,
+    what: &str,
+) -> Option<(traces::sqtt::BlobAnalysis, traces::sqtt::BlobAnalysis)> {
+    use traces::sqtt::{self, AnalyzeOptions, BlobAnalysis};
+    let rest = |a: &BlobAnalysis| {
+        serde_json::to_string(&BlobAnalysis {
+            waves: Vec::new(),
+            ..a.clone()
+        })
+        .unwrap()
+    };
+    let opts = AnalyzeOptions::default();
+    let rec = sqtt::analyze_with(blob, target, opts).ok()?;
+    let free = AnalyzeOptions {
+        record_free: true,
+        ..opts
+    };
+    let free = sqtt::analyze_with(blob, target, free).unwrap();
+    assert_eq!(free.waves_without_records, Some(rec.waves.len()), "{what}");
+    assert_eq!(free.first_wave_start(), rec.first_wave_start(), "{what}");
+    let (mut want, mut got) = (occupancy::Achieved::default(), Default::default());
+    occupancy::achieved_se(&mut want, se, rec.waves.iter().map(occupancy::WaveLife::of));
+    occupancy::achieved_of(&mut got, se, &free);
+    assert_eq!(got, want, "{what}");
+    // Not from the records' sweep: the sums counted without them.
+    assert!(free.residency.is_some() || rec.waves.is_empty(), "{what}");
+    assert_eq!(rest(&free), rest(&rec), "{what}");
+    Some((rec, free))
+}
+
 /// Every SE without instruction tracing of every shared capture (and of the tiled 10 MiB
 /// capture of the scale bench, `../scale-cap/10M/big.wst`, when it is there) analysed without
 /// wave records as `kernel_table` does and with them: exact on each (none gives up), with the
@@ -177,7 +213,6 @@ fn assert_table_is_the_analysis(
 /// and everything else of the analysis.
 #[test]
 fn record_free_equals_the_records_on_every_untraced_se() {
-    use traces::sqtt::{self, AnalyzeOptions, BlobAnalysis};
     let mut files: Vec<std::path::PathBuf> = capture_dirs()
         .into_iter()
         .map(|d| d.join("profile.pkl"))
@@ -187,41 +222,18 @@ fn record_free_equals_the_records_on_every_untraced_se() {
         true => files.push(tiled),
         false => eprintln!("{} is not there: not compared", tiled.display()),
     }
-    let rest = |a: &BlobAnalysis| {
-        serde_json::to_string(&BlobAnalysis {
-            waves: Vec::new(),
-            ..a.clone()
-        })
-        .unwrap()
-    };
     let (mut ses, mut waves) = (0, 0);
     for f in files {
         let (_, p) = traces::open::open_path(&f).unwrap();
         for (i, s) in p.sqtt.iter().enumerate().filter(|(_, s)| !s.itrace) {
             let what = format!("{} stream {i} (SE {})", f.display(), s.se);
             let target = p.props_device(s.device).and_then(|d| d.target());
-            let blob = p.blob(s.blob);
-            let opts = AnalyzeOptions::default();
-            let Ok(rec) = sqtt::analyze_with(blob, target, opts) else {
+            let Some((rec, free)) =
+                assert_record_free_is_the_records(p.blob(s.blob), target, s.se, &what)
+            else {
                 continue;
             };
-            let free = AnalyzeOptions {
-                record_free: true,
-                ..opts
-            };
-            let free = sqtt::analyze_with(blob, target, free).unwrap();
-            assert_eq!(free.waves_without_records, Some(rec.waves.len()), "{what}");
-            assert_eq!(free.first_wave_start(), rec.first_wave_start(), "{what}");
             assert_eq!(free.residency, rec.residency, "{what}");
-            let (mut want, mut got) = (occupancy::Achieved::default(), Default::default());
-            occupancy::achieved_se(
-                &mut want,
-                s.se,
-                rec.waves.iter().map(occupancy::WaveLife::of),
-            );
-            occupancy::achieved_of(&mut got, s.se, &free);
-            assert_eq!(got, want, "{what}");
-            assert_eq!(rest(&free), rest(&rec), "{what}");
             ses += 1;
             waves += rec.waves.len();
         }
@@ -238,14 +250,6 @@ fn record_free_equals_the_records_on_every_untraced_se() {
 /// (against the sweep of the records), anomalies, warnings and everything else.
 #[test]
 fn record_free_equals_the_records_on_every_untraced_se_cut_short() {
-    use traces::sqtt::{self, AnalyzeOptions, BlobAnalysis};
-    let rest = |a: &BlobAnalysis| {
-        serde_json::to_string(&BlobAnalysis {
-            waves: Vec::new(),
-            ..a.clone()
-        })
-        .unwrap()
-    };
     let mut files: Vec<(std::path::PathBuf, usize)> = capture_dirs()
         .into_iter()
         .map(|d| (d.join("profile.pkl"), 24))
@@ -266,28 +270,10 @@ fn record_free_equals_the_records_on_every_untraced_se_cut_short() {
                 let at = whole.len() * cut / parts + (cut % 3) * 5;
                 let blob = &whole[..at.min(whole.len())];
                 let what = format!("{} stream {i} (SE {}) cut at {at}", f.display(), s.se);
-                let opts = AnalyzeOptions::default();
-                let Ok(rec) = sqtt::analyze_with(blob, target, opts) else {
+                let Some((rec, _)) = assert_record_free_is_the_records(blob, target, s.se, &what)
+                else {
                     continue;
                 };
-                let free = AnalyzeOptions {
-                    record_free: true,
-                    ..opts
-                };
-                let free = sqtt::analyze_with(blob, target, free).unwrap();
-                assert_eq!(free.waves_without_records, Some(rec.waves.len()), "{what}");
-                assert_eq!(free.first_wave_start(), rec.first_wave_start(), "{what}");
-                let (mut want, mut got) = (occupancy::Achieved::default(), Default::default());
-                occupancy::achieved_se(
-                    &mut want,
-                    s.se,
-                    rec.waves.iter().map(occupancy::WaveLife::of),
-                );
-                occupancy::achieved_of(&mut got, s.se, &free);
-                assert_eq!(got, want, "{what}");
-                // Not from the records' sweep: the sums counted without them.
-                assert!(free.residency.is_some() || rec.waves.is_empty(), "{what}");
-                assert_eq!(rest(&free), rest(&rec), "{what}");
                 cuts += 1;
                 unended += rec.wave_anomalies.contains_key("start_without_end") as usize;
             }

@@ -2652,6 +2652,14 @@ mod tests {
                 let whole = run(&closed, false).0;
                 let ((queue, _), queued, attributed) = run_queued(&packets, true, true);
                 let what = format!("{} case {case}", ws.name);
+                // Everything of an analysis but its wave records.
+                let rest = |a: &BlobAnalysis| {
+                    serde_json::to_string(&BlobAnalysis {
+                        waves: Vec::new(),
+                        ..a.clone()
+                    })
+                    .unwrap()
+                };
                 let count = |k: &str| rec.wave_anomalies.get(k).copied().unwrap_or(0);
                 // Wave times going back: a WAVESTART's, or a WAVEEND's of a live place, before
                 // the last such.
@@ -2711,13 +2719,6 @@ mod tests {
                     assert_eq!(queue.wave_count(), rec.waves.len(), "{what}");
                     assert_eq!(queue.first_wave_start(), rec.first_wave_start(), "{what}");
                     assert_eq!(queue.residency, rec.residency, "{what}");
-                    let rest = |a: &BlobAnalysis| {
-                        serde_json::to_string(&BlobAnalysis {
-                            waves: Vec::new(),
-                            ..a.clone()
-                        })
-                        .unwrap()
-                    };
                     assert_eq!(rest(&queue), rest(&rec), "{what} queued");
                     queue_seen[0] += 1;
                     queue_seen[1] += live_token as u64;
@@ -2754,13 +2755,6 @@ mod tests {
                 occupancy::achieved_of(&mut got, 7, &free);
                 occupancy::achieved_se(&mut want, 7, rec.waves.iter().map(WaveLife::of));
                 assert_eq!(got, want, "{what}");
-                let rest = |a: &BlobAnalysis| {
-                    serde_json::to_string(&BlobAnalysis {
-                        waves: Vec::new(),
-                        ..a.clone()
-                    })
-                    .unwrap()
-                };
                 assert_eq!(rest(&free), rest(&rec), "{what}");
                 assert!(free.waves.is_empty() && free.tokens.is_empty(), "{what}");
                 seen[0] += 1;
