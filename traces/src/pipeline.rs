@@ -616,18 +616,14 @@ impl TokenFold {
         self.waves_seen = an.raw_waves();
     }
 
-    /// [`TokenFold::started`] without records: the waves the analyzer queued (those of the
-    /// token places, in start order), then dropped from its queue.
+    /// [`TokenFold::started`] without records: the waves the analyzer queued (those that may
+    /// take tokens, in start order), then dropped from its queue.
     #[inline(never)]
     fn started_queued(&mut self, an: &mut crate::sqtt::waves::Analyzer) {
         self.stream(an);
-        let traced = an.traced_simd();
+        // (Only waves that may take tokens are queued.)
         for q in an.queued_waves() {
-            // ([`crate::sqtt::waves::Analyzer::takes_tokens`]: the token places are on shader
-            // array and CU 0.)
-            if q.simd == traced {
-                self.add_wave(q.index, (q.cu, q.simd, q.wave), q.start);
-            }
+            self.add_wave(q.index, (q.cu, q.simd, q.wave), q.start);
         }
         an.clear_queued();
     }

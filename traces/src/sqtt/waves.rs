@@ -262,9 +262,10 @@ pub struct AnalyzeOptions {
     pub record_free: bool,
     /// With `record_free`: the waves of the places tokens go to (shader array and CU 0,
     /// [`Analyzer::token`]) keep their running index (their index in the records) in the live
-    /// table, so their tokens are attributed as with records, and their starts wait in a queue
-    /// for a hook to take ([`Analyzer::queued_waves`]): an instruction-traced SE folded in its
-    /// decode (`pipeline::analyze_folded`) without a record per wave.
+    /// table, so their tokens are attributed as with records, and the starts of those that may
+    /// take tokens (the traced SIMD's, [`Analyzer::takes_tokens`]) wait in a queue for a hook to
+    /// take ([`Analyzer::queued_waves`]): an instruction-traced RDNA SE folded in its decode
+    /// (`pipeline::analyze_folded`) without a record per wave.
     pub queue_token_waves: bool,
 }
 
@@ -557,7 +558,7 @@ pub struct Analyzer {
     residency: super::residency::ResidencySweep,
     /// The live waves without records ([`AnalyzeOptions::record_free`]).
     free: LiveStarts,
-    /// The waves of the token places started and not yet taken
+    /// The waves that may take tokens ([`Analyzer::takes_tokens`]) started and not yet taken
     /// ([`AnalyzeOptions::queue_token_waves`]).
     queued: Vec<QueuedWave>,
     /// Tokens attributed to a live wave (each wave's `insts`, summed).
@@ -1318,8 +1319,8 @@ impl Analyzer {
         }
     }
 
-    /// The waves of the token places started since [`Analyzer::clear_queued`], in start order
-    /// ([`AnalyzeOptions::queue_token_waves`]).
+    /// The waves that may take tokens ([`Analyzer::takes_tokens`]) started since
+    /// [`Analyzer::clear_queued`], in start order ([`AnalyzeOptions::queue_token_waves`]).
     pub(crate) fn queued_waves(&self) -> &[QueuedWave] {
         &self.queued
     }
@@ -1343,11 +1344,6 @@ impl Analyzer {
     /// wave of the traced SIMD at its slot, on shader array and CU 0 only.
     pub(crate) fn takes_tokens(&self, w: &Wave) -> bool {
         w.cu == 0 && w.sa.unwrap_or(0) == 0 && w.simd == self.opts.traced_simd
-    }
-
-    /// The traced SIMD ([`AnalyzeOptions::traced_simd`]).
-    pub(crate) fn traced_simd(&self) -> u8 {
-        self.opts.traced_simd
     }
 
     /// For a hook that folds each packet's tokens as they come and drops them
@@ -1559,13 +1555,17 @@ impl Analyzer {
     }
 
     /// A wave without a record started in token place `s` (its start in [`LiveStarts`]): live
-    /// by its running index, as a record's, for its tokens, and queued
-    /// ([`AnalyzeOptions::queue_token_waves`]).
+    /// by its running index, as a record's, for its tokens, and queued when it may take them
+    /// (the traced SIMD's, as [`Analyzer::takes_tokens`]; only those are read, and the queue
+    /// is taken at the traced unit's packets) ([`AnalyzeOptions::queue_token_waves`]).
     #[inline(never)]
     fn token_wave_started(&mut self, s: usize, time: i64) {
         let i = self.out.wave_starts as usize - 1;
         self.live.insert_direct(s, i);
         let (_, cu, simd, wave) = slot_place(s);
+        if simd != self.opts.traced_simd {
+            return;
+        }
         self.queued.push(QueuedWave {
             index: i as u32,
             cu,
@@ -2468,7 +2468,7 @@ mod tests {
     /// every wave ended. With the token places' waves queued
     /// ([`AnalyzeOptions::queue_token_waves`]), a token of a live wave is no reason but a wave
     /// never ended is: the tokens are the records' (same wave indices), the queue holds the
-    /// records' waves of the token places (index, place, start) and the attributed count is
+    /// records' waves that may take tokens (index, place, start) and the attributed count is
     /// their `insts` summed.
     #[test]
     fn record_free_equals_the_records() {
@@ -2703,7 +2703,11 @@ mod tests {
                 );
                 if queue_exact {
                     let want: Vec<QueuedWave> = (rec.waves.iter().enumerate())
-                        .filter(|(_, w)| w.cu == 0 && w.sa.unwrap_or(0) == 0)
+                        .filter(|(_, w)| {
+                            w.cu == 0
+                                && w.sa.unwrap_or(0) == 0
+                                && w.simd == AnalyzeOptions::default().traced_simd
+                        })
                         .map(|(i, w)| QueuedWave {
                             index: i as u32,
                             cu: w.cu,
