@@ -26,8 +26,9 @@
 //!
 //! Every step runs in a fresh child process (this binary re-executed with `--step`), which
 //! reports its CPU time (user + sys, getrusage) and peak RSS, so steps do not pollute each other.
-//! `decode`, `stats` and `stats-cut` run three times and print the median CPU time (every run's
-//! in the note); `WAVESCOPE_SCALE_RUNS=N` sets the count for every step.
+//! `decode`, `stats` and `stats-cut` run three times (nine when a run takes under a quarter
+//! second) and print the median CPU time (every run's in the note); `WAVESCOPE_SCALE_RUNS=N`
+//! sets the count for every step.
 //! Goals: stats >= 300 MB of SQTT per CPU second; reopen < 0.5 s at 1.5 GiB; peak RSS <= 1.5x the
 //! SQTT + 64 MiB.
 
@@ -199,12 +200,17 @@ fn run_step(name: &str, file: &Path, out: &Path) -> Option<(f64, u64, String)> {
     Some((cpu, rss, it.collect::<Vec<_>>().join(" ")))
 }
 
-/// How many times a step runs: `WAVESCOPE_SCALE_RUNS`, else 3 for the speed goal's steps and
-/// their reference (a single run on this shared VM strays by 10-20%), 1 for the rest.
-fn runs_of(name: &str) -> usize {
+/// How many times a step runs, given its first run's CPU time: `WAVESCOPE_SCALE_RUNS`, else for
+/// the speed goal's steps and their reference 3 (a single run on this shared VM strays by
+/// 10-20%), or 9 when a run takes under a quarter second (at 10 MiB a run is some 40 ms, and a
+/// moment of the host's load is a larger share of it), 1 for the rest.
+fn runs_of(name: &str, first_cpu: f64) -> usize {
     match std::env::var("WAVESCOPE_SCALE_RUNS") {
         Ok(n) => n.parse().expect("WAVESCOPE_SCALE_RUNS: a count"),
-        Err(_) if matches!(name, "decode" | "stats" | "stats-cut") => 3,
+        Err(_) if matches!(name, "decode" | "stats" | "stats-cut") => match first_cpu < 0.25 {
+            true => 9,
+            false => 3,
+        },
         Err(_) => 1,
     }
 }
@@ -212,8 +218,8 @@ fn runs_of(name: &str) -> usize {
 /// [`run_step`] [`runs_of`] times: the median CPU time (the note lists every run's), the
 /// highest peak RSS.
 fn run_repeated(name: &str, file: &Path, out: &Path) -> Option<(f64, u64, String)> {
-    let mut runs = Vec::new();
-    for _ in 0..runs_of(name).max(1) {
+    let mut runs = vec![run_step(name, file, out)?];
+    for _ in 1..runs_of(name, runs[0].0) {
         runs.push(run_step(name, file, out)?);
     }
     let rss = runs.iter().map(|r| r.1).max()?;
