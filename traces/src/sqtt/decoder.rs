@@ -55,6 +55,14 @@ pub trait RunSink {
     fn nops(&mut self, p: &Packet, n: u32) {
         self.run(p, n)
     }
+
+    /// Whether [`Decoder::for_each_run_into`] builds one loop per layout into this sink, with
+    /// the layout, the table and a known packet's type as constants there (what an analysis
+    /// that counts and dispatches by type gains from). A closure ([`Decoder::for_each_run`])
+    /// keeps one loop: a closure that only sums the packets' counts and times (the decode
+    /// benchmarks' loop) ran twice as slow in the per-layout loops with as many instructions
+    /// (cause not found; no wait on memory or branch that cachegrind shows).
+    const BY_LAYOUT: bool = true;
 }
 
 /// A closure as a [`RunSink`] ([`Decoder::for_each_run`]).
@@ -65,6 +73,8 @@ impl<F: FnMut(&Packet, u32)> RunSink for FnRuns<F> {
     fn run(&mut self, p: &Packet, n: u32) {
         (self.0)(p, n)
     }
+
+    const BY_LAYOUT: bool = false;
 }
 
 /// One decoded packet. `raw` holds the packet's first 64 bits (its fields never reach higher).
@@ -412,18 +422,32 @@ impl<'a> Decoder<'a> {
     /// [`Decoder::next_fast`], saying whether the packet is a run of zero nibbles (NOPs).
     #[inline(always)]
     fn next_fast_nops<const RUNS: bool>(&mut self) -> Option<(Packet, u32, bool)> {
+        let (layout, table) = (self.layout, self.table);
+        self.next_fast_in::<RUNS>(layout, table)
+    }
+
+    /// [`Decoder::next_fast_nops`] with the stream's layout and table given: the decode loop
+    /// ([`Decoder::for_each_run_into`]) passes constants, so a NOP's and a known packet's
+    /// type, index and layout are constants in the loop (no load through the table, no test
+    /// of the layout per packet) and the sink's per-kind work is chosen where it is built.
+    #[inline(always)]
+    fn next_fast_in<const RUNS: bool>(
+        &mut self,
+        layout: Layout,
+        table: &'static Table,
+    ) -> Option<(Packet, u32, bool)> {
         let pos = self.pos;
         let raw = window16(self.fast, pos)?;
         // Most packets are told apart by a branch on their low 5 bits and decoded from
         // constants: their size (so the next position) does not wait for the table lookup.
         let low5 = raw & 0x1f;
         if low5 & 0xf == 0 {
-            if self.layout == Layout::Cdna {
-                return Some((self.known(&CDNA_MISC_INFO, pos, raw), 1, false));
+            if layout == Layout::Cdna {
+                return Some((self.typed(&CDNA_MISC_INFO, layout, pos, raw), 1, false));
             }
             // A run of NOPs: zero nibbles from the bottom, 1..=16.
             let run = raw.trailing_zeros() / 4;
-            let p = self.packet(&self.table.info[0], pos, self.time, raw, 1);
+            let p = Self::packet_in(&table.info[0], layout, pos, self.time, raw, 1);
             if RUNS {
                 self.pos = pos + run as u64;
                 return Some((p, run, true));
@@ -435,26 +459,32 @@ impl<'a> Decoder<'a> {
         macro_rules! known {
             ($by:ident: $($n:literal)*) => {
                 match low5 {
-                    $($n => return Some((self.known(&const { $by[$n].unwrap() }, pos, raw), 1, false)),)*
+                    $($n => {
+                        let c = const { $by[$n].unwrap() };
+                        return Some((self.typed(&c, layout, pos, raw), 1, false));
+                    })*
                     _ => {}
                 }
             };
         }
         // Every value but a low nibble of 0 or 1 (see the tests of `packets`).
-        match self.layout {
-            Layout::Rdna3 => known!(RDNA3_BY_LOW5: 2 3 4 5 6 7 8 9 10 11 12 13 14 15
-                18 19 20 21 22 23 24 25 26 27 28 29 30 31),
-            Layout::Rdna4 => known!(RDNA4_BY_LOW5: 2 3 4 5 6 7 8 9 10 11 12 13 14 15
-                18 19 20 21 22 23 24 25 26 27 28 29 30 31),
+        match layout {
+            Layout::Rdna3 => {
+                known!(RDNA3_BY_LOW5: 2 3 4 5 6 7 8 9 10 11 12 13 14 15 18 19 20 21 22 23 24 25 26 27 28 29 30 31)
+            }
+            Layout::Rdna4 => {
+                known!(RDNA4_BY_LOW5: 2 3 4 5 6 7 8 9 10 11 12 13 14 15 18 19 20 21 22 23 24 25 26 27 28 29 30 31)
+            }
             Layout::Cdna => {}
         }
-        let info = &self.table.info[raw as u8 as usize];
+        let info = &table.info[raw as u8 as usize];
         if info.flags == 0 {
             // Only a delta (NOPs other than zero nibbles have none).
             let time = self.time.wrapping_add(plain_delta(info, raw) as i64);
             self.time = time;
             self.pos = pos + info.nibbles as u64;
-            return Some((self.packet(info, pos, time, raw, info.nibbles), 1, false));
+            let p = Self::packet_in(info, layout, pos, time, raw, info.nibbles);
+            return Some((p, 1, false));
         }
         if info.flags & FLAG_SPECIAL != 0 {
             return None;
@@ -462,22 +492,39 @@ impl<'a> Decoder<'a> {
         // A possible realtime marker or a CDNA timestamp.
         fast_advance(*info, raw, &mut self.time, &mut self.ts_offset);
         self.pos = pos + info.nibbles as u64;
-        Some((
-            self.packet(info, pos, self.time, raw, info.nibbles),
-            1,
-            false,
-        ))
+        let p = Self::packet_in(info, layout, pos, self.time, raw, info.nibbles);
+        Some((p, 1, false))
     }
 
-    /// A packet whose size and time rule the first nibble decided, decoded from the constants
-    /// `c`: its size and time do not wait for the table lookup (which only gives its type).
+    /// A packet whose type, size and time rule its low bits decided ([`RDNA3_BY_LOW5`],
+    /// [`CDNA_MISC_INFO`]), decoded from the constants `c`: its size and time do not wait for
+    /// a table lookup (the branch on the bits is predicted instead), and its type needs none.
     #[inline(always)]
-    fn known(&mut self, c: &Info, pos: u64, raw: u64) -> Packet {
+    fn typed(&mut self, c: &Info, layout: Layout, pos: u64, raw: u64) -> Packet {
         let time = self.time.wrapping_add(plain_delta(c, raw) as i64);
         self.time = time;
         self.pos = pos + c.nibbles as u64;
-        let info = &self.table.info[raw as u8 as usize];
-        self.packet(info, pos, time, raw, c.nibbles)
+        Self::packet_in(c, layout, pos, time, raw, c.nibbles)
+    }
+
+    #[inline(always)]
+    fn packet_in(
+        info: &Info,
+        layout: Layout,
+        offset: u64,
+        time: i64,
+        raw: u64,
+        size: u8,
+    ) -> Packet {
+        Packet {
+            offset,
+            time,
+            raw,
+            ty: info.ty,
+            nibbles: size,
+            index: info.index,
+            layout,
+        }
     }
 
     /// The next packet and how many times it repeats: NOP padding comes as one packet with a
@@ -516,11 +563,16 @@ impl<'a> Decoder<'a> {
         let mut d = self.clone();
         loop {
             if d.pending_nops == 0 {
-                while let Some((p, n, nops)) = d.next_fast_nops::<true>() {
-                    match nops {
-                        true => sink.nops(&p, n),
-                        false => sink.run(&p, n),
+                // One loop per layout, its table a constant (the layout changes only on the
+                // general path, at a LAYOUT_HEADER).
+                match d.layout {
+                    _ if !S::BY_LAYOUT => {
+                        let (layout, table) = (d.layout, d.table);
+                        d.fast_runs(sink, layout, table)
                     }
+                    Layout::Rdna3 => d.fast_runs(sink, Layout::Rdna3, &RDNA3_TABLE),
+                    Layout::Rdna4 => d.fast_runs(sink, Layout::Rdna4, &RDNA4_TABLE),
+                    Layout::Cdna => d.fast_runs(sink, Layout::Cdna, &CDNA_TABLE),
                 }
             }
             let more;
@@ -530,6 +582,19 @@ impl<'a> Decoder<'a> {
             }
         }
         *self = d;
+    }
+
+    /// The fast path of [`Decoder::for_each_run_into`] for a stream of `layout`, whose table
+    /// is `table` (constants where it is built in).
+    #[inline(always)]
+    fn fast_runs<S: RunSink>(&mut self, sink: &mut S, layout: Layout, table: &'static Table) {
+        debug_assert!(std::ptr::eq(self.table, table) && self.layout == layout);
+        while let Some((p, n, nops)) = self.next_fast_in::<true>(layout, table) {
+            match nops {
+                true => sink.nops(&p, n),
+                false => sink.run(&p, n),
+            }
+        }
     }
 
     #[cold]

@@ -963,10 +963,9 @@ const fn info_of(index: usize, ty: &'static PacketType) -> Info {
 /// of the next packet does not wait for one (the branch on the nibble is predicted instead).
 pub const CDNA_MISC_INFO: Info = info_of(0, &CDNA[0]);
 
-/// The same for RDNA3 and RDNA4: for each value of a packet's low 5 bits, the size and time
-/// rule shared by every byte with those bits, when those bytes only add a delta (None
-/// otherwise). Only the size, `delta_*` and `add` are meant to be read: the type itself comes
-/// from the table.
+/// The same for RDNA3 and RDNA4: for each value of a packet's low 5 bits, the type, size and
+/// time rule shared by every byte with those bits, when those bytes are of one type that only
+/// adds a delta (None otherwise).
 pub const RDNA3_BY_LOW5: [Option<Info>; 32] = by_low5(&build(Layout::Rdna3, &RDNA3));
 pub const RDNA4_BY_LOW5: [Option<Info>; 32] = by_low5(&build(Layout::Rdna4, &RDNA4));
 
@@ -980,6 +979,7 @@ const fn by_low5(table: &Table) -> [Option<Info>; 32] {
         while h < 8 {
             let i = table.info[h << 5 | n];
             same &= i.flags == 0
+                && i.index == first.index
                 && i.nibbles == first.nibbles
                 && i.delta_lo == first.delta_lo
                 && i.delta_mask == first.delta_mask
@@ -1397,6 +1397,8 @@ mod tests {
             let i = CDNA_TABLE.info[b as usize];
             assert_eq!(i.ty.name, "CDNA_MISC");
             assert_eq!(fixed(i), fixed(CDNA_MISC_INFO));
+            assert_eq!(i.index, CDNA_MISC_INFO.index);
+            assert!(std::ptr::eq(i.ty, CDNA_MISC_INFO.ty));
         }
         // The low 5 bits the decoder's fast path decodes from constants (its `known!` lists).
         for (table, by_low5, list) in [
@@ -1407,7 +1409,11 @@ mod tests {
             assert_eq!(known, list, "{:?}", table.layout);
             for b in 0..=255u8 {
                 if let Some(c) = by_low5[(b & 0x1f) as usize] {
-                    assert_eq!(fixed(table.info[b as usize]), fixed(c), "byte {b:#x}");
+                    let i = table.info[b as usize];
+                    assert_eq!(fixed(i), fixed(c), "byte {b:#x}");
+                    // The decoder takes the type from the constants too.
+                    assert_eq!(i.index, c.index, "byte {b:#x}");
+                    assert!(std::ptr::eq(i.ty, c.ty), "byte {b:#x}");
                 }
             }
         }
