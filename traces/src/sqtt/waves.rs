@@ -369,7 +369,9 @@ pub fn analyze_with_progress(
 
 /// [`analyze_with_progress`] with a look at every packet as it is analysed: `hook(analyzer,
 /// packet, repeat, tokens before)` runs after the analyzer took the packet (so the tokens it
-/// attributed are `analyzer.raw_tokens()[tokens before..]`), and `before_finish` sees the
+/// attributed are `analyzer.raw_tokens()[tokens before..]`), but for runs of NOP padding
+/// (about half of a stream's packets: no token, no wave, nothing for a hook; a progress
+/// hook reports at the next other packet), and `before_finish` sees the
 /// analyzer once the stream is done, before waves that never ended are dropped. One decode
 /// for whatever else a caller folds from the same packets (the PC mapping of
 /// [`crate::pipeline`]).
@@ -465,11 +467,11 @@ impl<H: FnMut(&mut Analyzer, &Packet, u32, usize)> super::decoder::RunSink for H
         (self.hook)(&mut *self.a, p, n, before);
     }
 
+    /// No hook for NOPs ([`analyze_hooked`]): no test of the packet's kind and place per
+    /// run, which the mapping hook made on every packet.
     #[inline(always)]
     fn nops(&mut self, p: &Packet, n: u32) {
-        let before = self.a.out.tokens.len();
         self.a.nop_run(p, n);
-        (self.hook)(&mut *self.a, p, n, before);
     }
 }
 
