@@ -19,8 +19,9 @@
 //!   and mapped with its tokens ([`traces::pipeline::TablePart::of_se`], what `stats` ran on
 //!   them after `analyze mapped`), beside the decode of the same blobs;
 //! - `fused`: [`traces::pipeline::analyze_folded`] on the itraced SEs (analysis, PC mapping,
-//!   instruction table and latency splits in one decode, no token kept: what `stats` runs
-//!   there instead of `mapped` and `fold`), beside the decode of the same blobs.
+//!   instruction table and latency splits in one decode, no token kept, no wave record: the
+//!   waves that may take tokens queued for the fold; what `stats` runs there instead of
+//!   `mapped` and `fold`), beside the decode of the same blobs.
 //!
 //! `WAVESCOPE_SE_PASS_STEPS=mapped` (any of `waves,untraced,recordfree,tokens,mapped,fold,fused`) runs only those steps
 //! beside the decode (for a profiler's view of one).
@@ -234,17 +235,16 @@ fn main() {
     if let (true, Some(code), false) = (wanted("fused"), &code, itraced.is_empty()) {
         let dec_it = best(runs, &itraced, decode);
         let mut exact = true;
+        // As `stats` runs it (`KernelOptions::STATS`): without wave records, the waves
+        // that may take tokens queued for the fold.
+        let opts = AnalyzeOptions {
+            record_free: true,
+            ..Default::default()
+        };
         let fused = best(runs, &itraced, |b| {
-            let r = traces::pipeline::analyze_folded(
-                b,
-                target,
-                Default::default(),
-                code,
-                false,
-                &mut |_| {},
-            );
+            let r = traces::pipeline::analyze_folded(b, target, opts, code, false, &mut |_| {});
             match r {
-                Ok(Ok((a, _))) => a.waves.len() as u64,
+                Ok(Ok((a, _))) => a.wave_count() as u64,
                 _ => {
                     exact = false;
                     0

@@ -318,7 +318,6 @@ fn analyze_walked(
         queue_token_waves: free,
         ..opts
     };
-    let keep_pcs = fold.is_none();
     let slots = PcSlots {
         base: code.text_addr,
         len: code.text.len() / 4 + 1,
@@ -354,10 +353,11 @@ fn analyze_walked(
             // Tokens come only from packets the walk wants; a token the walk could not map
             // keeps no PC (the list is padded). The packets of other units (most WAVESTARTs
             // and WAVEENDs) are told apart here: no call for them.
-            if RdnaWalk::wants(p.ty.kind) && RdnaWalk::traced_in(places, p) {
+            let pl = &places[p.layout as usize][p.index as usize & 31];
+            if RdnaWalk::wants(p.ty.kind) && pl.on_unit_zero(p.raw) {
                 // By value: a call given the packet's address would have the decoder store
                 // every packet to memory, in case.
-                wanted(st_mut, fold_mut, an, *p, before, keep_pcs);
+                wanted(st_mut, fold_mut, an, *p, pl, before);
             }
         },
         |an| {
@@ -853,10 +853,11 @@ fn wanted(
     fold: &mut Option<TokenFold>,
     an: &mut crate::sqtt::waves::Analyzer,
     p: crate::sqtt::Packet,
+    pl: &crate::sqtt::packets::Places,
     before: usize,
-    keep_pcs: bool,
 ) {
-    let pc = st.packet(an, p, before, keep_pcs);
+    // Without a fold, each token's PC is kept.
+    let pc = st.packet(an, p, pl, before, fold.is_none());
     // The fold looks at nothing else: the waves that may take tokens start in packets the
     // walk wants, and another packet's tokens (none seen) wait in the list for the next one.
     if let Some(f) = fold.as_mut() {
@@ -885,6 +886,7 @@ impl MapState {
         &mut self,
         an: &crate::sqtt::waves::Analyzer,
         p: crate::sqtt::Packet,
+        pl: &crate::sqtt::packets::Places,
         before: usize,
         keep_pcs: bool,
     ) -> u64 {
@@ -898,6 +900,7 @@ impl MapState {
         };
         self.walk.packet_traced(
             p,
+            pl,
             || an.raw_waves().checked_sub(1).map(|w| w as u32),
             &mut sink,
         );

@@ -362,21 +362,22 @@ impl RdnaWalk {
         sink: &mut impl WalkSink,
     ) {
         if Self::wants(p.ty.kind) && Self::traced(p) {
-            self.packet_traced(p, wave, sink);
+            self.packet_traced(p, p.places(), wave, sink);
         }
     }
 
     /// [`RdnaWalk::packet`] of a packet its caller found wanted ([`RdnaWalk::wants`]) and of
-    /// the traced unit ([`RdnaWalk::traced`]).
+    /// the traced unit ([`RdnaWalk::traced`]), whose fields sit at `pl` (its places, which
+    /// the caller looked up for that test: no second look-up through the lazy table).
     #[inline]
     pub(crate) fn packet_traced(
         &mut self,
         p: &Packet,
+        pl: &super::packets::Places,
         wave: impl FnOnce() -> Option<u32>,
         sink: &mut impl WalkSink,
     ) {
         let layout = p.layout;
-        let pl = p.places();
         // (slot, why, whether its wave is lost): rare, so a list only when there is one.
         let mut troubles: Vec<(u8, String, bool)> = Vec::new();
         let amd = &mut self.amd;
@@ -440,6 +441,16 @@ impl RdnaWalk {
             }
             _ => {}
         }
+        if !troubles.is_empty() {
+            self.troubles(p, troubles);
+        }
+    }
+
+    /// [`RdnaWalk::packet_traced`]'s troubles at `p` (rare: out of line, so the per-packet
+    /// code neither walks nor drops the list).
+    #[cold]
+    #[inline(never)]
+    fn troubles(&mut self, p: &Packet, troubles: Vec<(u8, String, bool)>) {
         for (slot, message, lost) in troubles {
             if lost {
                 // A wave dropped at WAVESTART is replaced by the new one, not freed.

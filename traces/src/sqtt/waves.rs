@@ -369,7 +369,9 @@ pub fn analyze_with_progress(
 
 /// [`analyze_with_progress`] with a look at every packet as it is analysed: `hook(analyzer,
 /// packet, repeat, tokens before)` runs after the analyzer took the packet (so the tokens it
-/// attributed are `analyzer.raw_tokens()[tokens before..]`), and `before_finish` sees the
+/// attributed are `analyzer.raw_tokens()[tokens before..]`), but for runs of NOP padding
+/// (about half of a stream's packets: no token, no wave, nothing for a hook; a progress
+/// hook reports at the next other packet), and `before_finish` sees the
 /// analyzer once the stream is done, before waves that never ended are dropped. One decode
 /// for whatever else a caller folds from the same packets (the PC mapping of
 /// [`crate::pipeline`]).
@@ -465,11 +467,11 @@ impl<H: FnMut(&mut Analyzer, &Packet, u32, usize)> super::decoder::RunSink for H
         (self.hook)(&mut *self.a, p, n, before);
     }
 
+    /// No hook for NOPs ([`analyze_hooked`]): no test of the packet's kind and place per
+    /// run, which the mapping hook made on every packet.
     #[inline(always)]
     fn nops(&mut self, p: &Packet, n: u32) {
-        let before = self.a.out.tokens.len();
         self.a.nop_run(p, n);
-        (self.hook)(&mut *self.a, p, n, before);
     }
 }
 
@@ -1262,9 +1264,10 @@ impl Analyzer {
         (sh, wb.cu(raw), simd, wave)
     }
 
-    /// Attribute an instruction token to the live wave in `slot` on the traced unit.
+    /// Attribute an instruction token of the packet at `offset`, at `time`, to the live wave
+    /// in `slot` on the traced unit.
     #[inline(always)]
-    fn token(&mut self, p: &Packet, simd: u8, slot: u8, kind: TokenKind, op: TokenOp) {
+    fn token(&mut self, offset: u64, time: i64, simd: u8, slot: u8, kind: TokenKind, op: TokenOp) {
         let k = key(0, 0, simd, slot);
         match self.live.get(k) {
             Some(i) => {
@@ -1274,18 +1277,82 @@ impl Analyzer {
                 self.attributed += 1;
                 if self.opts.keep_tokens {
                     if self.out.tokens.len() == self.out.tokens.capacity() {
-                        self.grow_tokens(p.offset);
+                        self.grow_tokens(offset);
                     }
                     self.out.tokens.push(InstToken {
-                        time: p.time,
+                        time,
                         wave: i as u32,
                         kind,
                         op,
-                        offset: p.offset,
+                        offset,
                     });
                 }
             }
             None => self.token_without_live_wave(simd, slot),
+        }
+    }
+
+    /// An INST, VALUINST or IMMEDIATE packet (of `kind`, its fields at `pl`): counted, and
+    /// its token attributed ([`Analyzer::token`]).
+    #[inline(always)]
+    fn token_packet(&mut self, offset: u64, time: i64, raw: u64, kind: Kind, pl: &Places) {
+        match kind {
+            Kind::Inst => {
+                let op = pl.op.get(raw) as u32;
+                let mut spare = None;
+                let info = op_info_in(self.layout, op, &mut spare);
+                if let Some(c) = self.op_counts[self.layout as usize].get_mut(op as usize) {
+                    *c += 1;
+                }
+                if !info.known && !self.unknown_op_warned {
+                    self.unknown_op_warned = true;
+                    self.warn_with(offset, || {
+                        format!("instruction token with unknown op {op:#x}")
+                    });
+                }
+                if self.layout == Layout::Cdna {
+                    self.breakdown[CDNA_INST] += 1;
+                    self.out.instruction_packets += 1;
+                    let simd = pl.simd.get(raw) as u8;
+                    let slot = pl.wave.get(raw) as u8;
+                    self.token(
+                        offset,
+                        time,
+                        simd,
+                        slot,
+                        TokenKind::Inst,
+                        TokenOp::new(self.layout, op),
+                    );
+                } else if info.other_simd {
+                    self.breakdown[INST_OTHER_SIMD] += 1;
+                } else {
+                    self.breakdown[INST] += 1;
+                    self.out.instruction_packets += 1;
+                    let slot = pl.wave.get(raw) as u8;
+                    let simd = self.opts.traced_simd;
+                    self.token(
+                        offset,
+                        time,
+                        simd,
+                        slot,
+                        TokenKind::Inst,
+                        TokenOp::new(self.layout, op),
+                    );
+                }
+            }
+            Kind::ValuInst | Kind::Immediate => {
+                let (counter, kind) = if kind == Kind::ValuInst {
+                    (VALUINST, TokenKind::ValuInst)
+                } else {
+                    (IMMEDIATE, TokenKind::Immediate)
+                };
+                self.breakdown[counter] += 1;
+                self.out.instruction_packets += 1;
+                let slot = pl.wave.get(raw) as u8;
+                let simd = self.opts.traced_simd;
+                self.token(offset, time, simd, slot, kind, TokenOp::NONE);
+            }
+            _ => {}
         }
     }
 
@@ -1764,6 +1831,17 @@ impl Analyzer {
     /// then did for every packet, only in case).
     #[inline(never)]
     fn detail_of(&mut self, offset: u64, time: i64, raw: u64, ty: &'static PacketType, small: u32) {
+        // The token packets (most of what an instruction-traced stream brings here) go
+        // straight to their token: no packet built, no second dispatch through `detail`.
+        if matches!(ty.kind, Kind::Inst | Kind::ValuInst | Kind::Immediate) {
+            // (The layout of `small` is always one of the table's: no `% 3` as `packet_of`.)
+            if let Some(t) = self.places.get((small >> 16) as usize) {
+                // (As `detail`, which the stream's first packet went through.)
+                self.first_packet = false;
+                let pl = &t[(small >> 8) as usize & 31];
+                return self.token_packet(offset, time, raw, ty.kind, pl);
+            }
+        }
         self.detail(&packet_of(offset, time, raw, ty, small))
     }
 
@@ -1775,58 +1853,8 @@ impl Analyzer {
             Kind::LayoutHeader => self.layout_header(p, first),
             Kind::WaveStart => self.wave_start(p),
             Kind::WaveEnd => self.wave_end(p),
-            Kind::Inst => {
-                let op = pl.op.get(raw) as u32;
-                let mut spare = None;
-                let info = op_info_in(self.layout, op, &mut spare);
-                if let Some(c) = self.op_counts[self.layout as usize].get_mut(op as usize) {
-                    *c += 1;
-                }
-                if !info.known && !self.unknown_op_warned {
-                    self.unknown_op_warned = true;
-                    self.warn_with(p.offset, || {
-                        format!("instruction token with unknown op {op:#x}")
-                    });
-                }
-                if self.layout == Layout::Cdna {
-                    self.breakdown[CDNA_INST] += 1;
-                    self.out.instruction_packets += 1;
-                    let simd = pl.simd.get(raw) as u8;
-                    let slot = pl.wave.get(raw) as u8;
-                    self.token(
-                        p,
-                        simd,
-                        slot,
-                        TokenKind::Inst,
-                        TokenOp::new(self.layout, op),
-                    );
-                } else if info.other_simd {
-                    self.breakdown[INST_OTHER_SIMD] += 1;
-                } else {
-                    self.breakdown[INST] += 1;
-                    self.out.instruction_packets += 1;
-                    let slot = pl.wave.get(raw) as u8;
-                    let simd = self.opts.traced_simd;
-                    self.token(
-                        p,
-                        simd,
-                        slot,
-                        TokenKind::Inst,
-                        TokenOp::new(self.layout, op),
-                    );
-                }
-            }
-            Kind::ValuInst | Kind::Immediate => {
-                let (counter, kind) = if p.ty.kind == Kind::ValuInst {
-                    (VALUINST, TokenKind::ValuInst)
-                } else {
-                    (IMMEDIATE, TokenKind::Immediate)
-                };
-                self.breakdown[counter] += 1;
-                self.out.instruction_packets += 1;
-                let slot = pl.wave.get(raw) as u8;
-                let simd = self.opts.traced_simd;
-                self.token(p, simd, slot, kind, TokenOp::NONE);
+            Kind::Inst | Kind::ValuInst | Kind::Immediate => {
+                self.token_packet(p.offset, p.time, raw, p.ty.kind, pl)
             }
             Kind::ImmediateMask => {
                 let mask = pl.mask.get(raw);
@@ -1839,7 +1867,8 @@ impl Analyzer {
                 while bits != 0 {
                     let slot = bits.trailing_zeros() as u8;
                     bits &= bits - 1;
-                    self.token(p, simd, slot, TokenKind::ImmediateMask, TokenOp::NONE);
+                    let kind = TokenKind::ImmediateMask;
+                    self.token(p.offset, p.time, simd, slot, kind, TokenOp::NONE);
                 }
             }
             Kind::DeltaOrMarker if p.ty.time == TimeRule::DeltaOrMarker && pl.is_marker(raw) => {
