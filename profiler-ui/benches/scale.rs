@@ -205,14 +205,20 @@ fn run_step(name: &str, file: &Path, out: &Path) -> Option<(f64, u64, String)> {
 /// 10-20%), or 9 when a run takes under a quarter second (at 10 MiB a run is some 40 ms, and a
 /// moment of the host's load is a larger share of it), 1 for the rest.
 fn runs_of(name: &str, first_cpu: f64) -> usize {
-    match std::env::var("WAVESCOPE_SCALE_RUNS") {
-        Ok(n) => n.parse().expect("WAVESCOPE_SCALE_RUNS: a count"),
-        Err(_) if matches!(name, "decode" | "stats" | "stats-cut") => match first_cpu < 0.25 {
+    match runs_set() {
+        Some(n) => n,
+        None if matches!(name, "decode" | "stats" | "stats-cut") => match first_cpu < 0.25 {
             true => 9,
             false => 3,
         },
-        Err(_) => 1,
+        None => 1,
     }
+}
+
+/// `WAVESCOPE_SCALE_RUNS`, if set (checked before any step runs, in `main`).
+fn runs_set() -> Option<usize> {
+    let n = std::env::var("WAVESCOPE_SCALE_RUNS").ok()?;
+    Some(n.parse().expect("WAVESCOPE_SCALE_RUNS: a count"))
 }
 
 /// [`run_step`] [`runs_of`] times: the median CPU time (the note lists every run's), the
@@ -260,6 +266,8 @@ fn main() {
         );
         return;
     }
+    // A bad count stops the bench before its first capture is built.
+    runs_set();
     let sel = std::env::var("WAVESCOPE_SCALE").unwrap_or_else(|_| "10M".into());
     let sizes: Vec<u64> = if sel == "all" {
         vec![10 * MIB, 256 * MIB, 1536 * MIB]

@@ -338,7 +338,8 @@ fn analyze_walked(
     // Tokens the analyzer attributed to a wave: what the fold's waves' counts must sum to.
     let mut attributed = 0u64;
     // By position in the stream, as [`crate::sqtt::waves::analyze_with_progress`]: one
-    // compare per packet, of a value the hook owns (not one it reaches through a reference).
+    // compare per packet the hook sees, of a value it owns (not one it reaches through a
+    // reference).
     let mut next = 0u64;
     let (st_mut, fold_mut) = (&mut st, &mut fold);
     let analysis = crate::sqtt::waves::analyze_hooked(
@@ -353,11 +354,13 @@ fn analyze_walked(
             // Tokens come only from packets the walk wants; a token the walk could not map
             // keeps no PC (the list is padded). The packets of other units (most WAVESTARTs
             // and WAVEENDs) are told apart here: no call for them.
-            let pl = &places[p.layout as usize][p.index as usize & 31];
-            if RdnaWalk::wants(p.ty.kind) && pl.on_unit_zero(p.raw) {
-                // By value: a call given the packet's address would have the decoder store
-                // every packet to memory, in case.
-                wanted(st_mut, fold_mut, an, *p, pl, before);
+            if RdnaWalk::wants(p.ty.kind) {
+                let pl = &places[p.layout as usize][p.index as usize & 31];
+                if pl.on_unit_zero(p.raw) {
+                    // By value: a call given the packet's address would have the decoder
+                    // store every packet to memory, in case.
+                    wanted(st_mut, fold_mut, an, *p, pl, before);
+                }
             }
         },
         |an| {

@@ -390,15 +390,7 @@ impl<'a> Decoder<'a> {
 
     #[inline(always)]
     fn packet(&self, info: &Info, offset: u64, time: i64, raw: u64, size: u8) -> Packet {
-        Packet {
-            offset,
-            time,
-            raw,
-            ty: info.ty,
-            nibbles: size,
-            index: info.index,
-            layout: self.table.layout,
-        }
+        Self::packet_in(info, self.table.layout, offset, time, raw, size)
     }
 
     /// One of the NOPs of a run after its first (`raw` 0, as the run was read in one go).

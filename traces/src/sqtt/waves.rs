@@ -342,15 +342,16 @@ pub fn analyze_with(
 /// How often [`analyze_with_progress`] reports: every 256 KiB of stream.
 pub(crate) const PROGRESS_NIBBLES: u64 = 512 * 1024;
 
-/// [`analyze_with`], calling `progress` with the number of bytes decoded so far every few
-/// hundred KiB (to release memory-mapped pages, or drive a progress bar).
+/// [`analyze_with`], calling `progress` with the number of bytes decoded so far about every
+/// [`PROGRESS_NIBBLES`] of stream (to release memory-mapped pages, or drive a progress bar).
 pub fn analyze_with_progress(
     blob: &[u8],
     target: Option<GfxTarget>,
     opts: AnalyzeOptions,
     progress: &mut dyn FnMut(usize),
 ) -> Result<BlobAnalysis, DecodeError> {
-    // By position in the stream rather than by a count of packets: one compare per packet.
+    // By position in the stream rather than by a count of packets: one compare per packet
+    // the hook sees.
     let mut next = 0u64;
     analyze_hooked(
         blob,
@@ -369,9 +370,10 @@ pub fn analyze_with_progress(
 
 /// [`analyze_with_progress`] with a look at every packet as it is analysed: `hook(analyzer,
 /// packet, repeat, tokens before)` runs after the analyzer took the packet (so the tokens it
-/// attributed are `analyzer.raw_tokens()[tokens before..]`), but for runs of NOP padding
-/// (about half of a stream's packets: no token, no wave, nothing for a hook; a progress
-/// hook reports at the next other packet), and `before_finish` sees the
+/// attributed are `analyzer.raw_tokens()[tokens before..]`), but for most runs of NOP padding
+/// the decoder's fast path reads (about half of a stream's packets: no token, no wave; one
+/// reaches the hook per [`PROGRESS_NIBBLES`] of stream at most, for progress), and
+/// `before_finish` sees the
 /// analyzer once the stream is done, before waves that never ended are dropped. One decode
 /// for whatever else a caller folds from the same packets (the PC mapping of
 /// [`crate::pipeline`]).
@@ -389,6 +391,7 @@ pub(crate) fn analyze_hooked(
     dec.for_each_run_into(&mut Hooked {
         a: &mut a,
         hook: &mut hook,
+        nop_due: 0,
     });
     before_finish(&a);
     let mut out = a.finish();
@@ -457,6 +460,8 @@ pub(crate) fn analyze_hooked(
 struct Hooked<'h, H> {
     a: &'h mut Analyzer,
     hook: &'h mut H,
+    /// The offset from which a NOP run goes to the hook again ([`Hooked::nops`]).
+    nop_due: u64,
 }
 
 impl<H: FnMut(&mut Analyzer, &Packet, u32, usize)> super::decoder::RunSink for Hooked<'_, H> {
@@ -467,11 +472,18 @@ impl<H: FnMut(&mut Analyzer, &Packet, u32, usize)> super::decoder::RunSink for H
         (self.hook)(&mut *self.a, p, n, before);
     }
 
-    /// No hook for NOPs ([`analyze_hooked`]): no test of the packet's kind and place per
-    /// run, which the mapping hook made on every packet.
+    /// NOPs go to the hook once per [`PROGRESS_NIBBLES`] of stream at most
+    /// ([`analyze_hooked`]): no test of the packet's kind and place per run, which the mapping
+    /// hook made on every packet, while a progress hook still reports (and releases the
+    /// mapped pages read) inside a long run of padding.
     #[inline(always)]
     fn nops(&mut self, p: &Packet, n: u32) {
         self.a.nop_run(p, n);
+        if p.offset >= self.nop_due {
+            self.nop_due = p.offset + PROGRESS_NIBBLES;
+            let before = self.a.out.tokens.len();
+            (self.hook)(&mut *self.a, p, n, before);
+        }
     }
 }
 
@@ -1310,34 +1322,23 @@ impl Analyzer {
                         format!("instruction token with unknown op {op:#x}")
                     });
                 }
-                if self.layout == Layout::Cdna {
+                // CDNA tokens name their SIMD; RDNA's are the traced SIMD's, but for the
+                // INSTs of another SIMD (counted, no token).
+                let simd = if self.layout == Layout::Cdna {
                     self.breakdown[CDNA_INST] += 1;
-                    self.out.instruction_packets += 1;
-                    let simd = pl.simd.get(raw) as u8;
-                    let slot = pl.wave.get(raw) as u8;
-                    self.token(
-                        offset,
-                        time,
-                        simd,
-                        slot,
-                        TokenKind::Inst,
-                        TokenOp::new(self.layout, op),
-                    );
+                    Some(pl.simd.get(raw) as u8)
                 } else if info.other_simd {
                     self.breakdown[INST_OTHER_SIMD] += 1;
+                    None
                 } else {
                     self.breakdown[INST] += 1;
+                    Some(self.opts.traced_simd)
+                };
+                if let Some(simd) = simd {
                     self.out.instruction_packets += 1;
                     let slot = pl.wave.get(raw) as u8;
-                    let simd = self.opts.traced_simd;
-                    self.token(
-                        offset,
-                        time,
-                        simd,
-                        slot,
-                        TokenKind::Inst,
-                        TokenOp::new(self.layout, op),
-                    );
+                    let op = TokenOp::new(self.layout, op);
+                    self.token(offset, time, simd, slot, TokenKind::Inst, op);
                 }
             }
             Kind::ValuInst | Kind::Immediate => {
@@ -2824,9 +2825,30 @@ mod tests {
         }
         blobs.sort();
         assert!(blobs.len() >= 50, "{}", blobs.len());
+        let mut blobs: Vec<(String, Vec<u8>)> = blobs
+            .iter()
+            .map(|p| (p.display().to_string(), std::fs::read(p).unwrap()))
+            .collect();
+        // One stream whose LAYOUT_HEADERs switch it RDNA3 -> RDNA4 -> CDNA mid-stream (the
+        // gemm's first SE of each card, NOP padding between): the decoder's loop for one
+        // layout must hand over to the next's.
+        let mut joined = Vec::new();
+        for arch in ["gfx1100", "gfx1200", "gfx950"] {
+            let gemm = testdata::shared("traces").join(arch).join("gemm_run_0");
+            joined.extend(std::fs::read(gemm.join("kern0_se0.sqtt")).unwrap());
+            joined.extend([0u8; 32]);
+        }
+        let headers = |a: &BlobAnalysis| a.packet_counts.get("LAYOUT_HEADER").copied();
+        let whole = analyze_with(&joined, None, AnalyzeOptions::default()).unwrap();
+        assert_eq!(
+            (headers(&whole), whole.layout),
+            (Some(3), Some(Layout::Cdna))
+        );
+        assert!(whole.packet_counts.get("WAVESTART").copied().unwrap_or(0) > 0);
+        blobs.push(("gfx1100+gfx1200+gfx950 gemm se0".into(), joined));
         let mut nops = 0u64;
-        for path in &blobs {
-            let blob = std::fs::read(path).unwrap();
+        for (path, blob) in &blobs {
+            let blob = blob.clone();
             let mut padded = blob.clone();
             padded.resize(blob.len() + 4096, 0);
             for (blob, record_free) in [(&blob, false), (&blob, true), (&padded, true)] {
@@ -2847,7 +2869,7 @@ mod tests {
                     (got.decoded_nibbles, got.blob_nibbles, got.layout);
                 (want.warnings, want.tail_packets, want.cut_packet) =
                     (got.warnings.clone(), got.tail_packets, got.cut_packet);
-                let what = format!("{} record_free {record_free}", path.display());
+                let what = format!("{path} record_free {record_free}");
                 let json = |a: &BlobAnalysis| serde_json::to_string(a).unwrap();
                 assert_eq!(json(&got), json(&want), "{what}");
                 assert_eq!(got.tokens, want.tokens, "{what}");
