@@ -4,7 +4,9 @@
 
 use proptest::prelude::*;
 use traces::sqtt::packets::{Layout, CDNA_TABLE, RDNA3_TABLE, RDNA4_TABLE};
-use traces::sqtt::{self, canonical, AnalyzeOptions, DecodeOptions, Decoder, Framing};
+use traces::sqtt::{
+    self, canonical, AnalyzeOptions, DecodeOptions, Decoder, Framing, Packet, RunSink,
+};
 
 /// The reference decoder's loop, transcribed directly (independent of the fast decoder):
 /// returns (offset, time, type name, raw) per packet.
@@ -112,6 +114,19 @@ fn stream(layout: u8, body: &[u8]) -> Vec<u8> {
     v
 }
 
+/// A [`RunSink`] that keeps the default [`RunSink::BY_LAYOUT`] (the per-layout loops a
+/// closure does not get), each packet of a run listed.
+struct PerLayoutRuns(Vec<(u64, i64, &'static str, Layout, u8)>);
+
+impl RunSink for PerLayoutRuns {
+    fn run(&mut self, p: &Packet, n: u32) {
+        for i in 0..n as u64 {
+            self.0
+                .push((p.offset + i, p.time, p.ty.name, p.layout, p.index));
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
@@ -133,6 +148,29 @@ proptest! {
                                          body in proptest::collection::vec(any::<u8>(), 0..1024)) {
         let data = stream(layout, &body);
         same(&ours(&data), &reference_decode(&data)).map_err(TestCaseError::fail)?;
+    }
+
+    /// Streams whose LAYOUT_HEADERs switch the layout mid-stream (after NOP padding, so they
+    /// start a packet) through the decoder's per-layout loops ([`RunSink::BY_LAYOUT`], the
+    /// analyzer's path): the same packets as the per-packet iterator, in both framings.
+    #[test]
+    fn layout_switching_runs_equal_the_per_packet_iterator(
+        layouts in proptest::collection::vec(prop_oneof![Just(3u8), Just(4u8), Just(0u8)], 1..4),
+        bodies in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..400), 3)) {
+        let mut data = stream(layouts[0], &bodies[0]);
+        for (l, body) in layouts[1..].iter().zip(&bodies[1..]) {
+            data.extend([0u8; 32]);
+            data.extend(stream(*l, body));
+        }
+        for framing in [Framing::Reference, Framing::Hardware] {
+            let decode = DecodeOptions { framing, ..Default::default() };
+            let mut runs = PerLayoutRuns(Vec::new());
+            Decoder::new(&data, decode).for_each_run_into(&mut runs);
+            let packets: Vec<_> = Decoder::new(&data, decode)
+                .map(|p| (p.offset, p.time, p.ty.name, p.layout, p.index))
+                .collect();
+            prop_assert_eq!(&runs.0, &packets, "{:?}", framing);
+        }
     }
 
     /// Streams dense in the 18-nibble TS_DELTA_S8_W3 (byte pattern 0x21 / 0xA1), at even and
