@@ -2848,10 +2848,9 @@ mod tests {
         blobs.push(("gfx1100+gfx1200+gfx950 gemm se0".into(), joined));
         let mut nops = 0u64;
         for (path, blob) in &blobs {
-            let blob = blob.clone();
             let mut padded = blob.clone();
             padded.resize(blob.len() + 4096, 0);
-            for (blob, record_free) in [(&blob, false), (&blob, true), (&padded, true)] {
+            for (blob, record_free) in [(blob, false), (blob, true), (&padded, true)] {
                 let opts = AnalyzeOptions {
                     record_free,
                     ..Default::default()
